@@ -1,0 +1,21 @@
+"""kernelcore: an executor and visual debugger for programs written as nested blocks."""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .errors import (AttrError, KernelcoreError, LoadError, OpRunError, OpValidationError, PlaceError,
+                     ProgramError, ScopeError, ShapeError, UnknownOpError)
+from .executor import Executor
+from .place import CPUPlace, GPUPlace, gpu_available
+from .program import (Block, Operator, Program, Variable, default_main_program, default_startup_program,
+                      program_guard)
+from .registry import all_op_defs, get_op_def
+from .scope import Scope, global_scope
+from . import ops as _ops  # noqa: F401  - registers every op
+
+__all__ = [
+    "AttrError", "Block", "CPUPlace", "Executor", "GPUPlace", "KernelcoreError", "LoadError", "OpRunError",
+    "OpValidationError", "Operator", "PlaceError", "Program", "ProgramError", "Scope", "ScopeError",
+    "ShapeError", "UnknownOpError", "Variable", "all_op_defs", "default_main_program",
+    "default_startup_program", "get_op_def", "global_scope", "gpu_available", "program_guard",
+]

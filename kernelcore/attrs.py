@@ -1,0 +1,162 @@
+"""Attribute values: Python <-> OpDesc.Attr, with type checks that name what was given."""
+from __future__ import annotations
+
+import numbers
+
+from .proto import framework_pb2 as pb
+
+A = pb.AttrType
+INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+
+# AttrType -> the OpDesc.Attr field that holds it
+FIELD = {
+    A.INT: "i", A.FLOAT: "f", A.STRING: "s", A.INTS: "ints", A.FLOATS: "floats",
+    A.STRINGS: "strings", A.BOOLEAN: "b", A.BOOLEANS: "bools", A.BLOCK: "block_idx",
+    A.LONG: "l", A.BLOCKS: "blocks_idx", A.LONGS: "longs", A.FLOAT64S: "float64s",
+    A.VAR: "var_name", A.VARS: "vars_name", A.FLOAT64: "float64", A.SCALAR: "scalar",
+    A.SCALARS: "scalars",
+}
+LISTS = frozenset({A.INTS, A.FLOATS, A.STRINGS, A.BOOLEANS, A.BLOCKS, A.LONGS, A.FLOAT64S,
+                   A.VARS, A.SCALARS})
+
+
+def type_name(t: int) -> str:
+    try:
+        return A.Name(t)
+    except ValueError:
+        return f"<attr type {t}>"
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _is_real(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _scalar_ok(v) -> bool:
+    return isinstance(v, (bool, numbers.Number))
+
+
+_ELEMENT_OK = {
+    A.INT: lambda v: _is_int(v) and INT32_MIN <= v <= INT32_MAX,
+    A.LONG: _is_int,
+    A.FLOAT: _is_real, A.FLOAT64: _is_real,
+    A.STRING: lambda v: isinstance(v, str), A.VAR: lambda v: isinstance(v, str),
+    A.BOOLEAN: lambda v: isinstance(v, bool),
+    A.BLOCK: lambda v: _is_int(v) and v >= 0,
+    A.SCALAR: _scalar_ok,
+}
+_ELEMENT_OF = {A.INTS: A.INT, A.FLOATS: A.FLOAT, A.STRINGS: A.STRING, A.BOOLEANS: A.BOOLEAN,
+               A.BLOCKS: A.BLOCK, A.LONGS: A.LONG, A.FLOAT64S: A.FLOAT64, A.VARS: A.VAR,
+               A.SCALARS: A.SCALAR}
+
+
+def check_value(attr_type: int, value) -> str | None:
+    """None when `value` fits `attr_type`; else a short 'expected ..., got ...' text."""
+    if attr_type in _ELEMENT_OF:
+        if not isinstance(value, (list, tuple)):
+            return f"expected a list for {type_name(attr_type)}, got {type(value).__name__} {value!r:.60}"
+        ok = _ELEMENT_OK[_ELEMENT_OF[attr_type]]
+        for i, v in enumerate(value):
+            if not ok(v):
+                return f"expected {type_name(attr_type)}, element {i} is {type(v).__name__} {v!r:.60}"
+        return None
+    ok = _ELEMENT_OK.get(attr_type)
+    if ok is None:
+        return f"unsupported attribute type {type_name(attr_type)}"
+    if not ok(value):
+        return f"expected {type_name(attr_type)}, got {type(value).__name__} {value!r:.60}"
+    return None
+
+
+def normalize(attr_type: int, value):
+    """The canonical Python value of a checked attribute (ints as int, floats as float)."""
+    if attr_type in (A.FLOAT, A.FLOAT64):
+        return float(value)
+    if attr_type in (A.INT, A.LONG, A.BLOCK):
+        return int(value)
+    if attr_type in (A.FLOATS, A.FLOAT64S):
+        return [float(v) for v in value]
+    if attr_type in (A.INTS, A.LONGS, A.BLOCKS):
+        return [int(v) for v in value]
+    if attr_type in LISTS:
+        return list(value)
+    return value
+
+
+def _scalar_to_pb(msg, v) -> None:
+    if isinstance(v, bool):
+        msg.type, msg.b = pb.Scalar.BOOLEAN, v
+    elif _is_int(v):
+        msg.type, msg.i = pb.Scalar.LONG, int(v)
+    elif isinstance(v, complex):
+        msg.type = pb.Scalar.COMPLEX128
+        msg.c.r, msg.c.i = v.real, v.imag
+    else:
+        msg.type, msg.r = pb.Scalar.FLOAT64, float(v)
+
+
+def _scalar_from_pb(msg):
+    t = msg.type
+    if t == pb.Scalar.BOOLEAN:
+        return msg.b
+    if t == pb.Scalar.LONG:
+        return msg.i
+    if t == pb.Scalar.COMPLEX128:
+        return complex(msg.c.r, msg.c.i)
+    return msg.r
+
+
+def write(attr_msg, name: str, attr_type: int, value) -> None:
+    """Fill an OpDesc.Attr message (already checked with check_value)."""
+    attr_msg.Clear()
+    attr_msg.name = name
+    attr_msg.type = attr_type
+    field = FIELD[attr_type]
+    if attr_type == A.SCALAR:
+        _scalar_to_pb(attr_msg.scalar, value)
+    elif attr_type == A.SCALARS:
+        for v in value:
+            _scalar_to_pb(attr_msg.scalars.add(), v)
+    elif attr_type in LISTS:
+        getattr(attr_msg, field).extend(value)
+    else:
+        setattr(attr_msg, field, value)
+
+
+def read(attr_msg):
+    """The Python value an OpDesc.Attr holds."""
+    t = attr_msg.type
+    field = FIELD.get(t)
+    if field is None:
+        raise TypeError(f"attribute {attr_msg.name!r} has unsupported type {type_name(t)}")
+    if t == A.SCALAR:
+        return _scalar_from_pb(attr_msg.scalar)
+    if t == A.SCALARS:
+        return [_scalar_from_pb(s) for s in attr_msg.scalars]
+    v = getattr(attr_msg, field)
+    return list(v) if t in LISTS else v
+
+
+def guess_type(value) -> int:
+    """The attribute type for a Python value when no spec says (extra attributes)."""
+    if isinstance(value, bool):
+        return A.BOOLEAN
+    if _is_int(value):
+        return A.INT if INT32_MIN <= value <= INT32_MAX else A.LONG
+    if _is_real(value):
+        return A.FLOAT
+    if isinstance(value, str):
+        return A.STRING
+    if isinstance(value, (list, tuple)):
+        if all(isinstance(v, bool) for v in value) and value:
+            return A.BOOLEANS
+        if all(_is_int(v) for v in value):
+            return A.INTS if all(INT32_MIN <= v <= INT32_MAX for v in value) else A.LONGS
+        if all(_is_real(v) for v in value):
+            return A.FLOATS
+        if all(isinstance(v, str) for v in value):
+            return A.STRINGS
+    raise TypeError(f"cannot store {type(value).__name__} {value!r:.60} as an attribute")

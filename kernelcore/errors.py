@@ -1,0 +1,77 @@
+"""The exceptions a user can cause. Each names what was expected and what was given.
+
+Everything derives from KernelcoreError so a caller can catch one type; the
+subclasses also derive from the matching builtin (KeyError, TypeError,
+ValueError) so generic handlers keep working.
+"""
+from __future__ import annotations
+
+
+class KernelcoreError(Exception):
+    """Base of every error kernelcore raises on purpose."""
+
+
+class ProgramError(KernelcoreError, ValueError):
+    """A program is malformed: a missing block, a name clash, an unknown variable."""
+
+
+class UnknownOpError(ProgramError):
+    """An op type no registry entry knows."""
+
+
+class OpValidationError(ProgramError):
+    """An op does not match its OpProto: a slot, an argument count or an attribute."""
+
+
+class AttrError(OpValidationError, TypeError):
+    """An attribute of the wrong type, or one that fails its check (e.g. larger-than)."""
+
+
+class ShapeError(OpValidationError):
+    """Shapes or dtypes that an op cannot accept, found by shape inference."""
+
+
+class ScopeError(KernelcoreError, KeyError):
+    """A scope was asked for a variable it does not hold, or was used after being dropped."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; people want it plain.
+        return str(self.args[0]) if self.args else ""
+
+
+class LoadError(KernelcoreError, ValueError):
+    """A file could not be read as a program, a trace or a parameter stream."""
+
+
+class PlaceError(KernelcoreError, RuntimeError):
+    """A place that is unavailable here (a GPU without CuPy or a driver), or mixed places."""
+
+
+def describe_op(op_type: str, block_idx: int, op_idx: int) -> str:
+    return f"op {op_type!r} (block {block_idx}, op #{op_idx})"
+
+
+class OpRunError(KernelcoreError, RuntimeError):
+    """An op failed while running. The scope is left as it was at the failure.
+
+    Attributes name the op (type, block, index), the variable involved when one is,
+    and the inputs as (name, shape, dtype) so the message says what was given.
+    """
+
+    def __init__(self, message: str, *, op_type: str, block_idx: int, op_idx: int,
+                 var_name: str | None = None, inputs: tuple = (), timestep: int | None = None):
+        self.op_type, self.block_idx, self.op_idx = op_type, block_idx, op_idx
+        self.var_name, self.inputs, self.timestep = var_name, inputs, timestep
+        where = describe_op(op_type, block_idx, op_idx)
+        if timestep is not None:
+            where += f" at timestep {timestep}"
+        text = f"{where}: {message}"
+        if inputs:
+            given = ", ".join(f"{slot}={name}{_shape(shape, dtype)}" for slot, name, shape, dtype in inputs)
+            text += f"\n  inputs: {given}"
+        super().__init__(text)
+
+
+def _shape(shape, dtype) -> str:
+    if shape is None:
+        return "<no value>"
+    return f"[{', '.join(map(str, shape))}] {dtype}"

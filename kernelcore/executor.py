@@ -1,0 +1,591 @@
+"""The executor: runs a block in a scope (seed 004's Net), one observed loop.
+
+Shaped like JAX's eval_jaxpr: a block is *prepared* once (kernel chosen,
+attributes parsed, slots resolved to names), then *bound* to a scope (names
+resolved to Variables, cached while no scope on the chain gains or loses a
+name), then run in one loop that reads inputs, calls the kernel and writes
+outputs. Observers (the trace recorder, the debugger) receive events; with
+none attached the loop does no per-event work.
+
+The loop is a generator so that control-flow kernels can run sub-blocks with
+`yield from ctx.run_block(...)` and a debugger can suspend a run between any
+two ops, inside any timestep, without threads. A plain run never yields.
+"""
+from __future__ import annotations
+
+import contextvars
+import time
+import weakref
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from . import dtypes
+from .errors import KernelcoreError, OpRunError, PlaceError, ProgramError, ShapeError
+from .events import Event
+from .place import CPUPlace, GPUPlace, to_host
+from .program import Program, Variable as ProgramVariable
+from .proto import framework_pb2 as pb
+from .registry import get_op_def
+from .scope import Scope, global_scope
+from . import attrs as attrlib
+
+VT = pb.VarType
+_perf = time.perf_counter_ns
+
+# Observers that every run in this context reports to (kc.trace() adds one).
+_active_observers: contextvars.ContextVar[tuple] = contextvars.ContextVar("kernelcore_observers", default=())
+
+
+def add_observer(observer: Callable[[Event], None]) -> contextvars.Token:
+    return _active_observers.set(_active_observers.get() + (observer,))
+
+
+def remove_observer(token: contextvars.Token) -> None:
+    _active_observers.reset(token)
+
+
+# ---------------------------------------------------------------------------
+class PreparedOp:
+    """An op ready to run: kernel chosen, attributes parsed, slot names resolved."""
+
+    __slots__ = ("type", "block", "idx", "opdef", "kernel", "kernel_name", "attrs", "ins", "outs",
+                 "is_gen", "in_names", "out_names")
+
+    def __init__(self, program: Program, block_idx: int, idx: int, desc: pb.OpDesc, place):
+        self.type, self.block, self.idx = desc.type, block_idx, idx
+        where = f"op {desc.type!r} (block {block_idx}, op #{idx})"
+        opdef = get_op_def(desc.type)
+        self.opdef = opdef
+        given_in = {v.parameter: tuple(v.arguments) for v in desc.inputs}
+        given_out = {v.parameter: tuple(v.arguments) for v in desc.outputs}
+        for kind, given, slots in (("input", given_in, opdef.inputs), ("output", given_out, opdef.outputs)):
+            known = {s.name for s in slots}
+            for slot, names in given.items():
+                if slot not in known and names:
+                    raise ProgramError(f"{where}: {kind} slot {slot!r} is not one kernelcore's {desc.type!r} "
+                                       f"supports (it takes {sorted(known)})")
+            for s in slots:
+                names = given.get(s.name, ())
+                if not names and not s.dispensable:
+                    raise ProgramError(f"{where}: {kind} {s.name!r} is required but the op names no variable")
+                if len(names) > 1 and not s.duplicable:
+                    raise ProgramError(f"{where}: {kind} {s.name!r} takes one variable, got {list(names)}")
+        # (slot, names, duplicable) in OpProto order; names () for an absent dispensable slot
+        self.ins = tuple((s.name, given_in.get(s.name, ()), s.duplicable) for s in opdef.inputs)
+        self.outs = tuple((s.name, given_out.get(s.name, ()), s.duplicable) for s in opdef.outputs)
+        self.in_names = [n for _, names, _ in self.ins for n in names]
+        self.out_names = [n for _, names, _ in self.outs for n in names]
+        # attributes: declared ones parsed and checked, defaults filled; unknown extras ignored
+        attrs = {}
+        for a in desc.attrs:
+            spec = opdef.attr_spec(a.name)
+            if spec is None or spec.extra:
+                continue
+            try:
+                value = attrlib.read(a)
+            except TypeError as e:
+                raise ProgramError(f"{where}: {e}") from None
+            attrs[a.name] = opdef.check_attr(a.name, _coerce(spec.type, a.type, value), where)
+        for name, spec in opdef.attrs.items():
+            if name not in attrs and not spec.extra:
+                if spec.required:
+                    raise ProgramError(f"{where}: attribute {name!r} is required")
+                attrs[name] = spec.default
+        self.attrs = attrs
+        dtype_name = _first_input_dtype(program, block_idx, self.in_names)
+        kernel = opdef.find_kernel(place.kind, dtype_name)
+        if kernel is None:
+            have = sorted({p for p, _ in opdef.kernels})
+            raise PlaceError(f"{where}: no kernel for {place} (dtype {dtype_name}); "
+                             f"kernels exist for {have or 'no place'}{'. ' + opdef.no_kernel_reason if opdef.no_kernel_reason else ''}")
+        self.kernel = kernel
+        self.kernel_name = f"{kernel.__module__.rsplit('.', 1)[-1]}.{kernel.__name__}[{place.kind}]"
+        self.is_gen = getattr(kernel, "_kc_generator", None)
+        if self.is_gen is None:
+            import inspect
+            self.is_gen = inspect.isgeneratorfunction(kernel)
+
+
+def _coerce(want: int, have: int, value):
+    """Paddle writes some attributes with a wider or narrower type than declared (INT vs LONG,
+    FLOAT vs FLOAT64); accept those as the declared type."""
+    A = pb.AttrType
+    if want == have:
+        return value
+    pairs = {(A.INT, A.LONG), (A.LONG, A.INT), (A.FLOAT, A.FLOAT64), (A.FLOAT64, A.FLOAT),
+             (A.INTS, A.LONGS), (A.LONGS, A.INTS), (A.FLOATS, A.FLOAT64S), (A.FLOAT64S, A.FLOATS)}
+    if (want, have) in pairs:
+        return value
+    if want in (A.FLOAT, A.FLOAT64) and have in (A.INT, A.LONG):
+        return float(value)
+    if want == A.SCALAR and have in (A.INT, A.LONG, A.FLOAT, A.FLOAT64, A.BOOLEAN):
+        return value
+    return value  # check_attr reports the mismatch
+
+
+def _first_input_dtype(program: Program, block_idx: int, names) -> str | None:
+    if not names:
+        return None
+    v = program.block(block_idx).find_var_recursive(names[0])
+    if v is None or v.dtype is None:
+        return None
+    return dtypes.type_name(v.dtype)
+
+
+class PreparedBlock:
+    __slots__ = ("program", "block_idx", "ops", "var_descs", "_bound", "__weakref__")
+
+    def __init__(self, program: Program, block_idx: int, place):
+        self.program, self.block_idx = program, block_idx
+        block = program.block(block_idx)
+        self.ops = [PreparedOp(program, block_idx, i, d, place) for i, d in enumerate(block.desc.ops)]
+        # (name, persistable) of the vars this block declares, created in the scope that runs it
+        self.var_descs = [(v.name, v.persistable) for v in block.desc.vars]
+        self._bound = None  # (scope, versions of the scope chain, bound ops)
+
+
+def _chain_versions(scope: Scope) -> tuple:
+    out = []
+    s = scope
+    while s is not None:
+        out.append(s._version)
+        s = s.parent
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------
+class RunState:
+    """What one top-level run shares across its nested block runs."""
+
+    __slots__ = ("executor", "program", "place", "xp", "training", "observers", "seq", "pausing",
+                 "keep_values", "check_nan_inf")
+
+    def __init__(self, executor, program, place, training, observers, pausing=False):
+        self.executor, self.program, self.place = executor, program, place
+        self.xp = place.xp
+        self.training = training
+        self.observers = observers
+        self.seq = 0
+        self.pausing = pausing
+        self.keep_values = any(getattr(o, "keep_values", False) for o in observers)
+        self.check_nan_inf = False
+
+    def emit(self, kind: str, **fields) -> None:
+        ev = Event(self.seq, kind, _perf(), **fields)
+        self.seq += 1
+        for o in self.observers:
+            o(ev)
+
+
+class ExecContext:
+    """What a kernel sees: the scope its block runs in, the place, the array module and
+    the training flag (seed 002's Context), plus the op being run."""
+
+    __slots__ = ("run", "scope", "place", "xp", "training", "block", "op", "timestep")
+
+    def __init__(self, run: RunState, scope: Scope, block: int, timestep: int | None = None):
+        self.run, self.scope, self.block = run, scope, block
+        self.place, self.xp, self.training = run.place, run.xp, run.training
+        self.op = None
+        self.timestep = timestep
+
+    @property
+    def program(self) -> Program:
+        return self.run.program
+
+    @property
+    def executor(self) -> Executor:
+        return self.run.executor
+
+    def new_scope(self, message: str, timestep: int | None = None) -> Scope:
+        """A kid of this context's scope, reported as a scope_push event."""
+        op = self.op
+        kid = self.scope.new_scope(origin={"op": op.type, "block": op.block, "op_idx": op.idx,
+                                           "timestep": timestep, "what": message})
+        if self.run.observers:
+            self.run.emit("scope_push", scope=kid.id, parent_scope=self.scope.id, block=op.block,
+                          op=op.idx, op_type=op.type, timestep=timestep, message=message)
+        return kid
+
+    def drop_scope(self, scope: Scope) -> None:
+        if self.run.observers:
+            for s in reversed(list(scope.walk())):
+                self.run.emit("scope_drop", scope=s.id, parent_scope=s.parent.id if s.parent else None)
+        scope.drop()
+
+    def step_event(self, kind: str, timestep: int, scope: Scope) -> None:
+        if self.run.observers:
+            op = self.op
+            self.run.emit(kind, scope=scope.id, block=op.block, op=op.idx, op_type=op.type, timestep=timestep)
+
+    def run_block(self, block_idx: int, scope: Scope, timestep: int | None = None) -> Iterator:
+        """Run a sub-block in `scope` through the same loop; use with `yield from`."""
+        prepared = self.run.executor._prepare(self.run.program, block_idx)
+        return _exec_block(self.run, prepared, scope, 0, None, timestep)
+
+    def output_var(self, slot: str, i: int = 0):
+        names = next(n for s, n, _ in self.op.outs if s == slot)
+        return self.scope.find_var(names[i])
+
+    def input_names(self, slot: str) -> tuple:
+        return next(n for s, n, _ in self.op.ins if s == slot)
+
+    def output_names(self, slot: str) -> tuple:
+        return next(n for s, n, _ in self.op.outs if s == slot)
+
+    def rng(self, seed: int):
+        """A random generator for random-init kernels: seeded when seed != 0, else the executor's."""
+        if seed:
+            if self.place.kind == "gpu":
+                return self.xp.random.RandomState(seed)
+            return np.random.default_rng(seed)
+        return self.run.executor._rng(self.place)
+
+
+# ---------------------------------------------------------------------------
+def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool):
+    """Create the block's variables in `scope` and resolve every op's names to Variables."""
+    cached = prepared._bound
+    if cached is not None and cached[0] is scope and cached[1] == _chain_versions(scope):
+        return cached[2]
+    observed = bool(run.observers)
+    for name, persistable in prepared.var_descs:
+        v = (scope.find_var(name) if (persistable and root_block) else scope._vars.get(name))
+        if v is None:
+            scope.var(name)
+            if observed:
+                run.emit("var_create", scope=scope.id, block=prepared.block_idx, name=name)
+    bound = []
+    for op in prepared.ops:
+        ins = []
+        simple = True
+        for slot, names, dup in op.ins:
+            vs = tuple(_resolve(run, scope, op, slot, n, observed) for n in names)
+            if dup:
+                simple = False
+                ins.append(vs)
+            elif vs:
+                ins.append(vs[0])
+            else:
+                simple = False
+                ins.append(None)
+        outs = []
+        for slot, names, dup in op.outs:
+            vs = tuple(_resolve_out(run, scope, n, prepared.block_idx, observed) for n in names)
+            outs.append(vs if dup else (vs[0] if vs else None))
+        bound.append((op, tuple(ins), tuple(outs), simple))
+    prepared._bound = (scope, _chain_versions(scope), bound)
+    return bound
+
+
+def _resolve(run, scope, op, slot, name, observed):
+    v = scope.find_var(name)
+    if v is None:
+        raise OpRunError(f"input {slot!r} names variable {name!r}, which neither the program "
+                         f"declares nor the scope holds", op_type=op.type, block_idx=op.block,
+                         op_idx=op.idx, var_name=name)
+    return v
+
+
+def _resolve_out(run, scope, name, block_idx, observed):
+    v = scope.find_var(name)
+    if v is None:
+        v = scope.var(name)
+        if observed:
+            run.emit("var_create", scope=scope.id, block=block_idx, name=name)
+    return v
+
+
+def _read(entry):
+    if entry is None:
+        return None
+    if type(entry) is tuple:
+        return [v.value for v in entry]
+    return entry.value
+
+
+def _summary(slots, entries) -> tuple:
+    out = []
+    for (slot, names, dup), e in zip(slots, entries):
+        if e is None:
+            continue
+        for v in (e if dup else (e,)):
+            val = v.value
+            shape = getattr(val, "shape", None)
+            out.append((slot, v.name, tuple(shape) if shape is not None else None,
+                        str(val.dtype) if shape is not None else type(val).__name__ if val is not None else None))
+    return tuple(out)
+
+
+def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int, end: int | None,
+                timestep: int | None = None) -> Iterator:
+    """The one loop. A generator; yields only when a debugger asked to pause."""
+    bound = _bind(run, prepared, scope, prepared.block_idx == 0 and timestep is None)
+    ctx = ExecContext(run, scope, prepared.block_idx, timestep)
+    observers = run.observers
+    pausing = run.pausing
+    for op, in_vars, out_vars, simple in (bound[begin:end] if (begin or end is not None) else bound):
+        ctx.op = op
+        if pausing:
+            yield ("op", ctx, op, in_vars, out_vars)
+        ins = [v.value for v in in_vars] if simple else [_read(e) for e in in_vars]
+        if observers:
+            t0 = _perf()
+        try:
+            if op.is_gen:
+                outs = yield from op.kernel(ctx, ins, op.attrs)
+            else:
+                outs = op.kernel(ctx, ins, op.attrs)
+        except KernelcoreError as e:
+            if isinstance(e, OpRunError):
+                raise
+            raise _op_error(run, ctx, op, in_vars, e) from e
+        except Exception as e:
+            raise _op_error(run, ctx, op, in_vars, e) from e
+        for v, o in zip(out_vars, outs):
+            if v is None or o is None:
+                continue
+            if type(v) is tuple:
+                for vv, oo in zip(v, o):
+                    vv.value = oo
+            else:
+                v.value = o
+        if observers:
+            dur = _perf() - t0
+            run.emit("op_run", scope=scope.id, block=op.block, op=op.idx, op_type=op.type, dur_ns=dur,
+                     inputs=_summary(op.ins, in_vars), outputs=_summary(op.outs, out_vars),
+                     kernel=op.kernel_name, place=str(run.place), timestep=timestep,
+                     values=_keep(run, out_vars) if run.keep_values else None)
+        if run.check_nan_inf:
+            _check_finite(run, ctx, op, in_vars, out_vars)
+    return None
+
+
+def _keep(run, out_vars):
+    return tuple(((v.name, v.value) if type(v) is not tuple else tuple((x.name, x.value) for x in v))
+                 if v is not None else None for v in out_vars)
+
+
+def _check_finite(run, ctx, op, in_vars, out_vars):
+    xp = run.xp
+    for (slot, names, dup), e in zip(op.outs, out_vars):
+        if e is None:
+            continue
+        for v in (e if dup else (e,)):
+            val = v.value
+            if getattr(val, "dtype", None) is not None and val.dtype.kind in "fc" and not bool(xp.isfinite(val).all()):
+                raise _op_error(run, ctx, op, in_vars, FloatingPointError(
+                    f"output {slot!r} (variable {v.name!r}) holds NaN or Inf"), var=v.name)
+
+
+def _op_error(run, ctx, op, in_vars, exc, var=None) -> OpRunError:
+    given = []
+    missing = None
+    for (slot, names, dup), e in zip(op.ins, in_vars):
+        if e is None:
+            continue
+        for v in (e if dup else (e,)):
+            val = v.value
+            shape = getattr(val, "shape", None)
+            if val is None and missing is None:
+                missing = (slot, v.name)
+            given.append((slot, v.name, tuple(shape) if shape is not None else None,
+                          getattr(val, "dtype", type(val).__name__)))
+    if missing is not None and var is None:
+        msg = (f"input {missing[0]!r} (variable {missing[1]!r}) has no value: feed it or run the op "
+               f"that writes it first")
+        var = missing[1]
+    else:
+        msg = f"{type(exc).__name__}: {exc}"
+    err = OpRunError(msg, op_type=op.type, block_idx=op.block, op_idx=op.idx, var_name=var,
+                     inputs=tuple(given), timestep=ctx.timestep)
+    if run.observers:
+        run.emit("error", scope=ctx.scope.id, block=op.block, op=op.idx, op_type=op.type, name=var,
+                 message=str(err), timestep=ctx.timestep)
+    return err
+
+
+# ---------------------------------------------------------------------------
+class Executor:
+    """Runs programs on a place: `Executor(CPUPlace())` or `Executor(GPUPlace(0))`."""
+
+    def __init__(self, place=None):
+        self.place = place if place is not None else CPUPlace()
+        if not isinstance(self.place, (CPUPlace, GPUPlace)):
+            raise TypeError(f"Executor takes a CPUPlace or GPUPlace, got {place!r}")
+        self.place.xp  # a GPU place without CuPy or a GPU fails here, not mid-run
+        self._prepared: dict = {}
+        self._rngs: dict = {}
+
+    def _rng(self, place):
+        r = self._rngs.get(place.kind)
+        if r is None:
+            r = self._rngs[place.kind] = (np.random.default_rng() if place.kind == "cpu"
+                                          else place.xp.random.RandomState())
+        return r
+
+    def seed(self, seed: int) -> None:
+        """Seed the generator that random ops with seed=0 draw from."""
+        self._rngs = {"cpu": np.random.default_rng(seed)}
+        if self.place.kind == "gpu":
+            self._rngs["gpu"] = self.place.xp.random.RandomState(seed)
+
+    def _prepare(self, program: Program, block_idx: int) -> PreparedBlock:
+        key = (id(program), block_idx)
+        hit = self._prepared.get(key)
+        if hit is not None and hit[0]() is program and hit[1] == program._version:
+            return hit[2]
+        prepared = PreparedBlock(program, block_idx, self.place)
+        self._prepared[key] = (weakref.ref(program), program._version, prepared)
+        return prepared
+
+    def prepare(self, program: Program, block: int = 0) -> PreparedBlock:
+        """Prepare (and cache) a block now, so the first run pays nothing extra."""
+        return self._prepare(program, block)
+
+    # -- the public run ------------------------------------------------------
+    def run(self, program: Program | None = None, feed: dict | None = None, fetch_list=None,
+            scope: Scope | None = None, *, training: bool = False, begin: int = 0, end: int | None = None,
+            return_numpy: bool = True, check_nan_inf: bool = False) -> list:
+        """Run block 0 of `program` (ops [begin, end)) in `scope` and return the fetched values.
+
+        `feed` maps variable names to arrays; `fetch_list` names variables (or Variables) to
+        return, as NumPy arrays unless return_numpy=False. Programs written with feed/fetch ops
+        (inference models) are fed and fetched through those ops.
+        """
+        gen = self.run_iter(program, feed, fetch_list, scope, training=training, begin=begin, end=end,
+                            return_numpy=return_numpy, check_nan_inf=check_nan_inf)
+        try:
+            while True:
+                next(gen)
+        except StopIteration as stop:
+            return stop.value
+
+    def run_iter(self, program=None, feed=None, fetch_list=None, scope=None, *, training=False, begin=0,
+                 end=None, return_numpy=True, check_nan_inf=False, pausing=False, observers=None):
+        """`run` as a generator: with pausing=True it yields before each op (the debugger's hook)."""
+        if program is None:
+            from .program import default_main_program
+            program = default_main_program()
+        if not isinstance(program, Program):
+            raise TypeError(f"run takes a Program, got {type(program).__name__}")
+        scope = scope if scope is not None else global_scope()
+        obs = _active_observers.get() + tuple(observers or ())
+        run = RunState(self, program, self.place, training, obs, pausing)
+        run.check_nan_inf = check_nan_inf
+        prepared = self._prepare(program, 0)
+        fetch_names = self._fetch_names(program, fetch_list)
+        if obs:
+            run.emit("run_begin", scope=scope.id, block=0, message=f"{program!r}")
+        bound = _bind(run, prepared, scope, True)
+        self._feed(program, prepared, scope, feed or {})
+        try:
+            yield from _exec_block(run, prepared, scope, begin, end)
+        finally:
+            if obs:
+                run.emit("run_end", scope=scope.id, block=0)
+        del bound
+        return self._fetch(program, scope, fetch_names, fetch_list is None, return_numpy)
+
+    # -- feeding and fetching --------------------------------------------------
+    def _feed(self, program: Program, prepared: PreparedBlock, scope: Scope, feed: dict) -> None:
+        if not isinstance(feed, dict):
+            raise TypeError(f"feed must be a dict of name -> array, got {type(feed).__name__}")
+        block = program.global_block()
+        feed_ops = [op for op in prepared.ops if op.type == "feed"]
+        if feed_ops:
+            wanted = {op.outs[0][1][0]: (op.ins[0][1][0], op.attrs["col"]) for op in feed_ops}
+            unknown = [n for n in feed if n not in wanted]
+            if unknown:
+                raise ProgramError(f"feed names {unknown} are not inputs of this program; it is fed "
+                                   f"{sorted(wanted)}")
+            missing = [n for n in wanted if n not in feed]
+            if missing:
+                raise ProgramError(f"this program needs feeds {sorted(missing)} (its feed ops read them)")
+            lists: dict[str, list] = {}
+            for name, (holder, col) in wanted.items():
+                lst = lists.setdefault(holder, [])
+                lst.extend([None] * (col + 1 - len(lst)))
+                lst[col] = self._to_place(block, name, feed[name])
+            for holder, lst in lists.items():
+                scope.var(holder).value = lst
+            return
+        for name, value in feed.items():
+            if isinstance(name, ProgramVariable):
+                name = name.name
+            if block.find_var_recursive(name) is None:
+                names = ", ".join(sorted(d.name for d in block.desc.vars)[:20])
+                raise ProgramError(f"cannot feed {name!r}: block 0 declares no such variable (it has {names})")
+            v = scope.find_var(name) or scope.var(name)
+            v.value = self._to_place(block, name, value)
+
+    def _to_place(self, block, name: str, value):
+        decl = block.find_var_recursive(name)
+        xp = self.place.xp
+        if hasattr(value, "__cuda_array_interface__") and self.place.kind == "cpu":
+            raise PlaceError(f"feed {name!r} is a GPU array but the executor runs on {self.place}; "
+                             f"copy it to the host first")
+        arr = value
+        if decl is not None and decl.dtype is not None and decl.type == VT.LOD_TENSOR:
+            want = dtypes.to_numpy(decl.dtype)
+            if not hasattr(value, "dtype"):
+                arr = np.asarray(value, dtype=want)
+            elif value.dtype != want:
+                if np.can_cast(value.dtype, want, casting="same_kind"):
+                    arr = value.astype(want)
+                else:
+                    raise ShapeError(f"feed {name!r}: expected dtype {want}, got {value.dtype}")
+            shape = decl.shape or ()
+            if len(shape) != arr.ndim or any(d >= 0 and d != s for d, s in zip(shape, arr.shape)):
+                if shape:
+                    raise ShapeError(f"feed {name!r}: expected shape {list(shape)} (-1 = any), "
+                                     f"got {list(arr.shape)}")
+        elif not hasattr(value, "shape"):
+            arr = np.asarray(value)
+        if self.place.kind == "gpu":
+            arr = xp.asarray(arr)
+        return arr
+
+    def _fetch_names(self, program: Program, fetch_list) -> list[str]:
+        if fetch_list is None:
+            fetch_ops = [op for op in program.global_block().desc.ops if op.type == "fetch"]
+            cols = []
+            for op in fetch_ops:
+                col = next((a.i for a in op.attrs if a.name == "col"), 0)
+                cols.append((col, op.inputs[0].arguments[0]))
+            return [n for _, n in sorted(cols)]
+        if isinstance(fetch_list, (str, ProgramVariable)):
+            fetch_list = [fetch_list]
+        names = []
+        for f in fetch_list:
+            n = f.name if isinstance(f, ProgramVariable) else f
+            if not isinstance(n, str):
+                raise TypeError(f"fetch_list takes variable names or Variables, got {f!r:.60}")
+            names.append(n)
+        return names
+
+    def _fetch(self, program, scope, names, via_fetch_ops, return_numpy) -> list:
+        out = []
+        for n in names:
+            v = scope.find_var(n)
+            if v is None:
+                raise ProgramError(f"cannot fetch {n!r}: no such variable in the scope after the run")
+            if v.value is None:
+                raise ProgramError(f"cannot fetch {n!r}: it holds no value (no op wrote it and it was not fed)")
+            val = v.value
+            out.append(np.asarray(to_host(val)) if return_numpy and hasattr(val, "shape") else val)
+        return out
+
+    def run_block(self, program: Program, block: int, scope: Scope, begin: int = 0, end: int | None = None,
+                  *, training: bool = False) -> None:
+        """Run ops [begin, end) of any block in `scope` (seed 004's Run(scope, begin, end))."""
+        run = RunState(self, program, self.place, training, _active_observers.get())
+        gen = _exec_block(run, self._prepare(program, block), scope, begin, end)
+        for _ in gen:
+            pass
+
+
+def scope_value(scope: Scope, name: str) -> Any:
+    """The value of `name` as NumPy (copied from the GPU when it lives there)."""
+    return to_host(scope.get(name))

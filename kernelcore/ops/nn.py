@@ -1,0 +1,1 @@
+"""Layers' ops: matrix products, embeddings, normalising activations."""
