@@ -13,10 +13,11 @@ from .registry import all_op_defs, get_op_def
 from .scope import Scope, global_scope
 from . import ops as _ops  # noqa: F401  - registers every op
 from . import opcreators as op
+from .trace import Trace, trace
 
 __all__ = [
     "AttrError", "Block", "CPUPlace", "Executor", "GPUPlace", "KernelcoreError", "LoadError", "OpRunError",
     "OpValidationError", "Operator", "PlaceError", "Program", "ProgramError", "Scope", "ScopeError",
-    "ShapeError", "UnknownOpError", "Variable", "all_op_defs", "default_main_program",
-    "default_startup_program", "get_op_def", "global_scope", "gpu_available", "op", "program_guard",
+    "ShapeError", "Trace", "UnknownOpError", "Variable", "all_op_defs", "default_main_program",
+    "default_startup_program", "get_op_def", "global_scope", "gpu_available", "op", "program_guard", "trace",
 ]

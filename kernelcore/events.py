@@ -19,7 +19,7 @@ KINDS = ("run_begin", "run_end", "scope_push", "scope_drop", "var_create", "op_r
 class Event(NamedTuple):
     seq: int
     kind: str
-    t_ns: int                    # time.perf_counter_ns() when it happened (op_run: when it started)
+    t_ns: int                    # time.perf_counter_ns() when recorded (op_run: when it ended)
     scope: int | None = None     # id of the scope it happened in
     block: int | None = None
     op: int | None = None        # op index in the block
@@ -33,7 +33,7 @@ class Event(NamedTuple):
     parent_scope: int | None = None  # scope_push: the parent
     timestep: int | None = None  # step_*: the timestep; scope_push: the timestep it is for
     message: str | None = None   # error text; scope_push: what made it ("recurrent step", ...)
-    values: Any = None           # op_run: retained output values (policy); never serialized
+    values: Any = None           # op_run: ((var name, value), ...) of its outputs when retained; never serialized
 
     def to_json(self) -> dict:
         d = {"seq": self.seq, "kind": self.kind, "t_ns": self.t_ns}
@@ -60,3 +60,62 @@ _TUPLES = ("inputs", "outputs")
 def _io_json(x) -> list:
     slot, name, shape, dtype = x
     return [slot, name, list(shape) if shape is not None else None, dtype]
+
+
+_DTYPE_NAMES: dict = {}
+
+
+def _dtype_name(dt) -> str | None:
+    if dt is None or isinstance(dt, str):
+        return dt
+    n = _DTYPE_NAMES.get(dt)
+    if n is None:  # str(np.dtype) costs microseconds; names are cached
+        n = _DTYPE_NAMES[dt] = str(dt)
+    return n
+
+
+def _io(pairs, metas) -> tuple:
+    return tuple((slot, name, tuple(shape) if shape is not None else None, _dtype_name(dt))
+                 for (slot, name), (shape, dt) in zip(pairs, metas))
+
+
+# The executor's compact op record, turned into an Event only when someone looks:
+#   (seq, t_end, dur, prepared op, scope id, timestep, place, *values)       raw: the values of
+#       op.in_pairs + op.out_pairs, by reference (kernels never mutate, so they are as they were)
+#   (seq, t_end, dur, prepared op, scope id, timestep, place, META, *metas)   compacted: (shape, dtype)
+#       for each, the values released (trace.py does this in batches under the "shapes" policy)
+#   (seq, t_end, dur, prepared op, scope id, timestep, place)                 no shapes kept
+META = object()
+RECORD_HEAD = 7
+
+
+def meta_of(value) -> tuple:
+    dt = getattr(value, "dtype", None)
+    if dt is None:
+        return (None, type(value).__name__ if value is not None else None)
+    return (value.shape, _dtype_name(dt))
+
+
+def compact(rec) -> tuple:
+    if len(rec) == RECORD_HEAD or rec[RECORD_HEAD] is META:
+        return rec
+    return rec[:RECORD_HEAD] + (META,) + tuple([meta_of(v) for v in rec[RECORD_HEAD:]])
+
+
+def op_run_event(rec, keep_values: bool = False) -> Event:
+    seq, t1, dur, op, scope_id, timestep, place = rec[:RECORD_HEAD]
+    n_in = len(op.in_pairs)
+    values = None
+    if len(rec) == RECORD_HEAD:
+        ins = outs = ()
+    elif rec[RECORD_HEAD] is META:
+        metas = rec[RECORD_HEAD + 1:]
+        ins, outs = _io(op.in_pairs, metas[:n_in]), _io(op.out_pairs, metas[n_in:])
+    else:
+        vals = rec[RECORD_HEAD:]
+        metas = [meta_of(v) for v in vals]
+        ins, outs = _io(op.in_pairs, metas[:n_in]), _io(op.out_pairs, metas[n_in:])
+        if keep_values:
+            values = tuple((name, v) for (_, name), v in zip(op.out_pairs, vals[n_in:]))
+    return Event(seq, "op_run", t1, scope_id, op.block, op.idx, op.type, None, dur, ins, outs,
+                 op.kernel_name, place, None, timestep, None, values)

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import dtypes
 from .errors import KernelcoreError, OpRunError, PlaceError, ProgramError, ShapeError
-from .events import Event
+from .events import Event, op_run_event
 from .place import CPUPlace, GPUPlace, to_host
 from .program import Program, Variable as ProgramVariable
 from .proto import framework_pb2 as pb
@@ -50,7 +50,7 @@ class PreparedOp:
     """An op ready to run: kernel chosen, attributes parsed, slot names resolved."""
 
     __slots__ = ("type", "block", "idx", "opdef", "kernel", "kernel_name", "attrs", "ins", "outs",
-                 "is_gen", "in_names", "out_names")
+                 "is_gen", "in_names", "out_names", "in_pairs", "out_pairs")
 
     def __init__(self, program: Program, block_idx: int, idx: int, desc: pb.OpDesc, place):
         self.type, self.block, self.idx = desc.type, block_idx, idx
@@ -76,6 +76,9 @@ class PreparedOp:
         self.outs = tuple((s.name, given_out.get(s.name, ()), s.duplicable) for s in opdef.outputs)
         self.in_names = [n for _, names, _ in self.ins for n in names]
         self.out_names = [n for _, names, _ in self.outs for n in names]
+        # (slot, name) of each input/output variable, in the order events list them
+        self.in_pairs = tuple((slot, n) for slot, names, _ in self.ins for n in names)
+        self.out_pairs = tuple((slot, n) for slot, names, _ in self.outs for n in names)
         # attributes: declared ones parsed and checked, defaults filled; unknown extras ignored
         attrs = {}
         for a in desc.attrs:
@@ -159,16 +162,21 @@ class RunState:
     """What one top-level run shares across its nested block runs."""
 
     __slots__ = ("executor", "program", "place", "xp", "training", "observers", "seq", "pausing",
-                 "keep_values", "check_nan_inf")
+                 "keep_values", "keep_shapes", "check_nan_inf", "place_name", "raw_observers",
+                 "event_observers")
 
     def __init__(self, executor, program, place, training, observers, pausing=False):
         self.executor, self.program, self.place = executor, program, place
         self.xp = place.xp
+        self.place_name = str(place)
         self.training = training
         self.observers = observers
         self.seq = 0
         self.pausing = pausing
         self.keep_values = any(getattr(o, "keep_values", False) for o in observers)
+        self.keep_shapes = any(getattr(o, "keep_shapes", True) for o in observers)
+        self.raw_observers = tuple(o for o in observers if hasattr(o, "record_op"))
+        self.event_observers = tuple(o for o in observers if not hasattr(o, "record_op"))
         self.check_nan_inf = False
 
     def emit(self, kind: str, **fields) -> None:
@@ -274,7 +282,8 @@ def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool
         for slot, names, dup in op.outs:
             vs = tuple(_resolve_out(run, scope, n, prepared.block_idx, observed) for n in names)
             outs.append(vs if dup else (vs[0] if vs else None))
-        bound.append((op, tuple(ins), tuple(outs), simple))
+        io_vars = tuple(v for _, _, v in _flat(op.ins, ins) + _flat(op.outs, outs))
+        bound.append((op, tuple(ins), tuple(outs), simple, io_vars))
     prepared._bound = (scope, _chain_versions(scope), bound)
     return bound
 
@@ -297,25 +306,25 @@ def _resolve_out(run, scope, name, block_idx, observed):
     return v
 
 
+def _flat(slots, entries) -> tuple:
+    out = []
+    for (slot, names, dup), e in zip(slots, entries):
+        if e is not None:
+            out.extend((slot, v.name, v) for v in (e if dup else (e,)))
+    return tuple(out)
+
+
+def _meta_of(val) -> tuple:
+    """(shape, type name) for a value that is not an array (a list, a number, nothing)."""
+    return (None, type(val).__name__ if val is not None else None)
+
+
 def _read(entry):
     if entry is None:
         return None
     if type(entry) is tuple:
         return [v.value for v in entry]
     return entry.value
-
-
-def _summary(slots, entries) -> tuple:
-    out = []
-    for (slot, names, dup), e in zip(slots, entries):
-        if e is None:
-            continue
-        for v in (e if dup else (e,)):
-            val = v.value
-            shape = getattr(val, "shape", None)
-            out.append((slot, v.name, tuple(shape) if shape is not None else None,
-                        str(val.dtype) if shape is not None else type(val).__name__ if val is not None else None))
-    return tuple(out)
 
 
 def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int, end: int | None,
@@ -325,7 +334,7 @@ def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int
     ctx = ExecContext(run, scope, prepared.block_idx, timestep)
     observers = run.observers
     pausing = run.pausing
-    for op, in_vars, out_vars, simple in (bound[begin:end] if (begin or end is not None) else bound):
+    for op, in_vars, out_vars, simple, io_vars in (bound[begin:end] if (begin or end is not None) else bound):
         ctx.op = op
         if pausing:
             yield ("op", ctx, op, in_vars, out_vars)
@@ -352,19 +361,23 @@ def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int
             else:
                 v.value = o
         if observers:
-            dur = _perf() - t0
-            run.emit("op_run", scope=scope.id, block=op.block, op=op.idx, op_type=op.type, dur_ns=dur,
-                     inputs=_summary(op.ins, in_vars), outputs=_summary(op.outs, out_vars),
-                     kernel=op.kernel_name, place=str(run.place), timestep=timestep,
-                     values=_keep(run, out_vars) if run.keep_values else None)
+            # The hot path records a compact tuple; observers that take it (the Trace) turn it
+            # into an Event only when someone looks (events.op_run_event).
+            t1 = _perf()
+            # value references only: the Trace turns them into shapes in batches (or keeps them)
+            rec = (run.seq, t1, t1 - t0, op, scope.id, timestep, run.place_name,
+                   *[v.value for v in io_vars]) if run.keep_shapes else \
+                  (run.seq, t1, t1 - t0, op, scope.id, timestep, run.place_name)
+            run.seq += 1
+            for o in run.raw_observers:
+                o.record_op(rec)
+            if run.event_observers:
+                ev = op_run_event(rec)
+                for o in run.event_observers:
+                    o(ev)
         if run.check_nan_inf:
             _check_finite(run, ctx, op, in_vars, out_vars)
     return None
-
-
-def _keep(run, out_vars):
-    return tuple(((v.name, v.value) if type(v) is not tuple else tuple((x.name, x.value) for x in v))
-                 if v is not None else None for v in out_vars)
 
 
 def _check_finite(run, ctx, op, in_vars, out_vars):

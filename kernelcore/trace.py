@@ -1,0 +1,230 @@
+"""Recording runs: `with kc.trace() as tr: exe.run(...)` collects every event.
+
+A Trace is an observer of the executor. What it keeps of values is a policy:
+  "none"        events only: op types, names, scopes, times; no shapes or values
+  "shapes"      + each op's inputs/outputs as (slot, name, shape, dtype)   [default]
+  "references"  + references to each op's output values. Kernels never mutate
+                their inputs, so a reference is the value as it was then, at no
+                copy cost; it keeps those arrays alive (the memory they hold)
+  "copies"      + copies of the output values (safe even if user code mutates
+                arrays it fed; costs a copy per op)
+`max_bytes` caps the retained values: past it, the oldest values are released
+(their events remain) and `dropped_values` counts them.
+
+Traces save to a documented JSON form (`schema`/`version` below) and export to
+the Chrome trace event format, which Perfetto and chrome://tracing open.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from .errors import LoadError
+from .events import KINDS, RECORD_HEAD, Event, compact, op_run_event
+from .executor import add_observer, remove_observer
+
+SCHEMA = "kernelcore.trace"
+VERSION = 1
+POLICIES = ("none", "shapes", "references", "copies")
+
+
+class Trace:
+    """An ordered list of events, and what was retained of the values."""
+
+    def __init__(self, events: Iterable[Event] = (), *, retain: str = "shapes", max_bytes: int | None = None,
+                 meta: dict | None = None):
+        if retain not in POLICIES:
+            raise ValueError(f"retain must be one of {POLICIES}, got {retain!r}")
+        self._items: list = list(events)  # Events, and compact op records turned into Events on access
+        self.retain = retain
+        self.max_bytes = max_bytes
+        self.meta = dict(meta or {})
+        self.retained_bytes = 0
+        self.dropped_values = 0
+        self._with_values: collections.deque[int] = collections.deque()  # event positions holding values
+        self._pending = 0  # op records at the end of _items not yet compacted
+
+    # what the executor should gather for this observer
+    @property
+    def keep_values(self) -> bool:
+        return self.retain in ("references", "copies")
+
+    @property
+    def keep_shapes(self) -> bool:
+        return self.retain != "none"
+
+    @property
+    def events(self) -> list[Event]:
+        items = self._items
+        keep = self.keep_values
+        for i, it in enumerate(items):
+            if type(it) is tuple:
+                items[i] = op_run_event(it, keep)
+        self._pending = 0
+        return items
+
+    # Under "shapes", op records hold value references for at most WINDOW ops before they
+    # are replaced by (shape, dtype): the hot path stays cheap and memory stays bounded.
+    WINDOW = 512
+
+    def record_op(self, rec) -> None:
+        """The executor's fast path for op_run: keep its compact record (events.py)."""
+        items = self._items
+        if self.retain == "shapes":
+            items.append(rec)
+            self._pending += 1
+            if self._pending >= self.WINDOW:
+                self._compact_pending()
+        elif self.retain == "none":
+            items.append(rec[:RECORD_HEAD])
+        else:
+            if self.retain == "copies":
+                rec = rec[:RECORD_HEAD] + tuple(_copy(v) for v in rec[RECORD_HEAD:])
+            n_out = len(rec[3].out_pairs)
+            self.retained_bytes += sum(_nbytes(v) for v in rec[len(rec) - n_out:]) if n_out else 0
+            self._with_values.append(len(items))
+            items.append(rec)
+            self._enforce_cap()
+
+    def _compact_pending(self) -> None:
+        items = self._items
+        for i in range(len(items) - self._pending, len(items)):
+            if type(items[i]) is tuple:
+                items[i] = compact(items[i])
+        self._pending = 0
+
+    def __call__(self, ev: Event) -> None:
+        """Events other than op_run (and op_run from producers without the fast path)."""
+        if ev.values is not None and not self.keep_values:
+            ev = ev._replace(values=None)
+        if self.retain == "none" and (ev.inputs or ev.outputs):
+            ev = ev._replace(inputs=(), outputs=())
+        self._items.append(ev)
+
+    def _enforce_cap(self) -> None:
+        if self.max_bytes is None:
+            return
+        while self.retained_bytes > self.max_bytes and self._with_values:
+            i = self._with_values.popleft()
+            it = self._items[i]
+            if type(it) is tuple:
+                n_out = len(it[3].out_pairs)
+                self.retained_bytes -= sum(_nbytes(v) for v in it[len(it) - n_out:]) if n_out else 0
+                self._items[i] = compact(it)
+            else:
+                self.retained_bytes -= sum(_nbytes(v) for _, v in it.values or ())
+                self._items[i] = it._replace(values=None)
+            self.dropped_values += 1
+
+    # -- looking -----------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.events)
+
+    def __getitem__(self, i):
+        return self.events[i]
+
+    def filter(self, kind: str | Iterable[str] | None = None, op_type: str | None = None,
+               scope: int | None = None, block: int | None = None) -> list[Event]:
+        kinds = {kind} if isinstance(kind, str) else set(kind) if kind is not None else None
+        return [e for e in self.events
+                if (kinds is None or e.kind in kinds) and (op_type is None or e.op_type == op_type)
+                and (scope is None or e.scope == scope) and (block is None or e.block == block)]
+
+    def kinds(self) -> list[str]:
+        return [e.kind for e in self.events]
+
+    def summary(self) -> str:
+        counts = collections.Counter(e.kind for e in self.events)
+        ops = self.filter("op_run")
+        total = sum(e.dur_ns or 0 for e in ops) / 1e6
+        return (f"{len(self.events)} events ({', '.join(f'{k} {counts[k]}' for k in KINDS if counts[k])}); "
+                f"{total:.3f} ms in {len(ops)} op runs")
+
+    def __repr__(self) -> str:
+        return f"<Trace {self.summary()}>"
+
+    # -- files -------------------------------------------------------------------
+    def to_json(self) -> dict:
+        return {"schema": SCHEMA, "version": VERSION, "retain": self.retain, "meta": self.meta,
+                "events": [e.to_json() for e in self.events]}
+
+    def save(self, path) -> None:
+        Path(path).write_text(json.dumps(self.to_json(), indent=None, separators=(",", ":")))
+
+    @classmethod
+    def from_json(cls, data: dict, source: str = "trace") -> Trace:
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise LoadError(f"{source}: not a kernelcore trace (expected schema {SCHEMA!r})")
+        if data.get("version") != VERSION:
+            raise LoadError(f"{source}: trace version {data.get('version')!r}; this kernelcore reads {VERSION}")
+        events = []
+        for i, d in enumerate(data.get("events", [])):
+            try:
+                ev = Event.from_json(d)
+            except (TypeError, ValueError, KeyError) as e:
+                raise LoadError(f"{source}: event {i} is malformed ({e})") from None
+            if ev.kind not in KINDS:
+                raise LoadError(f"{source}: event {i} has unknown kind {ev.kind!r}")
+            events.append(ev)
+        retain = data.get("retain", "shapes")
+        return cls(events, retain="shapes" if retain in ("references", "copies") else retain,
+                   meta=data.get("meta") or {})
+
+    @classmethod
+    def load(cls, path) -> Trace:
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise LoadError(f"{path}: cannot read a trace ({e})") from None
+        return cls.from_json(data, str(path))
+
+    def to_chrome(self) -> dict:
+        """The Chrome trace event format: ops as complete ("X") slices, timesteps as
+        begin/end pairs, scope and variable events as instants; times in µs."""
+        if not self.events:
+            return {"traceEvents": [], "displayTimeUnit": "ns"}
+        t0 = min((e.t_ns - (e.dur_ns or 0)) for e in self.events)
+        out = [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "kernelcore run"}}]
+        for e in self.events:
+            base = {"pid": 1, "tid": 1, "cat": e.kind}
+            args = {k: v for k, v in e.to_json().items() if k not in ("kind", "t_ns", "seq", "dur_ns")}
+            args["seq"] = e.seq
+            if e.kind == "op_run":
+                start = e.t_ns - (e.dur_ns or 0)
+                out.append({**base, "ph": "X", "name": e.op_type, "ts": (start - t0) / 1e3,
+                            "dur": (e.dur_ns or 0) / 1e3, "args": args})
+            elif e.kind in ("step_begin", "step_end"):
+                out.append({**base, "ph": "B" if e.kind == "step_begin" else "E",
+                            "name": f"{e.op_type} t={e.timestep}", "ts": (e.t_ns - t0) / 1e3, "args": args})
+            else:
+                out.append({**base, "ph": "i", "s": "t", "name": e.kind + (f" {e.name}" if e.name else ""),
+                            "ts": (e.t_ns - t0) / 1e3, "args": args})
+        return {"traceEvents": out, "displayTimeUnit": "ns"}
+
+    def save_chrome(self, path) -> None:
+        Path(path).write_text(json.dumps(self.to_chrome()))
+
+
+def _nbytes(value) -> int:
+    return int(getattr(value, "nbytes", 0) or 0)
+
+
+def _copy(value):
+    return value.copy() if hasattr(value, "shape") and hasattr(value, "copy") else value
+
+
+@contextlib.contextmanager
+def trace(retain: str = "shapes", max_bytes: int | None = None) -> Iterator[Trace]:
+    """Record every run inside the block: `with kc.trace() as tr: exe.run(...)`."""
+    tr = Trace(retain=retain, max_bytes=max_bytes)
+    token = add_observer(tr)
+    try:
+        yield tr
+    finally:
+        remove_observer(token)
