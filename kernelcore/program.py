@@ -343,10 +343,6 @@ class Block:
                     raise OpValidationError(
                         f"{where}: input {slot!r} names variable {n!r}, which block {self.idx} "
                         f"and its parents do not declare")
-        for slot, names in outs.items():
-            for n in names:
-                if self.find_var_recursive(n) is None:
-                    self.create_var(n)
         desc = pb.OpDesc(type=type)
         for slot, names in ins.items():
             desc.inputs.add(parameter=slot, arguments=names)
@@ -368,9 +364,26 @@ class Block:
                                 f"{': ' + spec.comment if spec.comment else ''}")
             if not spec.extra:
                 _write_attr(desc, name, spec.type, spec.default)
+        # Outputs not declared yet are created here; if inference then fails, they are removed
+        # and the declared ones get their types back, so a failed append leaves nothing behind.
+        created, saved = [], []
+        for slot, names in outs.items():
+            for n in names:
+                v = self.find_var_recursive(n)
+                if v is None:
+                    created.append(self.create_var(n).name)
+                else:
+                    saved.append((v, pb.VarType.FromString(v.desc.type.SerializeToString())))
         if infer and opdef.infer_shape is not None:
             from .shape_inference import infer_op
-            infer_op(self, desc, opdef, where)
+            try:
+                infer_op(self, desc, opdef, where)
+            except BaseException:
+                for n in created:
+                    self.remove_var(n)
+                for v, t in saved:
+                    v.desc.type.CopyFrom(t)
+                raise
         self.desc.ops.insert(index, desc) if index < len(self.desc.ops) else self.desc.ops.append(desc)
         self.program._touch()
         return Operator(self, self.desc.ops[index])
