@@ -75,3 +75,7 @@ def _shape(shape, dtype) -> str:
     if shape is None:
         return "<no value>"
     return f"[{', '.join(map(str, shape))}] {dtype}"
+
+
+class NonFiniteError(OpRunError, FloatingPointError):
+    """An op produced NaN or Inf (found by check_nan_inf / a NaN breakpoint)."""

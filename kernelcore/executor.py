@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import dtypes
-from .errors import KernelcoreError, OpRunError, PlaceError, ProgramError, ShapeError
+from .errors import KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError, ShapeError
 from .events import Event, op_run_event
 from .place import CPUPlace, GPUPlace, to_host
 from .program import Program, Variable as ProgramVariable
@@ -190,13 +190,15 @@ class ExecContext:
     """What a kernel sees: the scope its block runs in, the place, the array module and
     the training flag (seed 002's Context), plus the op being run."""
 
-    __slots__ = ("run", "scope", "place", "xp", "training", "block", "op", "timestep")
+    __slots__ = ("run", "scope", "place", "xp", "training", "block", "op", "timestep", "parent")
 
-    def __init__(self, run: RunState, scope: Scope, block: int, timestep: int | None = None):
+    def __init__(self, run: RunState, scope: Scope, block: int, timestep: int | None = None,
+                 parent: ExecContext | None = None):
         self.run, self.scope, self.block = run, scope, block
         self.place, self.xp, self.training = run.place, run.xp, run.training
         self.op = None
         self.timestep = timestep
+        self.parent = parent  # the context of the op that runs this block (None for block 0)
 
     @property
     def program(self) -> Program:
@@ -230,7 +232,7 @@ class ExecContext:
     def run_block(self, block_idx: int, scope: Scope, timestep: int | None = None) -> Iterator:
         """Run a sub-block in `scope` through the same loop; use with `yield from`."""
         prepared = self.run.executor._prepare(self.run.program, block_idx)
-        return _exec_block(self.run, prepared, scope, 0, None, timestep)
+        return _exec_block(self.run, prepared, scope, 0, None, timestep, self)
 
     def output_var(self, slot: str, i: int = 0):
         names = next(n for s, n, _ in self.op.outs if s == slot)
@@ -328,16 +330,16 @@ def _read(entry):
 
 
 def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int, end: int | None,
-                timestep: int | None = None) -> Iterator:
+                timestep: int | None = None, parent: ExecContext | None = None) -> Iterator:
     """The one loop. A generator; yields only when a debugger asked to pause."""
-    bound = _bind(run, prepared, scope, prepared.block_idx == 0 and timestep is None)
-    ctx = ExecContext(run, scope, prepared.block_idx, timestep)
+    bound = _bind(run, prepared, scope, parent is None)
+    ctx = ExecContext(run, scope, prepared.block_idx, timestep, parent)
     observers = run.observers
     pausing = run.pausing
     for op, in_vars, out_vars, simple, io_vars in (bound[begin:end] if (begin or end is not None) else bound):
         ctx.op = op
         if pausing:
-            yield ("op", ctx, op, in_vars, out_vars)
+            yield ctx  # the debugger reads the position from ctx (op, block, timestep, parent chain)
         ins = [v.value for v in in_vars] if simple else [_read(e) for e in in_vars]
         if observers:
             t0 = _perf()
@@ -388,11 +390,13 @@ def _check_finite(run, ctx, op, in_vars, out_vars):
         for v in (e if dup else (e,)):
             val = v.value
             if getattr(val, "dtype", None) is not None and val.dtype.kind in "fc" and not bool(xp.isfinite(val).all()):
-                raise _op_error(run, ctx, op, in_vars, FloatingPointError(
-                    f"output {slot!r} (variable {v.name!r}) holds NaN or Inf"), var=v.name)
+                what = "NaN" if bool(xp.isnan(val).any()) else "Inf"
+                raise _op_error(run, ctx, op, in_vars, None, var=v.name,
+                                message=f"output {slot!r} (variable {v.name!r}) holds {what}; the inputs that "
+                                        f"led to it are listed below", cls=NonFiniteError)
 
 
-def _op_error(run, ctx, op, in_vars, exc, var=None) -> OpRunError:
+def _op_error(run, ctx, op, in_vars, exc, var=None, message=None, cls=OpRunError) -> OpRunError:
     given = []
     missing = None
     for (slot, names, dup), e in zip(op.ins, in_vars):
@@ -405,13 +409,15 @@ def _op_error(run, ctx, op, in_vars, exc, var=None) -> OpRunError:
                 missing = (slot, v.name)
             given.append((slot, v.name, tuple(shape) if shape is not None else None,
                           getattr(val, "dtype", type(val).__name__)))
-    if missing is not None and var is None:
+    if message is not None:
+        msg = message
+    elif missing is not None and var is None:
         msg = (f"input {missing[0]!r} (variable {missing[1]!r}) has no value: feed it or run the op "
                f"that writes it first")
         var = missing[1]
     else:
         msg = f"{type(exc).__name__}: {exc}"
-    err = OpRunError(msg, op_type=op.type, block_idx=op.block, op_idx=op.idx, var_name=var,
+    err = cls(msg, op_type=op.type, block_idx=op.block, op_idx=op.idx, var_name=var,
                      inputs=tuple(given), timestep=ctx.timestep)
     if run.observers:
         run.emit("error", scope=ctx.scope.id, block=op.block, op=op.idx, op_type=op.type, name=var,
