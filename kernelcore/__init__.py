@@ -7,6 +7,7 @@ from .errors import (AttrError, KernelcoreError, LoadError, NonFiniteError, OpRu
                      ProgramError, ScopeError, ShapeError, UnknownOpError)
 from .executor import Executor
 from .place import CPUPlace, GPUPlace, gpu_available
+from .prune import PruneResult, prune
 from .program import (Block, Operator, Program, Variable, default_main_program, default_startup_program,
                       program_guard)
 from .registry import all_op_defs, get_op_def
@@ -17,8 +18,14 @@ from .trace import Trace, trace
 from .debug import DebugSession, TimeView, debug
 
 __all__ = [
-    "AttrError", "Block", "DebugSession", "TimeView", "debug", "CPUPlace", "Executor", "GPUPlace", "KernelcoreError", "LoadError", "OpRunError",
+    "AttrError", "Block", "DebugSession", "PruneResult", "TimeView", "debug", "prune", "CPUPlace", "Executor", "GPUPlace", "KernelcoreError", "LoadError", "OpRunError",
     "OpValidationError", "Operator", "PlaceError", "Program", "ProgramError", "Scope", "ScopeError",
     "ShapeError", "Trace", "UnknownOpError", "Variable", "all_op_defs", "default_main_program",
     "default_startup_program", "get_op_def", "global_scope", "gpu_available", "op", "program_guard", "trace",
 ]
+
+# Files: programs, parameter streams and inference models in Paddle's formats.
+from .io import (load_inference_model, load_params, load_program, save_inference_model,  # noqa: E402
+                 save_params, save_program)
+__all__ += ["load_inference_model", "load_params", "load_program", "save_inference_model", "save_params",
+            "save_program"]
