@@ -30,6 +30,10 @@ class InferShapeContext:
     def input_names(self, slot: str) -> list[str]:
         return self._names(self.desc.inputs, slot)
 
+    def output_names(self, slot: str) -> list[str]:
+        """The variables an output slot names (split checks their count against num/sections)."""
+        return self._names(self.desc.outputs, slot)
+
     def _var(self, slot: str, i: int):
         names = self._names(self.desc.inputs, slot)
         if i >= len(names):
