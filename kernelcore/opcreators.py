@@ -41,7 +41,9 @@ def append(op_type: str, *args, out=None, **kwargs):
         if s.name in given_out:
             outputs[s.name] = given_out[s.name]
         elif not s.dispensable or s.intermediate:
-            outputs[s.name] = [block.program.unique_name(f"{op_type}.{s.name.lower()}")]
+            # a duplicable output (split's Out) gets as many variables as the attributes ask for
+            n = (attrs.get("num") or len(attrs.get("sections") or ()) or 1) if s.duplicable else 1
+            outputs[s.name] = [block.program.unique_name(f"{op_type}.{s.name.lower()}") for _ in range(n)]
     op = block.append_op(op_type, inputs={k: v for k, v in inputs.items() if v is not None},
                          outputs=outputs, attrs=attrs)
     results = []

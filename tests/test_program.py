@@ -160,3 +160,13 @@ def test_attributes_of_every_type_round_trip():
         attrlib.write(msg, "a", t, v)
         back = pb.OpDesc.Attr.FromString(msg.SerializeToString())
         assert attrlib.read(back) == v, attrlib.type_name(t)
+
+
+def test_creator_sizes_duplicable_outputs_from_num_or_sections():
+    prog = kc.Program()
+    with kc.program_guard(prog):
+        x = prog.global_block().create_var("x", [6, 4])
+        a, b, c = kc.op.split(x, num=3, axis=0)
+        d, e = kc.op.split(x, sections=[1, 3], axis=1)
+    assert [v.shape for v in (a, b, c)] == [(2, 4)] * 3
+    assert (d.shape, e.shape) == ((6, 1), (6, 3))
