@@ -24,3 +24,26 @@ def normalize_axis(axis: int, ndim: int, ic=None) -> int:
             ic.fail(f"axis {axis} is out of range for a {ndim}-d input")
         raise ValueError(f"axis {axis} is out of range for a {ndim}-d input")
     return axis + ndim if axis < 0 else axis
+
+
+def prod(dims) -> int:
+    """The product of dims; -1 when any is unknown."""
+    n = 1
+    for d in dims:
+        if d < 0:
+            return -1
+        n *= d
+    return n
+
+
+def merge_dims(a, b) -> tuple[int, ...]:
+    """Two shapes known to match (dims_match per dim): the better-known of each dim."""
+    return tuple(x if x >= 0 else y for x, y in zip(a, b))
+
+
+def check_same_dtype(ic, slots=("X", "Y")) -> None:
+    """Paddle's binary kernels take one dtype for both operands; say which differ."""
+    a, b = slots
+    if ic.dtype(a) != ic.dtype(b):
+        ic.fail(f"{a} is {ic.dtype_name(ic.dtype(a))} but {b} is {ic.dtype_name(ic.dtype(b))}; "
+                f"expected the same dtype")

@@ -1,17 +1,27 @@
 """Activations: one table row per op; one kernel body serves NumPy and CuPy."""
 from __future__ import annotations
 
-from ..registry import In, Out, register_op
-from ._infer import same_as
+from ..proto.framework_pb2 import AttrType as A
+from ..registry import Attr, In, Out, register_op
+from ._infer import normalize_axis, same_as
 
 
 def _sigmoid(xp, x):
     return 1 / (1 + xp.exp(-x))
 
 
+def softmax_of(xp, x, axis: int = -1):
+    """exp(X) / sum(exp(X)) along `axis`, computed on X minus its max so no exp overflows.
+    (Paddle's CPU kernel also clips X - max at -64, so no output falls below ~1.6e-28; not done here.)"""
+    if x.ndim == 0:
+        return xp.ones_like(x)
+    e = xp.exp(x - x.max(axis=axis, keepdims=True))
+    e /= e.sum(axis=axis, keepdims=True)  # `e` is a fresh array of ours
+    return e
+
+
 def _softmax_last(xp, x):
-    e = xp.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    return softmax_of(xp, x, -1)
 
 
 # op type -> (formula for the OpProto comment, body(xp, x))
@@ -36,3 +46,27 @@ for _type, (_formula, _body) in UNARY.items():
     _k = _unary_kernel(_body)
     _k.__name__ = _type
     _d.kernel()(_k)
+
+
+def _infer_softmax(ic):
+    if ic.shape("X") or ic.attr("axis") not in (-1, 0):  # a 0-d X takes axis -1 or 0 (Out = 1)
+        normalize_axis(ic.attr("axis"), len(ic.shape("X")), ic)
+    ic.set_output("Out", ic.shape("X"), ic.dtype("X"))
+
+
+SOFTMAX = register_op(
+    "softmax", "Out = exp(X) / sum(exp(X)) along `axis`: each slice along `axis` becomes a probability "
+               "distribution. Computed on X minus its max along `axis` (numerically stable).",
+    inputs=[In("X", "the input tensor (logits)")], outputs=[Out("Out", "probabilities, of X's shape")],
+    attrs=[Attr("axis", A.INT, "the dim to normalise over, in [-rank, rank)", -1),
+           Attr("data_format", A.STRING, "layout hint (ignored)", "AnyLayout", extra=True),
+           Attr("onednn_data_type", A.STRING, "oneDNN hint (ignored)", "", extra=True)],
+    infer_shape=_infer_softmax)
+
+
+@SOFTMAX.kernel()
+def softmax(ctx, ins, attrs):
+    x = ins[0]
+    if x.ndim:
+        normalize_axis(attrs["axis"], x.ndim)
+    return (softmax_of(ctx.xp, x, attrs["axis"]),)
