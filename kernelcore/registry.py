@@ -90,6 +90,7 @@ COMMON_ATTRS = {a.name: a for a in (
     Attr("use_cudnn", A.BOOLEAN, "cuDNN hint (ignored)", False, extra=True),
     Attr("use_onednn", A.BOOLEAN, "oneDNN hint (ignored)", False, extra=True),
     Attr("mkldnn_data_type", A.STRING, "oneDNN hint (ignored)", "float32", extra=True),
+    Attr("onednn_data_type", A.STRING, "oneDNN hint (ignored)", "float32", extra=True),
     Attr("is_test", A.BOOLEAN, "inference-only hint", False, extra=True),
     Attr("use_quantizer", A.BOOLEAN, "quantization hint (ignored)", False, extra=True),
     Attr("name", A.STRING, "a user-given name", "", extra=True),
