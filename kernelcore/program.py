@@ -11,7 +11,6 @@ import contextlib
 import contextvars
 from typing import Iterable, Iterator
 
-from google.protobuf.message import DecodeError
 
 from . import attrs as attrlib
 from . import dtypes
@@ -529,15 +528,9 @@ class Program:
 
     @classmethod
     def from_bytes(cls, data: bytes, *, source: str = "bytes") -> Program:
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise LoadError(f"{source}: expected bytes, got {type(data).__name__}")
-        desc = pb.ProgramDesc()
-        try:
-            desc.ParseFromString(bytes(data))
-        except (DecodeError, RuntimeError, ValueError) as e:
-            raise LoadError(f"{source}: not a serialized ProgramDesc ({e})") from None
-        check_structure(desc, source)
-        return cls(desc)
+        """Parse a serialized ProgramDesc; anything malformed raises LoadError (io.program_from_bytes)."""
+        from .io import program_from_bytes
+        return program_from_bytes(data, source=source)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Program) and other.desc == self.desc
