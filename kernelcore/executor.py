@@ -179,6 +179,12 @@ class RunState:
         self.event_observers = tuple(o for o in observers if not hasattr(o, "record_op"))
         self.check_nan_inf = False
 
+    def emit_var_create(self, scope_id: int, block: int, name: str) -> None:
+        ev = Event(self.seq, "var_create", _perf(), scope_id, block, None, None, name)  # positional: hot
+        self.seq += 1
+        for o in self.observers:
+            o(ev)
+
     def emit(self, kind: str, **fields) -> None:
         ev = Event(self.seq, kind, _perf(), **fields)
         self.seq += 1
@@ -265,55 +271,48 @@ def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool
         if v is None:
             scope.var(name)
             if observed:
-                run.emit("var_create", scope=scope.id, block=prepared.block_idx, name=name)
+                run.emit_var_create(scope.id, prepared.block_idx, name)
+    memo: dict[str, Any] = {}  # each distinct name is looked up once per bind
+    find = scope.find_var
+
+    def lookup(op, slot, name, is_output):
+        v = memo.get(name)
+        if v is None:
+            v = find(name)
+            if v is None:
+                if not is_output:
+                    raise OpRunError(f"input {slot!r} names variable {name!r}, which neither the program "
+                                     f"declares nor the scope holds", op_type=op.type, block_idx=op.block,
+                                     op_idx=op.idx, var_name=name)
+                v = scope.var(name)
+                if observed:
+                    run.emit_var_create(scope.id, prepared.block_idx, name)
+            memo[name] = v
+        return v
+
     bound = []
     for op in prepared.ops:
         ins = []
         simple = True
         for slot, names, dup in op.ins:
-            vs = tuple(_resolve(run, scope, op, slot, n, observed) for n in names)
             if dup:
                 simple = False
-                ins.append(vs)
-            elif vs:
-                ins.append(vs[0])
+                ins.append(tuple([lookup(op, slot, n, False) for n in names]))
+            elif names:
+                ins.append(lookup(op, slot, names[0], False))
             else:
                 simple = False
                 ins.append(None)
         outs = []
         for slot, names, dup in op.outs:
-            vs = tuple(_resolve_out(run, scope, n, prepared.block_idx, observed) for n in names)
-            outs.append(vs if dup else (vs[0] if vs else None))
-        io_vars = tuple(v for _, _, v in _flat(op.ins, ins) + _flat(op.outs, outs))
+            if dup:
+                outs.append(tuple([lookup(op, slot, n, True) for n in names]))
+            else:
+                outs.append(lookup(op, slot, names[0], True) if names else None)
+        io_vars = tuple([memo[n] for n in op.in_names] + [memo[n] for n in op.out_names])
         bound.append((op, tuple(ins), tuple(outs), simple, io_vars))
     prepared._bound = (scope, _chain_versions(scope), bound)
     return bound
-
-
-def _resolve(run, scope, op, slot, name, observed):
-    v = scope.find_var(name)
-    if v is None:
-        raise OpRunError(f"input {slot!r} names variable {name!r}, which neither the program "
-                         f"declares nor the scope holds", op_type=op.type, block_idx=op.block,
-                         op_idx=op.idx, var_name=name)
-    return v
-
-
-def _resolve_out(run, scope, name, block_idx, observed):
-    v = scope.find_var(name)
-    if v is None:
-        v = scope.var(name)
-        if observed:
-            run.emit("var_create", scope=scope.id, block=block_idx, name=name)
-    return v
-
-
-def _flat(slots, entries) -> tuple:
-    out = []
-    for (slot, names, dup), e in zip(slots, entries):
-        if e is not None:
-            out.extend((slot, v.name, v) for v in (e if dup else (e,)))
-    return tuple(out)
 
 
 def _meta_of(val) -> tuple:

@@ -46,6 +46,7 @@ class Trace:
         self.dropped_values = 0
         self._with_values: collections.deque[int] = collections.deque()  # event positions holding values
         self._pending = 0  # op records at the end of _items not yet compacted
+        self._first_raw = 0  # items before this index are all Events already
 
     # what the executor should gather for this observer
     @property
@@ -60,9 +61,11 @@ class Trace:
     def events(self) -> list[Event]:
         items = self._items
         keep = self.keep_values
-        for i, it in enumerate(items):
+        for i in range(self._first_raw, len(items)):  # only what arrived (or changed) since last time
+            it = items[i]
             if type(it) is tuple:
                 items[i] = op_run_event(it, keep)
+        self._first_raw = len(items)
         self._pending = 0
         return items
 
@@ -114,6 +117,7 @@ class Trace:
                 n_out = len(it[3].out_pairs)
                 self.retained_bytes -= sum(_nbytes(v) for v in it[len(it) - n_out:]) if n_out else 0
                 self._items[i] = compact(it)
+                self._first_raw = min(self._first_raw, i)
             else:
                 self.retained_bytes -= sum(_nbytes(v) for _, v in it.values or ())
                 self._items[i] = it._replace(values=None)
