@@ -137,7 +137,7 @@ def _first_input_dtype(program: Program, block_idx: int, names) -> str | None:
 
 
 class PreparedBlock:
-    __slots__ = ("program", "block_idx", "ops", "var_descs", "_bound", "__weakref__")
+    __slots__ = ("program", "block_idx", "ops", "var_descs", "_bound", "feed_ops", "feed_decls", "__weakref__")
 
     def __init__(self, program: Program, block_idx: int, place):
         self.program, self.block_idx = program, block_idx
@@ -146,6 +146,10 @@ class PreparedBlock:
         # (name, persistable) of the vars this block declares, created in the scope that runs it
         self.var_descs = [(v.name, v.persistable) for v in block.desc.vars]
         self._bound = None  # (scope, versions of the scope chain, bound ops)
+        # feed ops: fed name -> (feed-list variable, column); declared (dtype, shape) per fed name
+        self.feed_ops = {op.outs[0][1][0]: (op.ins[0][1][0], op.attrs["col"]) for op in self.ops
+                         if op.type == "feed"}
+        self.feed_decls: dict[str, tuple | None] = {}
 
 
 def _chain_versions(scope: Scope) -> tuple:
@@ -173,10 +177,14 @@ class RunState:
         self.observers = observers
         self.seq = 0
         self.pausing = pausing
-        self.keep_values = any(getattr(o, "keep_values", False) for o in observers)
-        self.keep_shapes = any(getattr(o, "keep_shapes", True) for o in observers)
-        self.raw_observers = tuple(o for o in observers if hasattr(o, "record_op"))
-        self.event_observers = tuple(o for o in observers if not hasattr(o, "record_op"))
+        if observers:
+            self.keep_values = any(getattr(o, "keep_values", False) for o in observers)
+            self.keep_shapes = any(getattr(o, "keep_shapes", True) for o in observers)
+            self.raw_observers = tuple(o for o in observers if hasattr(o, "record_op"))
+            self.event_observers = tuple(o for o in observers if not hasattr(o, "record_op"))
+        else:
+            self.keep_values = self.keep_shapes = False
+            self.raw_observers = self.event_observers = ()
         self.check_nan_inf = False
 
     def emit_var_create(self, scope_id: int, block: int, name: str) -> None:
@@ -310,7 +318,8 @@ def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool
             else:
                 outs.append(lookup(op, slot, names[0], True) if names else None)
         io_vars = tuple([memo[n] for n in op.in_names] + [memo[n] for n in op.out_names])
-        bound.append((op, tuple(ins), tuple(outs), simple, io_vars))
+        single = outs[0] if len(outs) == 1 and outs[0] is not None and type(outs[0]) is not tuple else None
+        bound.append((op, tuple(ins), tuple(outs), simple, io_vars, single))
     prepared._bound = (scope, _chain_versions(scope), bound)
     return bound
 
@@ -335,7 +344,7 @@ def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int
     ctx = ExecContext(run, scope, prepared.block_idx, timestep, parent)
     observers = run.observers
     pausing = run.pausing
-    for op, in_vars, out_vars, simple, io_vars in (bound[begin:end] if (begin or end is not None) else bound):
+    for op, in_vars, out_vars, simple, io_vars, single in (bound[begin:end] if (begin or end is not None) else bound):
         ctx.op = op
         if pausing:
             yield ctx  # the debugger reads the position from ctx (op, block, timestep, parent chain)
@@ -353,14 +362,19 @@ def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int
             raise _op_error(run, ctx, op, in_vars, e) from e
         except Exception as e:
             raise _op_error(run, ctx, op, in_vars, e) from e
-        for v, o in zip(out_vars, outs):
-            if v is None or o is None:
-                continue
-            if type(v) is tuple:
-                for vv, oo in zip(v, o):
-                    vv.value = oo
-            else:
-                v.value = o
+        if single is not None:  # most ops: one output variable
+            o = outs[0]
+            if o is not None:
+                single.value = o
+        else:
+            for v, o in zip(out_vars, outs):
+                if v is None or o is None:
+                    continue
+                if type(v) is tuple:
+                    for vv, oo in zip(v, o):
+                        vv.value = oo
+                else:
+                    v.value = o
         if observers:
             # The hot path records a compact tuple; observers that take it (the Trace) turn it
             # into an Event only when someone looks (events.op_run_event).
@@ -510,10 +524,8 @@ class Executor:
     def _feed(self, program: Program, prepared: PreparedBlock, scope: Scope, feed: dict) -> None:
         if not isinstance(feed, dict):
             raise TypeError(f"feed must be a dict of name -> array, got {type(feed).__name__}")
-        block = program.global_block()
-        feed_ops = [op for op in prepared.ops if op.type == "feed"]
-        if feed_ops:
-            wanted = {op.outs[0][1][0]: (op.ins[0][1][0], op.attrs["col"]) for op in feed_ops}
+        wanted = prepared.feed_ops
+        if wanted:
             unknown = [n for n in feed if n not in wanted]
             if unknown:
                 raise ProgramError(f"feed names {unknown} are not inputs of this program; it is fed "
@@ -525,28 +537,34 @@ class Executor:
             for name, (holder, col) in wanted.items():
                 lst = lists.setdefault(holder, [])
                 lst.extend([None] * (col + 1 - len(lst)))
-                lst[col] = self._to_place(block, name, feed[name])
+                lst[col] = self._to_place(prepared, name, feed[name])
             for holder, lst in lists.items():
                 scope.var(holder).value = lst
             return
         for name, value in feed.items():
             if isinstance(name, ProgramVariable):
                 name = name.name
-            if block.find_var_recursive(name) is None:
+            v = scope.find_var(name)
+            if v is None or name not in prepared.feed_decls and program.global_block().find_var_recursive(name) is None:
+                block = program.global_block()
                 names = ", ".join(sorted(d.name for d in block.desc.vars)[:20])
                 raise ProgramError(f"cannot feed {name!r}: block 0 declares no such variable (it has {names})")
-            v = scope.find_var(name) or scope.var(name)
-            v.value = self._to_place(block, name, value)
+            v.value = self._to_place(prepared, name, value)
 
-    def _to_place(self, block, name: str, value):
-        decl = block.find_var_recursive(name)
-        xp = self.place.xp
+    def _to_place(self, prepared: PreparedBlock, name: str, value):
+        """The fed value as the declared dtype on this executor's place; shape checked."""
+        decl = prepared.feed_decls.get(name, False)
+        if decl is False:  # read the declaration once per prepared program
+            v = prepared.program.global_block().find_var_recursive(name)
+            decl = prepared.feed_decls[name] = (
+                (dtypes.to_numpy(v.dtype), tuple(v.shape or ())) if v is not None and v.dtype is not None
+                and v.type == VT.LOD_TENSOR else None)
         if hasattr(value, "__cuda_array_interface__") and self.place.kind == "cpu":
             raise PlaceError(f"feed {name!r} is a GPU array but the executor runs on {self.place}; "
                              f"copy it to the host first")
         arr = value
-        if decl is not None and decl.dtype is not None and decl.type == VT.LOD_TENSOR:
-            want = dtypes.to_numpy(decl.dtype)
+        if decl is not None:
+            want, shape = decl
             if not hasattr(value, "dtype"):
                 arr = np.asarray(value, dtype=want)
             elif value.dtype != want:
@@ -554,15 +572,13 @@ class Executor:
                     arr = value.astype(want)
                 else:
                     raise ShapeError(f"feed {name!r}: expected dtype {want}, got {value.dtype}")
-            shape = decl.shape or ()
-            if len(shape) != arr.ndim or any(d >= 0 and d != s for d, s in zip(shape, arr.shape)):
-                if shape:
-                    raise ShapeError(f"feed {name!r}: expected shape {list(shape)} (-1 = any), "
-                                     f"got {list(arr.shape)}")
+            if shape and arr.shape != shape and (
+                    len(shape) != arr.ndim or any(d >= 0 and d != s for d, s in zip(shape, arr.shape))):
+                raise ShapeError(f"feed {name!r}: expected shape {list(shape)} (-1 = any), got {list(arr.shape)}")
         elif not hasattr(value, "shape"):
             arr = np.asarray(value)
         if self.place.kind == "gpu":
-            arr = xp.asarray(arr)
+            arr = self.place.xp.asarray(arr)
         return arr
 
     def _fetch_names(self, program: Program, fetch_list) -> list[str]:

@@ -201,6 +201,8 @@ MUL = register_op(
 def mul(ctx, ins, attrs):
     x, y = ins
     xn, yn = attrs["x_num_col_dims"], attrs["y_num_col_dims"]
+    if xn == 1 and yn == 1 and x.ndim == 2 and y.ndim == 2 and x.shape[1] == y.shape[0]:
+        return (x @ y,)  # the fc layer's case: nothing to flatten
     if xn >= x.ndim or yn >= y.ndim:
         _fail(f"x_num_col_dims={xn}, y_num_col_dims={yn} must be below the ranks of X {list(x.shape)} "
               f"and Y {list(y.shape)}")
