@@ -29,3 +29,14 @@ from .io import (load_inference_model, load_params, load_program, save_inference
                  save_params, save_program)
 __all__ += ["load_inference_model", "load_params", "load_program", "save_inference_model", "save_params",
             "save_program"]
+
+# Control-flow layers (StaticRNN, IfElse) and the scope forest of a run.
+from . import layers  # noqa: E402
+from .scope_forest import ScopeForest  # noqa: E402
+__all__ += ["layers", "ScopeForest"]
+
+# Training: optimizers (kc.optimizer.SGD/Momentum/Adam) and seed 003's Model.
+from . import optimizer  # noqa: E402
+from .model import Model  # noqa: E402
+__all__ += ["optimizer", "Model"]
+from .backward import append_backward, gradients  # noqa: E402,F401  - training programs: gradient ops

@@ -344,7 +344,9 @@ class TimeView:
                     s.drop()
             elif kind == "var_create":
                 if ev.scope in scopes:
-                    scopes[ev.scope].var(ev.name)
+                    v = scopes[ev.scope].var(ev.name)
+                    for _, value in ev.values or ():  # a value an op bound (a step's x_t, its memory)
+                        v.value = value
             elif kind == "op_run":
                 here = scopes.get(ev.scope)
                 if here is None:

@@ -232,6 +232,16 @@ class ExecContext:
                           op=op.idx, op_type=op.type, timestep=timestep, message=message)
         return kid
 
+    def bind_var(self, scope: Scope, name: str, value) -> None:
+        """Set `name` in a kid scope this op made (a step input, a carried state) and report it as a
+        var_create event carrying the value, so traces and time travel see what the op bound."""
+        scope.var(name).value = value
+        run = self.run
+        if run.observers:
+            op = self.op
+            run.emit("var_create", scope=scope.id, block=op.block, op=op.idx, op_type=op.type, name=name,
+                     values=((name, value),) if run.keep_values else None)
+
     def drop_scope(self, scope: Scope) -> None:
         if self.run.observers:
             for s in reversed(list(scope.walk())):

@@ -47,6 +47,7 @@ class Trace:
         self._with_values: collections.deque[int] = collections.deque()  # event positions holding values
         self._pending = 0  # op records at the end of _items not yet compacted
         self._first_raw = 0  # items before this index are all Events already
+        self._window_start = 0  # where the records not yet compacted begin
 
     # what the executor should gather for this observer
     @property
@@ -65,13 +66,13 @@ class Trace:
             it = items[i]
             if type(it) is tuple:
                 items[i] = op_run_event(it, keep)
-        self._first_raw = len(items)
+        self._first_raw = self._window_start = len(items)
         self._pending = 0
         return items
 
     # Under "shapes", op records hold value references for at most WINDOW ops before they
     # are replaced by (shape, dtype): the hot path stays cheap and memory stays bounded.
-    WINDOW = 512
+    WINDOW = 256
 
     def record_op(self, rec) -> None:
         """The executor's fast path for op_run: keep its compact record (events.py)."""
@@ -94,10 +95,11 @@ class Trace:
 
     def _compact_pending(self) -> None:
         items = self._items
-        for i in range(len(items) - self._pending, len(items)):
+        for i in range(self._window_start, len(items)):  # events are interleaved with the records
             if type(items[i]) is tuple:
                 items[i] = compact(items[i])
         self._pending = 0
+        self._window_start = len(items)
 
     def __call__(self, ev: Event) -> None:
         """Events other than op_run (and op_run from producers without the fast path)."""
@@ -106,6 +108,8 @@ class Trace:
         if self.retain == "none" and (ev.inputs or ev.outputs):
             ev = ev._replace(inputs=(), outputs=())
         self._items.append(ev)
+        if ev.kind == "run_end" and self._pending:
+            self._compact_pending()  # a finished run's values are released at once
 
     def _enforce_cap(self) -> None:
         if self.max_bytes is None:

@@ -114,3 +114,81 @@ def test_back_shows_the_state_before_the_last_ops():
     earlier = s.back(4)
     assert earlier.value("a") is None
     np.testing.assert_array_equal(earlier.value("x"), X)
+
+
+def rnn_program(T=4, B=2, D=3, H=3):
+    prog = kc.Program()
+    with kc.program_guard(prog):
+        g = prog.global_block()
+        x = g.create_var("x", [T, B, D])
+        h0 = g.create_var("h0", [B, H])
+        w = g.create_parameter("w", [D, H])
+        rnn = kc.layers.StaticRNN()
+        with rnn.step():
+            x_t = rnn.step_input(x)
+            h = rnn.memory(init=h0)
+            h_new = kc.op.tanh(kc.op.elementwise_add(kc.op.matmul_v2(x_t, w), h))
+            rnn.update_memory(h, h_new)
+            rnn.step_output(h_new)
+        out = rnn()
+    rng = np.random.default_rng(1)
+    feed = {"x": rng.standard_normal((T, B, D)).astype(np.float32), "h0": np.zeros((B, H), np.float32)}
+    return prog, feed, out, h_new
+
+
+def start_rnn():
+    prog, feed, out, h_new = rnn_program()
+    scope = kc.Scope()
+    scope.set("w", np.eye(3, dtype=np.float32))
+    return kc.debug(prog, feed=feed, fetch_list=[out], scope=scope), feed, h_new
+
+
+def test_step_enters_the_recurrent_op_and_step_timestep_moves_one_timestep():
+    s, feed, _ = start_rnn()
+    assert str(s.position) == "block 0 op #0 recurrent"
+    s.step()
+    assert s.position.depth == 2 and s.position.innermost.timestep == 0 and s.position.innermost.op == 0
+    np.testing.assert_array_equal(s.value("x"), feed["x"][0])  # x_t bound in the step scope
+    for t in (1, 2, 3):
+        s.step_timestep()
+        inner = s.position.innermost
+        assert (inner.block, inner.op, inner.timestep) == (1, 0, t)
+        np.testing.assert_array_equal(s.value("x"), feed["x"][t])
+    s.step_timestep()  # no timestep left: stops after the loop, at the end of the run here
+    assert s.finished
+
+
+def test_next_steps_over_the_recurrent_op_and_finish_leaves_a_step_block():
+    s, _, _ = start_rnn()
+    s.next()
+    assert s.finished  # the program's only op ran whole
+    s, _, _ = start_rnn()
+    s.step()
+    s.finish()
+    assert s.finished
+
+
+def test_write_breakpoint_inside_a_timestep_names_the_timestep():
+    s, _, h_new = start_rnn()
+    s.break_on(write=h_new.name)
+    s.cont()
+    assert "at timestep 0" in s.stop_reason
+    s.cont()
+    assert "at timestep 1" in s.stop_reason
+
+
+def test_time_travel_inside_an_rnn_matches_a_fresh_run_and_shows_bound_step_inputs():
+    full, feed, _ = start_rnn()
+    full.run_to_end()
+    fresh, _, _ = start_rnn()
+    while True:
+        k = len(fresh.trace) - 1
+        assert _state(full.goto(k).root) == _state(fresh.scope), f"at event {k}"
+        if fresh.finished:
+            break
+        fresh.step()
+    # a step scope seen through time travel holds that step's slice of x
+    pushes = [e for e in full.events if e.kind == "scope_push"]
+    first_op_in_t2 = next(i for i, e in enumerate(full.events) if e.kind == "op_run" and e.timestep == 2)
+    view = full.goto(first_op_in_t2)
+    np.testing.assert_array_equal(view.value("x", scope=pushes[2].scope), feed["x"][2])

@@ -147,3 +147,19 @@ def test_errors_are_events_too():
     err = tr.filter("error")[0]
     assert err.op_type == "relu" and err.name == "x" and "has no value" in err.message
     assert tr.events[-1].kind == "run_end"
+
+
+def test_shapes_policy_releases_values_when_the_run_ends():
+    from kernelcore.events import META, RECORD_HEAD
+    prog = kc.Program()
+    b = prog.global_block()
+    b.create_var("x", [1000])
+    name = "x"
+    for i in range(30):
+        b.append_op("tanh", {"X": [name]}, {"Out": [f"t{i}"]})
+        name = f"t{i}"
+    with kc.trace("shapes") as tr:
+        kc.Executor().run(prog, feed={"x": np.zeros(1000, np.float32)}, scope=kc.Scope())
+    holding = [it for it in tr._items if type(it) is tuple and len(it) > RECORD_HEAD and it[RECORD_HEAD] is not META]
+    assert holding == []
+    assert tr.filter("op_run")[-1].outputs == (("Out", "t29", (1000,), "float32"),)

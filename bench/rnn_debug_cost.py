@@ -1,0 +1,102 @@
+"""The cost of tracing and of debug stepping on a 100-step RNN, as ratios to an untraced run.
+
+    python bench/rnn_debug_cost.py [--quick]
+
+One run prints: an untraced run; runs traced with each retention policy; a debug session
+run to the end (pausing machinery on, no breakpoints); a session stepped op by op; and a
+session stepped timestep by timestep. Ratios are to the untraced run in the same process.
+"""
+import argparse
+import platform
+import time
+
+import numpy as np
+
+import kernelcore as kc
+
+
+def build(T, B, D, H):
+    prog = kc.Program()
+    with kc.program_guard(prog):
+        g = prog.global_block()
+        x = g.create_var("x", [T, B, D])
+        h0 = g.create_var("h0", [B, H])
+        w = g.create_parameter("w", [D, H])
+        u = g.create_parameter("u", [H, H])
+        rnn = kc.layers.StaticRNN()
+        with rnn.step():
+            x_t = rnn.step_input(x)
+            h = rnn.memory(init=h0)
+            h_new = kc.op.tanh(kc.op.elementwise_add(kc.op.matmul_v2(x_t, w), kc.op.matmul_v2(h, u)))
+            rnn.update_memory(h, h_new)
+            rnn.step_output(h_new)
+        out = rnn()
+    rng = np.random.default_rng(0)
+    scope = kc.Scope()
+    scope.set("w", rng.standard_normal((D, H)).astype(np.float32) * 0.1)
+    scope.set("u", rng.standard_normal((H, H)).astype(np.float32) * 0.1)
+    feed = {"x": rng.standard_normal((T, B, D)).astype(np.float32), "h0": np.zeros((B, H), np.float32)}
+    return prog, scope, feed, out
+
+
+def best(fn, repeat):
+    fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--steps", type=int, default=100)
+    args = ap.parse_args()
+    T, B, D, H = args.steps, 32, 64, 128
+    repeat = 2 if args.quick else 7
+    prog, scope, feed, out = build(T, B, D, H)
+    exe = kc.Executor()
+    print(f"kernelcore {kc.__version__}, numpy {np.__version__}, Python {platform.python_version()}, "
+          f"{platform.machine()}")
+    print(f"simple RNN: T={T} steps, batch {B}, input {D}, hidden {H}; best of {repeat}\n")
+
+    base = best(lambda: exe.run(prog, feed, [out], scope), repeat)
+    rows = [("untraced run", base)]
+    for retain in ("none", "shapes", "references"):
+        def traced():
+            with kc.trace(retain):
+                exe.run(prog, feed, [out], scope)
+        rows.append((f"traced, retain={retain}", best(traced, repeat)))
+    rows.append(("debug session, run to end", best(lambda: kc.debug(prog, feed, [out], scope).run_to_end(), repeat)))
+
+    def step_ops():
+        s = kc.debug(prog, feed, [out], scope)
+        while not s.finished:
+            s.step()
+    rows.append(("debug session, step() per op", best(step_ops, repeat)))
+
+    def step_t():
+        s = kc.debug(prog, feed, [out], scope)
+        while not s.finished:
+            s.step_timestep()
+    rows.append(("debug session, step_timestep()", best(step_t, repeat)))
+
+    print(f"{'what':34} {'ms':>9} {'ratio':>7}")
+    for name, t in rows:
+        print(f"{name:34} {t * 1e3:9.3f} {t / base:7.2f}")
+    n_ops = T * 4 + 1
+    s = kc.debug(prog, feed, [out], scope)
+    t0 = time.perf_counter()
+    n = 0
+    while not s.finished:
+        s.step()
+        n += 1
+    per = (time.perf_counter() - t0) / n
+    print(f"\none debug step (one op run, position and breakpoints checked): {per * 1e6:.1f} µs "
+          f"over {n} steps (~{n_ops} ops)")
+
+
+if __name__ == "__main__":
+    main()

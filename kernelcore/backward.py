@@ -1,0 +1,408 @@
+"""append_backward and gradients: gradient ops appended to a program, as Paddle's backward writes them.
+
+Seed 002: gradient operations exist only in training programs; they are appended here, when asked,
+never built along with the forward ops. The result is the program Paddle's `append_backward` writes
+(base/backward.py), op for op:
+
+1. the loss gradient `<loss>@GRAD` is seeded by a `fill_constant` of 1.0 (op_role backward|loss, 257)
+   shaped like the loss (0-d or [1]; a loss of any other shape, taken as the sum of its elements, is
+   seeded by fill_any_like(loss, 1.0), which Paddle does not do), and the loss op is marked
+   forward|loss (256);
+2. the ops are walked in reverse; an op gets gradient ops (its rule, kernelcore/grad/) when one of its
+   outputs has a gradient coming and one of its inputs needs one. Gradient variables are
+   `<name>@GRAD`, shaped like `<name>`;
+3. an output gradient that no later op produces, but that a grad op reads, is filled with zeros
+   (`fill_any_like`, value 0), as Paddle does for split outputs nobody uses;
+4. a variable used by several ops gets each contribution under a renamed variable
+   (`x@GRAD@RENAME@block0@0`, `@1`, ...) and a `sum` op accumulating them into `x@GRAD`, placed
+   before the first grad op that reads it (Paddle's _addup_repetitive_outputs_);
+5. the last op writing each parameter's gradient gets op_role_var = [param, grad, ...].
+
+Which inputs need a gradient: floating-point variables that are not `stop_gradient`, not in
+no_grad_set, and either read by no earlier op's output (leaves) or computed from one that needs a
+gradient through differentiable ops. So, unlike Paddle, a branch that only reaches no-gradient
+variables gets no grad ops at all (Paddle keeps e.g. a tanh_grad whose result nothing reads).
+Integer variables (labels, ids) never get one.
+
+An op on that path with no gradient rule yet (the control-flow ops) raises NoGradientError naming it.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict, defaultdict
+
+from . import attrs as attrlib
+from .errors import ProgramError
+from .grad import EMPTY_VAR, GRAD_SUFFIX, NO_GRAD, GradContext, GradOp, grad_name, install, is_float
+from .program import Block, Operator, Variable
+from .proto import framework_pb2 as pb
+from .registry import get_op_def
+
+install()
+
+VT = pb.VarType
+# Paddle's OpRole values (op_proto_maker.h)
+OP_ROLE_FORWARD, OP_ROLE_BACKWARD, OP_ROLE_OPTIMIZE, OP_ROLE_LOSS = 0, 1, 2, 256
+_TENSOR_TYPES = (VT.LOD_TENSOR, VT.SELECTED_ROWS)
+
+
+class NoGradientError(ProgramError, NotImplementedError):
+    """An op on the path from the loss to a variable that needs a gradient has no gradient rule."""
+
+
+def strip_grad_suffix(name: str) -> str:
+    """x@GRAD -> x, x@GRAD@RENAME@block0@1 -> x (Paddle's _strip_grad_suffix_)."""
+    i = name.find(GRAD_SUFFIX)
+    return name[:i] if i >= 0 else name
+
+
+# ---------------------------------------------------------------------------------------------------
+def append_backward(loss: Variable, parameter_list=None, no_grad_set=None) -> list[tuple[Variable, Variable]]:
+    """Append the gradient ops of `loss` to its program; return [(parameter, gradient)].
+
+    parameter_list: the parameters (Variables or names) to report; default every trainable parameter
+    of block 0 (is_parameter and not stop_gradient), in declaration order, as Paddle lists them (its
+    optimizers then sort the pairs by parameter name before writing update ops). Gradients are
+    computed for every variable that needs one, whether reported or not (as in Paddle).
+    no_grad_set: variables (or names) that get no gradient, on top of the stop_gradient ones.
+    """
+    block = _target_block([loss], "append_backward")
+    no_grad = _names(no_grad_set, "no_grad_set")
+    loss_op = _producer(block, loss.name)
+    grad_map = _append(block, [loss], [_loss_seed(loss)], sources=None, no_grad=no_grad)
+    if loss_op is not None:
+        loss_op.set_attr("op_role", OP_ROLE_FORWARD | OP_ROLE_LOSS)
+
+    if parameter_list is None:
+        params = [v.name for v in block.vars if v.is_parameter and not v.stop_gradient]
+    else:
+        params = _names(parameter_list, "parameter_list", ordered=True)
+    pairs = []
+    for p in params:
+        g = grad_map.get(p)
+        if g is None:
+            continue
+        pairs.append((block.var(p), block.var(g)))
+        writer = _producer(block, g)
+        if writer is not None:
+            writer.set_attr("op_role_var", [p, g] + list(writer.attr("op_role_var", []) or []))
+    return pairs
+
+
+def gradients(targets, inputs, target_gradients=None, no_grad_set=None) -> list[Variable | None]:
+    """Append the ops computing d(sum of targets)/d(input) for each input; return the gradient
+    Variables (None for an input the targets do not depend on). Paddle's `paddle.static.gradients`:
+    each target's gradient is seeded with ones shaped like it (fill_any_like), or with the matching
+    entry of target_gradients. Only ops on a path from `inputs` to `targets` get grad ops; the inputs
+    get gradients even when they are stop_gradient (they were asked for)."""
+    targets = list(targets) if isinstance(targets, (list, tuple)) else [targets]
+    inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    block = _target_block(targets, "gradients")
+    if target_gradients is None:
+        target_gradients = [None] * len(targets)
+    target_gradients = list(target_gradients) if isinstance(target_gradients, (list, tuple)) else [target_gradients]
+    if len(target_gradients) != len(targets):
+        raise ProgramError(f"gradients: {len(targets)} targets but {len(target_gradients)} target_gradients")
+    seeds = []
+    for t, tg in zip(targets, target_gradients):
+        if tg is None:
+            seeds.append(GradOp("fill_any_like", {"X": [t.name]}, {"Out": [grad_name(t.name)]},
+                                {"value": 1.0, "dtype": t.dtype}))
+        else:
+            seeds.append(GradOp("assign", {"X": [tg.name if isinstance(tg, Variable) else tg]},
+                                {"Out": [grad_name(t.name)]}))
+    no_grad = _names(no_grad_set, "no_grad_set")
+    names = _names(inputs, "inputs", ordered=True)
+    grad_map = _append(block, targets, seeds, sources=set(names) - no_grad, no_grad=no_grad)
+    return [block.var(grad_map[n]) if n in grad_map else None for n in names]
+
+
+# ---------------------------------------------------------------------------------------------------
+def _target_block(targets, who: str) -> Block:
+    if not targets or not all(isinstance(t, Variable) for t in targets):
+        raise ProgramError(f"{who} takes program Variables as targets, got {targets!r:.80}")
+    block = targets[0].block
+    if block.idx != 0:
+        raise ProgramError(f"{who}: the target {targets[0].name!r} lives in block {block.idx}; only targets in "
+                           f"block 0 are supported (gradients inside control-flow blocks come with their ops)")
+    for t in targets:
+        if t.block != block:
+            raise ProgramError(f"{who}: targets {targets[0].name!r} and {t.name!r} are in different blocks")
+    return block
+
+
+def _names(items, what: str, ordered: bool = False):
+    if items is None:
+        return [] if ordered else set()
+    if isinstance(items, (str, Variable)):
+        items = [items]
+    out = []
+    for v in items:
+        if isinstance(v, Variable):
+            out.append(v.name)
+        elif isinstance(v, str):
+            out.append(v)
+        else:
+            raise TypeError(f"{what} takes Variables or variable names, got {type(v).__name__} {v!r:.60}")
+    return out if ordered else set(out)
+
+
+def _producer(block: Block, name: str) -> Operator | None:
+    """The last op of `block` that writes `name`."""
+    for op in reversed(block.ops):
+        if name in op.output_arg_names:
+            return op
+    return None
+
+
+def _loss_seed(loss: Variable) -> GradOp:
+    """Paddle seeds a 0-d or [1] loss with fill_constant of its shape. kernelcore also takes a loss of
+    any other shape (meaning the sum of its elements): seeded with ones shaped like it at run time."""
+    shape = loss.shape
+    if shape is not None and (tuple(shape) in ((), (1,))):
+        return GradOp("fill_constant", {}, {"Out": [grad_name(loss.name)]},
+                      {"shape": list(shape), "value": 1.0, "dtype": loss.dtype, "force_cpu": False,
+                       "op_role": OP_ROLE_BACKWARD | OP_ROLE_LOSS})
+    return GradOp("fill_any_like", {"X": [loss.name]}, {"Out": [grad_name(loss.name)]},
+                  {"value": 1.0, "dtype": -1, "op_role": OP_ROLE_BACKWARD | OP_ROLE_LOSS})
+
+
+def _append(block: Block, targets, seeds: list[GradOp], sources: set | None, no_grad: set) -> dict[str, str]:
+    """Build, arrange and append the grad ops; return {forward name: gradient variable name}."""
+    ops = block.ops
+    stop = set(no_grad) | {v.name for v in block.vars if v.stop_gradient}
+    cache: dict[str, bool] = {}
+
+    def differentiable(name: str) -> bool:
+        r = cache.get(name)
+        if r is None:
+            v = block.find_var_recursive(name)
+            r = cache[name] = v is not None and v.type in _TENSOR_TYPES and is_float(v.dtype)
+        return r
+
+    # Forward: which variables need a gradient.
+    req: set[str] = set()
+    written: set[str] = set()
+
+    def is_req(n: str) -> bool:
+        if n in req:
+            return True
+        if sources is not None:
+            return n in sources
+        return n not in written and n not in stop and differentiable(n)
+
+    for op in ops:
+        ins = op.input_arg_names
+        if get_op_def(op.type).grad is not NO_GRAD and any(is_req(n) for n in ins):
+            req.update(n for n in ins if is_req(n))
+            req.update(o for o in op.output_arg_names if o not in stop and differentiable(o))
+        written.update(op.output_arg_names)
+
+    # Backward: each op whose outputs have gradients coming and whose inputs need some, in reverse.
+    needed = {t.name for t in targets}
+    specs: list[GradOp] = list(seeds)
+    loss_name = targets[0].name
+    for i in range(len(ops) - 1, -1, -1):
+        op = ops[i]
+        outs = op.output_arg_names
+        if not any(o in needed for o in outs):
+            continue
+        r = get_op_def(op.type).grad
+        if r is NO_GRAD:
+            continue
+        want = [n for n in dict.fromkeys(op.input_arg_names) if n in req]
+        if not want:
+            continue
+        if r is None:
+            raise NoGradientError(
+                f"op {op.type!r} (block {block.idx}, op #{i}) lies on the path from {loss_name!r} to variables "
+                f"that need a gradient ({', '.join(want)}), but kernelcore has no gradient rule for {op.type!r} "
+                f"yet (kernelcore/grad/ holds the rules). Mark those inputs stop_gradient or pass them in "
+                f"no_grad_set to cut the path.")
+        made = [s for s in r(GradContext(op, req.__contains__)) if any(n != EMPTY_VAR for n in s.output_arg_names())]
+        missing = {grad_name(o): o for o in outs if o not in needed}
+        filled = set()
+        for s in made:
+            s.fwd = op
+            for n in s.input_arg_names():
+                if n in missing and n not in filled:  # an output gradient nobody produces: zeros
+                    specs.append(GradOp("fill_any_like", {"X": [missing[n]]}, {"Out": [n]},
+                                        {"value": 0.0, "dtype": -1}, fwd=op))
+                    filled.add(n)
+            specs.append(s)
+            needed.update(strip_grad_suffix(n) for n in s.output_arg_names() if n != EMPTY_VAR)
+
+    specs = _addup_repetitive_outputs(specs, block.idx)
+    renames = _rename_existing(block, specs)
+    declared = set()
+    for s in specs:  # every check before the first edit: a failure leaves the program as it was
+        _check(block, s, declared)
+    for s in specs:
+        _emit(block, s)
+    block.program.touch()
+
+    grad_map = {}
+    for s in specs:
+        for n in s.output_arg_names():
+            if n == EMPTY_VAR:
+                continue
+            fwd = strip_grad_suffix(n)
+            final = renames.get(grad_name(fwd), grad_name(fwd))
+            if n == final:
+                grad_map[fwd] = n
+    return grad_map
+
+
+def _addup_repetitive_outputs(specs: list[GradOp], block_idx: int) -> list[GradOp]:
+    """Paddle's _addup_repetitive_outputs_: the second writer of a gradient renames the first one's
+    output to `<g>@RENAME@block<b>@0` and its own to `@1` (then `@2`, ...); a `sum` into `<g>` goes
+    before the first op that reads `<g>`, or at the end. Slots are visited in name order, as Paddle's
+    C++ OpDesc keeps them."""
+    pending: OrderedDict[int, list[GradOp]] = OrderedDict()
+    count: dict[str, int] = defaultdict(int)
+    renamed: dict[str, list[str]] = defaultdict(list)
+    start: dict[str, int] = {}
+
+    def new_name(name):
+        n = f"{name}@RENAME@block{block_idx}@{count[name]}"
+        count[name] += 1
+        return n
+
+    def add_sum(idx, name, fwd):
+        pending.setdefault(idx, []).append(GradOp("sum", {"X": list(renamed[name])}, {"Out": [name]}, fwd=fwd))
+        renamed[name] = [name]
+
+    for idx, d in enumerate(specs):
+        for name in d.input_arg_names():
+            if GRAD_SUFFIX in name and len(renamed[name]) > 1:
+                add_sum(idx, name, d.fwd)
+        ins = set(d.input_arg_names())
+        slots = sorted(d.outputs)
+        for si, slot in enumerate(slots):
+            for k in range(len(d.outputs[slot])):
+                name = d.outputs[slot][k]
+                if GRAD_SUFFIX not in name or name == EMPTY_VAR or name in ins:
+                    continue  # not a gradient, an empty position, or in place
+                if not renamed[name]:
+                    renamed[name] = [name]
+                    start[name] = idx
+                    continue
+                if len(renamed[name]) == 1:  # the second writer: rename the first one's output too
+                    first = new_name(name)
+                    renamed[name][0] = first
+                    for j in range(start[name], idx):
+                        specs[j].rename(name, first)
+                    for lst in pending.values():
+                        for s in lst:
+                            s.rename(name, first)
+                    for earlier in slots[:si]:
+                        d.outputs[earlier] = [first if x == name else x for x in d.outputs[earlier]]
+                    d.outputs[slot][:k] = [first if x == name else x for x in d.outputs[slot][:k]]
+                later = new_name(name)
+                d.outputs[slot][k] = later
+                renamed[name].append(later)
+    for name in list(renamed):
+        if len(renamed[name]) > 1:
+            add_sum(len(specs), name, None)
+    out = list(specs)
+    for idx in reversed(list(pending)):
+        for i, s in enumerate(pending[idx]):
+            out.insert(idx + i, s)
+    return out
+
+
+def _rename_existing(block: Block, specs: list[GradOp]) -> dict[str, str]:
+    """A gradient name the block already declares (an earlier append_backward) gets a fresh one, as
+    Paddle's _rename_grad_ does; later readers follow."""
+    var_map: dict[str, str] = {}
+    for s in specs:
+        for slot, names in s.inputs.items():
+            s.inputs[slot] = [var_map.get(n, n) for n in names]
+        for slot, names in s.outputs.items():
+            new = []
+            for n in names:
+                if n not in var_map and GRAD_SUFFIX in n and block.find_var_recursive(n) is not None:
+                    var_map[n] = block.program.unique_name(n)
+                new.append(var_map.get(n, n))
+            s.outputs[slot] = new
+    return var_map
+
+
+def _where(spec: GradOp) -> str:
+    return f"gradient op {spec.type!r}" + (f" (for {spec.fwd.type!r})" if spec.fwd is not None else "")
+
+
+def _check(block: Block, spec: GradOp, declared: set) -> None:
+    """A rule's op desc against the grad op's OpProto: slots, argument counts, inputs that exist (in the
+    block or as outputs of earlier grad ops, collected in `declared`), attributes."""
+    opdef = get_op_def(spec.type)
+    where = _where(spec)
+    for kind, given, slots in (("input", spec.inputs, opdef.inputs), ("output", spec.outputs, opdef.outputs)):
+        known = {s.name: s for s in slots}
+        for slot, names in given.items():
+            if slot not in known:
+                raise ProgramError(f"{where}: the gradient rule names {kind} slot {slot!r}; {spec.type!r} "
+                                   f"takes {sorted(known)}")
+            if len(names) > 1 and not known[slot].duplicable:
+                raise ProgramError(f"{where}: {kind} {slot!r} takes one variable, got {names}")
+        for s in slots:
+            if not s.dispensable and not given.get(s.name):
+                raise ProgramError(f"{where}: the gradient rule leaves required {kind} {s.name!r} empty")
+    for n in (n for names in spec.inputs.values() for n in names):
+        if n not in declared and block.find_var_recursive(n) is None:
+            raise ProgramError(f"{where}: input {n!r} is declared nowhere (a gradient rule bug)")
+    declared.update(n for names in spec.outputs.values() for n in names)
+    for name, value in spec.attrs.items():
+        opdef.check_attr(name, value, where)
+    given = set(spec.attrs) | ({a.name for a in spec.fwd.desc.attrs} if spec.copy_attrs and spec.fwd else set())
+    for name, a in opdef.attrs.items():
+        if a.required and name not in given:
+            raise ProgramError(f"{where}: the gradient rule leaves required attribute {name!r} unset")
+
+
+def _emit(block: Block, spec: GradOp) -> None:
+    """Append one (checked) grad op desc: forward attributes copied when the rule asks, declared defaults
+    filled, op_role set; its output variables declared like their forward variables (shape and dtype)."""
+    opdef = get_op_def(spec.type)
+    where = _where(spec)
+    for n in (n for names in spec.outputs.values() for n in names):
+        if n != EMPTY_VAR and block.find_var_recursive(n) is None:
+            _declare_grad_var(block, n)
+
+    desc = pb.OpDesc(type=spec.type)
+    for slot in sorted(spec.inputs):
+        desc.inputs.add(parameter=slot, arguments=spec.inputs[slot])
+    for slot in sorted(spec.outputs):
+        desc.outputs.add(parameter=slot, arguments=spec.outputs[slot])
+    if spec.copy_attrs and spec.fwd is not None:
+        for a in spec.fwd.desc.attrs:  # verbatim, attributes kernelcore does not declare included
+            desc.attrs.add().CopyFrom(a)
+    values = dict(spec.attrs)
+    values.setdefault("op_role", OP_ROLE_BACKWARD)
+    for name, value in values.items():
+        _set_attr(desc, name, opdef.attr_spec(name).type, opdef.check_attr(name, value, where))
+    present = {a.name for a in desc.attrs}
+    for name, a in opdef.attrs.items():
+        if name not in present and not a.extra and not a.required:
+            _set_attr(desc, name, a.type, a.default)
+    block.desc.ops.append(desc)
+
+
+def _set_attr(desc: pb.OpDesc, name: str, attr_type: int, value) -> None:
+    for i, a in enumerate(desc.attrs):
+        if a.name == name:
+            del desc.attrs[i]
+            break
+    attrlib.write(desc.attrs.add(), name, attr_type, value)
+
+
+def _declare_grad_var(block: Block, name: str) -> None:
+    """A gradient variable takes its forward variable's shape and dtype (Paddle's
+    _infer_var_data_type_shape_)."""
+    fwd = block.find_var_recursive(strip_grad_suffix(name))
+    if fwd is not None and fwd.shape is not None:
+        block.create_var(name, fwd.shape, fwd.dtype)
+    else:
+        block.create_var(name, None, "float32")
+
+
+__all__ = ["NoGradientError", "append_backward", "gradients", "strip_grad_suffix"]

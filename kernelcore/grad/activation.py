@@ -1,0 +1,41 @@
+"""Gradients of the activations (kernelcore/ops/activation.py). As in Paddle, each grad op reads the
+forward output Out rather than X: every one of these derivatives is a function of Out."""
+from __future__ import annotations
+
+from . import standard
+
+# op type -> (formula, body(xp, out, out_grad) -> X@GRAD)
+UNARY = {
+    "relu": ("X@GRAD = Out@GRAD where Out > 0, else 0", lambda xp, out, g: xp.where(out > 0, g, g.dtype.type(0))),
+    "sigmoid": ("X@GRAD = Out@GRAD * Out * (1 - Out)", lambda xp, out, g: g * out * (1 - out)),
+    "tanh": ("X@GRAD = Out@GRAD * (1 - Out^2)", lambda xp, out, g: g * (1 - out * out)),
+    "exp": ("X@GRAD = Out@GRAD * Out", lambda xp, out, g: g * out),
+}
+
+
+def _unary_grad_kernel(body):
+    def kernel(ctx, ins, attrs):
+        out, g = ins
+        return (body(ctx.xp, out, g),)
+    return kernel
+
+
+for _type, (_formula, _body) in UNARY.items():
+    _d = standard(_type, outs=("Out",), comment=f"The gradient of {_type}: {_formula}.",
+                  infer_from={"X@GRAD": ("Out", False)})
+    _k = _unary_grad_kernel(_body)
+    _k.__name__ = f"{_type}_grad"
+    _d.kernel()(_k)
+
+
+SOFTMAX_GRAD = standard("softmax", outs=("Out",), infer_from={"X@GRAD": ("Out", False)},
+                        comment="X@GRAD = Out * (Out@GRAD - sum(Out@GRAD * Out along `axis`)).")
+
+
+@SOFTMAX_GRAD.kernel()
+def softmax_grad(ctx, ins, attrs):
+    out, g = ins
+    if out.ndim == 0:  # a 0-d softmax is the constant 1
+        return (ctx.xp.zeros_like(g),)
+    axis = attrs["axis"]
+    return (out * (g - (g * out).sum(axis=axis, keepdims=True)),)

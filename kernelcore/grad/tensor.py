@@ -1,0 +1,80 @@
+"""Gradients of the tensor ops (kernelcore/ops/tensor.py): reshapes, joins, copies, casts.
+
+Following Paddle, split, cast and assign take forward ops as their gradient (concat, cast, assign);
+reshape2 and transpose2 read X's shape from their XShape output, so their grad ops need not keep X.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops._infer import normalize_axis
+from ..ops.tensor import _one_int, perm_axes
+from . import EMPTY_VAR, GradContext, no_grad, rule, standard
+
+
+RESHAPE2_GRAD = standard("reshape2", outs=("XShape",), infer_from={"X@GRAD": ("XShape", True)},
+                         comment="X@GRAD = Out@GRAD reshaped to X's shape (XShape without its leading 0).")
+
+
+@RESHAPE2_GRAD.kernel()
+def reshape2_grad(ctx, ins, attrs):
+    xshape, g = ins
+    return (g.reshape(xshape.shape[1:]),)
+
+
+TRANSPOSE2_GRAD = standard("transpose2", outs=("XShape",), infer_from={"X@GRAD": ("XShape", True)},
+                           comment="X@GRAD = Out@GRAD with the inverse permutation of `axis`.")
+
+
+@TRANSPOSE2_GRAD.kernel()
+def transpose2_grad(ctx, ins, attrs):
+    xshape, g = ins
+    perm = perm_axes(attrs["axis"], g.ndim)
+    return (ctx.xp.transpose(g, np.argsort(perm).tolist()),)
+
+
+CONCAT_GRAD = standard("concat", ins=("X", "AxisTensor"), drop_empty=False,
+                       comment="X@GRAD[i] = the slice of Out@GRAD that X[i] filled along the concat axis. "
+                               "A position of X that needs no gradient is named @EMPTY@ and not written.")
+
+
+@CONCAT_GRAD.kernel()
+def concat_grad(ctx, ins, attrs):
+    xs, axis_t, g = ins
+    axis = normalize_axis(_one_int(axis_t, "AxisTensor") if axis_t is not None else attrs["axis"], g.ndim)
+    cuts = np.cumsum([x.shape[axis] for x in xs])[:-1].tolist()
+    pieces = ctx.xp.split(g, cuts, axis=axis)
+    names = ctx.output_names("X@GRAD")
+    return ([p if n != EMPTY_VAR else None for p, n in zip(pieces, names)],)
+
+
+@rule("split")
+def split_grad_rule(g: GradContext):
+    """Paddle's SplitGradMaker: X@GRAD = concat(the Out@GRADs) along the split axis."""
+    xg = g.input_grad("X")
+    if not xg:
+        return []
+    inputs = {"X": g.output_grad("Out")}
+    if g.has_input("AxisTensor"):
+        inputs["AxisTensor"] = g.input("AxisTensor")
+    return [g.grad_op("concat", inputs, {"Out": xg}, {"axis": g.attr("axis", 0)})]
+
+
+@rule("cast")
+def cast_grad_rule(g: GradContext):
+    """Paddle's CastGradMaker: X@GRAD = cast(Out@GRAD) back from out_dtype to in_dtype."""
+    return [g.grad_op("cast", {"X": g.output_grad("Out")}, {"Out": g.input_grad("X")},
+                      {"in_dtype": g.attr("out_dtype"), "out_dtype": g.attr("in_dtype")})]
+
+
+@rule("assign")
+def assign_grad_rule(g: GradContext):
+    """Paddle's AssignGradMaker: X@GRAD = assign(Out@GRAD)."""
+    if not g.has_input("X"):
+        return []
+    return [g.grad_op("assign", {"X": g.output_grad("Out")}, {"Out": g.input_grad("X")})]
+
+
+# Constants, random draws, feeding and fetching, counters: no gradient (Paddle: empty grad makers).
+no_grad("fill_constant", "uniform_random", "gaussian_random", "feed", "fetch", "increment",
+        "fill_zeros_like", "fill_any_like", "fill_constant_batch_size_like", "logical_not")
