@@ -473,7 +473,7 @@ RNN_MEMORY_HELPER = register_op(
 
 @RNN_MEMORY_HELPER.kernel()
 def rnn_memory_helper(ctx, ins, attrs):
-    return (ins[0].copy(),)
+    return (ins[0],)  # values are never mutated, so sharing is as good as a copy
 
 
 if "fill_constant_batch_size_like" not in _REGISTRY:  # a tensor op; tensor.py may register it first

@@ -289,9 +289,9 @@ def assign(ctx, ins, attrs):
     x = ins[0]
     if x is None:
         return (None,)
-    if isinstance(x, list):  # LOD_TENSOR_ARRAY
-        return ([v.copy() if v is not None else None for v in x],)
-    return (x.copy(),)
+    if isinstance(x, list):  # LOD_TENSOR_ARRAY: a new list, the same (immutable) tensors
+        return (list(x),)
+    return (x,)  # values are never mutated (kernels return new arrays), so sharing is a copy
 
 
 INCREMENT = register_op(
