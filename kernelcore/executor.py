@@ -137,7 +137,8 @@ def _first_input_dtype(program: Program, block_idx: int, names) -> str | None:
 
 
 class PreparedBlock:
-    __slots__ = ("program", "block_idx", "ops", "var_descs", "_bound", "feed_ops", "feed_decls", "__weakref__")
+    __slots__ = ("program", "block_idx", "ops", "var_descs", "_bound", "feed_ops", "feed_decls", "layout",
+                 "first_uses", "declared", "template", "__weakref__")
 
     def __init__(self, program: Program, block_idx: int, place):
         self.program, self.block_idx = program, block_idx
@@ -150,6 +151,25 @@ class PreparedBlock:
         self.feed_ops = {op.outs[0][1][0]: (op.ins[0][1][0], op.attrs["col"]) for op in self.ops
                          if op.type == "feed"}
         self.feed_decls: dict[str, tuple | None] = {}
+        self.declared = [n for n, _ in self.var_descs]
+        # The bound form of each op with names in place of Variables (binding swaps them in), and the
+        # first use of each name in op order (an input seen first must exist; an output may be created).
+        self.layout = []
+        self.first_uses = []
+        seen = set()
+        for op in self.ops:
+            for specs, is_output in ((op.ins, False), (op.outs, True)):
+                for slot, names, _ in specs:
+                    for n in names:
+                        if n not in seen:
+                            seen.add(n)
+                            self.first_uses.append((n, op, slot, is_output))
+            ins_spec = tuple(names if dup else (names[0] if names else None) for _, names, dup in op.ins)
+            outs_spec = tuple(names if dup else (names[0] if names else None) for _, names, dup in op.outs)
+            simple = all(type(n) is str for n in ins_spec)
+            single = outs_spec[0] if len(outs_spec) == 1 and type(outs_spec[0]) is str else None
+            self.layout.append((op, ins_spec, outs_spec, simple, tuple(op.in_names) + tuple(op.out_names), single))
+        self.template = None  # (parent scope, its chain versions, outer name -> Variable, local names, set)
 
 
 def _chain_versions(scope: Scope) -> tuple:
@@ -193,6 +213,14 @@ class RunState:
         for o in self.observers:
             o(ev)
 
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq - 1
+
+    def deliver(self, ev: Event) -> None:
+        for o in self.observers:
+            o(ev)
+
     def emit(self, kind: str, **fields) -> None:
         ev = Event(self.seq, kind, _perf(), **fields)
         self.seq += 1
@@ -228,8 +256,9 @@ class ExecContext:
         kid = self.scope.new_scope(origin={"op": op.type, "block": op.block, "op_idx": op.idx,
                                            "timestep": timestep, "what": message})
         if self.run.observers:
-            self.run.emit("scope_push", scope=kid.id, parent_scope=self.scope.id, block=op.block,
-                          op=op.idx, op_type=op.type, timestep=timestep, message=message)
+            # positional Event fields (see events.py): these fire once or more per timestep
+            self.run.deliver(Event(self.run.next_seq(), "scope_push", _perf(), kid.id, op.block, op.idx, op.type,
+                                   None, None, (), (), None, None, self.scope.id, timestep, message))
         return kid
 
     def bind_var(self, scope: Scope, name: str, value) -> None:
@@ -239,19 +268,22 @@ class ExecContext:
         run = self.run
         if run.observers:
             op = self.op
-            run.emit("var_create", scope=scope.id, block=op.block, op=op.idx, op_type=op.type, name=name,
-                     values=((name, value),) if run.keep_values else None)
+            run.deliver(Event(run.next_seq(), "var_create", _perf(), scope.id, op.block, op.idx, op.type, name,
+                              None, (), (), None, None, None, None, None,
+                              ((name, value),) if run.keep_values else None))
 
     def drop_scope(self, scope: Scope) -> None:
         if self.run.observers:
             for s in reversed(list(scope.walk())):
-                self.run.emit("scope_drop", scope=s.id, parent_scope=s.parent.id if s.parent else None)
+                self.run.deliver(Event(self.run.next_seq(), "scope_drop", _perf(), s.id, None, None, None, None,
+                                       None, (), (), None, None, s.parent.id if s.parent else None))
         scope.drop()
 
     def step_event(self, kind: str, timestep: int, scope: Scope) -> None:
         if self.run.observers:
             op = self.op
-            self.run.emit(kind, scope=scope.id, block=op.block, op=op.idx, op_type=op.type, timestep=timestep)
+            self.run.deliver(Event(self.run.next_seq(), kind, _perf(), scope.id, op.block, op.idx, op.type, None,
+                                   None, (), (), None, None, None, timestep))
 
     def run_block(self, block_idx: int, scope: Scope, timestep: int | None = None) -> Iterator:
         """Run a sub-block in `scope` through the same loop; use with `yield from`."""
@@ -284,54 +316,80 @@ def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool
     if cached is not None and cached[0] is scope and cached[1] == _chain_versions(scope):
         return cached[2]
     observed = bool(run.observers)
+    names = _names_from_template(run, prepared, scope, observed) if not root_block else None
+    if names is None:
+        names = _resolve_names(run, prepared, scope, root_block, observed)
+    bound = []
+    for op, ins_spec, outs_spec, simple, io_names, single in prepared.layout:
+        if simple:
+            ins = tuple([names[n] for n in ins_spec])
+        else:
+            ins = tuple([names[n] if type(n) is str else
+                         tuple([names[x] for x in n]) if n is not None else None for n in ins_spec])
+        outs = tuple([names[n] if type(n) is str else
+                      tuple([names[x] for x in n]) if n is not None else None for n in outs_spec])
+        bound.append((op, ins, outs, simple, tuple([names[n] for n in io_names]),
+                      names[single] if single is not None else None))
+    prepared._bound = (scope, _chain_versions(scope), bound)
+    return bound
+
+
+def _resolve_names(run, prepared, scope, root_block, observed) -> dict:
+    """name -> Variable for every name the block's ops use: the block's declared variables are created
+    in `scope` (persistable ones of block 0 found in any ancestor first), outputs nobody declared are
+    created here too, and an input found nowhere is an error naming the op."""
     for name, persistable in prepared.var_descs:
         v = (scope.find_var(name) if (persistable and root_block) else scope._vars.get(name))
         if v is None:
             scope.var(name)
             if observed:
                 run.emit_var_create(scope.id, prepared.block_idx, name)
-    memo: dict[str, Any] = {}  # each distinct name is looked up once per bind
     find = scope.find_var
-
-    def lookup(op, slot, name, is_output):
-        v = memo.get(name)
+    names = {}
+    for name, op, slot, is_output in prepared.first_uses:
+        v = find(name)
         if v is None:
-            v = find(name)
-            if v is None:
-                if not is_output:
-                    raise OpRunError(f"input {slot!r} names variable {name!r}, which neither the program "
-                                     f"declares nor the scope holds", op_type=op.type, block_idx=op.block,
-                                     op_idx=op.idx, var_name=name)
-                v = scope.var(name)
-                if observed:
-                    run.emit_var_create(scope.id, prepared.block_idx, name)
-            memo[name] = v
-        return v
+            if not is_output:
+                raise OpRunError(f"input {slot!r} names variable {name!r}, which neither the program "
+                                 f"declares nor the scope holds", op_type=op.type, block_idx=op.block,
+                                 op_idx=op.idx, var_name=name)
+            v = scope.var(name)
+            if observed:
+                run.emit_var_create(scope.id, prepared.block_idx, name)
+        names[name] = v
+    if scope.parent is not None:
+        # remember which names live outside this scope: the next kid of the same parent (the next
+        # timestep's scope) then only creates its locals
+        local = [n for n in names if n in scope._vars]
+        outer = {n: v for n, v in names.items() if n not in scope._vars}
+        prepared.template = (scope.parent, _chain_versions(scope.parent), outer, local, frozenset(local))
+    return names
 
-    bound = []
-    for op in prepared.ops:
-        ins = []
-        simple = True
-        for slot, names, dup in op.ins:
-            if dup:
-                simple = False
-                ins.append(tuple([lookup(op, slot, n, False) for n in names]))
-            elif names:
-                ins.append(lookup(op, slot, names[0], False))
-            else:
-                simple = False
-                ins.append(None)
-        outs = []
-        for slot, names, dup in op.outs:
-            if dup:
-                outs.append(tuple([lookup(op, slot, n, True) for n in names]))
-            else:
-                outs.append(lookup(op, slot, names[0], True) if names else None)
-        io_vars = tuple([memo[n] for n in op.in_names] + [memo[n] for n in op.out_names])
-        single = outs[0] if len(outs) == 1 and outs[0] is not None and type(outs[0]) is not tuple else None
-        bound.append((op, tuple(ins), tuple(outs), simple, io_vars, single))
-    prepared._bound = (scope, _chain_versions(scope), bound)
-    return bound
+
+def _names_from_template(run, prepared, scope, observed) -> dict | None:
+    t = prepared.template
+    if t is None or t[0] is not scope.parent or t[1] != _chain_versions(scope.parent):
+        return None
+    _, _, outer, local, local_set = t
+    have = scope._vars
+    for n in have:
+        if n not in local_set:
+            return None  # something bound here shadows an outer name: resolve from scratch
+    names = dict(outer)
+    declared = prepared.declared
+    for n in local:
+        v = have.get(n)
+        if v is None:
+            v = scope.var(n)
+            if observed:
+                run.emit_var_create(scope.id, prepared.block_idx, n)
+        names[n] = v
+    for n in declared:  # declared but unused by any op: still created, as the block declares it
+        if n not in names and n not in have:
+            scope.var(n)
+            if observed:
+                run.emit_var_create(scope.id, prepared.block_idx, n)
+    return names
 
 
 def _meta_of(val) -> tuple:
