@@ -157,6 +157,10 @@ class Trace:
     def __repr__(self) -> str:
         return f"<Trace {self.summary()}>"
 
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        from .display import trace_mimebundle
+        return trace_mimebundle(self)
+
     # -- files -------------------------------------------------------------------
     def to_json(self) -> dict:
         return {"schema": SCHEMA, "version": VERSION, "retain": self.retain, "meta": self.meta,

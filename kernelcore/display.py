@@ -1,0 +1,395 @@
+"""What notebooks show of programs and traces: ProgramJSON, DOT and MIME bundles.
+
+This is the engine side of the front end's contract (docs/frontend-contract.md). It imports nothing
+from Jupyter: `Program._repr_mimebundle_` and `Trace._repr_mimebundle_` call in here, and the widgets
+(kernelcore_widgets) build their state from `program_json`.
+
+Every string here may come from a file the user did not write. The JSON carries names as data (the
+browser renders them as text); the DOT source quotes every id and label itself (below) so that no name
+can end a string, start an HTML-like label or smuggle a Graphviz escape (\\N, \\l) into a label.
+"""
+from __future__ import annotations
+
+import collections
+import html
+import math
+import shutil
+
+from . import attrs as attrlib
+from . import dtypes
+from .errors import KernelcoreError
+from .proto import framework_pb2 as pb
+
+PROGRAM_MIME = "application/vnd.kernelcore.program+json"
+TRACE_MIME = "application/vnd.kernelcore.trace+json"
+SCHEMA = "kernelcore.program"
+VERSION = 1
+TRACE_EVENT_LIMIT = 20_000  # events beyond this are cut from the trace MIME bundle
+SVG_NODE_LIMIT = 1_000      # above this, text/html carries no static SVG (system dot gets slow)
+
+VT = pb.VarType
+A = pb.AttrType
+# Paddle's optimizer op types (the contract names sgd/momentum/adam; the rest are their siblings).
+OPTIMIZE_OPS = frozenset({"sgd", "momentum", "adam", "adamw", "adamax", "adagrad", "adadelta", "rmsprop", "lamb",
+                          "lars_momentum", "ftrl", "decayed_adagrad", "dpsgd", "merged_adam", "merged_momentum"})
+TENSOR_TYPES = frozenset({VT.LOD_TENSOR, VT.SELECTED_ROWS, VT.LOD_TENSOR_ARRAY})
+# Attributes left out of the JSON: a Python stack per op says nothing about the program and is long.
+HIDDEN_ATTRS = frozenset({"op_callstack"})
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ids
+def op_id(block: int, idx: int) -> str:
+    return f"o{block}:{idx}"
+
+
+def var_id(block: int, name: str) -> str:
+    return f"v{block}:{name}"
+
+
+def op_role(op_type: str) -> str:
+    if op_type.endswith("_grad"):
+        return "backward"
+    return "optimize" if op_type in OPTIMIZE_OPS else "forward"
+
+
+def _sub_block_idxs(op_desc) -> list[int]:
+    out = []
+    for a in op_desc.attrs:
+        if a.type == A.BLOCK:
+            out.append(a.block_idx)
+        elif a.type == A.BLOCKS:
+            out.extend(a.blocks_idx)
+    return out
+
+
+def _declaring_block(desc, declared: list[set], block: int, name: str) -> int | None:
+    """The block that declares `name` as seen from `block` (it, or the nearest parent)."""
+    b = block
+    while b >= 0:  # a parent is an earlier block (program.check_structure): this ends
+        if name in declared[b]:
+            return b
+        b = desc.blocks[b].parent_idx
+    return None
+
+
+def _execution_order(desc):
+    """(block, op index, op desc, "in" | "out") in the order a run meets them: an op's inputs are read
+    ("in"), then the blocks it runs, then its outputs are written ("out"). Blocks no op runs come last."""
+    seen_blocks: set[int] = set()
+    order = []
+
+    def walk(b: int) -> None:
+        if b in seen_blocks or not 0 <= b < len(desc.blocks):
+            return
+        seen_blocks.add(b)
+        for i, op in enumerate(desc.blocks[b].ops):
+            order.append((b, i, op, "in"))
+            for j in _sub_block_idxs(op):
+                walk(j)
+            order.append((b, i, op, "out"))
+
+    for b in range(len(desc.blocks)):
+        walk(b)
+    return order
+
+
+def _var_kinds(desc, declared: list[set]) -> dict[tuple[int, str], str]:
+    """(block, name) -> data|param|grad|tmp|other, by the contract's rules: @GRAD in the name is a
+    gradient; is_parameter a parameter; read before any op writes it (a feed) data, written by an op tmp.
+    Two refinements for files Paddle writes: a `feed` op's output is data, and a persistable tensor read
+    before it is written is a parameter (an inference model's weights are persistable but not marked
+    is_parameter; they come from the parameter file, not from a feed)."""
+    first: dict[tuple[int, str], str] = {}
+    for b, _, op, phase in _execution_order(desc):
+        slots = op.inputs if phase == "in" else op.outputs
+        what = "read" if phase == "in" else ("fed" if op.type == "feed" else "written")
+        for v in slots:
+            for name in v.arguments:
+                d = _declaring_block(desc, declared, b, name)
+                if d is not None:
+                    first.setdefault((d, name), what)
+    kinds = {}
+    for b, block in enumerate(desc.blocks):
+        for v in block.vars:
+            how = first.get((b, v.name))
+            if "@GRAD" in v.name:
+                kind = "grad"
+            elif v.is_parameter or (v.persistable and how == "read" and v.type.type in TENSOR_TYPES):
+                kind = "param"
+            elif v.type.type not in TENSOR_TYPES:
+                kind = "other"  # step scopes, feed/fetch lists, readers
+            elif how in ("read", "fed"):
+                kind = "data"
+            elif how == "written":
+                kind = "tmp"
+            else:
+                kind = "other"
+            kinds[(b, v.name)] = kind
+    return kinds
+
+
+# ---------------------------------------------------------------------------------------------------------
+# JSON values
+def _json_float(x: float, single: bool):
+    if not math.isfinite(x):
+        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    return float(f"{x:.7g}") if single else float(x)  # float32 storage: what was meant
+
+
+def _jsonable(v, single: bool = False):
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        return _json_float(v, single)
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x, single) for x in v]
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    return str(v)
+
+
+def attrs_json(op_desc) -> dict:
+    out = {}
+    for a in op_desc.attrs:
+        if a.name in HIDDEN_ATTRS:
+            continue
+        try:
+            value = attrlib.read(a)
+        except (TypeError, ValueError) as e:
+            value = f"<unreadable: {e}>"
+        out[a.name] = _jsonable(value, single=a.type in (A.FLOAT, A.FLOATS))
+    return out
+
+
+def op_comment(op_type: str) -> str:
+    from .registry import get_op_def
+    try:
+        return get_op_def(op_type).comment
+    except KernelcoreError:
+        return ""
+
+
+def _var_json(b: int, v, kind: str) -> dict:
+    t = v.type
+    td = None
+    if t.type == VT.LOD_TENSOR and t.HasField("lod_tensor"):
+        td = t.lod_tensor.tensor
+    elif t.type == VT.LOD_TENSOR_ARRAY and t.HasField("tensor_array"):
+        td = t.tensor_array.tensor
+    elif t.type == VT.SELECTED_ROWS and t.HasField("selected_rows"):
+        td = t.selected_rows
+    type_name = VT.Type.Name(t.type) if t.type in VT.Type.values() else str(t.type)
+    return {"id": var_id(b, v.name), "name": v.name, "type": type_name,
+            "dtype": dtypes.type_name(td.data_type) if td is not None else None,
+            "shape": [int(d) for d in td.dims] if td is not None else None,
+            "persistable": bool(v.persistable), "parameter": bool(v.is_parameter), "kind": kind}
+
+
+def _op_json(b: int, i: int, op) -> dict:
+    return {"id": op_id(b, i), "idx": i, "type": op.type, "role": op_role(op.type),
+            "inputs": {s.parameter: list(s.arguments) for s in op.inputs},
+            "outputs": {s.parameter: list(s.arguments) for s in op.outputs},
+            "attrs": attrs_json(op), "sub_blocks": _sub_block_idxs(op), "comment": op_comment(op.type)}
+
+
+def program_json(program, pruned=None) -> dict:
+    """The ProgramJSON of the contract for `program`. With `pruned` (the PruneResult of
+    `kc.prune(program, ...)`), "pruned" names the ops and variables of `program` that pruning removed
+    and maps the pruned program's op ids to the originals'."""
+    desc = program.desc
+    declared = [{v.name for v in b.vars} for b in desc.blocks]
+    kinds = _var_kinds(desc, declared)
+    blocks = []
+    for b, block in enumerate(desc.blocks):
+        blocks.append({"idx": b, "parent": block.parent_idx,
+                       "vars": [_var_json(b, v, kinds[(b, v.name)]) for v in block.vars],
+                       "ops": [_op_json(b, i, op) for i, op in enumerate(block.ops)]})
+    pruned_json = None
+    removed_ops: set[str] = set()
+    removed_vars: set[str] = set()
+    if pruned is not None:
+        from .prune import PruneResult
+        if not isinstance(pruned, PruneResult):
+            raise TypeError(f"pruned= takes the PruneResult of kc.prune, got {type(pruned).__name__}")
+        pruned_json = {"removed_ops": [op_id(b, i) for b, i in pruned.removed_ops],
+                       "removed_vars": [var_id(b, n) for b, n in pruned.removed_vars],
+                       "kept_map": {op_id(*new): op_id(*old) for new, old in sorted(pruned.kept.items())}}
+        removed_ops, removed_vars = set(pruned_json["removed_ops"]), set(pruned_json["removed_vars"])
+    return {"schema": SCHEMA, "version": VERSION, "blocks": blocks, "pruned": pruned_json,
+            "dot": program_dot(blocks, removed_ops, removed_vars)}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# DOT
+def dot_string(s: str) -> str:
+    """A DOT quoted string whose Graphviz-escString value is exactly `s` (ids, labels, attributes).
+
+    Backslashes are doubled (so \\N, \\l or a final backslash mean nothing), quotes escaped, and '&' and line
+    breaks written as entities, which Graphviz passes through to SVG: the SVG holds the string verbatim."""
+    s = s.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;")
+    return '"' + s.replace("\n", "&#10;").replace("\r", "&#13;") + '"'
+
+
+def _node_name(s: str) -> str:
+    # A node's name is not an escString: only \" is unescaped. Names without backslashes round-trip
+    # exactly; for the rare name with one, the node's `id` attribute (an escString) still holds it exactly.
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _short(s: str, n: int = 48) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+_ROLE_FILL = {"forward": "#dbe8f7", "backward": "#f7e0db", "optimize": "#e6dbf7"}
+_KIND_FILL = {"data": "#d9f2d9", "param": "#fbf1c7", "grad": "#f9d9e6", "tmp": "#ffffff", "other": "#eeeeee"}
+
+
+def _attr_list(attrs: dict) -> str:
+    return " ".join(f"{k}={dot_string(str(v))}" for k, v in attrs.items())
+
+
+def program_dot(blocks: list[dict], removed_ops=frozenset(), removed_vars=frozenset()) -> str:
+    """The DOT digraph of ProgramJSON `blocks`: one node per op (box) and per variable (ellipse), named by
+    their contract ids; edges var -> op for inputs and op -> var for outputs, to the variable the name
+    means in the op's block (declared there or in the nearest parent); each sub-block a `cluster_<idx>`
+    subgraph nested in its parent block's cluster; a dashed edge from an op to each block it runs."""
+    import graphviz
+
+    g = graphviz.Digraph("program")
+    g.attr(compound="true", rankdir="TB", fontname="Helvetica", fontsize="10")
+    g.attr("node", fontname="Helvetica", fontsize="10", style="filled")
+    g.attr("edge", color="#666666", arrowsize="0.6")
+    declared = [{v["name"] for v in b["vars"]} for b in blocks]
+    runner: dict[int, tuple[int, dict]] = {}  # block -> (block, op) of the first op that runs it
+    for b in blocks:
+        for op in b["ops"]:
+            for j in op["sub_blocks"]:
+                runner.setdefault(j, (b["idx"], op))
+
+    def declaring(b: int, name: str) -> int | None:
+        while b >= 0:
+            if name in declared[b]:
+                return b
+            b = blocks[b]["parent"]
+        return None
+
+    def node_lines(b: int) -> list[str]:
+        lines = []
+        for v in blocks[b]["vars"]:
+            kind = v["kind"]
+            attrs = {"id": v["id"], "class": f"var {kind}", "shape": "ellipse", "fillcolor": _KIND_FILL[kind]}
+            if v["id"] in removed_vars:
+                attrs.update({"class": f"var {kind} removed", "color": "#bbbbbb", "fontcolor": "#aaaaaa",
+                              "fillcolor": "#f4f4f4", "style": "filled,dashed"})
+            label = dot_string(_short(v["name"]))
+            if v["shape"] is not None:
+                label = label[:-1] + "\\n" + dot_string(f"{v['dtype']}{v['shape']}")[1:]
+            lines.append(f"\t{_node_name(v['id'])} [label={label} {_attr_list(attrs)}]")
+        for op in blocks[b]["ops"]:
+            role = op["role"]
+            attrs = {"id": op["id"], "class": f"op {role}", "shape": "box", "style": "rounded,filled",
+                     "fillcolor": _ROLE_FILL[role]}
+            if op["id"] in removed_ops:
+                attrs.update({"class": f"op {role} removed", "color": "#bbbbbb", "fontcolor": "#aaaaaa",
+                              "fillcolor": "#f4f4f4", "style": "rounded,filled,dashed"})
+            label = dot_string(f"{_short(op['type'])} #{op['idx']}")
+            lines.append(f"\t{_node_name(op['id'])} [label={label} {_attr_list(attrs)}]")
+        return lines
+
+    kids = collections.defaultdict(list)  # a parent is an earlier block (program.check_structure)
+    for b in blocks[1:]:
+        kids[b["parent"]].append(b["idx"])
+
+    def add_cluster(parent, b: int) -> None:
+        with parent.subgraph(name=f"cluster_{b}") as c:
+            who = runner.get(b)
+            what = f"block {b}" + (f": {who[1]['type']} (op #{who[1]['idx']} of block {who[0]})" if who else "")
+            c.body.append(f"\tid={dot_string(f'cluster_{b}')} class=\"block\" label={dot_string(_short(what, 80))}"
+                          f" style=\"rounded,dashed\" color=\"#888888\" fontcolor=\"#444444\"\n")
+            c.body.extend(line + "\n" for line in node_lines(b))
+            for k in kids.get(b, ()):
+                add_cluster(c, k)
+
+    g.body.extend(line + "\n" for line in node_lines(0))
+    for k in kids.get(0, ()):
+        add_cluster(g, k)
+
+    for blk in blocks:
+        b = blk["idx"]
+        for op in blk["ops"]:
+            oid = _node_name(op["id"])
+            for slots, into in ((op["inputs"], True), (op["outputs"], False)):
+                for names in slots.values():
+                    for n in names:
+                        d = declaring(b, n)
+                        if d is not None:
+                            vid = _node_name(var_id(d, n))
+                            g.body.append(f"\t{vid} -> {oid}\n" if into else f"\t{oid} -> {vid}\n")
+            for j in op["sub_blocks"]:
+                if not 0 < j < len(blocks) or j == b:
+                    continue
+                sub = blocks[j]
+                head = sub["ops"][0]["id"] if sub["ops"] else sub["vars"][0]["id"] if sub["vars"] else None
+                if head is not None:
+                    g.body.append(f"\t{oid} -> {_node_name(head)} [lhead={dot_string(f'cluster_{j}')} "
+                                  f"style=dashed color=\"#999999\" class=\"runs\"]\n")
+    return g.source
+
+
+def static_svg(dot: str) -> str | None:
+    """The DOT source laid out by a system `dot` binary, as an <svg> element; None without one."""
+    if shutil.which("dot") is None:
+        return None
+    import graphviz
+    try:
+        svg = graphviz.Source(dot).pipe(format="svg", encoding="utf-8")
+    except (graphviz.ExecutableNotFound, graphviz.CalledProcessError, OSError):
+        return None
+    start = svg.find("<svg")
+    return svg[start:] if start >= 0 else None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# MIME bundles
+def program_mimebundle(program) -> dict:
+    """The program as a Jupyter MIME bundle: the ProgramJSON for the kernelcore renderer, and text and
+    HTML (an escaped <pre>, plus a static SVG where a system `dot` exists) for other front ends."""
+    pj = program_json(program)
+    text = str(program)
+    body = f'<pre class="kernelcore-program">{html.escape(text)}</pre>'
+    nodes = sum(len(b["ops"]) + len(b["vars"]) for b in pj["blocks"])
+    if nodes <= SVG_NODE_LIMIT:
+        svg = static_svg(pj["dot"])
+        if svg is not None:
+            body += f'<div class="kernelcore-program-svg">{svg}</div>'
+    return {PROGRAM_MIME: pj, "text/plain": text, "text/html": body}
+
+
+def trace_json(trace, limit: int = TRACE_EVENT_LIMIT) -> dict:
+    """Trace.to_json(), with the events cut to the first `limit` and "truncated": how many were cut."""
+    from .trace import SCHEMA as TRACE_SCHEMA, VERSION as TRACE_VERSION
+    events = trace.events
+    out = {"schema": TRACE_SCHEMA, "version": TRACE_VERSION, "retain": trace.retain, "meta": dict(trace.meta),
+           "events": [e.to_json() for e in events[:limit]]}
+    if len(events) > limit:
+        out["truncated"] = len(events) - limit
+    return out
+
+
+def trace_mimebundle(trace) -> dict:
+    data = trace_json(trace)
+    summary = trace.summary()
+    per_type = collections.defaultdict(lambda: [0, 0])
+    for e in trace.events:
+        if e.kind == "op_run":
+            per_type[e.op_type][0] += 1
+            per_type[e.op_type][1] += e.dur_ns or 0
+    rows = "".join(f"<tr><td>{html.escape(str(t))}</td><td>{n}</td><td>{ns / 1e3:.1f}</td></tr>"
+                   for t, (n, ns) in sorted(per_type.items(), key=lambda kv: -kv[1][1]))
+    body = (f'<div class="kernelcore-trace"><pre>{html.escape(summary)}</pre>'
+            + (f"<table><tr><th>op type</th><th>runs</th><th>µs</th></tr>{rows}</table>" if rows else "")
+            + "</div>")
+    return {TRACE_MIME: data, "text/plain": repr(trace), "text/html": body}

@@ -1,0 +1,554 @@
+/**
+ * A ProgramJSON as a graph: one node per op and per variable, a cluster per sub-block, groups for very
+ * large blocks, and the DOT text Graphviz lays out. The DOT names are synthetic (n0, n1, ... and
+ * cluster_*), so no name from the program reaches an id; names reach DOT only inside escaped,
+ * double-quoted labels (never HTML-like labels).
+ */
+import { BlockJSON, OpJSON, ProgramJSON, ROLES, VAR_KINDS, VarJSON } from './schema';
+
+/** A block with more than this many ops+vars is split into groups. */
+export const GROUP_THRESHOLD = 300;
+/** At most this many ops per group. */
+export const GROUP_SIZE = 100;
+/** A group is cut where a run of at least this many ops of one role starts. */
+export const GROUP_MIN = 20;
+/** A cluster with more than this many nodes starts collapsed. */
+export const COLLAPSE_THRESHOLD = 300;
+const LABEL_MAX = 36;
+
+export interface GNode {
+  key: string; // DOT name
+  id: string; // program id: o<b>:<i> or v<b>:<name>
+  kind: 'op' | 'var';
+  block: number;
+  name: string; // op type or var name (search text)
+  label: string[]; // lines
+  classes: string[];
+  container: string | null; // the cluster/group id it sits in directly (null: top level)
+  op?: OpJSON;
+  v?: VarJSON;
+  implicit?: boolean; // a name no block declares
+}
+
+export interface GCluster {
+  id: string; // cluster_<b> or group_<b>_<k>
+  key: string; // DOT subgraph name (starts with "cluster")
+  kind: 'block' | 'group';
+  block: number;
+  label: string;
+  parent: string | null;
+  nodes: string[]; // node keys directly inside
+  kids: string[]; // cluster ids directly inside
+  total: number; // nodes inside, recursively
+  owner?: string; // the op id that runs this block
+  opCount: number;
+}
+
+export interface GEdge {
+  from: string; // node key
+  to: string; // node key, or a cluster id for kind "sub"
+  kind: 'data' | 'sub';
+}
+
+/** A user string fit for a one-line label: control characters to spaces, cut to `max`. */
+export function labelText(s: unknown, max = LABEL_MAX): string {
+  const t = String(s ?? '').replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, ' ');
+  return t.length > max ? t.slice(0, max - 1) + '\u2026' : t;
+}
+
+/**
+ * A DOT double-quoted string: backslashes and quotes escaped, `&` written as `&amp;` (Graphviz passes
+ * entities like `&lt;` through to the SVG, so a bare `&` could change what is shown), lines joined
+ * with \n.
+ */
+export function dotQuote(lines: string | string[]): string {
+  const arr = Array.isArray(lines) ? lines : [lines];
+  const esc = arr.map(l =>
+    labelText(l, 10000)
+      .replace(/\\/g, '\\\\')
+      .replace(/"/g, '\\"')
+      .replace(/&/g, '&amp;')
+  );
+  return `"${esc.join('\\n')}"`;
+}
+
+function safeRole(op: OpJSON): string {
+  const r = op.role as string | undefined;
+  if (r && (ROLES as readonly string[]).includes(r)) {
+    return r;
+  }
+  return /_grad$/.test(op.type) ? 'backward' : 'forward';
+}
+
+function safeKind(v: VarJSON): string {
+  const k = v.kind as string | undefined;
+  return k && (VAR_KINDS as readonly string[]).includes(k) ? k : 'other';
+}
+
+function shapeText(v: VarJSON): string {
+  const parts: string[] = [];
+  if (v.dtype) {
+    parts.push(String(v.dtype));
+  }
+  if (Array.isArray(v.shape)) {
+    parts.push(`[${v.shape.join(', ')}]`);
+  }
+  return parts.join(' ');
+}
+
+export class ProgramGraphModel {
+  readonly nodes = new Map<string, GNode>();
+  readonly byId = new Map<string, string>(); // program id -> node key
+  readonly clusters = new Map<string, GCluster>();
+  readonly edges: GEdge[] = [];
+  readonly topNodes: string[] = [];
+  readonly topClusters: string[] = [];
+  readonly blocks = new Map<number, BlockJSON>();
+  /** block -> name -> var node key (declared vars) */
+  private _declared = new Map<number, Map<string, string>>();
+  private _n = 0;
+
+  constructor(readonly program: ProgramJSON) {
+    for (const b of program.blocks ?? []) {
+      this.blocks.set(b.idx, b);
+    }
+    this._build();
+  }
+
+  get opCount(): number {
+    let n = 0;
+    this.blocks.forEach(b => (n += (b.ops ?? []).length));
+    return n;
+  }
+
+  /** The var node key for `name` seen from block `b`: declared there or in an ancestor. */
+  resolveVar(b: number, name: string): string | undefined {
+    let cur: number | undefined = b;
+    const seen = new Set<number>();
+    while (cur !== undefined && cur >= 0 && !seen.has(cur)) {
+      seen.add(cur);
+      const key = this._declared.get(cur)?.get(name);
+      if (key) {
+        return key;
+      }
+      cur = this.blocks.get(cur)?.parent;
+    }
+    return undefined;
+  }
+
+  private _newKey(): string {
+    return `n${this._n++}`;
+  }
+
+  private _addNode(n: Omit<GNode, 'key'>): GNode {
+    const node: GNode = { ...n, key: this._newKey() };
+    this.nodes.set(node.key, node);
+    if (!this.byId.has(node.id)) {
+      this.byId.set(node.id, node.key);
+    }
+    return node;
+  }
+
+  private _build(): void {
+    const blocks = [...this.blocks.values()].sort((a, b) => a.idx - b.idx);
+    // Owners of sub-blocks: the first op that names the block.
+    const owner = new Map<number, OpJSON>();
+    for (const b of blocks) {
+      for (const op of b.ops ?? []) {
+        for (const sb of op.sub_blocks ?? []) {
+          if (!owner.has(sb) && sb !== b.idx) {
+            owner.set(sb, op);
+          }
+        }
+      }
+    }
+    // Declared vars and ops, per block.
+    for (const b of blocks) {
+      const decl = new Map<string, string>();
+      this._declared.set(b.idx, decl);
+      for (const v of b.vars ?? []) {
+        const kind = safeKind(v);
+        const classes = ['jp-Kernelcore-node', 'jp-Kernelcore-var', `jp-Kernelcore-kind-${kind}`];
+        if (v.persistable) {
+          classes.push('jp-Kernelcore-persistable');
+        }
+        const st = shapeText(v);
+        const node = this._addNode({
+          id: String(v.id ?? `v${b.idx}:${v.name}`),
+          kind: 'var',
+          block: b.idx,
+          name: String(v.name),
+          label: st ? [labelText(v.name), labelText(st)] : [labelText(v.name)],
+          classes,
+          container: null,
+          v
+        });
+        decl.set(String(v.name), node.key);
+      }
+    }
+    const blockNodes = new Map<number, { ops: GNode[]; vars: GNode[] }>();
+    for (const b of blocks) {
+      const entry = { ops: [] as GNode[], vars: [] as GNode[] };
+      blockNodes.set(b.idx, entry);
+      this._declared.get(b.idx)!.forEach(key => entry.vars.push(this.nodes.get(key)!));
+    }
+    for (const b of blocks) {
+      const entry = blockNodes.get(b.idx)!;
+      (b.ops ?? []).forEach((op, i) => {
+        const role = safeRole(op);
+        const node = this._addNode({
+          id: String(op.id ?? `o${b.idx}:${op.idx ?? i}`),
+          kind: 'op',
+          block: b.idx,
+          name: String(op.type),
+          label: [labelText(op.type)],
+          classes: ['jp-Kernelcore-node', 'jp-Kernelcore-op', `jp-Kernelcore-role-${role}`],
+          container: null,
+          op
+        });
+        entry.ops.push(node);
+        const link = (names: Record<string, string[]> | undefined, dir: 'in' | 'out') => {
+          for (const list of Object.values(names ?? {})) {
+            for (const raw of Array.isArray(list) ? list : []) {
+              const name = String(raw);
+              let vk = this.resolveVar(b.idx, name);
+              if (!vk) {
+                const imp = this._addNode({
+                  id: `v${b.idx}:${name}`,
+                  kind: 'var',
+                  block: b.idx,
+                  name,
+                  label: [labelText(name)],
+                  classes: ['jp-Kernelcore-node', 'jp-Kernelcore-var', 'jp-Kernelcore-kind-other', 'jp-Kernelcore-undeclared'],
+                  container: null,
+                  implicit: true
+                });
+                this._declared.get(b.idx)!.set(name, imp.key);
+                entry.vars.push(imp);
+                vk = imp.key;
+              }
+              this.edges.push(dir === 'in' ? { from: vk, to: node.key, kind: 'data' } : { from: node.key, to: vk, kind: 'data' });
+            }
+          }
+        };
+        link(op.inputs, 'in');
+        link(op.outputs, 'out');
+      });
+    }
+    // Containers: a cluster per block > 0, groups inside big blocks.
+    const blockContainer = (idx: number): string | null => (idx === 0 || !this.blocks.has(idx) ? null : `cluster_${idx}`);
+    const opContainer = new Map<string, string | null>(); // op node key -> container
+    for (const b of blocks) {
+      const cid = blockContainer(b.idx);
+      if (cid) {
+        const own = owner.get(b.idx);
+        this.clusters.set(cid, {
+          id: cid,
+          key: `cluster_${b.idx}`,
+          kind: 'block',
+          block: b.idx,
+          label: own ? `block ${b.idx} \u00b7 ${labelText(own.type, 24)}` : `block ${b.idx}`,
+          parent: null,
+          nodes: [],
+          kids: [],
+          total: 0,
+          owner: own ? String(own.id) : undefined,
+          opCount: (b.ops ?? []).length
+        });
+      }
+    }
+    for (const b of blocks) {
+      const entry = blockNodes.get(b.idx)!;
+      const base = blockContainer(b.idx);
+      const big = entry.ops.length + entry.vars.length > GROUP_THRESHOLD;
+      if (!big) {
+        entry.ops.forEach(n => (n.container = base));
+        entry.vars.forEach(n => (n.container = base));
+      } else {
+        // Runs of consecutive ops, at most GROUP_SIZE each, also cut where a run of GROUP_MIN or more
+        // ops of one role starts (forward -> backward -> optimize), so interleaved roles make no tiny groups.
+        const opRoles = entry.ops.map(n => safeRole(n.op!));
+        const cuts = new Set<number>();
+        for (let i = 1, start = 0; i <= opRoles.length; i++) {
+          if (i === opRoles.length || opRoles[i] !== opRoles[start]) {
+            if (start > 0 && i - start >= GROUP_MIN) {
+              cuts.add(start);
+            }
+            start = i;
+          }
+        }
+        let k = 0;
+        let cur: GCluster | null = null;
+        let roles: string[] = [];
+        entry.ops.forEach((n, i) => {
+          const role = opRoles[i];
+          if (!cur || cur.opCount >= GROUP_SIZE || cuts.has(i)) {
+            const gid = `group_${b.idx}_${k}`;
+            cur = {
+              id: gid,
+              key: `cluster_g${b.idx}_${k}`,
+              kind: 'group',
+              block: b.idx,
+              label: '',
+              parent: base,
+              nodes: [],
+              kids: [],
+              total: 0,
+              opCount: 0
+            };
+            (cur as GCluster & { first?: number }).first = i;
+            this.clusters.set(gid, cur);
+            k++;
+            roles = [];
+          }
+          if (!roles.includes(role)) {
+            roles.push(role);
+          }
+          const c = cur as GCluster & { first?: number; last?: number };
+          c.opCount++;
+          c.last = i;
+          c.label = `block ${b.idx} ops ${c.first}\u2013${c.last} (${roles.join(', ')})`;
+          n.container = c.id;
+        });
+        // A var sits with its first writer, else its first reader, else at block level.
+        const writer = new Map<string, string>();
+        const reader = new Map<string, string>();
+        for (const e of this.edges) {
+          const from = this.nodes.get(e.from);
+          const to = this.nodes.get(e.to);
+          if (from?.kind === 'op' && from.block === b.idx && to && !writer.has(to.key)) {
+            writer.set(to.key, from.container ?? '');
+          }
+          if (to?.kind === 'op' && to.block === b.idx && from && !reader.has(from.key)) {
+            reader.set(from.key, to.container ?? '');
+          }
+        }
+        entry.vars.forEach(n => {
+          const c = writer.get(n.key) ?? reader.get(n.key);
+          n.container = c ? c : base;
+        });
+      }
+      entry.ops.forEach(n => opContainer.set(n.key, n.container));
+    }
+    // Parents of block clusters: the container of their owner op, else the parent block's cluster.
+    this.clusters.forEach(c => {
+      if (c.kind !== 'block') {
+        return;
+      }
+      const ownKey = c.owner ? this.byId.get(c.owner) : undefined;
+      if (ownKey) {
+        c.parent = opContainer.get(ownKey) ?? null;
+      } else {
+        const parentBlock = this.blocks.get(c.block)?.parent ?? -1;
+        c.parent = blockContainer(parentBlock);
+      }
+      if (c.parent === c.id) {
+        c.parent = null;
+      }
+    });
+    // Break cycles (malformed parents) by hoisting to the top.
+    this.clusters.forEach(c => {
+      const seen = new Set<string>([c.id]);
+      let p = c.parent;
+      while (p) {
+        if (seen.has(p)) {
+          c.parent = null;
+          break;
+        }
+        seen.add(p);
+        p = this.clusters.get(p)?.parent ?? null;
+      }
+    });
+    this.clusters.forEach(c => {
+      if (c.parent && this.clusters.has(c.parent)) {
+        this.clusters.get(c.parent)!.kids.push(c.id);
+      } else {
+        c.parent = null;
+        this.topClusters.push(c.id);
+      }
+    });
+    this.nodes.forEach(n => {
+      if (n.container && this.clusters.has(n.container)) {
+        this.clusters.get(n.container)!.nodes.push(n.key);
+      } else {
+        n.container = null;
+        this.topNodes.push(n.key);
+      }
+    });
+    const total = (id: string): number => {
+      const c = this.clusters.get(id)!;
+      c.total = c.nodes.length + c.kids.reduce((s, k) => s + total(k), 0);
+      return c.total;
+    };
+    this.topClusters.forEach(total);
+    // Sub-block edges: the owner op -> its block's cluster.
+    this.clusters.forEach(c => {
+      const ownKey = c.kind === 'block' && c.owner ? this.byId.get(c.owner) : undefined;
+      if (ownKey) {
+        this.edges.push({ from: ownKey, to: c.id, kind: 'sub' });
+      }
+    });
+  }
+
+  /** Clusters that start collapsed: every group, and every cluster of more than COLLAPSE_THRESHOLD nodes. */
+  defaultCollapsed(): string[] {
+    const out: string[] = [];
+    this.clusters.forEach(c => {
+      if (c.kind === 'group' || c.total > COLLAPSE_THRESHOLD) {
+        out.push(c.id);
+      }
+    });
+    return out;
+  }
+
+  /** The chain of cluster ids around a node or cluster, innermost first. */
+  ancestors(container: string | null): string[] {
+    const out: string[] = [];
+    let c = container;
+    while (c) {
+      out.push(c);
+      c = this.clusters.get(c)?.parent ?? null;
+    }
+    return out;
+  }
+
+  /** The outermost collapsed cluster around `container` (itself included), or null. */
+  collapsedAround(container: string | null, collapsed: Set<string>): string | null {
+    let hit: string | null = null;
+    for (const c of this.ancestors(container)) {
+      if (collapsed.has(c)) {
+        hit = c;
+      }
+    }
+    return hit;
+  }
+
+  /** What stands for a node when `collapsed` are folded: its own key, or a collapsed cluster's id. */
+  visibleFor(nodeKey: string, collapsed: Set<string>): string {
+    const n = this.nodes.get(nodeKey)!;
+    return this.collapsedAround(n.container, collapsed) ?? nodeKey;
+  }
+
+  /** DOT names of the elements: nodes keep their key, a collapsed cluster is node "C_<cluster key>". */
+  collapsedKey(clusterId: string): string {
+    return `C_${this.clusters.get(clusterId)!.key}`;
+  }
+
+  /**
+   * The DOT text with `collapsed` clusters folded into single nodes. `prefix` makes the SVG ids of this
+   * rendering unique in the page: node <prefix><key>, cluster <prefix><cluster key>.
+   */
+  toDot(collapsed: Set<string>, prefix: string): string {
+    const out: string[] = [];
+    out.push('digraph kernelcore {');
+    out.push('  graph [rankdir=TB, compound=true, nodesep=0.25, ranksep=0.35, fontname="sans-serif", fontsize=10, bgcolor="transparent"];');
+    out.push('  node [fontname="sans-serif", fontsize=10, height=0.3, margin="0.08,0.03"];');
+    out.push('  edge [arrowsize=0.6];');
+    const nodeLine = (n: GNode, indent: string) => {
+      const shape = n.kind === 'op' ? 'box' : n.v?.parameter || n.classes.includes('jp-Kernelcore-kind-param') ? 'cylinder' : 'ellipse';
+      const styles = n.kind === 'op' ? ['rounded', 'filled'] : ['filled'];
+      if (n.classes.includes('jp-Kernelcore-kind-grad')) {
+        styles.push('dashed');
+      }
+      if (n.classes.includes('jp-Kernelcore-role-optimize')) {
+        styles.push('bold');
+      }
+      const shapeAttr = n.classes.includes('jp-Kernelcore-role-optimize') ? 'hexagon' : shape;
+      out.push(
+        `${indent}${n.key} [id=${dotQuote(prefix + n.key)}, class=${dotQuote(n.classes.join(' '))}, shape=${shapeAttr}, style=${dotQuote(styles.join(','))}, label=${dotQuote(n.label)}];`
+      );
+    };
+    const emitCluster = (id: string, indent: string) => {
+      const c = this.clusters.get(id)!;
+      if (collapsed.has(id)) {
+        const what = c.kind === 'group' ? c.label : `${c.label} (${c.opCount} ops)`;
+        out.push(
+          `${indent}${this.collapsedKey(id)} [id=${dotQuote(prefix + this.collapsedKey(id))}, class=${dotQuote(`jp-Kernelcore-collapsed jp-Kernelcore-${c.kind}`)}, shape=box3d, style="filled", label=${dotQuote([what, `${c.total} nodes \u25b8`])}];`
+        );
+        return;
+      }
+      out.push(`${indent}subgraph ${c.key} {`);
+      out.push(
+        `${indent}  graph [id=${dotQuote(prefix + c.key)}, class=${dotQuote(`jp-Kernelcore-cluster jp-Kernelcore-${c.kind}`)}, label=${dotQuote(`${c.label} \u25be`)}, style="rounded"];`
+      );
+      c.nodes.forEach(k => nodeLine(this.nodes.get(k)!, indent + '  '));
+      c.kids.forEach(k => emitCluster(k, indent + '  '));
+      if (c.nodes.length === 0 && c.kids.length === 0) {
+        out.push(`${indent}  ${c.key}_empty [label="(empty)", shape=plaintext, class="jp-Kernelcore-empty"];`);
+      }
+      out.push(`${indent}}`);
+    };
+    this.topNodes.forEach(k => nodeLine(this.nodes.get(k)!, '  '));
+    this.topClusters.forEach(id => emitCluster(id, '  '));
+    // Edges between what is visible, once each.
+    const seen = new Set<string>();
+    const endpoint = (v: string): string => (this.clusters.has(v) ? this.collapsedKey(v) : v);
+    for (const e of this.edges) {
+      const from = this.visibleFor(e.from, collapsed);
+      let to: string;
+      let lhead = '';
+      if (e.kind === 'sub') {
+        const hidden = this.collapsedAround(e.to, collapsed);
+        if (hidden) {
+          to = hidden;
+        } else {
+          const inner = this.firstVisibleInside(e.to, collapsed);
+          if (!inner) {
+            continue;
+          }
+          to = inner;
+          lhead = `, lhead=${this.clusters.get(e.to)!.key}`;
+        }
+      } else {
+        to = this.visibleFor(e.to, collapsed);
+      }
+      if (from === to) {
+        continue;
+      }
+      const a = endpoint(from);
+      const b = endpoint(to);
+      const sig = `${a}>${b}>${e.kind}`;
+      if (seen.has(sig)) {
+        continue;
+      }
+      seen.add(sig);
+      const style = e.kind === 'sub' ? `, style=dashed, class="jp-Kernelcore-subedge"${lhead}` : '';
+      out.push(`  ${a} -> ${b} [id=${dotQuote(`${prefix}e${seen.size}`)}${style}];`);
+    }
+    out.push('}');
+    return out.join('\n');
+  }
+
+  /** A DOT name inside an expanded cluster to aim a compound edge at. */
+  private firstVisibleInside(id: string, collapsed: Set<string>): string | null {
+    const c = this.clusters.get(id)!;
+    if (c.nodes.length) {
+      return c.nodes[0];
+    }
+    for (const k of c.kids) {
+      if (collapsed.has(k)) {
+        return k;
+      }
+      const inner = this.firstVisibleInside(k, collapsed);
+      if (inner) {
+        return inner;
+      }
+    }
+    return c.kids.length === 0 ? `${c.key}_empty` : null;
+  }
+
+  /** Node keys whose name or id contains `query` (case-insensitive). */
+  search(query: string): string[] {
+    const q = query.trim().toLowerCase();
+    if (!q) {
+      return [];
+    }
+    const out: string[] = [];
+    this.nodes.forEach(n => {
+      if (n.name.toLowerCase().includes(q) || n.id.toLowerCase().includes(q)) {
+        out.push(n.key);
+      }
+    });
+    return out;
+  }
+}

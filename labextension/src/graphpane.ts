@@ -1,0 +1,403 @@
+/**
+ * One laid-out program graph: renders a ProgramGraphModel through Graphviz (WASM), maps the SVG back
+ * to program ids, and handles zoom (wheel), pan (drag), fit, clicks and hovers.
+ */
+import { clear, h } from './dom';
+import { ProgramGraphModel } from './graph';
+import { layoutEngine } from './layout';
+
+let paneCounter = 0;
+/** Screen pixels per Graphviz point below which a graph opens zoomed in (10pt labels stay readable). */
+const MIN_SCALE = 0.6;
+
+type Box = { x: number; y: number; w: number; h: number };
+type Hit = { type: 'node'; id: string } | { type: 'cluster'; cid: string };
+
+export interface PaneClasses {
+  removed?: Set<string>;
+  matches?: Set<string>; // node keys
+  selected?: string;
+  current?: Set<string>;
+  partner?: Set<string>;
+}
+
+export class GraphPane {
+  readonly el: HTMLElement;
+  readonly canvas: HTMLElement;
+  graph: ProgramGraphModel | null = null;
+  svg: SVGSVGElement | null = null;
+  /** program id -> the element drawn for it (the node, or the collapsed cluster holding it) */
+  readonly nodeEls = new Map<string, Element>();
+  /** cluster id -> its element (expanded cluster group or collapsed node) */
+  readonly clusterEls = new Map<string, Element>();
+  onSelect: (id: string) => void = () => undefined;
+  onToggle: (cid: string) => void = () => undefined;
+  onHover: (id: string | null) => void = () => undefined;
+  private _hits = new Map<Element, Hit>();
+  private _edges: Array<{ el: Element; from: string; to: string }> = [];
+  private _prefix: string;
+  private _vb0: Box | null = null;
+  private _vb: Box | null = null;
+  private _gen = 0;
+  private _collapsed = new Set<string>();
+  private _drag: { x: number; y: number; moved: boolean; id: number } | null = null;
+  private _suppressClick = false;
+
+  constructor(title?: string) {
+    this._prefix = `kc${++paneCounter}_`;
+    this.el = h('div', { cls: 'jp-Kernelcore-graphPane' });
+    if (title) {
+      this.el.appendChild(h('div', { cls: 'jp-Kernelcore-paneTitle', text: title }));
+    }
+    this.canvas = h('div', { cls: 'jp-Kernelcore-graphCanvas', attrs: { tabindex: '0' } });
+    this.el.appendChild(this.canvas);
+    this.canvas.addEventListener('wheel', this._onWheel, { passive: false });
+    this.canvas.addEventListener('pointerdown', this._onPointerDown);
+    this.canvas.addEventListener('pointermove', this._onPointerMove);
+    this.canvas.addEventListener('pointerup', this._onPointerUp);
+    this.canvas.addEventListener('pointercancel', this._onPointerUp);
+    this.canvas.addEventListener('click', this._onClick);
+    this.canvas.addEventListener('mouseover', this._onOver);
+    this.canvas.addEventListener('mouseleave', () => this.onHover(null));
+  }
+
+  get collapsed(): Set<string> {
+    return this._collapsed;
+  }
+
+  /** Lay out `graph` with `collapsed` folded. Resolves when the SVG is in place (or an error is shown). */
+  async show(graph: ProgramGraphModel, collapsed: Set<string>): Promise<void> {
+    const gen = ++this._gen;
+    const keepView = this.graph === graph && this._vb !== null;
+    this.graph = graph;
+    this._collapsed = new Set(collapsed);
+    let svg: SVGSVGElement;
+    try {
+      const useDot = graph.nodes.size === 0 && typeof graph.program.dot === 'string' && graph.program.dot.length > 0;
+      const dot = useDot ? graph.program.dot! : graph.toDot(this._collapsed, this._prefix);
+      svg = await layoutEngine()(dot);
+    } catch (err) {
+      if (gen === this._gen) {
+        clear(this.canvas);
+        this.canvas.appendChild(h('div', { cls: 'jp-Kernelcore-error', text: `graph layout failed: ${String((err as Error)?.message ?? err)}` }));
+      }
+      return;
+    }
+    if (gen !== this._gen) {
+      return; // a newer render won
+    }
+    this._install(svg, keepView);
+  }
+
+  private _install(svg: SVGSVGElement, keepView: boolean): void {
+    const g = this.graph!;
+    clear(this.canvas);
+    this.nodeEls.clear();
+    this.clusterEls.clear();
+    this._hits.clear();
+    this._edges = [];
+    svg.removeAttribute('width');
+    svg.removeAttribute('height');
+    svg.setAttribute('width', '100%');
+    svg.setAttribute('height', '100%');
+    svg.classList.add('jp-Kernelcore-svg');
+    const vb = (svg.getAttribute('viewBox') ?? '').split(/[\s,]+/).map(Number);
+    this._vb0 = vb.length === 4 && vb.every(isFinite) ? { x: vb[0], y: vb[1], w: vb[2], h: vb[3] } : null;
+    if (!keepView || !this._vb) {
+      this._vb = this._initialView();
+    }
+    this._applyViewBox(svg);
+    const keyOfCollapsed = new Map<string, string>();
+    const keyOfCluster = new Map<string, string>();
+    g.clusters.forEach((c, cid) => {
+      keyOfCollapsed.set(g.collapsedKey(cid), cid);
+      keyOfCluster.set(c.key, cid);
+    });
+    const fromDot = g.nodes.size === 0;
+    for (const el of Array.from(svg.querySelectorAll('g'))) {
+      const cls = el.getAttribute('class') ?? '';
+      if (fromDot) {
+        // The Python DOT: node names are the program ids; read them back from <title>.
+        if (/\bnode\b/.test(cls)) {
+          const id = el.querySelector('title')?.textContent ?? '';
+          this.nodeEls.set(id, el);
+          this._hits.set(el, { type: 'node', id });
+        }
+        continue;
+      }
+      const id = el.getAttribute('id') ?? '';
+      if (!id.startsWith(this._prefix)) {
+        continue;
+      }
+      const key = id.slice(this._prefix.length);
+      if (/\bnode\b/.test(cls)) {
+        const n = g.nodes.get(key);
+        if (n) {
+          this.nodeEls.set(n.id, el);
+          this._hits.set(el, { type: 'node', id: n.id });
+        } else if (keyOfCollapsed.has(key)) {
+          const cid = keyOfCollapsed.get(key)!;
+          this.clusterEls.set(cid, el);
+          this._hits.set(el, { type: 'cluster', cid });
+        }
+      } else if (/\bcluster\b/.test(cls) && keyOfCluster.has(key)) {
+        const cid = keyOfCluster.get(key)!;
+        this.clusterEls.set(cid, el);
+        // Only the label toggles an expanded cluster (clicks inside it are for its nodes).
+        const label = el.querySelector(':scope > text');
+        if (label) {
+          label.classList.add('jp-Kernelcore-clusterLabel');
+          this._hits.set(label, { type: 'cluster', cid });
+        }
+      } else if (/\bedge\b/.test(cls)) {
+        const t = el.querySelector('title')?.textContent ?? '';
+        const [a, b] = t.split('->');
+        this._edges.push({ el, from: a ?? '', to: b ?? '' });
+      }
+    }
+    // Nodes hidden in a collapsed cluster are drawn by that cluster's node.
+    if (!fromDot) {
+      g.nodes.forEach(n => {
+        if (!this.nodeEls.has(n.id)) {
+          const cid = g.collapsedAround(n.container, this._collapsed);
+          const el = cid ? this.clusterEls.get(cid) : undefined;
+          if (el) {
+            this.nodeEls.set(n.id, el);
+          }
+        }
+      });
+    }
+    this.svg = svg;
+    this.canvas.appendChild(svg);
+  }
+
+  /** Put state classes on the drawn elements. */
+  applyClasses(s: PaneClasses): void {
+    const g = this.graph;
+    if (!this.svg || !g) {
+      return;
+    }
+    const marks = ['jp-Kernelcore-pruned', 'jp-Kernelcore-match', 'jp-Kernelcore-selected', 'jp-Kernelcore-current', 'jp-Kernelcore-partner'];
+    this.svg.querySelectorAll('.' + marks.join(', .')).forEach(el => el.classList.remove(...marks));
+    const mark = (id: string | undefined, cls: string, onlyOwn = false) => {
+      if (!id) {
+        return;
+      }
+      const el = this.nodeEls.get(id);
+      if (!el) {
+        return;
+      }
+      const own = this._hits.get(el);
+      if (onlyOwn && !(own && own.type === 'node' && own.id === id)) {
+        return;
+      }
+      el.classList.add(cls);
+    };
+    s.removed?.forEach(id => mark(id, 'jp-Kernelcore-pruned', true));
+    s.matches?.forEach(key => mark(g.nodes.get(key)?.id ?? key, 'jp-Kernelcore-match'));
+    s.current?.forEach(id => mark(id, 'jp-Kernelcore-current'));
+    s.partner?.forEach(id => mark(id, 'jp-Kernelcore-partner'));
+    mark(s.selected, 'jp-Kernelcore-selected');
+    if (s.removed?.size) {
+      for (const e of this._edges) {
+        const a = g.nodes.get(e.from)?.id;
+        const b = g.nodes.get(e.to)?.id;
+        if ((a && s.removed.has(a)) || (b && s.removed.has(b))) {
+          e.el.classList.add('jp-Kernelcore-pruned');
+        }
+      }
+    }
+  }
+
+  // ---- view box: zoom, pan, fit --------------------------------------------------------------------
+  private _applyViewBox(svg = this.svg): void {
+    if (svg && this._vb) {
+      const b = this._vb;
+      svg.setAttribute('viewBox', `${b.x} ${b.y} ${b.w} ${b.h}`);
+    }
+  }
+
+  get viewBox(): Box | null {
+    return this._vb ? { ...this._vb } : null;
+  }
+
+  /**
+   * The whole graph when it fits at a readable scale; else the top-left of it (centered along an axis
+   * that fits) at MIN_SCALE, so a big program opens legible. "Fit" shows it all.
+   */
+  private _initialView(): Box | null {
+    const b0 = this._vb0;
+    if (!b0) {
+      return null;
+    }
+    const r = this.canvas.getBoundingClientRect();
+    if (!r.width || !r.height || Math.min(r.width / b0.w, r.height / b0.h) >= MIN_SCALE) {
+      return { ...b0 };
+    }
+    const w = r.width / MIN_SCALE;
+    const h = r.height / MIN_SCALE;
+    return {
+      x: b0.w > w ? b0.x : b0.x + (b0.w - w) / 2,
+      y: b0.h > h ? b0.y : b0.y + (b0.h - h) / 2,
+      w,
+      h
+    };
+  }
+
+  fit(): void {
+    if (this._vb0) {
+      this._vb = { ...this._vb0 };
+      this._applyViewBox();
+    }
+  }
+
+  /** Zoom by `k` (<1 zooms in) around the point (px, py) in SVG user units (default: the center). */
+  zoom(k: number, px?: number, py?: number): void {
+    const b = this._vb;
+    if (!b || !this._vb0) {
+      return;
+    }
+    const maxW = this._vb0.w * 20;
+    const minW = Math.min(this._vb0.w, 40) / 4;
+    const nk = Math.min(maxW / b.w, Math.max(minW / b.w, k));
+    const cx = px ?? b.x + b.w / 2;
+    const cy = py ?? b.y + b.h / 2;
+    this._vb = { x: cx - (cx - b.x) * nk, y: cy - (cy - b.y) * nk, w: b.w * nk, h: b.h * nk };
+    this._applyViewBox();
+  }
+
+  pan(dxUser: number, dyUser: number): void {
+    if (this._vb) {
+      this._vb.x -= dxUser;
+      this._vb.y -= dyUser;
+      this._applyViewBox();
+    }
+  }
+
+  /** User units per screen pixel (preserveAspectRatio "meet"). */
+  private _unitsPerPx(): number {
+    const r = this.canvas.getBoundingClientRect();
+    if (!this._vb || !r.width || !r.height) {
+      return 1;
+    }
+    return Math.max(this._vb.w / r.width, this._vb.h / r.height);
+  }
+
+  private _toUser(clientX: number, clientY: number): [number, number] | null {
+    const svg = this.svg as (SVGSVGElement & { createSVGPoint?: () => DOMPoint }) | null;
+    const ctm = svg?.getScreenCTM?.();
+    if (!svg || !ctm || !svg.createSVGPoint) {
+      return null;
+    }
+    const pt = svg.createSVGPoint();
+    pt.x = clientX;
+    pt.y = clientY;
+    const p = pt.matrixTransform(ctm.inverse());
+    return [p.x, p.y];
+  }
+
+  /** Center the view on the element drawn for `id` (when the DOM can measure). */
+  centerOn(id: string): void {
+    const el = this.nodeEls.get(id) as SVGGraphicsElement | undefined;
+    if (!el || !this._vb || !el.getBBox || !el.getScreenCTM) {
+      return;
+    }
+    const bb = el.getBBox();
+    const ctm = el.getScreenCTM();
+    if (!ctm) {
+      return;
+    }
+    const sx = ctm.a * (bb.x + bb.width / 2) + ctm.c * (bb.y + bb.height / 2) + ctm.e;
+    const sy = ctm.b * (bb.x + bb.width / 2) + ctm.d * (bb.y + bb.height / 2) + ctm.f;
+    const p = this._toUser(sx, sy);
+    if (p) {
+      this._vb.x = p[0] - this._vb.w / 2;
+      this._vb.y = p[1] - this._vb.h / 2;
+      this._applyViewBox();
+    }
+  }
+
+  private _onWheel = (ev: WheelEvent) => {
+    if (!this._vb) {
+      return;
+    }
+    ev.preventDefault();
+    const k = Math.exp(Math.max(-1, Math.min(1, ev.deltaY * (ev.deltaMode === 1 ? 0.05 : 0.002))));
+    const p = this._toUser(ev.clientX, ev.clientY);
+    this.zoom(k, p?.[0], p?.[1]);
+  };
+
+  private _onPointerDown = (ev: PointerEvent) => {
+    if (ev.button !== 0) {
+      return;
+    }
+    this._drag = { x: ev.clientX, y: ev.clientY, moved: false, id: ev.pointerId };
+  };
+
+  private _onPointerMove = (ev: PointerEvent) => {
+    const d = this._drag;
+    if (!d) {
+      return;
+    }
+    const dx = ev.clientX - d.x;
+    const dy = ev.clientY - d.y;
+    if (!d.moved && Math.hypot(dx, dy) < 4) {
+      return;
+    }
+    if (!d.moved) {
+      d.moved = true;
+      this.canvas.setPointerCapture?.(d.id);
+      this.canvas.classList.add('jp-Kernelcore-panning');
+    }
+    const u = this._unitsPerPx();
+    this.pan(dx * u, dy * u);
+    d.x = ev.clientX;
+    d.y = ev.clientY;
+  };
+
+  private _onPointerUp = () => {
+    if (this._drag?.moved) {
+      this._suppressClick = true;
+      setTimeout(() => (this._suppressClick = false), 0);
+    }
+    this.canvas.classList.remove('jp-Kernelcore-panning');
+    this._drag = null;
+  };
+
+  private _hitOf(target: EventTarget | null): Hit | undefined {
+    let el = target as Element | null;
+    while (el && el !== this.canvas) {
+      const hit = this._hits.get(el);
+      if (hit) {
+        return hit;
+      }
+      el = el.parentElement ?? (el.parentNode as Element | null);
+    }
+    return undefined;
+  }
+
+  private _onClick = (ev: MouseEvent) => {
+    if (this._suppressClick) {
+      return;
+    }
+    const hit = this._hitOf(ev.target);
+    if (!hit) {
+      return;
+    }
+    if (hit.type === 'node') {
+      this.onSelect(hit.id);
+    } else {
+      this.onToggle(hit.cid);
+    }
+  };
+
+  private _onOver = (ev: MouseEvent) => {
+    const hit = this._hitOf(ev.target);
+    this.onHover(hit && hit.type === 'node' ? hit.id : null);
+  };
+
+  dispose(): void {
+    this._gen++;
+    clear(this.canvas);
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * Views over a local model, for outputs and files without a live widget: a ProgramJSON as the
+ * ProgramGraph view, a trace as the TraceTimeline view. Used by the MIME renderers, the file viewer
+ * and the sidebar.
+ */
+import { h } from './dom';
+import { LocalModel } from './model';
+import { isProgramJSON, isTraceJSON, ProgramJSON, TraceJSON } from './schema';
+import { ProgramGraphView } from './views/ProgramGraph';
+import { TraceTimelineView } from './views/TraceTimeline';
+
+export interface Disposable {
+  dispose(): void;
+}
+
+export function programModel(program: ProgramJSON): LocalModel {
+  return new LocalModel({ program, pruned_program: null, selected: '', details: {}, search: '', collapsed: [] });
+}
+
+export function traceModel(trace: TraceJSON): LocalModel {
+  return new LocalModel({ events: trace.events, filter: {}, selected_event: -1 });
+}
+
+export function traceNote(trace: TraceJSON): string | undefined {
+  const n = Number(trace.truncated);
+  return n > 0 ? `truncated: the first ${trace.events.length} events are shown, ${n} more were left out` : undefined;
+}
+
+/** Render a program into `host`; resolves when laid out. */
+export async function showProgram(host: HTMLElement, data: unknown): Promise<Disposable> {
+  if (!isProgramJSON(data)) {
+    host.appendChild(h('div', { cls: 'jp-Kernelcore-error', text: 'not a kernelcore program (expected schema "kernelcore.program")' }));
+    return { dispose: () => undefined };
+  }
+  const view = new ProgramGraphView(programModel(data), host, { local: true });
+  await view.ready;
+  return view;
+}
+
+export function showTrace(host: HTMLElement, data: unknown): Disposable {
+  if (!isTraceJSON(data)) {
+    host.appendChild(h('div', { cls: 'jp-Kernelcore-error', text: 'not a kernelcore trace (expected schema "kernelcore.trace")' }));
+    return { dispose: () => undefined };
+  }
+  return new TraceTimelineView(traceModel(data), host, { local: true, note: traceNote(data) });
+}

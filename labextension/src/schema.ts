@@ -1,0 +1,192 @@
+/**
+ * The shapes of the data between Python and the browser (docs/frontend-contract.md), TypeScript side.
+ * The Python twin is widgets/kernelcore_widgets/schema.py. Every string in these shapes may come from
+ * a file the user did not write: views render it as text (textContent / escaped DOT), never as HTML.
+ */
+
+export const PROGRAM_MIME = 'application/vnd.kernelcore.program+json';
+export const TRACE_MIME = 'application/vnd.kernelcore.trace+json';
+export const PROGRAM_SCHEMA = 'kernelcore.program';
+export const TRACE_SCHEMA = 'kernelcore.trace';
+export const FOREST_SCHEMA = 'kernelcore.scope_forest';
+
+export type Role = 'forward' | 'backward' | 'optimize';
+export type VarKind = 'data' | 'param' | 'grad' | 'tmp' | 'other';
+export const ROLES: readonly Role[] = ['forward', 'backward', 'optimize'];
+export const VAR_KINDS: readonly VarKind[] = ['data', 'param', 'grad', 'tmp', 'other'];
+
+export interface VarJSON {
+  id: string; // "v<block>:<name>", the declaring block
+  name: string;
+  type?: string;
+  dtype?: string | null;
+  shape?: number[] | null;
+  persistable?: boolean;
+  parameter?: boolean;
+  kind?: VarKind | string;
+}
+
+export interface OpJSON {
+  id: string; // "o<block>:<index>"
+  idx: number;
+  type: string;
+  role?: Role | string;
+  inputs?: Record<string, string[]>;
+  outputs?: Record<string, string[]>;
+  attrs?: Record<string, unknown>;
+  sub_blocks?: number[];
+  comment?: string;
+}
+
+export interface BlockJSON {
+  idx: number;
+  parent: number;
+  vars: VarJSON[];
+  ops: OpJSON[];
+}
+
+export interface PrunedJSON {
+  removed_ops: string[]; // ids of the original program
+  removed_vars: string[];
+  kept_map: Record<string, string>; // pruned program op id -> original op id
+}
+
+export interface ProgramJSON {
+  schema: string;
+  version: number;
+  blocks: BlockJSON[];
+  pruned?: PrunedJSON | null;
+  dot?: string;
+}
+
+export type PreviewKind = 'heatmap' | 'sparkline' | 'scalar';
+/** A sample cell: a number, or "NaN" / "Infinity" / "-Infinity" (JSON has no NaN), or null. */
+export type SampleValue = number | string | null;
+
+export interface ValuePreview {
+  shape: number[];
+  dtype: string;
+  place: string;
+  min: number | null;
+  max: number | null;
+  mean: number | null;
+  std: number | null;
+  nan: number;
+  inf: number;
+  sample: SampleValue[][] | SampleValue[];
+  kind: PreviewKind;
+}
+
+/** A variable of a ScopeForest node (kernelcore.scope_forest.VarInfo.to_json). */
+export interface ForestVarJSON {
+  name: string;
+  kind: string; // tensor, empty, step_scopes, tensor_list, list, or a type name
+  dtype?: string;
+  shape?: number[];
+  place?: string;
+  scopes?: number[];
+}
+
+export interface ScopeOrigin {
+  op?: string;
+  block?: number;
+  op_idx?: number;
+  timestep?: number;
+  what?: string;
+  [key: string]: unknown;
+}
+
+export interface ScopeNodeJSON {
+  id: number;
+  parent: number | null;
+  depth: number;
+  origin: ScopeOrigin;
+  kids: number[];
+  vars: ForestVarJSON[];
+}
+
+export interface ScopeForestJSON {
+  schema: string;
+  version: number;
+  roots: number[];
+  scopes: ScopeNodeJSON[];
+}
+
+export type StepRole = 'x_t' | 'h_prev' | 'h_new' | 'output';
+export interface StepVarJSON extends ForestVarJSON {
+  preview?: ValuePreview | null;
+  role?: StepRole | null;
+  roles?: string[];
+}
+
+/** ScopeJSON: a ScopeForest node whose vars carry previews and roles (RNNStepper.step_scope). */
+export interface ScopeJSON extends Omit<ScopeNodeJSON, 'vars'> {
+  vars: StepVarJSON[];
+}
+
+export interface MemoryFlowJSON {
+  t: number;
+  from: string;
+  to: string;
+}
+
+/** [slot, var name, shape or null, dtype or null] */
+export type EventIO = [string, string, number[] | null, string | null];
+
+export interface TraceEvent {
+  seq: number;
+  kind: string; // run_begin run_end scope_push scope_drop var_create op_run step_begin step_end error
+  t_ns: number;
+  scope?: number;
+  block?: number;
+  op?: number;
+  op_type?: string;
+  name?: string;
+  dur_ns?: number;
+  inputs?: EventIO[];
+  outputs?: EventIO[];
+  kernel?: string;
+  place?: string;
+  parent_scope?: number;
+  timestep?: number;
+  message?: string;
+}
+
+export interface TraceJSON {
+  schema: string;
+  version: number;
+  retain?: string;
+  meta?: Record<string, unknown>;
+  events: TraceEvent[];
+  truncated?: number;
+}
+
+export interface TraceFilter {
+  kind?: string;
+  op_type?: string;
+  scope?: number | null;
+}
+
+/** Messages, browser -> Python. */
+export type OutgoingMessage =
+  | { type: 'select'; id: string }
+  | { type: 'select'; seq: number }
+  | { type: 'open'; scope: number; name: string }
+  | { type: 'goto'; t: number }
+  | { type: 'next' }
+  | { type: 'prev' }
+  | { type: 'step' | 'finish' | 'step_timestep' | 'cont' | 'back' };
+
+export const DEBUGGER_ACTIONS = ['step', 'next', 'finish', 'step_timestep', 'cont', 'back'] as const;
+export type DebuggerAction = (typeof DEBUGGER_ACTIONS)[number];
+
+/** The view module names; each is labextension/src/views/<Name>.ts and static/<Name>.js. */
+export const VIEW_NAMES = ['ProgramGraph', 'ScopeForest', 'RNNStepper', 'TraceTimeline', 'Debugger'] as const;
+
+export function isProgramJSON(x: unknown): x is ProgramJSON {
+  return !!x && typeof x === 'object' && Array.isArray((x as ProgramJSON).blocks);
+}
+
+export function isTraceJSON(x: unknown): x is TraceJSON {
+  return !!x && typeof x === 'object' && Array.isArray((x as TraceJSON).events);
+}

@@ -1,0 +1,143 @@
+/**
+ * Debugger: a paused run with the four views over one model (see docs/frontend-contract.md,
+ * "Debugger is one model"), and step controls sending `{type: step|next|finish|step_timestep|cont|back}`.
+ * The ops named in `position` ("block B op #I > ...") are marked in the graph; selecting a timeline
+ * event selects its op in the graph and reveals its scope in the forest.
+ *
+ * Traits: those of ProgramGraph, ScopeForest, RNNStepper and TraceTimeline, plus position,
+ * stop_reason, finished and time_travel (the event looked at in the past, -1 for the present).
+ */
+import { button, h } from '../dom';
+import { Listeners, RenderProps, WidgetModel } from '../model';
+import { DebuggerAction, TraceEvent } from '../schema';
+import { ProgramGraphView } from './ProgramGraph';
+import { RNNStepperView } from './RNNStepper';
+import { ScopeForestView } from './ScopeForest';
+import { TraceTimelineView } from './TraceTimeline';
+
+export const ACTIONS: Array<[DebuggerAction, string, string]> = [
+  ['step', 'Step', 'run to the next op, into sub-blocks'],
+  ['next', 'Next', 'run to the next op of this block, over sub-blocks'],
+  ['finish', 'Finish', 'run until this block ends'],
+  ['step_timestep', 'Step t', 'run to the next timestep of the loop'],
+  ['cont', 'Continue', 'run to the next breakpoint or the end'],
+  ['back', 'Back', 'go back one event (time travel)']
+];
+
+/** The op ids named in a position string: each "block B op #I" becomes "oB:I". */
+export function positionOps(position: string): string[] {
+  const out: string[] = [];
+  const re = /block (\d+) op #(\d+)/g;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(position)) !== null) {
+    out.push(`o${m[1]}:${m[2]}`);
+  }
+  return out;
+}
+
+export class DebuggerView {
+  readonly root: HTMLElement;
+  readonly graph: ProgramGraphView;
+  readonly forest: ScopeForestView;
+  readonly stepper: RNNStepperView;
+  readonly timeline: TraceTimelineView;
+  readonly buttons = new Map<DebuggerAction, HTMLButtonElement>();
+  private _listeners: Listeners;
+  private _position: HTMLElement;
+  private _reason: HTMLElement;
+  private _rnnBox: HTMLElement;
+
+  constructor(
+    readonly model: WidgetModel,
+    el: HTMLElement
+  ) {
+    this._listeners = new Listeners(model);
+    this.root = h('div', { cls: 'jp-Kernelcore-Debugger jp-Kernelcore-view' });
+    const controls = h('div', { cls: 'jp-Kernelcore-toolbar jp-Kernelcore-debugControls' });
+    for (const [action, label, title] of ACTIONS) {
+      const b = button(label, () => this.model.send({ type: action }), { cls: `jp-Kernelcore-action-${action}`, title });
+      this.buttons.set(action, b);
+      controls.appendChild(b);
+    }
+    this._position = h('span', { cls: 'jp-Kernelcore-position' });
+    this._reason = h('span', { cls: 'jp-Kernelcore-status' });
+    controls.append(this._position, this._reason);
+    const graphBox = h('div', { cls: 'jp-Kernelcore-dbgGraph' });
+    const side = h('div', { cls: 'jp-Kernelcore-dbgSide' });
+    const forestBox = h('div', { cls: 'jp-Kernelcore-dbgForest' }, [h('div', { cls: 'jp-Kernelcore-sectionTitle', text: 'Scopes' })]);
+    this._rnnBox = h('div', { cls: 'jp-Kernelcore-dbgRNN' }, [h('div', { cls: 'jp-Kernelcore-sectionTitle', text: 'Timesteps' })]);
+    const timelineBox = h('div', { cls: 'jp-Kernelcore-dbgTimeline' }, [h('div', { cls: 'jp-Kernelcore-sectionTitle', text: 'Events' })]);
+    side.append(forestBox, this._rnnBox);
+    this.root.append(controls, h('div', { cls: 'jp-Kernelcore-dbgMain' }, [graphBox, side]), timelineBox);
+    el.appendChild(this.root);
+
+    this.graph = new ProgramGraphView(model, graphBox);
+    this.forest = new ScopeForestView(model, forestBox);
+    this.stepper = new RNNStepperView(model, this._rnnBox, { nextMessage: { type: 'step_timestep' } });
+    this.timeline = new TraceTimelineView(model, timelineBox);
+
+    this._listeners.onChange(['position', 'stop_reason', 'finished', 'time_travel'], () => this._update());
+    this._listeners.onChange(['num_steps'], () => this._updateRnn());
+    this._listeners.onChange(['selected_event'], () => this._followEvent());
+    this._update();
+    this._updateRnn();
+  }
+
+  get ready(): Promise<void> {
+    return this.graph.ready;
+  }
+
+  private _update(): void {
+    const position = String(this.model.get('position') ?? '');
+    const finished = !!this.model.get('finished');
+    // time_travel >= 0: looking at a past event (the buttons step through the record again)
+    const past = Number(this.model.get('time_travel') ?? -1) >= 0;
+    this._position.textContent = position || (finished ? 'finished' : '');
+    this._reason.textContent = String(this.model.get('stop_reason') ?? '');
+    this.buttons.forEach((b, action) => (b.disabled = finished && !past && action !== 'back'));
+    this.graph.setCurrent(positionOps(position));
+    this.root.classList.toggle('jp-Kernelcore-finished', finished && !past);
+  }
+
+  private _updateRnn(): void {
+    const n = Number(this.model.get('num_steps') ?? 0);
+    this._rnnBox.style.display = n > 0 ? '' : 'none';
+  }
+
+  private _followEvent(): void {
+    const seq = Number(this.model.get('selected_event') ?? -1);
+    if (seq < 0) {
+      return;
+    }
+    const e = this.timeline.events.find((x: TraceEvent) => x.seq === seq);
+    if (!e) {
+      return;
+    }
+    if (e.block !== undefined && e.op !== undefined && e.block !== null && e.op !== null) {
+      const id = `o${e.block}:${e.op}`;
+      if (String(this.model.get('selected') ?? '') !== id) {
+        this.graph.select(id);
+      }
+    }
+    if (e.scope !== undefined && e.scope !== null) {
+      this.forest.reveal(Number(e.scope));
+    }
+  }
+
+  dispose(): void {
+    this._listeners.dispose();
+    this.graph.dispose();
+    this.forest.dispose();
+    this.stepper.dispose();
+    this.timeline.dispose();
+    this.root.remove();
+  }
+}
+
+async function render({ model, el }: RenderProps): Promise<() => void> {
+  const view = new DebuggerView(model, el);
+  await view.ready;
+  return () => view.dispose();
+}
+
+export default { render };

@@ -1,0 +1,406 @@
+/**
+ * ProgramGraph: a program's blocks as a graph laid out by Graphviz (WASM). Sub-blocks are clusters
+ * (click a cluster's label to fold it; a folded one is a node you click to unfold); ops are colored by
+ * role and vars by kind; a click selects a node (`select` message, Python answers with `details`);
+ * search highlights names; wheel zooms, drag pans. With `pruned` the removed parts are greyed, and with
+ * a `pruned_program` the two are drawn side by side, a hover lighting the partner on the other side.
+ *
+ * Traits: program, pruned_program, selected, details, search, collapsed. See docs/frontend-contract.md.
+ */
+import { button, clear, h } from '../dom';
+import { localDetails, renderDetails } from '../details';
+import { ProgramGraphModel } from '../graph';
+import { GraphPane } from '../graphpane';
+import { Listeners, RenderProps, setTrait, WidgetModel } from '../model';
+import { isProgramJSON, ProgramJSON, PrunedJSON } from '../schema';
+
+export interface ProgramGraphOptions {
+  /** No kernel behind the model: details come from the ProgramJSON only, and no message is sent. */
+  local?: boolean;
+}
+
+function idsOf(list: unknown): string[] {
+  return Array.isArray(list) ? list.map(x => String(x)) : [];
+}
+
+export class ProgramGraphView {
+  readonly root: HTMLElement;
+  readonly left: GraphPane;
+  right: GraphPane | null = null;
+  graph: ProgramGraphModel | null = null;
+  prunedGraph: ProgramGraphModel | null = null;
+  /** Resolves when the latest render has finished. */
+  ready: Promise<void> = Promise.resolve();
+  private _listeners: Listeners;
+  private _search: HTMLInputElement;
+  private _count: HTMLElement;
+  private _status: HTMLElement;
+  private _panes: HTMLElement;
+  private _details: HTMLElement;
+  private _matches: string[] = [];
+  private _matchCursor = -1;
+  private _current = new Set<string>();
+  private _hover: { side: 'left' | 'right'; id: string } | null = null;
+  private _removed = new Set<string>();
+  private _toOrig = new Map<string, string>(); // pruned id -> original id
+  private _toPruned = new Map<string, string>(); // original id -> pruned id
+  private _programSeen: unknown = undefined;
+  private _prunedSeen: unknown = undefined;
+  private _rightCollapsed = new Set<string>();
+  private _awaiting: string | null = null;
+  private _quiet = false;
+  private _searchTimer: ReturnType<typeof setTimeout> | null = null;
+
+  constructor(
+    readonly model: WidgetModel,
+    el: HTMLElement,
+    readonly options: ProgramGraphOptions = {}
+  ) {
+    this._listeners = new Listeners(model);
+    this.root = h('div', { cls: 'jp-Kernelcore-ProgramGraph jp-Kernelcore-view' });
+    this._search = h('input', { cls: 'jp-Kernelcore-search', attrs: { type: 'search', placeholder: 'search names', 'aria-label': 'search names' } });
+    this._count = h('span', { cls: 'jp-Kernelcore-count' });
+    this._status = h('span', { cls: 'jp-Kernelcore-status' });
+    const toolbar = h('div', { cls: 'jp-Kernelcore-toolbar' }, [
+      this._search,
+      this._count,
+      button('Fit', () => this.panes().forEach(p => p.fit()), { cls: 'jp-Kernelcore-fit', title: 'fit the graph in view' }),
+      button('+', () => this.panes().forEach(p => p.zoom(0.8)), { title: 'zoom in' }),
+      button('\u2212', () => this.panes().forEach(p => p.zoom(1.25)), { title: 'zoom out' }),
+      button('Expand all', () => this._setCollapsed([]), { title: 'unfold every cluster' }),
+      button('Fold big', () => this._setCollapsed(this.graph?.defaultCollapsed() ?? []), { title: 'fold groups and large clusters' }),
+      this._status
+    ]);
+    this._panes = h('div', { cls: 'jp-Kernelcore-graphPanes' });
+    this.left = this._makePane('left');
+    this._details = h('div', { cls: 'jp-Kernelcore-details' });
+    this.root.append(toolbar, this._panes, this._legend(), this._details);
+    el.appendChild(this.root);
+
+    this._search.value = String(model.get('search') ?? '');
+    this._search.addEventListener('input', () => {
+      if (this._searchTimer) {
+        clearTimeout(this._searchTimer);
+      }
+      this._searchTimer = setTimeout(() => setTrait(model, 'search', this._search.value), 150);
+      this._updateMatches(this._search.value);
+      this._restyle();
+    });
+    this._search.addEventListener('keydown', ev => {
+      if (ev.key === 'Enter' && this._matches.length && this.graph) {
+        this._matchCursor = (this._matchCursor + 1) % this._matches.length;
+        const n = this.graph.nodes.get(this._matches[this._matchCursor]);
+        if (n) {
+          this.left.centerOn(n.id);
+        }
+      }
+    });
+
+    this._listeners.onChange(['program', 'pruned_program'], () => (this.ready = this._rebuild()));
+    this._listeners.onChange(['collapsed'], () => {
+      if (!this._quiet) {
+        this.ready = this._renderLeft();
+      }
+    });
+    this._listeners.onChange(['search'], () => {
+      const q = String(model.get('search') ?? '');
+      if (this._search.value !== q) {
+        this._search.value = q;
+      }
+      this._updateMatches(q);
+      this._restyle();
+    });
+    this._listeners.onChange(['selected'], () => {
+      this._restyle();
+      this._showDetails();
+    });
+    this._listeners.onChange(['details'], () => this._showDetails());
+    this.ready = this._rebuild();
+  }
+
+  panes(): GraphPane[] {
+    return this.right ? [this.left, this.right] : [this.left];
+  }
+
+  /** Select node `id` of `program` as a click would. */
+  select(id: string): void {
+    this._awaiting = id;
+    setTrait(this.model, 'selected', id);
+    if (!this.options.local) {
+      this.model.send({ type: 'select', id });
+    }
+    this._showDetails();
+  }
+
+  /** Mark the ops the debugger stands at. */
+  setCurrent(ids: Iterable<string>): void {
+    this._current = new Set(ids);
+    this._restyle();
+  }
+
+  private _makePane(side: 'left' | 'right'): GraphPane {
+    const pane = new GraphPane(side === 'right' ? 'pruned' : undefined);
+    pane.onSelect = id => {
+      if (side === 'left') {
+        this.select(id);
+      } else {
+        const orig = this._toOrig.get(id);
+        if (orig) {
+          this.select(orig);
+        } else {
+          this._awaiting = null;
+          this._renderDetailsFor(this.prunedGraph, id, null);
+        }
+      }
+    };
+    pane.onToggle = cid => {
+      if (side === 'left') {
+        const cur = new Set(idsOf(this.model.get('collapsed')));
+        if (cur.has(cid)) {
+          cur.delete(cid);
+        } else {
+          cur.add(cid);
+        }
+        this._setCollapsed([...cur]);
+      } else {
+        if (this._rightCollapsed.has(cid)) {
+          this._rightCollapsed.delete(cid);
+        } else {
+          this._rightCollapsed.add(cid);
+        }
+        this.ready = this._renderRight();
+      }
+    };
+    pane.onHover = id => {
+      this._hover = id ? { side, id } : null;
+      this._restyle();
+    };
+    this._panes.appendChild(pane.el);
+    return pane;
+  }
+
+  private _setCollapsed(list: string[]): void {
+    setTrait(this.model, 'collapsed', list);
+  }
+
+  private _pruned(): PrunedJSON | null {
+    const p = this.model.get('program') as ProgramJSON | null;
+    const q = this.model.get('pruned_program') as ProgramJSON | null;
+    return (p && p.pruned) || (q && q.pruned) || null;
+  }
+
+  private async _rebuild(): Promise<void> {
+    const program = this.model.get('program');
+    const pruned = this.model.get('pruned_program');
+    if (!isProgramJSON(program) && !(program && typeof program === 'object' && typeof (program as ProgramJSON).dot === 'string')) {
+      this.graph = null;
+      this.left.dispose();
+      clear(this.left.canvas);
+      this.left.canvas.appendChild(h('div', { cls: 'jp-Kernelcore-empty', text: 'no program' }));
+      return;
+    }
+    if (program !== this._programSeen) {
+      this.graph = new ProgramGraphModel(program as ProgramJSON);
+      this._programSeen = program;
+      // A new program whose clusters `collapsed` does not name starts with the big ones folded.
+      const valid = idsOf(this.model.get('collapsed')).filter(id => this.graph!.clusters.has(id));
+      if (valid.length === 0) {
+        const defaults = this.graph.defaultCollapsed();
+        if (defaults.length) {
+          this._quiet = true; // rendered below, not by the change listener
+          try {
+            this._setCollapsed(defaults);
+          } finally {
+            this._quiet = false;
+          }
+        }
+      }
+    }
+    if (pruned !== this._prunedSeen) {
+      this._prunedSeen = pruned;
+      if (isProgramJSON(pruned)) {
+        this.prunedGraph = new ProgramGraphModel(pruned);
+        this._rightCollapsed = new Set(this.prunedGraph.defaultCollapsed());
+        if (!this.right) {
+          this.right = this._makePane('right');
+          this._panes.classList.add('jp-Kernelcore-sideBySide');
+        }
+      } else {
+        this.prunedGraph = null;
+        if (this.right) {
+          this.right.dispose();
+          this.right.el.remove();
+          this.right = null;
+          this._panes.classList.remove('jp-Kernelcore-sideBySide');
+        }
+      }
+    }
+    this._computePartners();
+    this._updateMatches(String(this.model.get('search') ?? this._search.value ?? ''));
+    await Promise.all([this._renderLeft(), this._renderRight()]);
+    this._showDetails();
+  }
+
+  private _computePartners(): void {
+    const pr = this._pruned();
+    this._removed = new Set([...idsOf(pr?.removed_ops), ...idsOf(pr?.removed_vars)]);
+    this._toOrig.clear();
+    this._toPruned.clear();
+    if (!pr || !this.prunedGraph || !this.graph) {
+      return;
+    }
+    const blockMap = new Map<number, number>();
+    for (const [nid, oid] of Object.entries(pr.kept_map ?? {})) {
+      this._toOrig.set(nid, String(oid));
+      this._toPruned.set(String(oid), nid);
+      const nb = /^o(\d+):/.exec(nid);
+      const ob = /^o(\d+):/.exec(String(oid));
+      if (nb && ob) {
+        blockMap.set(Number(nb[1]), Number(ob[1]));
+      }
+    }
+    // Variables: the same name in the mapped block.
+    this.prunedGraph.nodes.forEach(n => {
+      if (n.kind !== 'var') {
+        return;
+      }
+      const ob = blockMap.get(n.block) ?? n.block;
+      const key = this.graph!.resolveVar(ob, n.name);
+      const orig = key ? this.graph!.nodes.get(key)?.id : undefined;
+      if (orig && !this._removed.has(orig)) {
+        this._toOrig.set(n.id, orig);
+        this._toPruned.set(orig, n.id);
+      }
+    });
+  }
+
+  private async _renderLeft(): Promise<void> {
+    if (!this.graph) {
+      return;
+    }
+    const collapsed = new Set(idsOf(this.model.get('collapsed')));
+    this._status.textContent = 'laying out\u2026';
+    await this.left.show(this.graph, collapsed);
+    this._status.textContent = this._summary();
+    this._restyle();
+  }
+
+  private async _renderRight(): Promise<void> {
+    if (!this.right || !this.prunedGraph) {
+      return;
+    }
+    await this.right.show(this.prunedGraph, this._rightCollapsed);
+    this._restyle();
+  }
+
+  private _summary(): string {
+    const g = this.graph;
+    if (!g) {
+      return '';
+    }
+    const ops = g.opCount;
+    const pr = this._pruned();
+    const pruned = pr ? `, ${idsOf(pr.removed_ops).length} ops pruned` : '';
+    return `${g.blocks.size} block${g.blocks.size === 1 ? '' : 's'}, ${ops} ops, ${g.nodes.size - ops} vars${pruned}`;
+  }
+
+  private _updateMatches(q: string): void {
+    this._matches = this.graph ? this.graph.search(q) : [];
+    this._matchCursor = -1;
+    this._count.textContent = q.trim() ? `${this._matches.length} match${this._matches.length === 1 ? '' : 'es'}` : '';
+  }
+
+  private _restyle(): void {
+    const selected = String(this.model.get('selected') ?? '');
+    const leftPartner = new Set<string>();
+    const rightPartner = new Set<string>();
+    if (this._hover) {
+      if (this._hover.side === 'left') {
+        const p = this._toPruned.get(this._hover.id);
+        if (p) {
+          rightPartner.add(p);
+        }
+      } else {
+        const o = this._toOrig.get(this._hover.id);
+        if (o) {
+          leftPartner.add(o);
+        }
+      }
+    }
+    this.left.applyClasses({
+      removed: this._removed,
+      matches: new Set(this._matches),
+      selected,
+      current: this._current,
+      partner: leftPartner
+    });
+    if (this.right && this.prunedGraph) {
+      const q = this._search.value;
+      const sel = this._toPruned.get(selected);
+      this.right.applyClasses({
+        matches: new Set(this.prunedGraph.search(q)),
+        selected: sel,
+        partner: rightPartner
+      });
+    }
+  }
+
+  private _showDetails(): void {
+    const selected = String(this.model.get('selected') ?? '');
+    if (!selected) {
+      clear(this._details);
+      return;
+    }
+    const details = this.model.get('details');
+    const fromPython =
+      !this.options.local && details && typeof details === 'object' && Object.keys(details).length > 0 && (details.id === undefined ? this._awaiting !== selected : String(details.id) === selected)
+        ? (details as Record<string, unknown>)
+        : null;
+    this._renderDetailsFor(this.graph, selected, fromPython);
+  }
+
+  private _renderDetailsFor(g: ProgramGraphModel | null, id: string, fromPython: Record<string, unknown> | null): void {
+    clear(this._details);
+    const local = g ? localDetails(g, id) : null;
+    const source = fromPython ? 'from Python' : this.options.local ? 'from the program (no kernel)' : 'from the program';
+    this._details.appendChild(h('div', { cls: 'jp-Kernelcore-detailsHead' }, [h('b', { text: id }), h('span', { cls: 'jp-Kernelcore-muted', text: `  ${source}` })]));
+    const d = fromPython ?? local;
+    if (d) {
+      this._details.appendChild(renderDetails(d));
+    } else {
+      this._details.appendChild(h('div', { cls: 'jp-Kernelcore-muted', text: 'not in this program' }));
+    }
+  }
+
+  private _legend(): HTMLElement {
+    const item = (cls: string, text: string) => h('span', { cls: 'jp-Kernelcore-legendItem' }, [h('span', { cls: ['jp-Kernelcore-swatch', cls] }), text]);
+    return h('div', { cls: 'jp-Kernelcore-legend' }, [
+      item('jp-Kernelcore-role-forward', 'op'),
+      item('jp-Kernelcore-role-backward', 'backward op'),
+      item('jp-Kernelcore-role-optimize', 'optimizer op'),
+      item('jp-Kernelcore-kind-data', 'data'),
+      item('jp-Kernelcore-kind-param', 'parameter'),
+      item('jp-Kernelcore-kind-grad', 'gradient'),
+      item('jp-Kernelcore-kind-tmp', 'temporary'),
+      item('jp-Kernelcore-pruned', 'pruned away')
+    ]);
+  }
+
+  dispose(): void {
+    this._listeners.dispose();
+    if (this._searchTimer) {
+      clearTimeout(this._searchTimer);
+    }
+    this.panes().forEach(p => p.dispose());
+    this.root.remove();
+  }
+}
+
+/** anywidget entry point. */
+async function render({ model, el }: RenderProps): Promise<() => void> {
+  const view = new ProgramGraphView(model, el);
+  await view.ready;
+  return () => view.dispose();
+}
+
+export default { render };

@@ -1,0 +1,6 @@
+// jsdom has no canvas: getContext returns null (what the preview code expects), without jsdom's warning.
+HTMLCanvasElement.prototype.getContext = (() => null) as unknown as typeof HTMLCanvasElement.prototype.getContext;
+// jsdom has no DragEvent; @lumino/dragdrop (via @lumino/widgets) subclasses it at import time.
+if (typeof (globalThis as any).DragEvent === 'undefined') {
+  (globalThis as any).DragEvent = class DragEvent extends MouseEvent {};
+}

@@ -1,0 +1,28 @@
+"""kernelcore's Jupyter widgets (anywidget) and JupyterLab integration.
+
+    from kernelcore_widgets import ProgramGraph, ScopeForest, RNNStepper, TraceTimeline, Debugger
+
+The views are ESM modules built from labextension/src/views/ into static/; the JupyterLab extension
+(renderers for kernelcore's MIME types, file viewers, the debugger sidebar) into labextension/; the
+server extension (kernelcore_widgets.server) lets the file viewer open .pdmodel files.
+"""
+from __future__ import annotations
+
+from ._base import FrontEndNotBuilt
+from .debugger import Debugger, active_debugger
+from .program_graph import ProgramGraph
+from .rnn_stepper import RNNStepper
+from .schema import value_preview
+from .scope_forest import ScopeForest
+from .trace_timeline import TraceTimeline
+
+__all__ = ["Debugger", "FrontEndNotBuilt", "ProgramGraph", "RNNStepper", "ScopeForest", "TraceTimeline",
+           "active_debugger", "value_preview"]
+
+
+def _jupyter_labextension_paths():
+    return [{"src": "labextension", "dest": "@kernelcore/labextension"}]
+
+
+def _jupyter_server_extension_points():
+    return [{"module": "kernelcore_widgets.server"}]

@@ -1,0 +1,205 @@
+"""ProgramGraph: a program's blocks as a graph; click a node for its details."""
+from __future__ import annotations
+
+import os
+import re
+
+import traitlets as t
+
+import kernelcore as kc
+from kernelcore.display import op_id, op_role, program_json, var_id
+
+from ._base import STATIC, KCWidget
+from .schema import value_preview
+
+_OP_ID = re.compile(r"o(\d+):(\d+)\Z")
+_VAR_ID = re.compile(r"v(\d+):(.+)\Z", re.S)
+
+
+def as_program(program) -> kc.Program:
+    if isinstance(program, kc.Program):
+        return program
+    if isinstance(program, (str, os.PathLike)):
+        return kc.load_program(program)
+    raise TypeError(f"expected a kc.Program or a program file's path, got {type(program).__name__}")
+
+
+def _find_scope_with(scope, name: str):
+    """The scope that holds `name` as seen from `scope` (it or a parent), else the last scope under it
+    that holds it locally (a step scope's variable, seen from the run's scope); None when none does."""
+    if scope.find_var(name) is not None:
+        return scope.find_scope_of(name)
+    found = None
+    for s in scope.walk():
+        if name in s:
+            found = s
+    return found
+
+
+def _add_value(d: dict, scope, name: str) -> None:
+    """d["value"] (a ValuePreview) and d["value_scope"] (the scope id it is from) when `scope` holds a value
+    for `name`; nothing otherwise."""
+    s = _find_scope_with(scope, name) if scope is not None else None
+    v = s.find_var(name) if s is not None else None
+    preview = value_preview(v.value) if v is not None else None
+    if preview is not None:
+        d["value"], d["value_scope"] = preview, s.id
+
+
+class GraphState(t.HasTraits):
+    """The ProgramGraph traits and what Python answers to them (shared with the Debugger, one model)."""
+
+    program = t.Dict().tag(sync=True)
+    pruned_program = t.Dict(allow_none=True, default_value=None).tag(sync=True)
+    selected = t.Unicode("").tag(sync=True)
+    details = t.Dict().tag(sync=True)
+    search = t.Unicode("").tag(sync=True)
+    collapsed = t.List(t.Unicode()).tag(sync=True)
+
+    def _init_graph(self, program, pruned=None, scope=None, side_by_side: bool = False) -> None:
+        if side_by_side and pruned is None:
+            raise ValueError("side_by_side=True needs pruned= (the PruneResult of kc.prune)")
+        self._program = as_program(program)
+        self._pruned = pruned
+        self._scope = scope
+        self.program = program_json(self._program, pruned)
+        self.pruned_program = program_json(pruned.program) if side_by_side else None
+
+    # -- Python API -------------------------------------------------------------------------------------
+    @property
+    def scope(self):
+        return self._scope
+
+    @scope.setter
+    def scope(self, scope) -> None:
+        """Where the details' value previews come from (the Debugger points it at the paused op's scope)."""
+        self._scope = scope
+        self._refresh_details()
+
+    def point_at(self, scope, node_id: str | None = None) -> None:
+        """Take values from `scope` and (optionally) select `node_id`: the details are computed once."""
+        self._scope = scope
+        if node_id is not None and node_id != self.selected:
+            self.selected = node_id  # the observer refreshes the details
+        else:
+            self._refresh_details()
+
+    def select(self, node_id: str) -> dict:
+        """Select node `node_id` (an id of `program`) as a click does; return its details."""
+        if node_id == self.selected:
+            self._refresh_details()
+        else:
+            self.selected = node_id
+        return self.details
+
+    # -- messages ---------------------------------------------------------------------------------------
+    def _graph_select(self, content) -> None:
+        node_id = content.get("id")
+        self.select(node_id if isinstance(node_id, str) else "")
+
+    @t.observe("selected")
+    def _on_selected(self, _change) -> None:
+        self._refresh_details()
+
+    def _refresh_details(self) -> None:
+        if getattr(self, "_program", None) is not None:
+            self.details = self.describe(self.selected) if self.selected else {}
+
+    # -- details ----------------------------------------------------------------------------------------
+    def describe(self, node_id: str) -> dict:
+        """What Python says about node `node_id` (an op or var id of the contract)."""
+        m = _OP_ID.match(node_id)
+        if m:
+            return self._describe_op(int(m.group(1)), int(m.group(2)), node_id)
+        m = _VAR_ID.match(node_id)
+        if m:
+            return self._describe_var(int(m.group(1)), m.group(2), node_id)
+        return {"id": node_id, "error": f"{node_id!r} is not an op id (o<block>:<index>) or a var id (v<block>:<name>)"}
+
+    def _io(self, block, slots: dict, opdef) -> tuple[dict, dict]:
+        out, comments = {}, {}
+        specs = {}
+        if opdef is not None:
+            specs = {s.name: s.comment for s in (*opdef.inputs, *opdef.outputs)}
+        for slot, names in slots.items():
+            entries = []
+            for n in names:
+                v = block.find_var_recursive(n)
+                e = {"name": n, "id": var_id(v.block.idx, n) if v is not None else None,
+                     "dtype": v.dtype_name if v is not None else None,
+                     "shape": list(v.shape) if v is not None and v.shape is not None else None}
+                _add_value(e, self._scope, n)
+                entries.append(e)
+            out[slot] = entries
+            if specs.get(slot):
+                comments[slot] = specs[slot]
+        return out, comments
+
+    def _describe_op(self, b: int, i: int, node_id: str) -> dict:
+        prog = self._program
+        if not 0 <= b < prog.num_blocks or not 0 <= i < len(prog.desc.blocks[b].ops):
+            return {"id": node_id, "error": f"the program has no op {node_id} (block {b}, op #{i})"}
+        block = prog.block(b)
+        op = block.op(i)
+        try:
+            opdef = op.opdef
+        except kc.KernelcoreError:
+            opdef = None
+        ins, in_comments = self._io(block, op.inputs, opdef)
+        outs, out_comments = self._io(block, op.outputs, opdef)
+        op_json = next(o for o in self.program["blocks"][b]["ops"] if o["idx"] == i)
+        attr_comments = {}
+        if opdef is not None:
+            for name in op_json["attrs"]:
+                spec = opdef.attr_spec(name)
+                if spec is not None and spec.comment:
+                    attr_comments[name] = spec.comment
+        d = {"id": node_id, "kind": "op", "type": op.type, "block": b, "idx": i, "role": op_role(op.type),
+             "comment": op_json["comment"], "attrs": op_json["attrs"], "attr_comments": attr_comments,
+             "inputs": ins, "outputs": outs, "slot_comments": {**in_comments, **out_comments},
+             "sub_blocks": op_json["sub_blocks"], "known": opdef is not None}
+        if self._pruned is not None:
+            d["removed"] = node_id in self.program["pruned"]["removed_ops"]
+        return d
+
+    def _describe_var(self, b: int, name: str, node_id: str) -> dict:
+        prog = self._program
+        if not 0 <= b < prog.num_blocks or not prog.block(b).has_var(name):
+            return {"id": node_id, "error": f"block {b} declares no variable {name!r}"}
+        vj = next(v for v in self.program["blocks"][b]["vars"] if v["name"] == name)
+        writers, readers = [], []
+        for blk in prog.blocks:
+            here = blk.find_var_recursive(name)
+            if here is None or here.block.idx != b:
+                continue  # `name` in this block is another variable (or none)
+            for k, op in enumerate(blk.ops):
+                if name in op.output_arg_names:
+                    writers.append(op_id(blk.idx, k))
+                if name in op.input_arg_names:
+                    readers.append(op_id(blk.idx, k))
+        d = {"id": node_id, "kind": "var", "name": name, "block": b, "type": vj["type"], "dtype": vj["dtype"],
+             "shape": vj["shape"], "persistable": vj["persistable"], "parameter": vj["parameter"],
+             "var_kind": vj["kind"], "written_by": writers, "read_by": readers}
+        _add_value(d, self._scope, name)
+        if self._pruned is not None:
+            d["removed"] = node_id in self.program["pruned"]["removed_vars"]
+        return d
+
+
+class ProgramGraph(GraphState, KCWidget):
+    """`ProgramGraph(program, pruned=None, scope=None, side_by_side=False)`.
+
+    `program` is a kc.Program (or a program file's path); `pruned` the PruneResult of `kc.prune(program, ...)`:
+    the removed ops and variables are greyed, or with side_by_side=True the pruned program is drawn beside.
+    With a `scope`, the details of a node carry previews of the values it holds. The browser's
+    `{"type": "select", "id": ...}` (or a change of `selected`) sets `details`."""
+
+    _esm = STATIC / "ProgramGraph.js"
+    _css = STATIC / "ProgramGraph.css"
+
+    def __init__(self, program, pruned=None, scope=None, side_by_side: bool = False, **kw):
+        super().__init__(**kw)
+        self._init_graph(program, pruned, scope, side_by_side)
+
+    def _messages(self) -> dict:
+        return {"select": self._graph_select}
