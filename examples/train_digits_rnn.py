@@ -5,7 +5,13 @@ Run:  python examples/train_digits_rnn.py [--cell lstm|simple_rnn] [--epochs 20]
 An image becomes a time-major sequence [8, B, 8] (row r is step r). `kc.layers.lstm` (or `simple_rnn`)
 runs it through one `recurrent` op whose step block holds the cell; the last step's hidden state goes
 through an fc layer to 10 logits. Training needs the `recurrent` op's gradient (`recurrent_grad`), which
-`kc.optimizer.Adam(...).minimize(loss)` appends like any other gradient op.
+`kc.optimizer.Adam(...).minimize(loss)` appends like any other gradient op: it runs the step block's grad
+ops in each step scope the forward run kept, newest first, and drops the scopes as it goes.
+
+Measured on the 2-core dev machine (defaults, seed 0, 20 epochs = 900 steps of 32, training time only):
+lstm 98.1% test accuracy in 2.8-3.3 s, simple_rnn 95.8% in 1.1-1.9 s. While another process keeps a core
+busy, OpenBLAS's two threads wait on each other and the LSTM's matmuls get 10-25x slower (87 s once);
+OPENBLAS_NUM_THREADS=1 keeps it at 2.8 s.
 """
 from __future__ import annotations
 
@@ -38,8 +44,15 @@ def build(cell="lstm", hidden=64, learning_rate=0.01):
     return main, startup, test_program, loss, acc
 
 
+# Adam's step per cell: the plain tanh RNN overshoots at the LSTM's 0.01 on some seeds (91.9% test accuracy
+# at seed 0 against 95-98% at 0.005, measured over seeds 0-3).
+DEFAULT_LR = {"lstm": 0.01, "simple_rnn": 0.005}
+
+
 def train(epochs: int = 20, batch_size: int = 32, seed: int = 0, cell: str = "lstm", hidden: int = 64,
-          learning_rate: float = 0.01, progress: bool = True) -> dict:
+          learning_rate: float | None = None, progress: bool = True) -> dict:
+    if learning_rate is None:
+        learning_rate = DEFAULT_LR[cell]
     x_train, y_train, x_test, y_test = digits_data.load(seed)
     main, startup, test_program, loss, acc = build(cell, hidden, learning_rate)
     exe = kc.Executor(kc.CPUPlace())
@@ -76,7 +89,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--lr", type=float, default=None, help="Adam's learning rate (default: 0.01 for lstm, "
+                    "0.005 for simple_rnn)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     r = train(args.epochs, args.batch_size, args.seed, args.cell, args.hidden, args.lr)

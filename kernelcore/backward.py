@@ -24,7 +24,15 @@ gradient through differentiable ops. So, unlike Paddle, a branch that only reach
 variables gets no grad ops at all (Paddle keeps e.g. a tanh_grad whose result nothing reads).
 Integer variables (labels, ids) never get one.
 
-An op on that path with no gradient rule yet (the control-flow ops) raises NoGradientError naming it.
+An op on that path with no gradient rule raises NoGradientError naming it.
+
+Control flow (kernelcore/grad/control_flow.py): the rule of a recurrent, while or conditional_block op
+makes a grad sub-block (a kid of the block its grad op goes into, forward_block_idx = the op's sub-block)
+and fills it with `append_block_backward`, this same machinery run over the sub-block's ops from the names
+whose gradients the grad op supplies at run time. Variables are looked up as Paddle's
+BlockDesc::FindVarRecursive does (`_find`: a block's forward block, then its parent), so a grad block
+sees the step block's variables; a grad block declares its own gradient variables. If a failure stops
+append_backward after such blocks were made, they are removed again.
 """
 from __future__ import annotations
 
@@ -167,7 +175,112 @@ def _loss_seed(loss: Variable) -> GradOp:
 
 
 def _append(block: Block, targets, seeds: list[GradOp], sources: set | None, no_grad: set) -> dict[str, str]:
-    """Build, arrange and append the grad ops; return {forward name: gradient variable name}."""
+    """Build, arrange and append the grad ops; return {forward name: gradient variable name}.
+
+    Control-flow rules append grad sub-blocks while the specs are built; if anything fails before the
+    ops are emitted, those blocks are removed again, so a failure leaves the program as it was."""
+    program = block.program
+    nblocks = program.num_blocks
+    try:
+        specs = _grad_specs(block, [t.name for t in targets], seeds, sources, no_grad, block)
+        specs = _addup_repetitive_outputs(specs, block.idx)
+        renames = _rename_existing(block, specs)
+        declared = set()
+        for s in specs:  # every check before the first edit: a failure leaves the program as it was
+            _check(block, s, declared)
+    except BaseException:
+        if program.num_blocks > nblocks:
+            del program.desc.blocks[nblocks:]
+            program.touch()
+        raise
+    for s in specs:
+        _emit(block, s)
+    program.touch()
+
+    grad_map = {}
+    for s in specs:
+        for n in s.output_arg_names():
+            if n == EMPTY_VAR:
+                continue
+            fwd = strip_grad_suffix(n)
+            final = renames.get(grad_name(fwd), grad_name(fwd))
+            if n == final:
+                grad_map[fwd] = n
+    return grad_map
+
+
+def append_block_backward(fwd_block: Block, grad_block: Block, targets, given, sources, *,
+                          given_local: bool) -> set[str]:
+    """The grad ops of a control-flow op's sub-block, appended to its grad sub-block (Paddle's
+    `_append_backward_ops_` on a sub_block): the ops of `fwd_block` are walked in reverse from `targets`
+    (names inside the block whose gradients the control-flow grad op supplies at run time: `given`, the
+    `<target>@GRAD` names) towards `sources` (names that need a gradient: step inputs, memories, loop
+    variables, outer parameters). Gradient variables are declared in `grad_block` itself, so at run time
+    they are local to the scope the grad block runs in; `grad_block.forward_block_idx` must name
+    `fwd_block`. Returns the names the grad ops write.
+
+    A target that ops of the block also read (a state the step uses again, say) gets a gradient from
+    those ops as well as the given one: the contributions written before the given gradient is first read
+    are renamed and summed with it, into the given name itself when the grad op binds it locally
+    (`given_local`: recurrent_grad, while_grad), else into a fresh name that its readers then use
+    (conditional_block_grad, whose given gradients live outside). Writes after the first read make a new
+    version and are left alone: a loop variable of `while` is read at the start of the body and written at
+    its end, so in the grad block its given gradient (for the value after the iteration) is read first, and
+    the gradient written later is the one for the value before it."""
+    specs = _grad_specs(fwd_block, list(targets), [], set(sources), set(), grad_block)
+    specs = _merge_given(specs, list(given), fwd_block.idx, given_local)
+    specs = _addup_repetitive_outputs(specs, fwd_block.idx)
+    declared = set(given)
+    for s in specs:
+        _check(grad_block, s, declared)
+    for s in specs:
+        _emit(grad_block, s)
+    grad_block.program.touch()
+    return {n for s in specs for n in s.output_arg_names() if n != EMPTY_VAR}
+
+
+def _merge_given(specs: list[GradOp], given: list[str], block_idx: int, in_place: bool) -> list[GradOp]:
+    """Add each given gradient that grad ops of the block also write to those contributions (see
+    append_block_backward)."""
+    for n in given:
+        reads = [i for i, s in enumerate(specs) if n in s.input_arg_names()]
+        first = reads[0] if reads else len(specs)
+        writers = [s for s in specs[:first] if n in s.output_arg_names()]
+        if not writers:
+            continue
+        parts, k = [n], 0
+        for s in writers:
+            for slot, names in s.outputs.items():
+                renamed = []
+                for x in names:
+                    if x == n:
+                        x = f"{n}@RENAME@block{block_idx}@{k}"
+                        k += 1
+                        parts.append(x)
+                    renamed.append(x)
+                s.outputs[slot] = renamed
+        readers = []  # the readers of this version: up to the next op that writes n (it may read it too)
+        for i in range(first, len(specs)):
+            if n in specs[i].input_arg_names():
+                readers.append(i)
+            if n in specs[i].output_arg_names():
+                break
+        if not readers and not in_place:
+            continue  # nobody inside reads it, and nobody outside collects it
+        total = n if in_place else f"{n}@RENAME@block{block_idx}@{k}"
+        if not in_place:
+            for i in readers:
+                specs[i].inputs = {slot: [total if x == n else x for x in names]
+                                   for slot, names in specs[i].inputs.items()}
+        specs.insert(first, GradOp("sum", {"X": parts}, {"Out": [total]}, fwd=writers[-1].fwd))
+    return specs
+
+
+def _grad_specs(block: Block, target_names: list[str], seeds: list[GradOp], sources: set | None, no_grad: set,
+                grad_block: Block) -> list[GradOp]:
+    """The grad op descs for `block`'s ops, seeds first, in the order they run (before renaming and
+    accumulation). `grad_block` is where they will go (rules of control-flow ops hang their grad
+    sub-blocks under it)."""
     ops = block.ops
     stop = set(no_grad) | {v.name for v in block.vars if v.stop_gradient}
     cache: dict[str, bool] = {}
@@ -198,9 +311,9 @@ def _append(block: Block, targets, seeds: list[GradOp], sources: set | None, no_
         written.update(op.output_arg_names)
 
     # Backward: each op whose outputs have gradients coming and whose inputs need some, in reverse.
-    needed = {t.name for t in targets}
+    needed = set(target_names)
     specs: list[GradOp] = list(seeds)
-    loss_name = targets[0].name
+    loss_name = target_names[0]
     for i in range(len(ops) - 1, -1, -1):
         op = ops[i]
         outs = op.output_arg_names
@@ -218,7 +331,8 @@ def _append(block: Block, targets, seeds: list[GradOp], sources: set | None, no_
                 f"that need a gradient ({', '.join(want)}), but kernelcore has no gradient rule for {op.type!r} "
                 f"yet (kernelcore/grad/ holds the rules). Mark those inputs stop_gradient or pass them in "
                 f"no_grad_set to cut the path.")
-        made = [s for s in r(GradContext(op, req.__contains__)) if any(n != EMPTY_VAR for n in s.output_arg_names())]
+        made = [s for s in r(GradContext(op, req.__contains__, grad_block))
+                if any(n != EMPTY_VAR for n in s.output_arg_names())]
         missing = {grad_name(o): o for o in outs if o not in needed}
         filled = set()
         for s in made:
@@ -230,26 +344,7 @@ def _append(block: Block, targets, seeds: list[GradOp], sources: set | None, no_
                     filled.add(n)
             specs.append(s)
             needed.update(strip_grad_suffix(n) for n in s.output_arg_names() if n != EMPTY_VAR)
-
-    specs = _addup_repetitive_outputs(specs, block.idx)
-    renames = _rename_existing(block, specs)
-    declared = set()
-    for s in specs:  # every check before the first edit: a failure leaves the program as it was
-        _check(block, s, declared)
-    for s in specs:
-        _emit(block, s)
-    block.program.touch()
-
-    grad_map = {}
-    for s in specs:
-        for n in s.output_arg_names():
-            if n == EMPTY_VAR:
-                continue
-            fwd = strip_grad_suffix(n)
-            final = renames.get(grad_name(fwd), grad_name(fwd))
-            if n == final:
-                grad_map[fwd] = n
-    return grad_map
+    return specs
 
 
 def _addup_repetitive_outputs(specs: list[GradOp], block_idx: int) -> list[GradOp]:
@@ -327,6 +422,24 @@ def _rename_existing(block: Block, specs: list[GradOp]) -> dict[str, str]:
     return var_map
 
 
+def _find(block: Block, name: str) -> Variable | None:
+    """`name` as Paddle's BlockDesc::FindVarRecursive finds it: breadth first through each block's forward
+    block (a grad sub-block sees the variables of the step block it differentiates), then its parent."""
+    frontier, seen = [block], set()
+    while frontier:
+        b = frontier.pop(0)
+        if b.idx in seen:
+            continue
+        seen.add(b.idx)
+        if b.has_var(name):
+            return b.var(name)
+        if b.forward_block_idx >= 0:
+            frontier.append(b.program.block(b.forward_block_idx))
+        if b.parent is not None:
+            frontier.append(b.parent)
+    return None
+
+
 def _where(spec: GradOp) -> str:
     return f"gradient op {spec.type!r}" + (f" (for {spec.fwd.type!r})" if spec.fwd is not None else "")
 
@@ -348,7 +461,7 @@ def _check(block: Block, spec: GradOp, declared: set) -> None:
             if not s.dispensable and not given.get(s.name):
                 raise ProgramError(f"{where}: the gradient rule leaves required {kind} {s.name!r} empty")
     for n in (n for names in spec.inputs.values() for n in names):
-        if n not in declared and block.find_var_recursive(n) is None:
+        if n not in declared and _find(block, n) is None:
             raise ProgramError(f"{where}: input {n!r} is declared nowhere (a gradient rule bug)")
     declared.update(n for names in spec.outputs.values() for n in names)
     for name, value in spec.attrs.items():
@@ -365,7 +478,7 @@ def _emit(block: Block, spec: GradOp) -> None:
     opdef = get_op_def(spec.type)
     where = _where(spec)
     for n in (n for names in spec.outputs.values() for n in names):
-        if n != EMPTY_VAR and block.find_var_recursive(n) is None:
+        if n != EMPTY_VAR and not block.has_var(n):  # a grad sub-block declares its own, as Paddle's
             _declare_grad_var(block, n)
 
     desc = pb.OpDesc(type=spec.type)
@@ -398,11 +511,11 @@ def _set_attr(desc: pb.OpDesc, name: str, attr_type: int, value) -> None:
 def _declare_grad_var(block: Block, name: str) -> None:
     """A gradient variable takes its forward variable's shape and dtype (Paddle's
     _infer_var_data_type_shape_)."""
-    fwd = block.find_var_recursive(strip_grad_suffix(name))
+    fwd = _find(block, strip_grad_suffix(name))
     if fwd is not None and fwd.shape is not None:
         block.create_var(name, fwd.shape, fwd.dtype)
     else:
         block.create_var(name, None, "float32")
 
 
-__all__ = ["NoGradientError", "append_backward", "gradients", "strip_grad_suffix"]
+__all__ = ["NoGradientError", "append_backward", "append_block_backward", "gradients", "strip_grad_suffix"]

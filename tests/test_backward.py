@@ -212,6 +212,14 @@ CASES = [
     GCase("lookup_table_v2", {"Ids": np.array([[0, 2, 2], [5, 0, 1]]), "W": f64(6, 4)}, id="lookup_repeats"),
     GCase("lookup_table_v2", {"Ids": np.array([[0, 2, 2], [5, 0, 1]]), "W": f64(6, 4)}, {"padding_idx": 2},
           id="lookup_padding"),
+    # control-flow helpers (recurrent, conditional_block, select_input, split_lod_tensor: in
+    # tests/test_backward_control_flow.py, inside the programs they belong to)
+    GCase("merge_lod_tensor", {"X": np.array([[True], [False], [False], [True]]),
+                               "Mask": np.array([[True], [False], [False], [True]]),
+                               "InTrue": f64(2, 3), "InFalse": f64(2, 3)}, id="merge_lod_tensor"),
+    GCase("rnn_memory_helper", {"X": f64(3, 4)}, {"dtype": 6}, id="rnn_memory_helper"),
+    GCase("select_output", {"X": f64(3, 4), "Mask": np.array([1], np.int32)}, n_out={"Out": 2}, use=("Out_out_1",),
+          id="select_output"),
 ]
 if kc.registry.has_op("dropout"):
     CASES += [
@@ -257,17 +265,15 @@ def test_gradient_kernels_on_gpu_match_cpu(case):
 
 
 def test_every_op_is_marked_differentiable_or_not():
-    """Each registered forward op has a rule or NO_GRAD, except the control-flow ops whose gradients are
-    still to be written (they raise on a loss path); grad ops themselves have none (no double backward)."""
-    pending = {"recurrent", "while", "conditional_block", "select_input", "split_lod_tensor", "merge_lod_tensor",
-               "rnn_memory_helper"}
-    unmarked = sorted(t for t, d in kc.all_op_defs().items()
-                      if d.grad is None and not t.endswith("_grad") and t not in pending)
+    """Each registered forward op has a rule or NO_GRAD; grad ops themselves have none (no double backward)."""
+    unmarked = sorted(t for t, d in kc.all_op_defs().items() if d.grad is None and not t.endswith("_grad"))
     assert unmarked == []
     for t in ("arg_max", "accuracy", "less_than", "fill_constant", "uniform_random", "gaussian_random", "feed",
               "fetch", "increment"):
         assert kc.get_op_def(t).grad is NO_GRAD, t
-    differentiable = {c.op for c in CASES}
+    # checked by finite differences in tests/test_backward_control_flow.py, inside the programs they belong to
+    in_programs = {"recurrent", "while", "conditional_block", "select_input", "split_lod_tensor"}
+    differentiable = {c.op for c in CASES} | in_programs
     assert differentiable == {t for t, r in GRAD_RULES.items() if r is not NO_GRAD and kc.registry.has_op(t)}
 
 
@@ -484,8 +490,9 @@ def test_missing_intermediate_output_is_named():
     assert str(prog) == before
 
 
-def test_control_flow_op_on_the_loss_path_is_named():
-    """A `while` op computing the loss from a parameter: its gradient is not written yet."""
+def test_control_flow_op_on_the_loss_path_is_named(monkeypatch):
+    """A `while` op computing the loss from a parameter, with its rule taken away: the error names it."""
+    monkeypatch.setattr(kc.get_op_def("while"), "grad", None)
     prog, block = _prog(("w", [2, 2], {"is_parameter": True, "persistable": True}))
     block.create_var("i", [1], "int64", stop_gradient=True)
     block.create_var("n", [1], "int64", stop_gradient=True)

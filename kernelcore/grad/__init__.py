@@ -3,7 +3,7 @@
 A rule is Paddle's GradOpMaker: given a view of one forward op (`GradContext`), it returns the descs of
 the ops that compute that op's input gradients from its output gradients. Rules live in one table,
 `GRAD_RULES` (op type -> rule), filled by one small module per op family (math, activation, loss,
-tensor, nn); `install()` also stores each rule on its OpDef (`OpDef.grad`).
+tensor, nn, control_flow); `install()` also stores each rule on its OpDef (`OpDef.grad`).
 
 Three kinds of entry:
   * a rule (callable): the op is differentiable;
@@ -18,7 +18,9 @@ forward outputs and `<Out>@GRAD` slots, and whose outputs are `<In>@GRAD` slots,
 attribute copied (Paddle's DefaultGradOpMaker with the slots Paddle's own maker picks). `standard`
 registers that grad op in the registry as well, so the rule and the op's OpProto cannot disagree.
 A few ops take forward ops as their gradient, as in Paddle: sum -> scale, scale -> scale,
-cast -> cast, assign -> assign, split -> concat.
+cast -> cast, assign -> assign, split -> concat, select_input -> select_output,
+split_lod_tensor <-> merge_lod_tensor. The rules of recurrent, while and conditional_block also
+build a grad sub-block by running the backward machinery over their sub-block (control_flow.py).
 """
 from __future__ import annotations
 
@@ -76,12 +78,15 @@ class GradContext:
     `needs_grad(name)` says whether a forward input wants a gradient; `input_grad(slot)` gives the
     gradient names for an input slot (the ones not wanted dropped, or EMPTY_VAR in their place with
     drop_empty=False); `output_grad(slot)` gives the gradient names of an output slot. backward fills
-    in zeros for an output gradient that no later op produces."""
+    in zeros for an output gradient that no later op produces. `grad_block` is the block the grad ops
+    go into (the op's own block, or a grad sub-block when the op sits inside a control-flow block);
+    control-flow rules hang their own grad sub-blocks under it, as Paddle does."""
 
-    def __init__(self, op, needs_grad: Callable[[str], bool]):
+    def __init__(self, op, needs_grad: Callable[[str], bool], grad_block=None):
         self.op = op
         self.type = op.type
         self.needs_grad = needs_grad
+        self.grad_block = grad_block if grad_block is not None else op.block
 
     def input(self, slot: str) -> list[str]:
         return self.op.input(slot)
@@ -215,6 +220,8 @@ def _register_fill_any_like():
     @d.kernel()
     def fill_any_like(ctx, ins, attrs):
         x = ins[0]
+        if x is None:  # the output of a branch that did not run: its gradient is never read either
+            return (None,)
         dt = x.dtype if attrs["dtype"] == -1 else dtypes.to_numpy(attrs["dtype"])
         return (ctx.xp.full(x.shape, attrs["value"], dtype=dt),)
 
@@ -230,7 +237,7 @@ def install() -> None:
     _installed = True
     has_op("feed")  # make sure the forward ops are registered first
     _register_fill_any_like()
-    from . import activation, loss, math, nn, tensor  # noqa: F401  - each fills GRAD_RULES
+    from . import activation, control_flow, loss, math, nn, tensor  # noqa: F401  - each fills GRAD_RULES
     for t, r in GRAD_RULES.items():
         if has_op(t):
             get_op_def(t).grad = r

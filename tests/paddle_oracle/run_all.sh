@@ -11,3 +11,4 @@ export GLOG_minloglevel=1   # hide Paddle's "New Executor is Running" info lines
 FLAGS_enable_pir_api=0 "$py3" "$here/make_programs.py" "$out/p3"
 FLAGS_enable_pir_api=0 "$py3" "$here/check_pdiparams.py" "$out/p3"
 "$py2" "$here/make_control_flow.py" "$out/p2"
+"$py2" "$here/make_control_flow_grad.py" "$out/p2grad"
