@@ -198,6 +198,9 @@ CASES = [
     # tensors
     GCase("reshape2", {"X": f64(2, 3, 4)}, {"shape": [0, -1]}, id="reshape2"),
     GCase("transpose2", {"X": f64(2, 3, 4)}, {"axis": [1, 2, 0]}, id="transpose2"),
+    GCase("slice", {"Input": f64(4, 5, 3)}, {"axes": [0, 1], "starts": [1, -4], "ends": [3, 100]}, id="slice"),
+    GCase("slice", {"Input": f64(4, 5)}, {"axes": [0], "starts": [2], "ends": [3], "decrease_axis": [0]},
+          id="slice_decrease"),
     GCase("concat", {"X": [f64(2, 3), f64(2, 1), f64(2, 2)]}, {"axis": 1}, id="concat_axis1"),
     GCase("concat", {"X": [f64(2, 3), f64(1, 3)]}, {"axis": -2}, id="concat_axis_neg"),
     GCase("concat", {"X": [f64(2, 3), f64(2, 1), f64(2, 2)]}, {"axis": 1}, stop=("X_1",), id="concat_one_stopped"),

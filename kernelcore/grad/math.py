@@ -209,4 +209,4 @@ def reduce_mean_grad(ctx, ins, attrs):
     return ((e / max(n, 1)).astype(x.dtype),)
 
 
-no_grad("less_than")
+no_grad("less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal")

@@ -78,3 +78,20 @@ def assign_grad_rule(g: GradContext):
 # Constants, random draws, feeding and fetching, counters: no gradient (Paddle: empty grad makers).
 no_grad("fill_constant", "uniform_random", "gaussian_random", "feed", "fetch", "increment",
         "fill_zeros_like", "fill_any_like", "fill_constant_batch_size_like", "logical_not")
+
+
+from ..ops.tensor import _slice_params, slice_bounds  # noqa: E402
+
+SLICE_GRAD = standard("slice", ins=("Input", "StartsTensor", "EndsTensor"), in_grads=("Input",),
+                      infer_from={"Input@GRAD": ("Input", False)},
+                      comment="Input@GRAD = zeros of Input's shape with Out@GRAD in the sliced region.")
+
+
+@SLICE_GRAD.kernel()
+def slice_grad(ctx, ins, attrs):
+    x, starts_t, ends_t, g = ins
+    starts, ends = _slice_params(attrs, starts_t, ends_t)
+    out = ctx.xp.zeros(x.shape, dtype=g.dtype)  # our own fresh array: filling it mutates nothing shared
+    region = out[tuple(slice_bounds(x.shape, attrs["axes"], starts, ends))]
+    region[...] = g.reshape(region.shape)
+    return (out,)

@@ -60,30 +60,43 @@ def _fail(message: str):
 
 
 # -- comparisons ---------------------------------------------------------------
-def _infer_less_than(ic):
+def _infer_compare(ic):
     # Mixed integer dtypes (an int32 counter against an int64 bound) compare fine: no dtype check.
     # Paddle's own infer-shape ignores `axis` (trailing alignment) while its kernel honours it; kernelcore
     # honours it in both, like the elementwise ops.
     ic.set_output("Out", broadcast_shapes(ic.shape("X"), ic.shape("Y"), ic.attr("axis"), ic), VT.BOOL)
 
 
-LESS_THAN = register_op(
-    "less_than", "Out = X < Y, elementwise, as bool. Y is broadcast against X like elementwise_add "
-                 "(its dims line up with X's starting at `axis`; -1: the trailing dims).",
-    inputs=[In("X", "the left operand"), In("Y", "the right operand, broadcast to X")],
-    outputs=[Out("Out", "bool tensor of the broadcast shape")],
-    attrs=[Attr("axis", A.INT, "the dim of X where Y's dims start; -1 aligns trailing dims", -1),
-           Attr("force_cpu", A.BOOLEAN, "Paddle: keep Out in host memory. kernelcore ignores it: "
-                "Out lives where the op runs", False)],
-    infer_shape=_infer_less_than)
+# op type -> (symbol, body): Paddle's compare family, one entry each
+COMPARE = {
+    "less_than": ("<", operator.lt), "less_equal": ("<=", operator.le),
+    "greater_than": (">", operator.gt), "greater_equal": (">=", operator.ge),
+    "equal": ("==", operator.eq), "not_equal": ("!=", operator.ne),
+}
 
 
-@LESS_THAN.kernel()
-def less_than(ctx, ins, attrs):
-    x, y = ins
-    if attrs["axis"] != -1:
-        x, y = align(ctx.xp, x, y, attrs["axis"])
-    return (x < y,)
+def _compare_kernel(body):
+    def kernel(ctx, ins, attrs):
+        x, y = ins
+        if attrs["axis"] != -1:
+            x, y = align(ctx.xp, x, y, attrs["axis"])
+        return (body(x, y),)
+    return kernel
+
+
+for _type, (_sym, _body) in COMPARE.items():
+    _d = register_op(
+        _type, f"Out = X {_sym} Y, elementwise, as bool. Y is broadcast against X like elementwise_add "
+               f"(its dims line up with X's starting at `axis`; -1: the trailing dims).",
+        inputs=[In("X", "the left operand"), In("Y", "the right operand, broadcast to X")],
+        outputs=[Out("Out", "bool tensor of the broadcast shape")],
+        attrs=[Attr("axis", A.INT, "the dim of X where Y's dims start; -1 aligns trailing dims", -1),
+               Attr("force_cpu", A.BOOLEAN, "Paddle: keep Out in host memory. kernelcore ignores it: "
+                    "Out lives where the op runs", False)],
+        infer_shape=_infer_compare)
+    _k = _compare_kernel(_body)
+    _k.__name__ = _type
+    _d.kernel()(_k)
 
 
 # -- sums and scaling ----------------------------------------------------------

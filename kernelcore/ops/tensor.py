@@ -663,3 +663,70 @@ def split(ctx, ins, attrs):
     sizes = split_sizes(x.shape[axis], attrs["num"], sections, n_out)
     cuts = np.cumsum(sizes)[:-1].tolist()
     return (ctx.xp.split(x, cuts, axis=axis),)
+
+
+# -- slice ---------------------------------------------------------------------
+def slice_bounds(shape, axes, starts, ends) -> list[slice]:
+    """Paddle's slice rule per axis: negative starts/ends count from the end, both clamp to
+    [0, dim], and an end at or before its start gives an empty dim."""
+    index = [slice(None)] * len(shape)
+    for a, s, e in zip(axes, starts, ends):
+        d = shape[a]
+        if d < 0:
+            index[a] = slice(s, e)
+            continue
+        s = min(max(s + d if s < 0 else s, 0), d)
+        e = min(max(e + d if e < 0 else e, 0), d)
+        index[a] = slice(s, max(e, s))
+    return index
+
+
+def _slice_params(ic_or_attrs, starts_t=None, ends_t=None):
+    starts = [int(v) for v in to_host(starts_t).reshape(-1)] if starts_t is not None else ic_or_attrs["starts"]
+    ends = [int(v) for v in to_host(ends_t).reshape(-1)] if ends_t is not None else ic_or_attrs["ends"]
+    return starts, ends
+
+
+def _infer_slice(ic):
+    x = ic.shape("Input")
+    axes, decrease = ic.attr("axes"), ic.attr("decrease_axis") or []
+    for a in axes:
+        if not 0 <= a < len(x):
+            ic.fail(f"axis {a} is out of range for Input of shape {list(x)}")
+    if ic.has_input("StartsTensor") or ic.has_input("EndsTensor"):
+        out = [-1 if i in axes else d for i, d in enumerate(x)]
+    else:
+        starts, ends = ic.attr("starts"), ic.attr("ends")
+        if not len(axes) == len(starts) == len(ends):
+            ic.fail(f"axes {axes}, starts {starts} and ends {ends} must have the same length")
+        index = slice_bounds(x, axes, starts, ends)
+        out = [d if d < 0 or i not in axes else len(range(*index[i].indices(d))) for i, d in enumerate(x)]
+    for a in decrease:
+        if out[a] not in (1, -1):
+            ic.fail(f"decrease_axis {a} must have size 1, it has {out[a]}")
+    ic.set_output("Out", [d for i, d in enumerate(out) if i not in decrease], ic.dtype("Input"))
+
+
+SLICE = register_op(
+    "slice", "Out = Input[starts:ends] along `axes` (Python-style bounds, clamped); `decrease_axis` drops "
+             "those sliced dims of size 1.",
+    inputs=[In("Input", "the tensor to slice"),
+            In("StartsTensor", "starts as a 1-D tensor (overrides the attribute)", dispensable=True),
+            In("EndsTensor", "ends as a 1-D tensor (overrides the attribute)", dispensable=True)],
+    outputs=[Out("Out", "the slice")],
+    attrs=[Attr("axes", A.INTS, "the axes to slice"),
+           Attr("starts", A.INTS, "start index per axis (negative: from the end)", []),
+           Attr("ends", A.INTS, "end index per axis, exclusive (negative: from the end)", []),
+           Attr("infer_flags", A.INTS, "Paddle's per-axis 'known at build time' flags (ignored)", []),
+           Attr("decrease_axis", A.INTS, "sliced axes of size 1 to remove from Out", [])],
+    infer_shape=_infer_slice)
+
+
+@SLICE.kernel()
+def slice_(ctx, ins, attrs):
+    x, starts_t, ends_t = ins
+    starts, ends = _slice_params(attrs, starts_t, ends_t)
+    out = x[tuple(slice_bounds(x.shape, attrs["axes"], starts, ends))]
+    if attrs["decrease_axis"]:
+        out = out.reshape([d for i, d in enumerate(out.shape) if i not in attrs["decrease_axis"]])
+    return (out,)

@@ -157,4 +157,14 @@ CASES = [
     Case("softmax", {"X": f64(2, 3)}, softmax_ref, attrs={"axis": 0}, id="softmax_axis0_f64"),
     Case("softmax", {"X": np.array([[1000.0, 0.0, -1000.0], [3.0, 3.0, 3.0]], np.float32)},
          lambda X, **a: {"Out": np.array([[1, 0, 0], [1 / 3, 1 / 3, 1 / 3]], np.float32)}, id="softmax_huge_logits"),
+    # -- the rest of the compare family: one table row each in ops/math.py --------------
+    Case("greater_than", {"X": f32(2, 3), "Y": f32(3)}, lambda X, Y, **a: {"Out": X > Y}, id="greater_than"),
+    Case("greater_equal", {"X": np.array([1, 2, 3], np.int64), "Y": np.array([2], np.int64)},
+         lambda X, Y, **a: {"Out": X >= Y}, id="greater_equal_int"),
+    Case("less_equal", {"X": f32(3, 3), "Y": f32(3)}, lambda X, Y, **a: {"Out": X <= Y[:, None]},
+         attrs={"axis": 0}, id="less_equal_axis0"),
+    Case("equal", {"X": np.array([1, 2, 3], np.int32), "Y": np.array([1, 0, 3], np.int32)},
+         lambda X, Y, **a: {"Out": X == Y}, id="equal"),
+    Case("not_equal", {"X": np.array([1, 2, 3], np.int32), "Y": np.array([1, 0, 3], np.int32)},
+         lambda X, Y, **a: {"Out": X != Y}, id="not_equal"),
 ]

@@ -170,4 +170,17 @@ CASES = [
     Case("lookup_table_v2", {"Ids": np.array([2, 0, 3], np.int64), "W": W43},
          lambda Ids, W, **a: {"Out": W[Ids]}, attrs={"padding_idx": 9, "is_sparse": True},
          id="lookup_padding_idx_matching_no_id"),
+    # -- slice: Python-style bounds clamped to the dim, negative from the end, decrease_axis drops dims --
+    Case("slice", {"Input": np.arange(60, dtype=np.float32).reshape(3, 4, 5)},
+         lambda Input, **a: {"Out": Input[1:3, -3:]}, attrs={"axes": [0, 1], "starts": [1, -3], "ends": [10, 4]},
+         id="slice_clamped_negative"),
+    Case("slice", {"Input": np.arange(12, dtype=np.float32).reshape(3, 4)},
+         lambda Input, **a: {"Out": Input[1]}, attrs={"axes": [0], "starts": [1], "ends": [2], "decrease_axis": [0]},
+         id="slice_decrease_axis"),
+    Case("slice", {"Input": np.arange(12, dtype=np.int64).reshape(3, 4), "StartsTensor": np.array([1], np.int64),
+                   "EndsTensor": np.array([-1], np.int64)},
+         # as paddle.slice writes it: placeholder starts/ends with infer_flags -1 (Paddle reads them)
+         lambda Input, StartsTensor, EndsTensor, **a: {"Out": Input[:, 1:-1]},
+         attrs={"axes": [1], "starts": [-1], "ends": [-1], "infer_flags": [-1]},
+         id="slice_tensor_bounds"),
 ]
