@@ -99,7 +99,11 @@ def meta_of(value) -> tuple:
 def compact(rec) -> tuple:
     if len(rec) == RECORD_HEAD or rec[RECORD_HEAD] is META:
         return rec
-    return rec[:RECORD_HEAD] + (META,) + tuple([meta_of(v) for v in rec[RECORD_HEAD:]])
+    metas = []
+    for v in rec[RECORD_HEAD:]:  # inlined meta_of, dtype names resolved only when read: this runs per op
+        dt = getattr(v, "dtype", None)
+        metas.append((v.shape, dt) if dt is not None else (None, type(v).__name__ if v is not None else None))
+    return rec[:RECORD_HEAD] + (META, *metas)
 
 
 def op_run_event(rec, keep_values: bool = False) -> Event:
