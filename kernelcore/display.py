@@ -14,6 +14,7 @@ import collections
 import html
 import math
 import shutil
+import subprocess
 
 from . import attrs as attrlib
 from . import dtypes
@@ -26,6 +27,7 @@ SCHEMA = "kernelcore.program"
 VERSION = 1
 TRACE_EVENT_LIMIT = 20_000  # events beyond this are cut from the trace MIME bundle
 SVG_NODE_LIMIT = 1_000      # above this, text/html carries no static SVG (system dot gets slow)
+SVG_TIMEOUT_S = 1.0  # the static fallback's layout budget; past it the fallback is the text alone
 
 VT = pb.VarType
 A = pb.AttrType
@@ -339,15 +341,19 @@ def program_dot(blocks: list[dict], removed_ops=frozenset(), removed_vars=frozen
     return g.source
 
 
-def static_svg(dot: str) -> str | None:
-    """The DOT source laid out by a system `dot` binary, as an <svg> element; None without one."""
-    if shutil.which("dot") is None:
+def static_svg(dot: str, timeout: float = SVG_TIMEOUT_S) -> str | None:
+    """The DOT source laid out by a system `dot` binary, as an <svg> element; None without one, or when
+    the layout takes longer than `timeout` seconds (a display must not stall the kernel)."""
+    exe = shutil.which("dot")
+    if exe is None:
         return None
-    import graphviz
     try:
-        svg = graphviz.Source(dot).pipe(format="svg", encoding="utf-8")
-    except (graphviz.ExecutableNotFound, graphviz.CalledProcessError, OSError):
+        r = subprocess.run([exe, "-Tsvg"], input=dot.encode(), capture_output=True, timeout=timeout)
+    except (subprocess.TimeoutExpired, OSError):
         return None
+    if r.returncode != 0:
+        return None
+    svg = r.stdout.decode("utf-8", errors="replace")
     start = svg.find("<svg")
     return svg[start:] if start >= 0 else None
 

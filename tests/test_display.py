@@ -300,3 +300,13 @@ def test_var_kinds_of_a_paddle_inference_model():
     assert kinds["x"] == "data" and kinds["feed"] == kinds["fetch"] == "other"
     assert {n for n, k in kinds.items() if k == "param"} == {f"fc_{i}.{p}_0" for i in range(3) for p in "wb"}
     assert kinds["fc_2.tmp_2"] == "tmp"
+
+
+def test_static_svg_gives_up_past_its_time_budget():
+    import shutil
+    from kernelcore.display import static_svg
+    if shutil.which("dot") is None:
+        pytest.skip("no system dot binary: the static SVG fallback is off")
+    dot = "digraph { " + " ".join(f"n{i} -> n{i + 1};" for i in range(3000)) + " }"
+    assert static_svg(dot, timeout=0.001) is None
+    assert static_svg("digraph { a -> b }").startswith("<svg")
