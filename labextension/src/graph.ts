@@ -12,6 +12,9 @@ export const GROUP_THRESHOLD = 300;
 export const GROUP_SIZE = 100;
 /** A group is cut where a run of at least this many ops of one role starts. */
 export const GROUP_MIN = 20;
+/** Above this many nodes in the DOT, toDot bounds Graphviz's network-simplex passes. */
+export const NSLIMIT_ABOVE = 400;
+
 /** A cluster with more than this many nodes starts collapsed. */
 export const COLLAPSE_THRESHOLD = 300;
 const LABEL_MAX = 36;
@@ -444,7 +447,9 @@ export class ProgramGraphModel {
     out.push('  graph [rankdir=TB, compound=true, nodesep=0.25, ranksep=0.35, fontname="sans-serif", fontsize=10, bgcolor="transparent"];');
     out.push('  node [fontname="sans-serif", fontsize=10, height=0.3, margin="0.08,0.03"];');
     out.push('  edge [arrowsize=0.6];');
+    let dotNodes = 0;
     const nodeLine = (n: GNode, indent: string) => {
+      dotNodes++;
       const shape = n.kind === 'op' ? 'box' : n.v?.parameter || n.classes.includes('jp-Kernelcore-kind-param') ? 'cylinder' : 'ellipse';
       const styles = n.kind === 'op' ? ['rounded', 'filled'] : ['filled'];
       if (n.classes.includes('jp-Kernelcore-kind-grad')) {
@@ -462,6 +467,7 @@ export class ProgramGraphModel {
       const c = this.clusters.get(id)!;
       if (collapsed.has(id)) {
         const what = c.kind === 'group' ? c.label : `${c.label} (${c.opCount} ops)`;
+        dotNodes++;
         out.push(
           `${indent}${this.collapsedKey(id)} [id=${dotQuote(prefix + this.collapsedKey(id))}, class=${dotQuote(`jp-Kernelcore-collapsed jp-Kernelcore-${c.kind}`)}, shape=box3d, style="filled", label=${dotQuote([what, `${c.total} nodes \u25b8`])}];`
         );
@@ -480,13 +486,27 @@ export class ProgramGraphModel {
     };
     this.topNodes.forEach(k => nodeLine(this.nodes.get(k)!, '  '));
     this.topClusters.forEach(id => emitCluster(id, '  '));
-    // Edges between what is visible, once each.
-    const seen = new Set<string>();
+    // Edges between what is visible, once each. An edge with a folded cluster at one end is drawn once
+    // per (node or open group, folded cluster) pair and direction: the per-variable edges of an open
+    // group to a folded one are one edge (ltail/lhead on the group), which keeps Graphviz's rank
+    // constraints few when one group of a big graph is unfolded.
     const endpoint = (v: string): string => (this.clusters.has(v) ? this.collapsedKey(v) : v);
+    const anyGroupOpen = [...this.clusters.values()].some(c => c.kind === 'group' && !collapsed.has(c.id));
+    const openGroupOf = (nodeKey: string): string | null => {
+      for (const c of this.ancestors(this.nodes.get(nodeKey)?.container ?? null)) {
+        if (this.clusters.get(c)?.kind === 'group') {
+          return c;
+        }
+      }
+      return null;
+    };
+    type Drawn = { a: string; b: string; kind: GEdge['kind']; attrs: string; count: number; folded: boolean };
+    const drawn = new Map<string, Drawn>();
     for (const e of this.edges) {
       const from = this.visibleFor(e.from, collapsed);
       let to: string;
       let lhead = '';
+      let ltail = '';
       if (e.kind === 'sub') {
         const hidden = this.collapsedAround(e.to, collapsed);
         if (hidden) {
@@ -505,15 +525,50 @@ export class ProgramGraphModel {
       if (from === to) {
         continue;
       }
-      const a = endpoint(from);
-      const b = endpoint(to);
-      const sig = `${a}>${b}>${e.kind}`;
-      if (seen.has(sig)) {
+      const fromFolded = this.clusters.has(from);
+      const toFolded = this.clusters.has(to);
+      let a = endpoint(from);
+      let b = endpoint(to);
+      let sigA = a;
+      let sigB = b;
+      if (e.kind === 'data' && fromFolded !== toFolded) {
+        // the open end: a node, or the open group it sits in
+        const openEnd = fromFolded ? to : from;
+        const grp = openGroupOf(openEnd);
+        const rep = grp ? this.firstVisibleInside(grp, collapsed) : null;
+        if (grp && rep) {
+          const key = this.clusters.get(grp)!.key;
+          if (fromFolded) {
+            sigB = `G:${grp}`;
+            b = endpoint(rep);
+            lhead = `, lhead=${key}`;
+          } else {
+            sigA = `G:${grp}`;
+            a = endpoint(rep);
+            ltail = `, ltail=${key}`;
+          }
+        }
+      }
+      const sig = `${sigA}>${sigB}>${e.kind}`;
+      const have = drawn.get(sig);
+      if (have) {
+        have.count++;
         continue;
       }
-      seen.add(sig);
-      const style = e.kind === 'sub' ? `, style=dashed, class="jp-Kernelcore-subedge"${lhead}` : '';
-      out.push(`  ${a} -> ${b} [id=${dotQuote(`${prefix}e${seen.size}`)}${style}];`);
+      const style = e.kind === 'sub' ? `, style=dashed, class="jp-Kernelcore-subedge"` : '';
+      drawn.set(sig, { a, b, kind: e.kind, attrs: `${style}${ltail}${lhead}`, count: 1, folded: fromFolded && toFolded });
+    }
+    let n = 0;
+    drawn.forEach(d => {
+      n++;
+      const constraint = d.folded && anyGroupOpen ? ', constraint=false' : '';
+      // several variables' edges drawn as one: a thicker line
+      const count = d.count > 1 ? `, penwidth=${Math.min(3, 1 + Math.log2(d.count) / 2).toFixed(2)}` : '';
+      out.push(`  ${d.a} -> ${d.b} [id=${dotQuote(`${prefix}e${n}`)}${d.attrs}${constraint}${count}];`);
+    });
+    if (dotNodes > NSLIMIT_ABOVE) {
+      // bound Graphviz's network-simplex passes on big graphs (layout time, not correctness)
+      out.splice(1, 0, '  graph [nslimit=3, nslimit1=3];');
     }
     out.push('}');
     return out.join('\n');

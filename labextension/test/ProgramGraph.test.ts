@@ -257,6 +257,47 @@ describe('DOT escaping', () => {
     expect(dot.match(/ -> /g)!.length).toBe(3);
   });
 
+  it('draws one edge per (open group, folded group) pair when a group is unfolded', async () => {
+    const p = chain(400);
+    const ops = p.blocks[0].ops;
+    // the last op (in the last group) reads every variable made in group 1 (ops 100-199), and the
+    // first op of group 1 writes a second output read in group 2: many edges between the same pairs
+    ops[399].inputs = { X: ['t399'], Y: ops.slice(100, 200).map(o => o.outputs.Out[0]) };
+    ops[250].inputs = { X: ['t250'], Y: ['t101', 't150', 't199'] };
+    const g = new ProgramGraphModel(p);
+    const groups = [...g.clusters.values()].filter(c => c.kind === 'group').map(c => c.id);
+    expect(groups.length).toBe(4);
+    const folded = new Set(groups.filter(id => id !== 'group_0_1'));
+    const dot = g.toDot(folded, 'p_');
+    const edges = dot.split('\n').filter(l => l.includes(' -> '));
+    const pairs = edges.map(l => {
+      const [a, rest] = l.trim().split(' -> ');
+      const b = rest.split(' ')[0];
+      const tail = /ltail=(\w+)/.exec(l)?.[1] ?? a;
+      const head = /lhead=(\w+)/.exec(l)?.[1] ?? b;
+      return `${tail}>${head}`;
+    });
+    // one edge per pair and direction
+    expect(new Set(pairs).size).toBe(pairs.length);
+    // the open group's 100 variables feeding group 3 (and 3 feeding group 2) are one edge each
+    expect(pairs.filter(s => s === 'cluster_g0_1>C_cluster_g0_3').length).toBe(1);
+    expect(pairs.filter(s => s === 'cluster_g0_1>C_cluster_g0_2').length).toBe(1);
+    expect(edges.filter(l => /lhead=|ltail=/.test(l)).length).toBeLessThanOrEqual(4);
+    expect(edges.length).toBeLessThan(250);
+    // edges between two folded groups do not constrain ranks
+    const foldedPair = edges.filter(l => /^\s*C_cluster_g0_\d+ -> C_cluster_g0_\d+ /.test(l));
+    expect(foldedPair.length).toBeGreaterThan(0);
+    foldedPair.forEach(l => expect(l).toContain('constraint=false'));
+    // all folded: the chain of groups keeps its ranks
+    expect(g.toDot(new Set(groups), 'p_')).not.toContain('constraint=false');
+    // more than NSLIMIT_ABOVE nodes in the DOT bound the network simplex
+    expect(dot).not.toContain('nslimit');
+    expect(g.toDot(new Set(groups), 'p_')).not.toContain('nslimit');
+    expect(g.toDot(new Set(), 'p_')).toContain('nslimit=3, nslimit1=3');
+    const svg = await vizLayout(dot);
+    expect(svg.querySelectorAll('g.edge').length).toBe(edges.length);
+  });
+
   it('builds DOT from ProgramJSON with only synthetic ids', () => {
     const g = new ProgramGraphModel(mlp());
     const dot = g.toDot(new Set(), 'kcT_');
