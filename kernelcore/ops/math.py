@@ -75,15 +75,6 @@ COMPARE = {
 }
 
 
-def _compare_kernel(body):
-    def kernel(ctx, ins, attrs):
-        x, y = ins
-        if attrs["axis"] != -1:
-            x, y = align(ctx.xp, x, y, attrs["axis"])
-        return (body(x, y),)
-    return kernel
-
-
 for _type, (_sym, _body) in COMPARE.items():
     _d = register_op(
         _type, f"Out = X {_sym} Y, elementwise, as bool. Y is broadcast against X like elementwise_add "
@@ -94,7 +85,7 @@ for _type, (_sym, _body) in COMPARE.items():
                Attr("force_cpu", A.BOOLEAN, "Paddle: keep Out in host memory. kernelcore ignores it: "
                     "Out lives where the op runs", False)],
         infer_shape=_infer_compare)
-    _k = _compare_kernel(_body)
+    _k = _binary_kernel(_body)  # same broadcasting as the arithmetic family
     _k.__name__ = _type
     _d.kernel()(_k)
 
