@@ -40,3 +40,4 @@ from . import optimizer  # noqa: E402
 from .model import Model  # noqa: E402
 __all__ += ["optimizer", "Model"]
 from .backward import append_backward, gradients  # noqa: E402,F401  - training programs: gradient ops
+from . import grad as _grad_rules  # noqa: E402,F401  - registers every gradient rule (after the ops they differentiate)

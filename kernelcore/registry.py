@@ -105,7 +105,6 @@ class OpDef:
     outputs: tuple[Slot, ...]
     attrs: dict[str, Attr]
     infer_shape: Callable | None = None
-    grad: Any = None  # the gradient rule, set by the backward module
     kernels: dict = field(default_factory=dict)  # (place kind, dtype name|None) -> fn
     no_kernel_reason: str = ""  # why an op has no kernel at all (e.g. handled by the executor)
 
@@ -181,25 +180,16 @@ def register_op(type: str, comment: str, inputs=(), outputs=(), attrs=(), infer_
 def get_op_def(type: str) -> OpDef:
     d = _REGISTRY.get(type)
     if d is None:
-        _load_ops()
-        d = _REGISTRY.get(type)
-    if d is None:
         raise UnknownOpError(f"unknown op type {type!r}{_did_you_mean(type, list(_REGISTRY))}")
     return d
 
 
 def has_op(type: str) -> bool:
-    _load_ops()
     return type in _REGISTRY
 
 
 def all_op_defs() -> dict[str, OpDef]:
-    _load_ops()
     return dict(sorted(_REGISTRY.items()))
-
-
-def _load_ops() -> None:
-    from . import ops  # noqa: F401  - registering is importing
 
 
 def _did_you_mean(name: str, choices: list[str]) -> str:

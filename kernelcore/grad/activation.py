@@ -2,7 +2,7 @@
 forward output Out rather than X: every one of these derivatives is a function of Out."""
 from __future__ import annotations
 
-from . import standard
+from ..backward import standard
 
 # op type -> (formula, body(xp, out, out_grad) -> X@GRAD)
 UNARY = {

@@ -49,7 +49,8 @@ from ..ops.control_flow import ControlFlowError, _truth
 from ..proto.framework_pb2 import AttrType as A
 from ..proto.framework_pb2 import VarType as VT
 from ..registry import Attr, In, Out, has_op, register_op
-from . import EMPTY_VAR, GRAD_SUFFIX, GradContext, grad_name, is_float, rule, standard
+from ..backward import (EMPTY_VAR, GRAD_SUFFIX, GradContext, append_block_backward, grad_name, is_float, rule,
+                        standard)
 
 _SKIP_EAGER = Attr("skip_eager_deletion_vars", A.STRINGS, "Paddle's garbage-collector hint; ignored", [])
 
@@ -167,7 +168,6 @@ def recurrent_grad_rule(g: GradContext):
     sources |= {n for n in ex_states if differentiable(n)}
     targets = list(dict.fromkeys(op.output("outputs") + states))
     grad_block = _grad_sub_block(g, step)
-    from ..backward import append_block_backward
     append_block_backward(step, grad_block, targets, [grad_name(n) for n in targets], sources, given_local=True)
 
     ss = op.output("step_scopes")
@@ -286,7 +286,6 @@ def conditional_block_grad_rule(g: GradContext):
     branch = op.block.program.block(op.attr("sub_block"))
     sources = {n for n in op.input("Input") if g.needs_grad(n)}
     grad_block = _grad_sub_block(g, branch)
-    from ..backward import append_block_backward
     append_block_backward(branch, grad_block, outs, [grad_name(n) for n in outs], sources, given_local=False)
     inputs = {"Cond": op.input("Cond"), "Input": op.input("Input"), "Out": outs,
               "Out@GRAD": g.output_grad("Out"), "Scope": op.output("Scope")}
@@ -375,7 +374,6 @@ def while_grad_rule(g: GradContext):
     prog = body.program
     nblocks = prog.num_blocks
     grad_block = _grad_sub_block(g, body)
-    from ..backward import append_block_backward
     given = [grad_name(o) for o in targets]
     produced = append_block_backward(body, grad_block, targets, given, sources, given_local=True)
     xg = [grad_name(x) if g.needs_grad(x) and grad_name(x) in produced else EMPTY_VAR for x in xs]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..ops.math import align, reduce_axes
-from . import GradContext, no_grad, rule, standard, wanted
+from ..backward import GradContext, no_grad, rule, standard, wanted
 
 
 def _fail(message: str):

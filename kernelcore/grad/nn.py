@@ -3,7 +3,7 @@ have none."""
 from __future__ import annotations
 
 from ..registry import has_op
-from . import no_grad, standard
+from ..backward import no_grad, standard
 
 LOOKUP_GRAD = standard("lookup_table_v2", ins=("Ids", "W"), in_grads=("W",),
                        comment="W@GRAD (dense, W's shape) = for each id, the sum of the Out@GRAD rows that "

@@ -35,7 +35,7 @@ from .. import dtypes
 from ..errors import KernelcoreError
 from ..proto.framework_pb2 import AttrType as A
 from ..proto.framework_pb2 import VarType as VT
-from ..registry import _REGISTRY, Attr, In, Out, register_op
+from ..registry import Attr, In, Out, has_op, register_op
 
 _MAX_WHILE_ITERATIONS: int | None = 10_000_000
 
@@ -417,7 +417,7 @@ def merge_lod_tensor(ctx, ins, attrs):
 
 # ---------------------------------------------------------------------------------------------------------
 # cond's helpers
-if "select_input" not in _REGISTRY:  # a family may register it first
+if not has_op("select_input"):  # a family may register it first
     def _infer_select(ic):
         ic.set_output("Out", ic.shape("X", 0), ic.dtype("X", 0))
 
@@ -445,7 +445,7 @@ if "select_input" not in _REGISTRY:  # a family may register it first
         return (xs[k],)  # a reference: nothing mutates it
 
 
-if "logical_not" not in _REGISTRY:  # the logical family may register it first
+if not has_op("logical_not"):  # the logical family may register it first
     LOGICAL_NOT = register_op(
         "logical_not", "Out = not X, elementwise, as bool.",
         inputs=[In("X", "the operand (nonzero is true)")], outputs=[Out("Out", "bool, X's shape")],
@@ -476,7 +476,7 @@ def rnn_memory_helper(ctx, ins, attrs):
     return (ins[0],)  # values are never mutated, so sharing is as good as a copy
 
 
-if "fill_constant_batch_size_like" not in _REGISTRY:  # a tensor op; tensor.py may register it first
+if not has_op("fill_constant_batch_size_like"):  # a tensor op; tensor.py may register it first
     def _infer_fcbsl(ic):
         shape = list(ic.attr("shape"))
         ref = ic.shape("Input")

@@ -730,3 +730,24 @@ def slice_(ctx, ins, attrs):
     if attrs["decrease_axis"]:
         out = out.reshape([d for i, d in enumerate(out.shape) if i not in attrs["decrease_axis"]])
     return (out,)
+
+
+# -- fill_any_like: Paddle's backward writes it (value 0) for an output gradient no op produces --------
+FILL_ANY_LIKE = register_op(
+    "fill_any_like", "Out = a tensor of X's shape filled with `value`, of X's dtype (or `dtype` when "
+                     "it is not -1). Paddle's backward writes it (value 0) for an output gradient no "
+                     "op produces.",
+    inputs=[In("X", "the tensor whose shape Out takes")], outputs=[Out("Out", "the filled tensor")],
+    attrs=[Attr("value", A.FLOAT, "the fill value", 0.0),
+           Attr("dtype", A.INT, "(VarType) Out's data type; -1: X's", -1)],
+    infer_shape=lambda ic: ic.set_output("Out", ic.shape("X"),
+                                         ic.dtype("X") if ic.attr("dtype") in (None, -1) else ic.attr("dtype")))
+
+
+@FILL_ANY_LIKE.kernel()
+def fill_any_like(ctx, ins, attrs):
+    x = ins[0]
+    if x is None:  # the output of a branch that did not run: its gradient is never read either
+        return (None,)
+    dt = x.dtype if attrs["dtype"] == -1 else dtypes.to_numpy(attrs["dtype"])
+    return (ctx.xp.full(x.shape, attrs["value"], dtype=dt),)
