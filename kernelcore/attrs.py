@@ -71,6 +71,22 @@ def check_value(attr_type: int, value) -> str | None:
     return None
 
 
+# Encodings Paddle writes for a declared type: wider or narrower ints and floats
+_ACCEPTED_AS = {(A.INT, A.LONG), (A.LONG, A.INT), (A.FLOAT, A.FLOAT64), (A.FLOAT64, A.FLOAT), (A.INTS, A.LONGS),
+                (A.LONGS, A.INTS), (A.FLOATS, A.FLOAT64S), (A.FLOAT64S, A.FLOATS)}
+
+
+def coerce(want: int, have: int, value):
+    """A value written as AttrType `have` read as the declared `want` where Paddle mixes them (INT vs
+    LONG, FLOAT vs FLOAT64, an int for a float, a number for a SCALAR); anything else is returned as
+    it is, for check_value to report."""
+    if want == have or (want, have) in _ACCEPTED_AS:
+        return value
+    if want in (A.FLOAT, A.FLOAT64) and have in (A.INT, A.LONG):
+        return float(value)
+    return value
+
+
 def normalize(attr_type: int, value):
     """The canonical Python value of a checked attribute (ints as int, floats as float)."""
     if attr_type in (A.FLOAT, A.FLOAT64):

@@ -620,39 +620,38 @@ def _where(spec: GradOp) -> str:
     return f"gradient op {spec.type!r}" + (f" (for {spec.fwd.type!r})" if spec.fwd is not None else "")
 
 
-def _check(block: Block, spec: GradOp, declared: set) -> None:
-    """A rule's op desc against the grad op's OpProto: slots, argument counts, inputs that exist (in the
-    block or as outputs of earlier grad ops, collected in `declared`), attributes."""
+def _bind(spec: GradOp):
+    """A rule's op desc bound against the grad op's OpProto (registry.OpDef.bind: slots, argument counts,
+    attributes), the forward op's attributes first when the rule copies them."""
     opdef = get_op_def(spec.type)
-    where = _where(spec)
-    for kind, given, slots in (("input", spec.inputs, opdef.inputs), ("output", spec.outputs, opdef.outputs)):
-        known = {s.name: s for s in slots}
-        for slot, names in given.items():
-            if slot not in known:
-                raise ProgramError(f"{where}: the gradient rule names {kind} slot {slot!r}; {spec.type!r} "
-                                   f"takes {sorted(known)}")
-            if len(names) > 1 and not known[slot].duplicable:
-                raise ProgramError(f"{where}: {kind} {slot!r} takes one variable, got {names}")
-        for s in slots:
-            if not s.dispensable and not given.get(s.name):
-                raise ProgramError(f"{where}: the gradient rule leaves required {kind} {s.name!r} empty")
+    values, types = {}, {}
+    if spec.copy_attrs and spec.fwd is not None:
+        for a in spec.fwd.desc.attrs:
+            if opdef.attr_spec(a.name) is not None:
+                values[a.name], types[a.name] = attrlib.read(a), a.type
+    for name, value in spec.attrs.items():
+        values[name] = value
+        types.pop(name, None)
+    values.setdefault("op_role", OP_ROLE_BACKWARD)
+    return opdef.bind(spec.inputs, spec.outputs, values, _where(spec), attr_types=types)
+
+
+def _check(block: Block, spec: GradOp, declared: set) -> None:
+    """A rule's op desc against the grad op's OpProto, and its inputs against what exists (in the block
+    or as outputs of earlier grad ops, collected in `declared`)."""
+    _bind(spec)
     for n in (n for names in spec.inputs.values() for n in names):
         if n not in declared and _find(block, n) is None:
-            raise ProgramError(f"{where}: input {n!r} is declared nowhere (a gradient rule bug)")
+            raise ProgramError(f"{_where(spec)}: input {n!r} is declared nowhere (a gradient rule bug)")
     declared.update(n for names in spec.outputs.values() for n in names)
-    for name, value in spec.attrs.items():
-        opdef.check_attr(name, value, where)
-    given = set(spec.attrs) | ({a.name for a in spec.fwd.desc.attrs} if spec.copy_attrs and spec.fwd else set())
-    for name, a in opdef.attrs.items():
-        if a.required and name not in given:
-            raise ProgramError(f"{where}: the gradient rule leaves required attribute {name!r} unset")
 
 
 def _emit(block: Block, spec: GradOp) -> None:
-    """Append one (checked) grad op desc: forward attributes copied when the rule asks, declared defaults
-    filled, op_role set; its output variables declared like their forward variables (shape and dtype)."""
+    """Append one (checked) grad op desc: forward attributes copied verbatim when the rule asks (those
+    kernelcore does not declare included), the bound attributes on top, op_role set; its output variables
+    declared like their forward variables (shape and dtype)."""
     opdef = get_op_def(spec.type)
-    where = _where(spec)
+    bound = _bind(spec)
     for n in (n for names in spec.outputs.values() for n in names):
         if n != EMPTY_VAR and not block.has_var(n):  # a grad sub-block declares its own, as Paddle's
             _declare_grad_var(block, n)
@@ -663,16 +662,16 @@ def _emit(block: Block, spec: GradOp) -> None:
     for slot in sorted(spec.outputs):
         desc.outputs.add(parameter=slot, arguments=spec.outputs[slot])
     if spec.copy_attrs and spec.fwd is not None:
-        for a in spec.fwd.desc.attrs:  # verbatim, attributes kernelcore does not declare included
+        for a in spec.fwd.desc.attrs:
             desc.attrs.add().CopyFrom(a)
-    values = dict(spec.attrs)
-    values.setdefault("op_role", OP_ROLE_BACKWARD)
-    for name, value in values.items():
-        _set_attr(desc, name, opdef.attr_spec(name).type, opdef.check_attr(name, value, where))
+    for name, value in spec.attrs.items():
+        _set_attr(desc, name, opdef.attr_spec(name).type, bound.given[name])
+    if "op_role" not in spec.attrs:
+        _set_attr(desc, "op_role", opdef.attr_spec("op_role").type, OP_ROLE_BACKWARD)
     present = {a.name for a in desc.attrs}
-    for name, a in opdef.attrs.items():
-        if name not in present and not a.extra and not a.required:
-            _set_attr(desc, name, a.type, a.default)
+    for name, value in bound.attrs.items():
+        if name not in present:
+            _set_attr(desc, name, opdef.attrs[name].type, value)
     block.desc.ops.append(desc)
 
 

@@ -26,9 +26,8 @@ from .events import Event, op_run_event
 from .place import CPUPlace, GPUPlace, to_host
 from .program import Program, Variable as ProgramVariable
 from .proto import framework_pb2 as pb
-from .registry import get_op_def
+from .registry import feed_fetch_col, get_op_def
 from .scope import Scope, global_scope
-from . import attrs as attrlib
 
 VT = pb.VarType
 _perf = time.perf_counter_ns
@@ -57,45 +56,13 @@ class PreparedOp:
         where = f"op {desc.type!r} (block {block_idx}, op #{idx})"
         opdef = get_op_def(desc.type)
         self.opdef = opdef
-        given_in = {v.parameter: tuple(v.arguments) for v in desc.inputs}
-        given_out = {v.parameter: tuple(v.arguments) for v in desc.outputs}
-        for kind, given, slots in (("input", given_in, opdef.inputs), ("output", given_out, opdef.outputs)):
-            known = {s.name for s in slots}
-            for slot, names in given.items():
-                if slot not in known and names:
-                    raise ProgramError(f"{where}: {kind} slot {slot!r} is not one kernelcore's {desc.type!r} "
-                                       f"supports (it takes {sorted(known)})")
-            for s in slots:
-                names = given.get(s.name, ())
-                if not names and not s.dispensable:
-                    raise ProgramError(f"{where}: {kind} {s.name!r} is required but the op names no variable")
-                if len(names) > 1 and not s.duplicable:
-                    raise ProgramError(f"{where}: {kind} {s.name!r} takes one variable, got {list(names)}")
-        # (slot, names, duplicable) in OpProto order; names () for an absent dispensable slot
-        self.ins = tuple((s.name, given_in.get(s.name, ()), s.duplicable) for s in opdef.inputs)
-        self.outs = tuple((s.name, given_out.get(s.name, ()), s.duplicable) for s in opdef.outputs)
+        bound = opdef.bind_desc(desc, where)
+        self.ins, self.outs, self.attrs = bound.ins, bound.outs, bound.attrs
         self.in_names = [n for _, names, _ in self.ins for n in names]
         self.out_names = [n for _, names, _ in self.outs for n in names]
         # (slot, name) of each input/output variable, in the order events list them
         self.in_pairs = tuple((slot, n) for slot, names, _ in self.ins for n in names)
         self.out_pairs = tuple((slot, n) for slot, names, _ in self.outs for n in names)
-        # attributes: declared ones parsed and checked, defaults filled; unknown extras ignored
-        attrs = {}
-        for a in desc.attrs:
-            spec = opdef.attr_spec(a.name)
-            if spec is None or spec.extra:
-                continue
-            try:
-                value = attrlib.read(a)
-            except TypeError as e:
-                raise ProgramError(f"{where}: {e}") from None
-            attrs[a.name] = opdef.check_attr(a.name, _coerce(spec.type, a.type, value), where)
-        for name, spec in opdef.attrs.items():
-            if name not in attrs and not spec.extra:
-                if spec.required:
-                    raise ProgramError(f"{where}: attribute {name!r} is required")
-                attrs[name] = spec.default
-        self.attrs = attrs
         dtype_name = _first_input_dtype(program, block_idx, self.in_names)
         kernel = opdef.find_kernel(place.kind, dtype_name)
         if kernel is None:
@@ -108,23 +75,6 @@ class PreparedOp:
         if self.is_gen is None:
             import inspect
             self.is_gen = inspect.isgeneratorfunction(kernel)
-
-
-def _coerce(want: int, have: int, value):
-    """Paddle writes some attributes with a wider or narrower type than declared (INT vs LONG,
-    FLOAT vs FLOAT64); accept those as the declared type."""
-    A = pb.AttrType
-    if want == have:
-        return value
-    pairs = {(A.INT, A.LONG), (A.LONG, A.INT), (A.FLOAT, A.FLOAT64), (A.FLOAT64, A.FLOAT),
-             (A.INTS, A.LONGS), (A.LONGS, A.INTS), (A.FLOATS, A.FLOAT64S), (A.FLOAT64S, A.FLOATS)}
-    if (want, have) in pairs:
-        return value
-    if want in (A.FLOAT, A.FLOAT64) and have in (A.INT, A.LONG):
-        return float(value)
-    if want == A.SCALAR and have in (A.INT, A.LONG, A.FLOAT, A.FLOAT64, A.BOOLEAN):
-        return value
-    return value  # check_attr reports the mismatch
 
 
 def _first_input_dtype(program: Program, block_idx: int, names) -> str | None:
@@ -651,11 +601,8 @@ class Executor:
 
     def _fetch_names(self, program: Program, fetch_list) -> list[str]:
         if fetch_list is None:
-            fetch_ops = [op for op in program.global_block().desc.ops if op.type == "fetch"]
-            cols = []
-            for op in fetch_ops:
-                col = next((a.i for a in op.attrs if a.name == "col"), 0)
-                cols.append((col, op.inputs[0].arguments[0]))
+            cols = [(feed_fetch_col(op), op.inputs[0].arguments[0])
+                    for op in program.global_block().desc.ops if op.type == "fetch"]
             return [n for _, n in sorted(cols)]
         if isinstance(fetch_list, (str, ProgramVariable)):
             fetch_list = [fetch_list]

@@ -30,10 +30,11 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError
 
 from . import dtypes
-from .errors import LoadError, ScopeError
+from .errors import KernelcoreError, LoadError, ScopeError
 from .place import to_host
 from .program import Program, check_structure
 from .proto import framework_pb2 as pb
+from .registry import feed_fetch_col
 from .scope import Scope
 
 VT = pb.VarType
@@ -400,8 +401,12 @@ def _io_names(program: Program, op_type: str, slot: str, strict: bool) -> list[s
             continue
         names = next((list(v.arguments) for v in (op.outputs if slot == "Out" else op.inputs)
                       if v.parameter == slot), [])
-        col = next((a.i if a.type == pb.AttrType.INT else a.l for a in op.attrs if a.name == "col"), 0)
+        try:
+            col = feed_fetch_col(op)
+        except KernelcoreError as e:
+            col, bad_col = None, str(e)
         problem = (f"names {len(names)} variables in {slot}" if len(names) != 1 else
+                   f"has a col it cannot use: {bad_col}" if col is None else
                    f"has col {col}, which another {op_type} op has" if col in by_col else
                    f"has a negative col {col}" if col < 0 else None)
         if problem:

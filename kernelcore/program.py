@@ -14,7 +14,7 @@ from typing import Iterable, Iterator
 
 from . import attrs as attrlib
 from . import dtypes
-from .errors import AttrError, LoadError, OpValidationError, ProgramError
+from .errors import LoadError, OpValidationError, ProgramError
 from .proto import framework_pb2 as pb
 from .registry import get_op_def
 
@@ -334,8 +334,14 @@ class Block:
         where = f"op {type!r} (block {self.idx}, op #{index})"
         ins = _normalize_slots(inputs, where, "input")
         outs = _normalize_slots(outputs, where, "output")
-        _check_slots(opdef.inputs, ins, where, "input")
-        _check_slots(opdef.outputs, outs, where, "output")
+        given = {}
+        for name, value in (attrs or {}).items():
+            if isinstance(value, Block):
+                value = value.idx
+            elif isinstance(value, (list, tuple)) and value and all(isinstance(v, Block) for v in value):
+                value = [b.idx for b in value]
+            given[name] = value
+        bound = opdef.bind(ins, outs, given, where)
         for slot, names in ins.items():
             for n in names:
                 if self.find_var_recursive(n) is None:
@@ -347,22 +353,11 @@ class Block:
             desc.inputs.add(parameter=slot, arguments=names)
         for slot, names in outs.items():
             desc.outputs.add(parameter=slot, arguments=names)
-        given = dict(attrs or {})
-        for name, value in given.items():
-            if isinstance(value, Block):
-                value = value.idx
-            elif isinstance(value, (list, tuple)) and value and all(isinstance(v, Block) for v in value):
-                value = [b.idx for b in value]
-            value = opdef.check_attr(name, value, where)
+        for name, value in bound.given.items():
             _write_attr(desc, name, opdef.attr_spec(name).type, value)
-        for name, spec in opdef.attrs.items():
-            if name in given:
-                continue
-            if spec.required:
-                raise AttrError(f"{where}: attribute {name!r} ({attrlib.type_name(spec.type)}) is required"
-                                f"{': ' + spec.comment if spec.comment else ''}")
-            if not spec.extra:
-                _write_attr(desc, name, spec.type, spec.default)
+        for name, value in bound.attrs.items():
+            if name not in bound.given:
+                _write_attr(desc, name, opdef.attrs[name].type, value)
         # Outputs not declared yet are created here; if inference then fails, they are removed
         # and the declared ones get their types back, so a failed append leaves nothing behind.
         created, saved = [], []
@@ -412,20 +407,6 @@ def _normalize_slots(slots, where, kind) -> dict[str, list[str]]:
             names.append(n)
         out[slot] = names
     return out
-
-
-def _check_slots(specs, given, where, kind) -> None:
-    by_name = {s.name: s for s in specs}
-    for slot, names in given.items():
-        spec = by_name.get(slot)
-        if spec is None:
-            raise OpValidationError(f"{where}: unknown {kind} slot {slot!r}; expected one of {list(by_name)}")
-        if len(names) > 1 and not spec.duplicable:
-            raise OpValidationError(f"{where}: {kind} {slot!r} takes one variable, got {len(names)}: {names}")
-    for spec in specs:
-        if not spec.dispensable and not given.get(spec.name):
-            raise OpValidationError(f"{where}: {kind} {spec.name!r} is required"
-                                    f"{' (' + spec.comment + ')' if spec.comment else ''}")
 
 
 # ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import attrs as attrlib
-from .errors import AttrError, UnknownOpError
+from .errors import AttrError, OpValidationError, UnknownOpError
 from .proto import framework_pb2 as pb
 
 A = pb.AttrType
@@ -161,9 +161,90 @@ class OpDef:
                 raise AttrError(f"{where}: attribute {name!r} must be {c.text}, got {value!r}")
         return value
 
+    # -- the op spec applied: one owner ------------------------------------------------------------
+    def bind(self, inputs: dict, outputs: dict, attrs: dict, where: str, *, attr_types: dict | None = None,
+             ignore_unknown_attrs: bool = False) -> BoundOp:
+        """Check an op's slots and attributes against this OpProto and parse them: the one place that
+        does (appending an op, preparing it for a run and writing a gradient op all call it).
+
+        inputs/outputs: slot -> list of variable names. attrs: name -> value. attr_types: the AttrType
+        each value was written with (an OpDesc's), so Paddle's wider or narrower encodings (INT for LONG,
+        FLOAT64 for FLOAT, ...) are accepted as the declared type. ignore_unknown_attrs: attributes this
+        OpProto does not declare are skipped (a desc from a file may carry attributes of another Paddle
+        version) instead of refused. Raises OpValidationError / AttrError naming `where`."""
+        for kind, given, slots in (("input", inputs, self.inputs), ("output", outputs, self.outputs)):
+            by_name = {sl.name: sl for sl in slots}
+            for slot, names in given.items():
+                spec = by_name.get(slot)
+                if spec is None:
+                    if not names:
+                        continue  # Paddle writes empty optional slots of other versions
+                    raise OpValidationError(f"{where}: unknown {kind} slot {slot!r}; {self.type!r} takes "
+                                            f"{list(by_name)}")
+                if len(names) > 1 and not spec.duplicable:
+                    raise OpValidationError(f"{where}: {kind} {slot!r} takes one variable, got {len(names)}: "
+                                            f"{list(names)}")
+            for spec in slots:
+                if not spec.dispensable and not given.get(spec.name):
+                    raise OpValidationError(f"{where}: {kind} {spec.name!r} is required"
+                                            f"{' (' + spec.comment + ')' if spec.comment else ''}")
+        parsed, given_attrs = {}, {}
+        for name, value in attrs.items():
+            spec = self.attr_spec(name)
+            if spec is None and ignore_unknown_attrs:
+                continue
+            if attr_types is not None and spec is not None:
+                value = attrlib.coerce(spec.type, attr_types.get(name, spec.type), value)
+            value = self.check_attr(name, value, where)
+            given_attrs[name] = value
+            if not spec.extra:
+                parsed[name] = value
+        for name, spec in self.attrs.items():
+            if name in parsed or spec.extra:
+                continue
+            if spec.required:
+                raise AttrError(f"{where}: attribute {name!r} ({attrlib.type_name(spec.type)}) is required"
+                                f"{': ' + spec.comment if spec.comment else ''}")
+            parsed[name] = spec.default
+        ins = tuple((sl.name, tuple(inputs.get(sl.name, ())), sl.duplicable) for sl in self.inputs)
+        outs = tuple((sl.name, tuple(outputs.get(sl.name, ())), sl.duplicable) for sl in self.outputs)
+        return BoundOp(self, ins, outs, parsed, given_attrs)
+
+    def bind_desc(self, desc: pb.OpDesc, where: str) -> BoundOp:
+        """`bind` over an OpDesc as written (in a file, or by a program transform)."""
+        values, types = {}, {}
+        for a in desc.attrs:
+            if self.attr_spec(a.name) is None:
+                continue
+            try:
+                values[a.name] = attrlib.read(a)
+            except TypeError as e:
+                raise AttrError(f"{where}: {e}") from None
+            types[a.name] = a.type
+        return self.bind({v.parameter: tuple(v.arguments) for v in desc.inputs},
+                         {v.parameter: tuple(v.arguments) for v in desc.outputs},
+                         values, where, attr_types=types, ignore_unknown_attrs=True)
+
     @property
     def is_generator(self) -> bool:
         return any(inspect.isgeneratorfunction(k) for k in self.kernels.values())
+
+
+@dataclass(frozen=True)
+class BoundOp:
+    """An op's slots and attributes after `OpDef.bind`: slots in OpProto order as (slot, names,
+    duplicable) with () for an absent dispensable slot; `attrs` every declared (non-extra) attribute,
+    parsed, checked and defaulted; `given` what was explicitly given, extras included (for writing)."""
+    opdef: OpDef
+    ins: tuple
+    outs: tuple
+    attrs: dict
+    given: dict
+
+
+def feed_fetch_col(desc: pb.OpDesc) -> int:
+    """The `col` of a feed or fetch op desc: which entry of the feed/fetch list it reads or writes."""
+    return get_op_def(desc.type).bind_desc(desc, f"op {desc.type!r}").attrs["col"]
 
 
 _REGISTRY: dict[str, OpDef] = {}
