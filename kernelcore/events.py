@@ -87,6 +87,8 @@ def _io(pairs, metas) -> tuple:
 #   (seq, t_end, dur, prepared op, scope id, timestep, place)                 no shapes kept
 META = object()
 RECORD_HEAD = 7
+# What the executor puts in a record, by what its observers keep (the strongest wins)
+RECORD_HEAD_ONLY, RECORD_METAS, RECORD_VALUES = "head", "metas", "values"
 
 
 def meta_of(value) -> tuple:

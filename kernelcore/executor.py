@@ -14,6 +14,7 @@ two ops, inside any timestep, without threads. A plain run never yields.
 from __future__ import annotations
 
 import contextvars
+import operator
 import time
 import weakref
 from typing import Any, Callable, Iterator
@@ -22,7 +23,8 @@ import numpy as np
 
 from . import dtypes
 from .errors import KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError, ShapeError
-from .events import Event, op_run_event
+from .events import (META, RECORD_HEAD_ONLY, RECORD_METAS, RECORD_VALUES, Event, meta_of,
+                     op_run_event)
 from .place import CPUPlace, GPUPlace, to_host
 from .program import Program, Variable as ProgramVariable
 from .proto import framework_pb2 as pb
@@ -31,6 +33,7 @@ from .scope import Scope, global_scope
 
 VT = pb.VarType
 _perf = time.perf_counter_ns
+_SHAPE_DTYPE = operator.attrgetter("value.shape", "value.dtype")  # a Variable's (shape, dtype)
 
 # Observers that every run in this context reports to (kc.trace() adds one).
 _active_observers: contextvars.ContextVar[tuple] = contextvars.ContextVar("kernelcore_observers", default=())
@@ -49,7 +52,7 @@ class PreparedOp:
     """An op ready to run: kernel chosen, attributes parsed, slot names resolved."""
 
     __slots__ = ("type", "block", "idx", "opdef", "kernel", "kernel_name", "attrs", "ins", "outs",
-                 "is_gen", "in_names", "out_names", "in_pairs", "out_pairs")
+                 "is_gen", "in_names", "out_names", "in_pairs", "out_pairs", "in_dtypes", "in_shapes", "fast")
 
     def __init__(self, program: Program, block_idx: int, idx: int, desc: pb.OpDesc, place):
         self.type, self.block, self.idx = desc.type, block_idx, idx
@@ -75,6 +78,23 @@ class PreparedOp:
         if self.is_gen is None:
             import inspect
             self.is_gen = inspect.isgeneratorfunction(kernel)
+        self.fast, self.in_dtypes, self.in_shapes = None, (), ()
+        make = opdef.specializers.get(place.kind)
+        if (make is not None and not self.is_gen and len(self.out_names) == 1
+                and all(not names or (len(names) == 1 and not dup) for _, names, dup in self.ins)):
+            decls = [program.block(block_idx).find_var_recursive(n) for n in self.in_names]
+            self.in_dtypes = tuple(_declared_dtype(v) for v in decls)
+            self.in_shapes = tuple(None if v is None else v.shape for v in decls)
+            self.fast = make(self, place.xp)  # None: the plain kernel runs this op
+
+
+def _declared_dtype(v):
+    if v is None or v.dtype is None:
+        return None
+    try:
+        return np.dtype(dtypes.to_numpy(v.dtype))
+    except TypeError:
+        return None
 
 
 def _first_input_dtype(program: Program, block_idx: int, names) -> str | None:
@@ -136,7 +156,7 @@ class RunState:
     """What one top-level run shares across its nested block runs."""
 
     __slots__ = ("executor", "program", "place", "xp", "training", "observers", "seq", "pausing",
-                 "keep_values", "keep_shapes", "check_nan_inf", "place_name", "raw_observers",
+                 "keep_values", "keep_shapes", "check_nan_inf", "place_name", "op_sinks", "record_mode",
                  "event_observers")
 
     def __init__(self, executor, program, place, training, observers, pausing=False):
@@ -150,11 +170,16 @@ class RunState:
         if observers:
             self.keep_values = any(getattr(o, "keep_values", False) for o in observers)
             self.keep_shapes = any(getattr(o, "keep_shapes", True) for o in observers)
-            self.raw_observers = tuple(o for o in observers if hasattr(o, "record_op"))
-            self.event_observers = tuple(o for o in observers if not hasattr(o, "record_op"))
+            # what each op record carries (events.py): the values, their (shape, dtype), or neither
+            self.record_mode = (RECORD_VALUES if self.keep_values else RECORD_METAS if self.keep_shapes
+                                else RECORD_HEAD_ONLY)
+            # observers that take compact records (a Trace) hand out the callable that stores them
+            self.op_sinks = tuple(o.op_recorder(self.record_mode) for o in observers if hasattr(o, "op_recorder"))
+            self.event_observers = tuple(o for o in observers if not hasattr(o, "op_recorder"))
         else:
             self.keep_values = self.keep_shapes = False
-            self.raw_observers = self.event_observers = ()
+            self.record_mode = RECORD_HEAD_ONLY
+            self.op_sinks = self.event_observers = ()
         self.check_nan_inf = False
 
     def emit_var_create(self, scope_id: int, block: int, name: str) -> None:
@@ -278,10 +303,60 @@ def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool
                          tuple([names[x] for x in n]) if n is not None else None for n in ins_spec])
         outs = tuple([names[n] if type(n) is str else
                       tuple([names[x] for x in n]) if n is not None else None for n in outs_spec])
-        bound.append((op, ins, outs, simple, tuple([names[n] for n in io_names]),
-                      names[single] if single is not None else None))
+        single_var = names[single] if single is not None else None
+        bound.append((op, None if op.is_gen else _runner(op, ins, outs, simple, single_var), ins, outs,
+                      tuple([names[n] for n in io_names])))
     prepared._bound = (scope, _chain_versions(scope), bound)
     return bound
+
+
+def _runner(op: PreparedOp, in_vars: tuple, out_vars: tuple, simple: bool, single):
+    """The closure the loop calls for one op, bound to its Variables: reads the inputs, calls the
+    kernel (or the op's specialised form), writes the outputs. Kept as few steps as possible: this
+    is the cost of an op beyond its arithmetic."""
+    fast = op.fast
+    if fast is not None:
+        (out,) = [v for e in out_vars if e is not None for v in (e if type(e) is tuple else (e,))]
+        present = [e for e in in_vars if e is not None]
+        if len(present) == 1:
+            (a,) = present
+
+            def run(ctx):
+                out.value = fast(a.value)
+        elif len(present) == 2:
+            a, b = present
+
+            def run(ctx):
+                out.value = fast(a.value, b.value)
+        else:
+            def run(ctx):
+                out.value = fast(*[v.value for v in present])
+        return run
+    kernel, attrs = op.kernel, op.attrs
+    if simple and single is not None:
+        def run(ctx):
+            ctx.op = op
+            o = kernel(ctx, [v.value for v in in_vars], attrs)[0]
+            if o is not None:
+                single.value = o
+        return run
+
+    def run(ctx):
+        ctx.op = op
+        _write(out_vars, kernel(ctx, [v.value for v in in_vars] if simple else [_read(e) for e in in_vars],
+                                attrs))
+    return run
+
+
+def _write(out_vars: tuple, outs) -> None:
+    for v, o in zip(out_vars, outs):
+        if v is None or o is None:
+            continue
+        if type(v) is tuple:
+            for vv, oo in zip(v, o):
+                vv.value = oo
+        else:
+            v.value = o
 
 
 def _resolve_names(run, prepared, scope, root_block, observed) -> dict:
@@ -362,48 +437,43 @@ def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int
     ctx = ExecContext(run, scope, prepared.block_idx, timestep, parent)
     observers = run.observers
     pausing = run.pausing
-    for op, in_vars, out_vars, simple, io_vars, single in (bound[begin:end] if (begin or end is not None) else bound):
-        ctx.op = op
+    for op, step, in_vars, out_vars, io_vars in (bound[begin:end] if (begin or end is not None) else bound):
         if pausing:
+            ctx.op = op
             yield ctx  # the debugger reads the position from ctx (op, block, timestep, parent chain)
-        ins = [v.value for v in in_vars] if simple else [_read(e) for e in in_vars]
         if observers:
             t0 = _perf()
         try:
-            if op.is_gen:
-                outs = yield from op.kernel(ctx, ins, op.attrs)
-            else:
-                outs = op.kernel(ctx, ins, op.attrs)
+            if step is not None:
+                step(ctx)
+            else:  # a control-flow kernel: it runs its sub-blocks through this same loop
+                ctx.op = op
+                _write(out_vars, (yield from op.kernel(ctx, [_read(e) for e in in_vars], op.attrs)))
         except KernelcoreError as e:
             if isinstance(e, OpRunError):
                 raise
             raise _op_error(run, ctx, op, in_vars, e) from e
         except Exception as e:
             raise _op_error(run, ctx, op, in_vars, e) from e
-        if single is not None:  # most ops: one output variable
-            o = outs[0]
-            if o is not None:
-                single.value = o
-        else:
-            for v, o in zip(out_vars, outs):
-                if v is None or o is None:
-                    continue
-                if type(v) is tuple:
-                    for vv, oo in zip(v, o):
-                        vv.value = oo
-                else:
-                    v.value = o
         if observers:
             # The hot path records a compact tuple; observers that take it (the Trace) turn it
             # into an Event only when someone looks (events.op_run_event).
             t1 = _perf()
-            # value references only: the Trace turns them into shapes in batches (or keeps them)
-            rec = (run.seq, t1, t1 - t0, op, scope.id, timestep, run.place_name,
-                   *[v.value for v in io_vars]) if run.keep_shapes else \
-                  (run.seq, t1, t1 - t0, op, scope.id, timestep, run.place_name)
+            mode = run.record_mode
+            if mode is RECORD_METAS:
+                try:  # (shape, dtype) of each value, read in C: no Python frame per value
+                    rec = (run.seq, t1, t1 - t0, op, scope.id, timestep, run.place_name, META,
+                           *map(_SHAPE_DTYPE, io_vars))
+                except AttributeError:  # a value that is not an array (a list, a number, nothing)
+                    rec = (run.seq, t1, t1 - t0, op, scope.id, timestep, run.place_name, META,
+                           *[meta_of(v.value) for v in io_vars])
+            elif mode is RECORD_VALUES:  # references: kernels never mutate, so they stay as they were
+                rec = (run.seq, t1, t1 - t0, op, scope.id, timestep, run.place_name, *[v.value for v in io_vars])
+            else:
+                rec = (run.seq, t1, t1 - t0, op, scope.id, timestep, run.place_name)
             run.seq += 1
-            for o in run.raw_observers:
-                o.record_op(rec)
+            for sink in run.op_sinks:
+                sink(rec)
             if run.event_observers:
                 ev = op_run_event(rec)
                 for o in run.event_observers:

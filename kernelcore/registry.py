@@ -106,6 +106,7 @@ class OpDef:
     attrs: dict[str, Attr]
     infer_shape: Callable | None = None
     kernels: dict = field(default_factory=dict)  # (place kind, dtype name|None) -> fn
+    specializers: dict = field(default_factory=dict)  # place kind -> factory (see `specialize`)
     no_kernel_reason: str = ""  # why an op has no kernel at all (e.g. handled by the executor)
 
     # -- kernels ------------------------------------------------------------
@@ -116,6 +117,21 @@ class OpDef:
                 for d in dtypes:
                     self.kernels[(p, d)] = fn
             return fn
+        return register
+
+    def specialize(self, places=("cpu", "gpu")):
+        """Decorator: register a kernel factory, called once when an op is prepared.
+
+        `make(op, xp)` sees the prepared op (`op.attrs` parsed, `op.ins` its slots, `op.in_dtypes` and
+        `op.in_shapes` the NumPy dtypes and shapes its inputs are declared with, None where unknown) and returns either a function
+        `fn(*input_values) -> output_value` with everything the attributes decide already settled
+        (scalars cast to the dtype, no-op branches gone), or None to leave the op to its plain kernel.
+        It is only asked for ops whose present inputs are single variables and that write one
+        variable; the plain kernel stays the reference the specialised form must agree with."""
+        def register(make):
+            for p in places:
+                self.specializers[p] = make
+            return make
         return register
 
     def find_kernel(self, place_kind: str, dtype_name: str | None):

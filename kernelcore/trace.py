@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from .errors import LoadError
-from .events import KINDS, RECORD_HEAD, Event, compact, op_run_event
+from .events import KINDS, RECORD_HEAD, RECORD_HEAD_ONLY, RECORD_METAS, Event, compact, op_run_event
 from .executor import add_observer, remove_observer
 
 SCHEMA = "kernelcore.trace"
@@ -73,6 +73,18 @@ class Trace:
     # Under "shapes", op records hold value references for at most WINDOW ops before they
     # are replaced by (shape, dtype): the hot path stays cheap and memory stays bounded.
     WINDOW = 256
+
+    def op_recorder(self, record_mode: str):
+        """The callable the executor hands each op record to, given what the records carry
+        (events.RECORD_*): where they already hold what this trace keeps, the list's own append."""
+        if self.retain == "none":
+            return self._items.append if record_mode == RECORD_HEAD_ONLY else self._record_head
+        if self.retain == "shapes" and record_mode == RECORD_METAS:
+            return self._items.append
+        return self.record_op
+
+    def _record_head(self, rec) -> None:
+        self._items.append(rec[:RECORD_HEAD])
 
     def record_op(self, rec) -> None:
         """The executor's fast path for op_run: keep its compact record (events.py)."""

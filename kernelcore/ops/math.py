@@ -22,13 +22,30 @@ def align(xp, x, y, axis: int):
     return x.reshape((1,) * axis + x.shape + (1,) * (y.ndim - axis - x.ndim)), y
 
 
-# op type -> (formula, body)
+# op type -> (formula, body, the array module's function for the same thing)
 BINARY = {
-    "elementwise_add": ("X + Y", operator.add),
-    "elementwise_sub": ("X - Y", operator.sub),
-    "elementwise_mul": ("X * Y", operator.mul),
-    "elementwise_div": ("X / Y", operator.truediv),
+    "elementwise_add": ("X + Y", operator.add, "add"),
+    "elementwise_sub": ("X - Y", operator.sub, "subtract"),
+    "elementwise_mul": ("X * Y", operator.mul, "multiply"),
+    "elementwise_div": ("X / Y", operator.truediv, "true_divide"),
 }
+
+
+def _trailing_aligned(op) -> bool:
+    """Whether the op's `axis` lines Y up with X's trailing dims (NumPy's own broadcasting), judged from
+    the ranks the inputs are declared with when prepared."""
+    axis = op.attrs["axis"]
+    if axis == -1:
+        return True
+    x, y = op.in_shapes[:2]
+    return x is not None and y is not None and (len(x) == len(y) or axis == len(x) - len(y))
+
+
+def _binary_specializer(ufunc_name: str):
+    """Prepared once: with trailing alignment the op is the array module's ufunc itself."""
+    def make(op, xp):
+        return getattr(xp, ufunc_name) if _trailing_aligned(op) else None
+    return make
 
 
 def _binary_kernel(body):
@@ -41,7 +58,7 @@ def _binary_kernel(body):
     return kernel
 
 
-for _type, (_formula, _body) in BINARY.items():
+for _type, (_formula, _body, _ufunc) in BINARY.items():
     _d = register_op(
         _type, f"Out = {_formula}, elementwise. Y is broadcast against X; its dims line up with X's "
                f"starting at `axis` (-1: the trailing dims).",
@@ -52,6 +69,7 @@ for _type, (_formula, _body) in BINARY.items():
     _k = _binary_kernel(_body)
     _k.__name__ = _type
     _d.kernel()(_k)
+    _d.specialize()(_binary_specializer(_ufunc))
 
 
 def _fail(message: str):
@@ -69,13 +87,13 @@ def _infer_compare(ic):
 
 # op type -> (symbol, body): Paddle's compare family, one entry each
 COMPARE = {
-    "less_than": ("<", operator.lt), "less_equal": ("<=", operator.le),
-    "greater_than": (">", operator.gt), "greater_equal": (">=", operator.ge),
-    "equal": ("==", operator.eq), "not_equal": ("!=", operator.ne),
+    "less_than": ("<", operator.lt, "less"), "less_equal": ("<=", operator.le, "less_equal"),
+    "greater_than": (">", operator.gt, "greater"), "greater_equal": (">=", operator.ge, "greater_equal"),
+    "equal": ("==", operator.eq, "equal"), "not_equal": ("!=", operator.ne, "not_equal"),
 }
 
 
-for _type, (_sym, _body) in COMPARE.items():
+for _type, (_sym, _body, _ufunc) in COMPARE.items():
     _d = register_op(
         _type, f"Out = X {_sym} Y, elementwise, as bool. Y is broadcast against X like elementwise_add "
                f"(its dims line up with X's starting at `axis`; -1: the trailing dims).",
@@ -88,6 +106,7 @@ for _type, (_sym, _body) in COMPARE.items():
     _k = _binary_kernel(_body)  # same broadcasting as the arithmetic family
     _k.__name__ = _type
     _d.kernel()(_k)
+    _d.specialize()(_binary_specializer(_ufunc))
 
 
 # -- sums and scaling ----------------------------------------------------------
@@ -165,6 +184,28 @@ def scale(ctx, ins, attrs):
         b = int(b) if bt is None else b
     # Python floats are "weak" scalars: float32 X stays float32.
     return (x * s + b if attrs["bias_after_scale"] else (x + b) * s,)
+
+
+@SCALE.specialize()
+def _scale_prepared(op, xp):
+    """scale with attribute operands and a known dtype: the factor and offset cast once to X's dtype
+    (truncated for integers, as Paddle does), and a factor of 1 or an offset of 0 left out."""
+    if len(op.in_names) != 1 or op.in_dtypes[0] is None or op.in_dtypes[0].kind not in "fiu":
+        return None  # ScaleTensor/BiasTensor given, or X's dtype unknown: the plain kernel
+    dt = op.in_dtypes[0]
+    s, b = op.attrs["scale"], op.attrs["bias"]
+    try:
+        s, b = (dt.type(int(s)), dt.type(int(b))) if dt.kind in "iu" else (dt.type(s), dt.type(b))
+    except (OverflowError, ValueError):
+        return None  # the plain kernel reports it
+    mul, add = xp.multiply, xp.add
+    if b == 0:
+        return (lambda x: mul(x, s)) if s != 1 else (lambda x: x.copy())
+    if s == 1:
+        return lambda x: add(x, b)
+    if op.attrs["bias_after_scale"]:
+        return lambda x: add(mul(x, s), b)
+    return lambda x: mul(add(x, b), s)
 
 
 # -- products ------------------------------------------------------------------
