@@ -1,4 +1,5 @@
-"""The cost of tracing and of debug stepping on a 100-step RNN, as ratios to an untraced run.
+"""The cost of tracing and of debug stepping on a 100-step RNN (and a 60-step LSTM), as ratios to an
+untraced run.
 
     python bench/rnn_debug_cost.py [--quick]
 
@@ -36,6 +37,19 @@ def build(T, B, D, H):
     scope.set("w", rng.standard_normal((D, H)).astype(np.float32) * 0.1)
     scope.set("u", rng.standard_normal((H, H)).astype(np.float32) * 0.1)
     feed = {"x": rng.standard_normal((T, B, D)).astype(np.float32), "h0": np.zeros((B, H), np.float32)}
+    return prog, scope, feed, out
+
+
+def build_lstm(T=60, B=16, D=64, H=64):
+    """kc.layers.lstm over a time-major [T, B, D] input (batch 16, hidden 64), parameters initialised by
+    its startup program."""
+    prog, startup = kc.Program(), kc.Program()
+    with kc.program_guard(prog, startup):
+        x = prog.global_block().create_var("x", [T, B, D])
+        out = kc.layers.lstm(x, H, name="lstm")
+    scope = kc.Scope()
+    kc.Executor().run(startup, scope=scope)
+    feed = {"x": np.random.default_rng(0).standard_normal((T, B, D)).astype(np.float32)}
     return prog, scope, feed, out
 
 
@@ -96,6 +110,17 @@ def main():
     per = (time.perf_counter() - t0) / n
     print(f"\none debug step (one op run, position and breakpoints checked): {per * 1e6:.1f} µs "
           f"over {n} steps (~{n_ops} ops)")
+
+    lprog, lscope, lfeed, lout = build_lstm()
+    lbase = best(lambda: exe.run(lprog, lfeed, [lout], lscope), repeat)
+
+    def ltraced():
+        with kc.trace():
+            exe.run(lprog, lfeed, [lout], lscope)
+    lt = best(ltraced, repeat)
+    print(f"\nLSTM (kc.layers.lstm): T=60 steps, batch 16, input 64, hidden 64; best of {repeat}")
+    print(f"{'untraced run':34} {lbase * 1e3:9.3f} {1:7.2f}")
+    print(f"{'traced, default retention':34} {lt * 1e3:9.3f} {lt / lbase:7.2f}")
 
 
 if __name__ == "__main__":

@@ -347,6 +347,11 @@ class TimeView:
                     v = scopes[ev.scope].var(ev.name)
                     for _, value in ev.values or ():  # a value an op bound (a step's x_t, its memory)
                         v.value = value
+            elif kind == "vars_create":
+                if ev.scope in scopes:
+                    s = scopes[ev.scope]
+                    for name in ev.names:
+                        s.var(name)
             elif kind == "op_run":
                 here = scopes.get(ev.scope)
                 if here is None:

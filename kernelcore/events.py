@@ -3,7 +3,9 @@
 Kinds, in the order a run produces them:
   run_begin / run_end    a top-level run of a block
   scope_push / scope_drop a scope made or dropped by an op (step scopes, branches)
-  var_create             a variable created in a scope
+  var_create             a variable created in a scope (with its value when an op bound it)
+  vars_create            several variables created at once in a step scope (`names`): a control-flow
+                         op's step block binding its locals, one event per timestep instead of one per name
   op_run                 an op ran: inputs/outputs as (slot, name, shape, dtype), kernel, time
   step_begin / step_end  one timestep of a recurrent or while op
   error                  an op failed; `message` says why
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-KINDS = ("run_begin", "run_end", "scope_push", "scope_drop", "var_create", "op_run",
+KINDS = ("run_begin", "run_end", "scope_push", "scope_drop", "var_create", "vars_create", "op_run",
          "step_begin", "step_end", "error")
 
 
@@ -33,6 +35,7 @@ class Event(NamedTuple):
     parent_scope: int | None = None  # scope_push: the parent
     timestep: int | None = None  # step_*: the timestep; scope_push: the timestep it is for
     message: str | None = None   # error text; scope_push: what made it ("recurrent step", ...)
+    names: tuple = ()            # vars_create: the names created
     values: Any = None           # op_run: ((var name, value), ...) of its outputs when retained; never serialized
 
     def to_json(self) -> dict:
@@ -50,7 +53,50 @@ class Event(NamedTuple):
         for f in ("inputs", "outputs"):
             if f in kw:
                 kw[f] = tuple((s, n, tuple(sh) if sh is not None else None, dt) for s, n, sh, dt in kw[f])
+        if "names" in kw:
+            kw["names"] = tuple(kw["names"])
         return cls(**kw)
+
+
+# -- one constructor per kind: the only way events are made (positional inside: some fire per timestep) ----
+def run_begin(seq: int, t: int, scope: int, message: str) -> Event:
+    return Event(seq, "run_begin", t, scope, 0, None, None, None, None, (), (), None, None, None, None, message)
+
+
+def run_end(seq: int, t: int, scope: int) -> Event:
+    return Event(seq, "run_end", t, scope, 0)
+
+
+def scope_push(seq: int, t: int, scope: int, block: int, op: int, op_type: str, parent_scope: int,
+               timestep: int | None, message: str) -> Event:
+    return Event(seq, "scope_push", t, scope, block, op, op_type, None, None, (), (), None, None, parent_scope,
+                 timestep, message)
+
+
+def scope_drop(seq: int, t: int, scope: int, parent_scope: int | None) -> Event:
+    return Event(seq, "scope_drop", t, scope, None, None, None, None, None, (), (), None, None, parent_scope)
+
+
+def var_create(seq: int, t: int, scope: int, block: int, name: str, op: int | None = None,
+               op_type: str | None = None, values=None) -> Event:
+    """`values`: ((name, value),) when an op bound the variable and values are retained."""
+    return Event(seq, "var_create", t, scope, block, op, op_type, name, None, (), (), None, None, None, None, None,
+                 (), values)
+
+
+def vars_create(seq: int, t: int, scope: int, block: int, names: tuple) -> Event:
+    return Event(seq, "vars_create", t, scope, block, None, None, None, None, (), (), None, None, None, None, None,
+                 names)
+
+
+def step(kind: str, seq: int, t: int, scope: int, block: int, op: int, op_type: str, timestep: int) -> Event:
+    """step_begin / step_end of one timestep of a control-flow op."""
+    return Event(seq, kind, t, scope, block, op, op_type, None, None, (), (), None, None, None, timestep)
+
+
+def error(seq: int, t: int, scope: int | None, block: int | None, op: int | None, op_type: str | None,
+          name: str | None, message: str, timestep: int | None) -> Event:
+    return Event(seq, "error", t, scope, block, op, op_type, name, None, (), (), None, None, None, timestep, message)
 
 
 _OPTIONAL = [f for f in Event._fields if f not in ("seq", "kind", "t_ns", "values")]
@@ -124,4 +170,4 @@ def op_run_event(rec, keep_values: bool = False) -> Event:
         if keep_values:
             values = tuple((name, v) for (_, name), v in zip(op.out_pairs, vals[n_in:]))
     return Event(seq, "op_run", t1, scope_id, op.block, op.idx, op.type, None, dur, ins, outs,
-                 op.kernel_name, place, None, timestep, None, values)
+                 op.kernel_name, place, None, timestep, None, (), values)

@@ -23,6 +23,7 @@ import numpy as np
 
 from . import dtypes
 from .errors import KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError, ShapeError
+from . import events
 from .events import (META, RECORD_HEAD_ONLY, RECORD_METAS, RECORD_VALUES, Event, meta_of,
                      op_run_event)
 from .place import CPUPlace, GPUPlace, to_host
@@ -183,22 +184,13 @@ class RunState:
         self.check_nan_inf = False
 
     def emit_var_create(self, scope_id: int, block: int, name: str) -> None:
-        ev = Event(self.seq, "var_create", _perf(), scope_id, block, None, None, name)  # positional: hot
-        self.seq += 1
-        for o in self.observers:
-            o(ev)
+        self.deliver(events.var_create(self.next_seq(), _perf(), scope_id, block, name))
 
     def next_seq(self) -> int:
         self.seq += 1
         return self.seq - 1
 
     def deliver(self, ev: Event) -> None:
-        for o in self.observers:
-            o(ev)
-
-    def emit(self, kind: str, **fields) -> None:
-        ev = Event(self.seq, kind, _perf(), **fields)
-        self.seq += 1
         for o in self.observers:
             o(ev)
 
@@ -230,10 +222,10 @@ class ExecContext:
         op = self.op
         kid = self.scope.new_scope(origin={"op": op.type, "block": op.block, "op_idx": op.idx,
                                            "timestep": timestep, "what": message})
-        if self.run.observers:
-            # positional Event fields (see events.py): these fire once or more per timestep
-            self.run.deliver(Event(self.run.next_seq(), "scope_push", _perf(), kid.id, op.block, op.idx, op.type,
-                                   None, None, (), (), None, None, self.scope.id, timestep, message))
+        run = self.run
+        if run.observers:
+            run.deliver(events.scope_push(run.next_seq(), _perf(), kid.id, op.block, op.idx, op.type, self.scope.id,
+                                          timestep, message))
         return kid
 
     def bind_var(self, scope: Scope, name: str, value) -> None:
@@ -243,22 +235,21 @@ class ExecContext:
         run = self.run
         if run.observers:
             op = self.op
-            run.deliver(Event(run.next_seq(), "var_create", _perf(), scope.id, op.block, op.idx, op.type, name,
-                              None, (), (), None, None, None, None, None,
-                              ((name, value),) if run.keep_values else None))
+            run.deliver(events.var_create(run.next_seq(), _perf(), scope.id, op.block, name, op.idx, op.type,
+                                          ((name, value),) if run.keep_values else None))
 
     def drop_scope(self, scope: Scope) -> None:
-        if self.run.observers:
+        run = self.run
+        if run.observers:
             for s in reversed(list(scope.walk())):
-                self.run.deliver(Event(self.run.next_seq(), "scope_drop", _perf(), s.id, None, None, None, None,
-                                       None, (), (), None, None, s.parent.id if s.parent else None))
+                run.deliver(events.scope_drop(run.next_seq(), _perf(), s.id, s.parent.id if s.parent else None))
         scope.drop()
 
     def step_event(self, kind: str, timestep: int, scope: Scope) -> None:
-        if self.run.observers:
+        run = self.run
+        if run.observers:
             op = self.op
-            self.run.deliver(Event(self.run.next_seq(), kind, _perf(), scope.id, op.block, op.idx, op.type, None,
-                                   None, (), (), None, None, None, timestep))
+            run.deliver(events.step(kind, run.next_seq(), _perf(), scope.id, op.block, op.idx, op.type, timestep))
 
     def run_block(self, block_idx: int, scope: Scope, timestep: int | None = None) -> Iterator:
         """Run a sub-block in `scope` through the same loop; use with `yield from`."""
@@ -401,19 +392,19 @@ def _names_from_template(run, prepared, scope, observed) -> dict | None:
         if n not in local_set:
             return None  # something bound here shadows an outer name: resolve from scratch
     names = dict(outer)
-    declared = prepared.declared
+    created = []
     for n in local:
         v = have.get(n)
         if v is None:
             v = scope.var(n)
-            if observed:
-                run.emit_var_create(scope.id, prepared.block_idx, n)
+            created.append(n)
         names[n] = v
-    for n in declared:  # declared but unused by any op: still created, as the block declares it
+    for n in prepared.declared:  # declared but unused by any op: still created, as the block declares it
         if n not in names and n not in have:
             scope.var(n)
-            if observed:
-                run.emit_var_create(scope.id, prepared.block_idx, n)
+            created.append(n)
+    if observed and created:  # a step scope's locals: one event for the batch, not one per name
+        run.deliver(events.vars_create(run.next_seq(), _perf(), scope.id, prepared.block_idx, tuple(created)))
     return names
 
 
@@ -521,8 +512,8 @@ def _op_error(run, ctx, op, in_vars, exc, var=None, message=None, cls=OpRunError
     err = cls(msg, op_type=op.type, block_idx=op.block, op_idx=op.idx, var_name=var,
                      inputs=tuple(given), timestep=ctx.timestep)
     if run.observers:
-        run.emit("error", scope=ctx.scope.id, block=op.block, op=op.idx, op_type=op.type, name=var,
-                 message=str(err), timestep=ctx.timestep)
+        run.deliver(events.error(run.next_seq(), _perf(), ctx.scope.id, op.block, op.idx, op.type, var, str(err),
+                                 ctx.timestep))
     return err
 
 
@@ -597,14 +588,14 @@ class Executor:
         prepared = self._prepare(program, 0)
         fetch_names = self._fetch_names(program, fetch_list)
         if obs:
-            run.emit("run_begin", scope=scope.id, block=0, message=f"{program!r}")
+            run.deliver(events.run_begin(run.next_seq(), _perf(), scope.id, f"{program!r}"))
         bound = _bind(run, prepared, scope, True)
         self._feed(program, prepared, scope, feed or {})
         try:
             yield from _exec_block(run, prepared, scope, begin, end)
         finally:
             if obs:
-                run.emit("run_end", scope=scope.id, block=0)
+                run.deliver(events.run_end(run.next_seq(), _perf(), scope.id))
         del bound
         return self._fetch(program, scope, fetch_names, fetch_list is None, return_numpy)
 

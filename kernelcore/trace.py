@@ -27,7 +27,10 @@ from .events import KINDS, RECORD_HEAD, RECORD_HEAD_ONLY, RECORD_METAS, Event, c
 from .executor import add_observer, remove_observer
 
 SCHEMA = "kernelcore.trace"
-VERSION = 1
+VERSION = 2
+# Versions this kernelcore reads: 1 had no vars_create events (every creation was a var_create), so a
+# version-1 trace is a version-2 trace that happens not to use them.
+READS_VERSIONS = (1, 2)
 POLICIES = ("none", "shapes", "references", "copies")
 
 
@@ -185,8 +188,9 @@ class Trace:
     def from_json(cls, data: dict, source: str = "trace") -> Trace:
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise LoadError(f"{source}: not a kernelcore trace (expected schema {SCHEMA!r})")
-        if data.get("version") != VERSION:
-            raise LoadError(f"{source}: trace version {data.get('version')!r}; this kernelcore reads {VERSION}")
+        if data.get("version") not in READS_VERSIONS:
+            raise LoadError(f"{source}: trace version {data.get('version')!r}; this kernelcore reads versions "
+                            f"{', '.join(map(str, READS_VERSIONS))}")
         events = []
         for i, d in enumerate(data.get("events", [])):
             try:

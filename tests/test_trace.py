@@ -163,3 +163,46 @@ def test_shapes_policy_releases_values_when_the_run_ends():
     holding = [it for it in tr._items if type(it) is tuple and len(it) > RECORD_HEAD and it[RECORD_HEAD] is not META]
     assert holding == []
     assert tr.filter("op_run")[-1].outputs == (("Out", "t29", (1000,), "float32"),)
+
+
+def test_a_version_1_trace_still_loads():
+    """Traces saved before vars_create existed (version 1) load as they were."""
+    old = kc.Trace.load(pathlib.Path(__file__).parent / "golden" / "trace_small_v1.json")
+    assert [(e.kind, e.op_type or e.name) for e in old.events] == [
+        ("run_begin", None), ("var_create", "x"), ("var_create", "h"), ("var_create", "r"),
+        ("op_run", "elementwise_mul"), ("op_run", "relu"), ("run_end", None)]
+
+
+def test_step_scopes_report_their_locals_in_one_event_per_timestep():
+    """From the second timestep on, a step block's locals are created by one vars_create event (the first
+    timestep resolves names one by one); time travel rebuilds them all, and the JSON round trip keeps them."""
+    T, B, D, H = 4, 2, 3, 5
+    prog = kc.Program()
+    with kc.program_guard(prog):
+        g = prog.global_block()
+        x = g.create_var("x", [T, B, D])
+        h0 = g.create_var("h0", [B, H])
+        w = g.create_parameter("w", [D, H])
+        rnn = kc.layers.StaticRNN()
+        with rnn.step():
+            x_t = rnn.step_input(x)
+            h = rnn.memory(init=h0)
+            h_new = kc.op.tanh(kc.op.elementwise_add(kc.op.matmul_v2(x_t, w), h))
+            rnn.update_memory(h, h_new)
+            rnn.step_output(h_new)
+        out = rnn()
+    rng = np.random.default_rng(0)
+    scope = kc.Scope()
+    scope.set("w", rng.standard_normal((D, H)).astype(np.float32))
+    feed = {"x": rng.standard_normal((T, B, D)).astype(np.float32), "h0": np.zeros((B, H), np.float32)}
+    with kc.trace() as tr:
+        kc.Executor().run(prog, feed, [out], scope)
+    batches = [e for e in tr.events if e.kind == "vars_create"]
+    assert len(batches) == T - 1
+    pushes = [e for e in tr.events if e.kind == "scope_push"]
+    first_locals = {e.name for e in tr.events if e.kind == "var_create" and e.scope == pushes[0].scope
+                    and e.values is None and e.op is None}
+    for b in batches:
+        assert set(b.names) == first_locals  # the same locals, every timestep
+    back = kc.Trace.from_json(json.loads(json.dumps(tr.to_json())))
+    assert [e.names for e in back.events if e.kind == "vars_create"] == [b.names for b in batches]

@@ -135,7 +135,7 @@ export type EventIO = [string, string, number[] | null, string | null];
 
 export interface TraceEvent {
   seq: number;
-  kind: string; // run_begin run_end scope_push scope_drop var_create op_run step_begin step_end error
+  kind: string; // run_begin run_end scope_push scope_drop var_create vars_create op_run step_begin step_end error
   t_ns: number;
   scope?: number;
   block?: number;
@@ -150,6 +150,7 @@ export interface TraceEvent {
   parent_scope?: number;
   timestep?: number;
   message?: string;
+  names?: string[]; // vars_create: the variables a step scope created at once
 }
 
 export interface TraceJSON {

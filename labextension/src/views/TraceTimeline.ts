@@ -27,6 +27,8 @@ export function eventLabel(e: TraceEvent): string {
       return `${String(e.op_type ?? '?')}${e.block !== undefined ? ` (block ${e.block} op #${e.op})` : ''}${e.kind === 'error' && e.message ? `: ${String(e.message)}` : ''}`;
     case 'var_create':
       return String(e.name ?? '');
+    case 'vars_create':
+      return Array.isArray(e.names) ? e.names.map((n) => String(n)).join(', ') : '';
     case 'scope_push':
       return `${String(e.message ?? 'scope')}${e.timestep !== undefined ? ` t=${e.timestep}` : ''} (parent ${e.parent_scope})`;
     case 'step_begin':
