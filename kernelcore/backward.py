@@ -226,7 +226,8 @@ def is_float(dtype_enum) -> bool:
 VT = pb.VarType
 # Paddle's OpRole values (op_proto_maker.h)
 OP_ROLE_FORWARD, OP_ROLE_BACKWARD, OP_ROLE_OPTIMIZE, OP_ROLE_LOSS = 0, 1, 2, 256
-_TENSOR_TYPES = (VT.LOD_TENSOR, VT.SELECTED_ROWS)
+# Variables that can carry a gradient (a tensor array's gradient flows through the ops that read it)
+_DIFFERENTIABLE_TYPES = (VT.LOD_TENSOR, VT.SELECTED_ROWS)
 
 
 class NoGradientError(ProgramError, NotImplementedError):
@@ -465,7 +466,7 @@ def _grad_specs(block: Block, target_names: list[str], seeds: list[GradOp], sour
         r = cache.get(name)
         if r is None:
             v = block.find_var_recursive(name)
-            r = cache[name] = v is not None and v.type in _TENSOR_TYPES and is_float(v.dtype)
+            r = cache[name] = v is not None and v.type in _DIFFERENTIABLE_TYPES and is_float(v.dtype)
         return r
 
     # Forward: which variables need a gradient.

@@ -19,6 +19,7 @@ from .place import CPUPlace, to_host
 from .program import Program
 from .scope import Scope, global_scope
 from .trace import Trace
+from .values import nonfinite
 
 
 @dataclass(frozen=True)
@@ -277,18 +278,13 @@ class DebugSession:
 
 
 def _has_non_finite(ev, sess) -> bool:
-    for name, value in ev.values or ():
-        dt = getattr(value, "dtype", None)
-        if dt is not None and dt.kind in "fc":
-            xp = sess.executor.place.xp
-            if not bool(xp.isfinite(value).all()):
-                return True
-    return False
+    xp = sess.executor.place.xp
+    return any(nonfinite(xp, value) for _, value in ev.values or ())
 
 
 def _non_finite_text(ev, sess) -> str:
-    bad = [name for name, v in ev.values or () if getattr(v, "dtype", None) is not None and v.dtype.kind in "fc"
-           and not bool(sess.executor.place.xp.isfinite(v).all())]
+    xp = sess.executor.place.xp
+    bad = [name for name, v in ev.values or () if nonfinite(xp, v)]
     where = f"op {ev.op_type!r} (block {ev.block}, op #{ev.op})"
     if ev.timestep is not None:
         where += f" at timestep {ev.timestep}"

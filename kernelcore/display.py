@@ -34,7 +34,6 @@ A = pb.AttrType
 # Paddle's optimizer op types (the contract names sgd/momentum/adam; the rest are their siblings).
 OPTIMIZE_OPS = frozenset({"sgd", "momentum", "adam", "adamw", "adamax", "adagrad", "adadelta", "rmsprop", "lamb",
                           "lars_momentum", "ftrl", "decayed_adagrad", "dpsgd", "merged_adam", "merged_momentum"})
-TENSOR_TYPES = frozenset({VT.LOD_TENSOR, VT.SELECTED_ROWS, VT.LOD_TENSOR_ARRAY})
 # Attributes left out of the JSON: a Python stack per op says nothing about the program and is long.
 HIDDEN_ATTRS = frozenset({"op_callstack"})
 
@@ -117,9 +116,9 @@ def _var_kinds(desc, declared: list[set]) -> dict[tuple[int, str], str]:
             how = first.get((b, v.name))
             if "@GRAD" in v.name:
                 kind = "grad"
-            elif v.is_parameter or (v.persistable and how == "read" and v.type.type in TENSOR_TYPES):
+            elif v.is_parameter or (v.persistable and how == "read" and v.type.type in dtypes.TENSOR_TYPES):
                 kind = "param"
-            elif v.type.type not in TENSOR_TYPES:
+            elif v.type.type not in dtypes.TENSOR_TYPES:
                 kind = "other"  # step scopes, feed/fetch lists, readers
             elif how in ("read", "fed"):
                 kind = "data"

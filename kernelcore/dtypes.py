@@ -63,3 +63,7 @@ def parse_dtype(dtype) -> int:
 
 
 FLOATS = frozenset({VT.FP16, VT.FP32, VT.FP64, VT.BF16})
+
+
+# The variable types that hold tensors (a program's data, as opposed to feed/fetch lists, step scopes, readers)
+TENSOR_TYPES = frozenset({pb.VarType.LOD_TENSOR, pb.VarType.SELECTED_ROWS, pb.VarType.LOD_TENSOR_ARRAY})

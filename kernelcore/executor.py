@@ -31,6 +31,7 @@ from .program import Program, Variable as ProgramVariable
 from .proto import framework_pb2 as pb
 from .registry import feed_fetch_col, get_op_def
 from .scope import Scope, global_scope
+from .values import nonfinite
 
 VT = pb.VarType
 _perf = time.perf_counter_ns
@@ -480,9 +481,8 @@ def _check_finite(run, ctx, op, in_vars, out_vars):
         if e is None:
             continue
         for v in (e if dup else (e,)):
-            val = v.value
-            if getattr(val, "dtype", None) is not None and val.dtype.kind in "fc" and not bool(xp.isfinite(val).all()):
-                what = "NaN" if bool(xp.isnan(val).any()) else "Inf"
+            what = nonfinite(xp, v.value)
+            if what is not None:
                 raise _op_error(run, ctx, op, in_vars, None, var=v.name,
                                 message=f"output {slot!r} (variable {v.name!r}) holds {what}; the inputs that "
                                         f"led to it are listed below", cls=NonFiniteError)

@@ -20,7 +20,6 @@ from .registry import get_op_def
 
 VT = pb.VarType
 A = pb.AttrType
-TENSOR_TYPES = (VT.LOD_TENSOR, VT.SELECTED_ROWS, VT.LOD_TENSOR_ARRAY)
 # Attributes left out of the text form: long and machine-specific.
 HIDDEN_IN_TEXT = frozenset({"op_callstack", "op_namescope", "op_device", "with_quant_attr"})
 
@@ -277,7 +276,7 @@ class Block:
         d.name = name
         d.type.type = type
         d.persistable, d.stop_gradient, d.is_parameter = persistable, stop_gradient, is_parameter
-        if type in TENSOR_TYPES:
+        if type in dtypes.TENSOR_TYPES:
             td = (d.type.lod_tensor if type == VT.LOD_TENSOR else
                   d.type.tensor_array if type == VT.LOD_TENSOR_ARRAY else None)
             tensor = td.tensor if td is not None else d.type.selected_rows
