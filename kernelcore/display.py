@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import html
 import math
+import re
 import shutil
 import subprocess
 
@@ -46,6 +47,24 @@ def op_id(block: int, idx: int) -> str:
 
 def var_id(block: int, name: str) -> str:
     return f"v{block}:{name}"
+
+
+_OP_ID = re.compile(r"o(\d+):(\d+)\Z")
+_VAR_ID = re.compile(r"v(\d+):(.+)\Z", re.S)
+
+
+def parse_node_id(node_id: str) -> tuple | None:
+    """("op", block, index) for an op id, ("var", block, name) for a var id, None for anything else:
+    the only reader of the ids op_id and var_id write."""
+    if not isinstance(node_id, str):
+        return None
+    m = _OP_ID.match(node_id)
+    if m:
+        return "op", int(m.group(1)), int(m.group(2))
+    m = _VAR_ID.match(node_id)
+    if m:
+        return "var", int(m.group(1)), m.group(2)
+    return None
 
 
 def op_role(op_type: str) -> str:

@@ -2,18 +2,14 @@
 from __future__ import annotations
 
 import os
-import re
 
 import traitlets as t
 
 import kernelcore as kc
-from kernelcore.display import op_id, op_role, program_json, var_id
+from kernelcore.display import op_id, op_role, parse_node_id, program_json, var_id
 
 from ._base import STATIC, KCWidget
 from .schema import value_preview
-
-_OP_ID = re.compile(r"o(\d+):(\d+)\Z")
-_VAR_ID = re.compile(r"v(\d+):(.+)\Z", re.S)
 
 
 def as_program(program) -> kc.Program:
@@ -108,12 +104,11 @@ class GraphState(t.HasTraits):
     # -- details ----------------------------------------------------------------------------------------
     def describe(self, node_id: str) -> dict:
         """What Python says about node `node_id` (an op or var id of the contract)."""
-        m = _OP_ID.match(node_id)
-        if m:
-            return self._describe_op(int(m.group(1)), int(m.group(2)), node_id)
-        m = _VAR_ID.match(node_id)
-        if m:
-            return self._describe_var(int(m.group(1)), m.group(2), node_id)
+        parsed = parse_node_id(node_id)
+        if parsed is not None and parsed[0] == "op":
+            return self._describe_op(parsed[1], parsed[2], node_id)
+        if parsed is not None:
+            return self._describe_var(parsed[1], parsed[2], node_id)
         return {"id": node_id, "error": f"{node_id!r} is not an op id (o<block>:<index>) or a var id (v<block>:<name>)"}
 
     def _io(self, block, slots: dict, opdef) -> tuple[dict, dict]:
