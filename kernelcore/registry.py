@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from . import attrs as attrlib
 from .errors import AttrError, UnknownOpError
+from .op_names import close_op_types, is_paddle_op
 from .proto import framework_pb2 as pb
 
 A = pb.AttrType
@@ -184,7 +185,7 @@ def get_op_def(type: str) -> OpDef:
         _load_ops()
         d = _REGISTRY.get(type)
     if d is None:
-        raise UnknownOpError(f"unknown op type {type!r}{_did_you_mean(type, list(_REGISTRY))}")
+        raise UnknownOpError(f"unknown op type {type!r}{unknown_op_hint(type)}")
     return d
 
 
@@ -200,6 +201,14 @@ def all_op_defs() -> dict[str, OpDef]:
 
 def _load_ops() -> None:
     from . import ops  # noqa: F401  - registering is importing
+
+
+def unknown_op_hint(op_type: str) -> str:
+    """What to add after an unknown op type: that Paddle has it, or the close registered names."""
+    if is_paddle_op(op_type):
+        return " (a PaddlePaddle op with no kernel in kernelcore)"
+    close = close_op_types(op_type, _REGISTRY)
+    return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
 
 
 def _did_you_mean(name: str, choices: list[str]) -> str:
