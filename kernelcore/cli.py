@@ -29,10 +29,16 @@ class CLIError(Exception):
 
 
 def main(argv=None) -> int:
+    import warnings
+
+    from .support import UnsupportedOpsWarning
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args) or 0
+        with warnings.catch_warnings():
+            # the commands say it their own way: `show` lists the ops, `run` fails naming them all
+            warnings.simplefilter("ignore", UnsupportedOpsWarning)
+            return args.func(args) or 0
     except KeyboardInterrupt:
         print("kernelcore: interrupted", file=sys.stderr)
         return 130
@@ -111,6 +117,10 @@ def cmd_show(args) -> int:
         print(json.dumps(program_summary(prog, args.program), indent=1))
     else:
         print(prog)
+        from .support import describe, unsupported_ops
+        unsupported = unsupported_ops(prog)
+        if unsupported:
+            print(f"\nnot runnable here: {describe(unsupported)}")
     return 0
 
 
@@ -118,6 +128,7 @@ def program_summary(prog, path=None) -> dict:
     """What `show --json` prints: blocks, op counts, feeds, fetches and persistables."""
     from . import dtypes
     from .io import feed_target_names, fetch_target_names, persistable_names
+    from .support import unsupported_ops
     blocks = []
     for b in prog.desc.blocks:
         blocks.append({"idx": b.idx, "parent_idx": b.parent_idx, "vars": len(b.vars), "ops": len(b.ops),
@@ -138,6 +149,7 @@ def program_summary(prog, path=None) -> dict:
         "fetch_names": fetch_target_names(prog, strict=False),
         "persistables": persist,
         "blocks": blocks,
+        "unsupported_ops": [u.to_json() for u in unsupported_ops(prog)],
     }
 
 

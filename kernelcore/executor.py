@@ -27,6 +27,7 @@ from .place import CPUPlace, GPUPlace, to_host
 from .program import Program, Variable as ProgramVariable
 from .proto import framework_pb2 as pb
 from .registry import get_op_def
+from .support import check_supported
 from .scope import Scope, global_scope
 from . import attrs as attrlib
 
@@ -536,6 +537,7 @@ class Executor:
         hit = self._prepared.get(key)
         if hit is not None and hit[0]() is program and hit[1] == program._version:
             return hit[2]
+        check_supported(program)  # every op kernelcore lacks, in one error, before the first is met
         prepared = PreparedBlock(program, block_idx, self.place)
         self._prepared[key] = (weakref.ref(program), program._version, prepared)
         return prepared

@@ -22,6 +22,7 @@ import io as _stdio
 import math
 import os
 import struct
+import warnings
 from pathlib import Path
 from typing import BinaryIO, Iterable, Mapping
 
@@ -35,6 +36,7 @@ from .place import to_host
 from .program import Program, check_structure
 from .proto import framework_pb2 as pb
 from .scope import Scope
+from .support import UnsupportedOpsWarning, describe, unsupported_ops
 
 VT = pb.VarType
 # Variable types that hold no tensor to save (Paddle's is_persistable + the RAW filter of save_combine).
@@ -84,6 +86,9 @@ def program_from_bytes(data: bytes, source: str = "bytes") -> Program:
         raise LoadError(f"{source}: the program has no blocks{_format_hint(data, source)}")
     check_structure(desc, source)
     _check_names(desc, source)
+    unsupported = unsupported_ops(desc)
+    if unsupported:  # it loads (to be shown, pruned, edited) but cannot run: say so now, not mid-run
+        warnings.warn(UnsupportedOpsWarning(f"{source}: {describe(unsupported)}"), stacklevel=2)
     return Program(desc)
 
 
