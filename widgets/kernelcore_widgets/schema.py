@@ -43,6 +43,7 @@ class OpJSON(TypedDict):
     attrs: dict
     sub_blocks: list
     comment: str            # the OpProto comment from the registry ("" for ops kernelcore lacks)
+    unsupported: bool       # kernelcore has no definition (so no kernel) for this op type: shown, cannot run
 
 
 class BlockJSON(TypedDict):
