@@ -50,11 +50,25 @@ def test_op_on_strict_device_matches_numpy_reference(case):
     for name in feed:  # fed values were copied to the device
         assert strict_xp.is_device_array(scope.find_var(name).value), f"{case}: feed {name} stayed on the host"
     compare(case, _device_outputs(case, scope, outs))
+    _assert_on_device(scope)
 
 
 # -- gradients ------------------------------------------------------------------------------------------
 def _grads(place, prog, feed, fetch, training):
-    return kc.Executor(place).run(prog, feed=feed, fetch_list=fetch, scope=kc.Scope(), training=training)
+    scope = kc.Scope()
+    got = kc.Executor(place).run(prog, feed=feed, fetch_list=fetch, scope=scope, training=training)
+    if isinstance(place, StrictPlace):
+        _assert_on_device(scope)
+    return got
+
+
+def _assert_on_device(scope):
+    """Every tensor the run left in `scope` or its kids (and in tensor lists) is a device array."""
+    for s in scope.walk():
+        for v in s.local_vars():
+            vals = v.value if isinstance(v.value, list) else [v.value]
+            host = [type(x).__name__ for x in vals if isinstance(x, (np.ndarray, np.generic))]
+            assert not host, f"{v.name} holds a host value ({host[0]}) after a StrictPlace run"
 
 
 @pytest.mark.parametrize("case", tb.CASES, ids=str)
@@ -110,7 +124,7 @@ def test_strict_arrays_refuse_what_cupy_refuses():
     host = np.ones(3)
     for bad in (lambda: np.asarray(dev), lambda: np.array(dev), lambda: dev + host, lambda: host * dev,
                 lambda: xp.maximum(dev, host), lambda: xp.where(dev > 1, host, dev),
-                lambda: range(xp.asarray(np.int64(3))), lambda: [1, 2, 3][xp.asarray(np.int64(1))]):
+                lambda: xp.maximum(dev[0], [1.0, 2.0, 3.0]), lambda: range(xp.asarray(np.int64(3))), lambda: [1, 2, 3][xp.asarray(np.int64(1))]):
         with pytest.raises(TypeError):
             bad()
     with pytest.raises(AttributeError):
@@ -201,3 +215,26 @@ def test_the_tier_catches_gpu_bugs_in_a_kernel(monkeypatch):
         monkeypatch.setitem(opdef.kernels, key, lambda ctx, ins, attrs: (np.maximum(np.zeros(ins[0].shape, ins[0].dtype), 0),))
     with pytest.raises(pytest.fail.Exception, match="host NumPy array"):
         test_op_on_strict_device_matches_numpy_reference(case)
+
+
+def test_an_mlp_forward_pass_never_waits_for_the_device():
+    """Reading a device value back (float(), bool(), .item()) stalls a GPU; kernels do it only where they
+    must (a loop condition, a label check). A plain MLP forward pass does it nowhere: fed once, fetched once."""
+    prog = kc.Program()
+    g = prog.global_block()
+    g.create_var("x", [4, 3], "float32")
+    g.create_parameter("w", [3, 5], "float32")
+    g.create_parameter("b", [5], "float32")
+    g.append_op("mul", {"X": ["x"], "Y": ["w"]}, {"Out": ["h"]}, {"x_num_col_dims": 1, "y_num_col_dims": 1})
+    g.append_op("elementwise_add", {"X": ["h"], "Y": ["b"]}, {"Out": ["hb"]}, {"axis": 1})
+    g.append_op("relu", {"X": ["hb"]}, {"Out": ["r"]})
+    g.append_op("softmax", {"X": ["r"]}, {"Out": ["p"]})
+    g.append_op("reduce_mean", {"X": ["p"]}, {"Out": ["loss"]}, {"reduce_all": True, "dim": []})
+    rng = np.random.default_rng(0)
+    feed = {"x": rng.standard_normal((4, 3), np.float32), "w": rng.standard_normal((3, 5), np.float32),
+            "b": rng.standard_normal(5, np.float32)}
+    want, = kc.Executor(kc.CPUPlace()).run(prog, feed=feed, fetch_list=["loss"], scope=kc.Scope())
+    strict_xp.reset_stats()
+    got, = kc.Executor(StrictPlace()).run(prog, feed=feed, fetch_list=["loss"], scope=kc.Scope())
+    assert strict_xp.stats == {"syncs": 0, "to_host": 1, "to_device": 3}
+    np.testing.assert_array_equal(got, want)

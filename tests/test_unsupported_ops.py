@@ -11,6 +11,7 @@ import os
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import kernelcore as kc
@@ -69,7 +70,7 @@ def test_running_or_preparing_names_every_unsupported_op_in_one_error(how):
     exe = kc.Executor()
     with pytest.raises(kc.UnknownOpError) as e:
         if how == "run":
-            exe.run(prog, feed={"x": __import__("numpy").ones((2, 3), "float32")}, fetch_list=["y"])
+            exe.run(prog, feed={"x": np.ones((2, 3), "float32")}, fetch_list=["y"])
         else:
             exe.prepare(prog)
     msg = str(e.value)

@@ -12,7 +12,8 @@ kernel written once against `ctx.xp` can go wrong on a GPU:
       TypeError ("Implicit conversion to a NumPy array is not allowed");
     - a host (NumPy) array given to a device function or ufunc, or mixed into arithmetic with a device
       array (`dev + host`, `xp.where(c, host, dev)`, `xp.maximum(dev, host)`), raises TypeError
-      ("Unsupported type"); NumPy *scalars* and Python numbers are fine, as in CuPy, and so are NumPy
+      ("Unsupported type"), as is a Python list given to a ufunc; NumPy *scalars* and Python numbers are
+      fine, as in CuPy, and so are NumPy
       arrays used as indices or as values assigned into a device array (CuPy copies those);
     - `operator.index(dev)` fails: cupy.ndarray has no `__index__`, so `range(dev)`, `lst[dev]` and
       `slice(dev, ...)` fail on a GPU though they work on a 0-d NumPy integer array;
@@ -147,6 +148,10 @@ class _ufunc:
 
     def __call__(self, *args, **kwargs):
         where = f"xp.{self.__name__}"
+        for a in args:  # CuPy's ufuncs take device arrays and scalars only (a list is "Unsupported type")
+            if type(a) in (list, tuple):
+                raise TypeError(f"Unsupported type {type(a)}: {where} takes device arrays and scalars, not a "
+                                f"Python sequence; build an array with xp.asarray first")
         return _wrap(self._uf(*_unwrap(args, where), **{k: _unwrap(v, where) for k, v in kwargs.items()}))
 
     def __getattr__(self, name):
