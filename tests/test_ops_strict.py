@@ -99,7 +99,25 @@ def _control_flow_programs():
         prog, loss, feed = tcf.cond_program()
         feed["p"] = np.array([p])
         progs[f"cond_{'true' if p > 0 else 'false'}"] = (prog, loss, feed, ["x", "y"])
+    prog, loss, feed = tcf.paddle_style_rnn()
+    progs["block_api_rnn"] = (prog, loss, feed, ["x", "h0", "c0", "w"])
+    for kind in ("lstm", "simple_rnn"):
+        progs[f"{kind}_layer"] = _rnn_layer_program(kind)
     return progs
+
+
+def _rnn_layer_program(kind):
+    """kc.layers.lstm / simple_rnn over a [3, 2, 4] sequence, parameters from the startup program."""
+    main, startup = kc.Program(), kc.Program()
+    with kc.program_guard(main, startup):
+        x = tcf.L.data("x", [3, 2, 4], "float64", stop_gradient=False)
+        seq = getattr(tcf.L, kind)(x, 3, name=kind)
+        loss, feed = tcf.weighted_loss(main.global_block(), [seq, tcf.L.sequence_last(seq)])
+    feed.update(tcf.params_of(startup, main))
+    feed["x"] = tcf.rng.standard_normal((3, 2, 4))
+    feed[f"{kind}.b_0"] = tcf.rng.standard_normal(feed[f"{kind}.b_0"].shape) * 0.3
+    params = [v.name for v in main.global_block().vars if v.is_parameter]
+    return main, loss, feed, ["x"] + sorted(params)
 
 
 CF = _control_flow_programs()
@@ -107,7 +125,8 @@ CF = _control_flow_programs()
 
 @pytest.mark.parametrize("name", sorted(CF))
 def test_control_flow_gradients_on_strict_device_match_cpu(name):
-    """recurrent, while, conditional_block (IfElse and cond layouts) and their grad ops on the device path."""
+    """recurrent (StaticRNN, the block API, the lstm and simple_rnn layers), while, conditional_block (IfElse
+    and cond layouts) and their grad ops on the device path."""
     prog, loss, feed, wrt = CF[name]
     tcf.backward(prog, loss)
     fetch = [loss.name] + [n + "@GRAD" for n in wrt]
