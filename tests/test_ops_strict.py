@@ -143,7 +143,8 @@ def test_strict_arrays_refuse_what_cupy_refuses():
     host = np.ones(3)
     for bad in (lambda: np.asarray(dev), lambda: np.array(dev), lambda: dev + host, lambda: host * dev,
                 lambda: xp.maximum(dev, host), lambda: xp.where(dev > 1, host, dev),
-                lambda: xp.maximum(dev[0], [1.0, 2.0, 3.0]), lambda: range(xp.asarray(np.int64(3))), lambda: [1, 2, 3][xp.asarray(np.int64(1))]):
+                lambda: xp.maximum(dev[0], [1.0, 2.0, 3.0]), lambda: range(xp.asarray(np.int64(3))),
+                lambda: xp.sum(dev, where=dev > 1),  # NumPy's sum takes where=, CuPy's does not lambda: [1, 2, 3][xp.asarray(np.int64(1))]):
         with pytest.raises(TypeError):
             bad()
     with pytest.raises(AttributeError):
@@ -213,6 +214,10 @@ def test_the_scan_catches_a_name_cupy_lacks():
 def test_namespace_list_names_its_cupy_version():
     first = (Path(strict_xp.NAMESPACE_FILE).read_text().splitlines() or [""])[0]
     assert first.startswith("# CuPy ") and strict_xp.CUPY_VERSION[0].isdigit()
+    sig_header = Path(strict_xp.SIGNATURES_FILE).read_text().splitlines()[0]
+    assert sig_header.startswith(f"# CuPy {strict_xp.CUPY_VERSION} ")  # both lists from one CuPy
+    assert set(strict_xp.CUPY_SIGNATURES) <= {n.split(".", 1)[1] for n in strict_xp.CUPY_NAMES}
+    assert strict_xp.CUPY_SIGNATURES["full"][0] == ("shape", "fill_value", "dtype", "order")
     ast.parse((REPO / "kernelcore" / "testing" / "gen_cupy_namespace.py").read_text())
 
 

@@ -5,11 +5,15 @@ Run with a Python that has CuPy installed (no GPU needed: `import cupy` works wi
 
     python -m venv /tmp/cupyvenv && /tmp/cupyvenv/bin/pip install cupy-cuda12x
     /tmp/cupyvenv/bin/python kernelcore/testing/gen_cupy_namespace.py > kernelcore/testing/cupy_namespace.txt
+    /tmp/cupyvenv/bin/python kernelcore/testing/gen_cupy_namespace.py --signatures > kernelcore/testing/cupy_signatures.txt
 
 Standalone on purpose: it imports nothing from kernelcore, so the CuPy venv needs nothing else.
 Lines: `cupy.<name>` for the top-level namespace, `cupy.<sub>.<name>` for the submodules kernels may
 reach (random, linalg, fft), `cupy.ndarray.<attr>` for array attributes and methods (dunders too, since
 which conversions exist matters), `cupy.ufunc.<attr>` and `cupy.random.RandomState.<attr>`.
+With --signatures: `name(param, ...)` for each top-level function whose signature Python can read (CuPy's
+Python-level functions; ufuncs and Cython builtins have none), `*` / `**` marking *args / **kwargs, so the
+stand-in can refuse a keyword CuPy's function does not take.
 """
 from __future__ import annotations
 
@@ -21,6 +25,39 @@ CLASSES = {"ndarray": cupy.ndarray, "ufunc": cupy.ufunc, "random.RandomState": c
 
 def public(obj, dunders=False):
     return sorted(n for n in dir(obj) if not n.startswith("_") or (dunders and n.startswith("__")))
+
+
+def signature_line(name: str, fn) -> str | None:
+    import inspect
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    parts = []
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            parts.append("*")
+        elif p.kind is p.VAR_KEYWORD:
+            parts.append("**")
+        elif p.kind is p.POSITIONAL_ONLY:
+            parts.append(f"/{p.name}")
+        elif p.kind is p.KEYWORD_ONLY:
+            parts.append(f"={p.name}")
+        else:
+            parts.append(p.name)
+    return f"{name}({', '.join(parts)})"
+
+
+def signatures() -> None:
+    print(f"# CuPy {cupy.__version__} function signatures: name(param, ...); /p positional-only, =p keyword-only, "
+          f"* *args, ** **kwargs; regenerate with kernelcore/testing/gen_cupy_namespace.py --signatures")
+    for n in public(cupy):
+        v = getattr(cupy, n)
+        if isinstance(v, (type, cupy.ufunc)) or not callable(v):
+            continue
+        line = signature_line(n, v)
+        if line:
+            print(line)
 
 
 def main() -> None:
@@ -38,4 +75,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    signatures() if "--signatures" in sys.argv[1:] else main()

@@ -27,8 +27,11 @@ kernel written once against `ctx.xp` can go wrong on a GPU:
 * Results are device arrays, never NumPy scalars: `xp.sum(dev)` and `dev[0]` on a vector give a 0-d
   device array (NumPy returns `np.float64`, which would silently pass later host-only code).
 
-Not modelled: CuPy functions that take fewer keyword arguments than NumPy's, dtype promotion differences,
-and performance. `xp.random` draws with NumPy's generator (CuPy's streams differ anyway).
+* A top-level function called with a keyword (or more positional arguments) than CuPy's function of that
+  name takes raises TypeError (cupy_signatures.txt, generated beside the name list; CuPy's ufuncs and
+  Cython functions have no readable signature and are not checked).
+
+Not modelled: keyword arguments of ndarray methods and ufuncs, dtype promotion differences, and performance. `xp.random` draws with NumPy's generator (CuPy's streams differ anyway).
 """
 from __future__ import annotations
 
@@ -62,6 +65,50 @@ def _load_names() -> tuple[str, frozenset]:
 
 
 CUPY_VERSION, CUPY_NAMES = _load_names()
+SIGNATURES_FILE = Path(__file__).with_name("cupy_signatures.txt")
+
+
+def _load_signatures() -> dict:
+    """name -> (positional names, keyword names, takes *args, takes **kwargs) from cupy_signatures.txt."""
+    sigs = {}
+    for line in SIGNATURES_FILE.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, params = line[:-1].split("(", 1)
+        pos, kw, star, dstar = [], set(), False, False
+        for p in filter(None, (x.strip() for x in params.split(","))):
+            if p == "*":
+                star = True
+            elif p == "**":
+                dstar = True
+            elif p.startswith("/"):
+                pos.append(p[1:])
+            elif p.startswith("="):
+                kw.add(p[1:])
+            else:
+                pos.append(p)
+                kw.add(p)
+        sigs[name] = (tuple(pos), frozenset(kw), star, dstar)
+    return sigs
+
+
+CUPY_SIGNATURES = _load_signatures()
+
+
+def _check_call(name: str, args: tuple, kwargs: dict) -> None:
+    """TypeError where CuPy's function of this name would not take these arguments (NumPy's may)."""
+    sig = CUPY_SIGNATURES.get(name)
+    if sig is None:
+        return
+    pos, kw, star, dstar = sig
+    if len(args) > len(pos) and not star:
+        raise TypeError(f"xp.{name}() takes at most {len(pos)} positional arguments in CuPy {CUPY_VERSION}, "
+                        f"{len(args)} given")
+    if not dstar:
+        bad = [k for k in kwargs if k not in kw]
+        if bad:
+            raise TypeError(f"xp.{name}() got an unexpected keyword argument {bad[0]!r}: CuPy {CUPY_VERSION}'s "
+                            f"{name} takes {sorted(kw)}")
 
 
 def _members(prefix: str) -> frozenset:
@@ -111,9 +158,11 @@ def _unwrap_index(x):
     return x
 
 
-def _function(name: str, fn):
+def _function(name: str, fn, check_signature: bool = False):
     @functools.wraps(fn)
     def device_function(*args, **kwargs):
+        if check_signature:
+            _check_call(name, args, kwargs)
         args = _unwrap(args, f"xp.{name}")
         kwargs = {k: _unwrap(v, f"xp.{name}") for k, v in kwargs.items()}
         return _wrap(fn(*args, **kwargs))
@@ -131,6 +180,7 @@ def _host_to_device(name: str, fn):
             stats["to_device"] += 1
         else:
             stats["to_device"] += 1
+        _check_call(name, (a,) + args, kwargs)
         out = fn(a, *args, **kwargs)
         if name == "array" and isinstance(out, np.ndarray) and out is a:
             out = out.copy()
@@ -415,7 +465,7 @@ def _build(prefix: str, np_module, name: str) -> types.ModuleType:
         elif attr in _CONSTRUCTORS:
             v = _host_to_device(attr, v)
         else:
-            v = _function(attr, v)
+            v = _function(attr, v, check_signature=prefix == "cupy")
         setattr(ns, attr, v)
     return ns
 
