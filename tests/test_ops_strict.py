@@ -144,7 +144,8 @@ def test_strict_arrays_refuse_what_cupy_refuses():
     for bad in (lambda: np.asarray(dev), lambda: np.array(dev), lambda: dev + host, lambda: host * dev,
                 lambda: xp.maximum(dev, host), lambda: xp.where(dev > 1, host, dev),
                 lambda: xp.maximum(dev[0], [1.0, 2.0, 3.0]), lambda: range(xp.asarray(np.int64(3))),
-                lambda: xp.sum(dev, where=dev > 1),  # NumPy's sum takes where=, CuPy's does not lambda: [1, 2, 3][xp.asarray(np.int64(1))]):
+                lambda: [1, 2, 3][xp.asarray(np.int64(1))],
+                lambda: xp.sum(dev, where=dev > 1)):  # NumPy's sum takes where=, CuPy's does not
         with pytest.raises(TypeError):
             bad()
     with pytest.raises(AttributeError):
