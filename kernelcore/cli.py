@@ -3,7 +3,7 @@
     kernelcore show  PROGRAM [--json]
     kernelcore run   PROGRAM [--params F] [--feed name=file.npy ...] [--random-feeds] [--batch N]
                      [--seed N] [--fetch NAME ...] [--trace T.json] [--chrome-trace C.json]
-                     [--retain shapes|none|references] [--place cpu|gpu] [--save-outputs OUT.npz]
+                     [--retain shapes|none|references] [--place cpu|gpu|strict] [--save-outputs OUT.npz]
     kernelcore prune PROGRAM --target NAME [--target NAME ...] [--feed NAME ...] [-o OUT]
     kernelcore trace-info T.json [--top N]
 
@@ -88,7 +88,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="save the trace in Chrome's trace event format (open in ui.perfetto.dev)")
     r.add_argument("--retain", choices=("shapes", "none", "references"), default="shapes",
                    help="what the trace keeps of values (default shapes)")
-    r.add_argument("--place", choices=("cpu", "gpu"), default="cpu", help="where to run (default cpu)")
+    r.add_argument("--place", choices=("cpu", "gpu", "strict"), default="cpu",
+                   help="where to run (default cpu; strict: the GPU kernels on a NumPy stand-in that refuses "
+                        "what CuPy refuses, no GPU needed)")
     r.add_argument("--save-outputs", metavar="OUT.npz", help="save the fetched arrays, keyed by name")
     r.set_defaults(func=cmd_run)
 
@@ -162,7 +164,8 @@ def cmd_run(args) -> int:
     prog = load_program(prog_path)
     if args.batch < 1:
         raise CLIError(f"--batch must be at least 1, got {args.batch}")
-    place = kc.CPUPlace() if args.place == "cpu" else kc.GPUPlace(0)
+    from .place import StrictPlace
+    place = {"cpu": kc.CPUPlace, "gpu": lambda: kc.GPUPlace(0), "strict": StrictPlace}[args.place]()
     scope = kc.Scope()
 
     # parameters
@@ -174,11 +177,11 @@ def cmd_run(args) -> int:
              f"{sum(len(b.ops) for b in prog.desc.blocks)} ops)"]
     if params_path is not None and names:
         for n, arr in load_params(params_path, prog).items():
-            scope.set(n, arr)
+            scope.set(n, place.xp.asarray(arr) if place.kind != "cpu" else arr)  # where the kernels run
         lines.append(f"params   {params_path} ({len(names)} tensors)")
     elif names and prog_path.is_dir():  # Paddle 1.x: one file per parameter next to __model__
         from .io import load_inference_model
-        prog, scope, _, _ = load_inference_model(prog_path)
+        prog, scope, _, _ = load_inference_model(prog_path, place=place)
         params_path = prog_path
         lines.append(f"params   {prog_path}/<name> ({len(names)} files)")
     elif names:

@@ -263,3 +263,32 @@ def test_an_mlp_forward_pass_never_waits_for_the_device():
     got, = kc.Executor(StrictPlace()).run(prog, feed=feed, fetch_list=["loss"], scope=kc.Scope())
     assert strict_xp.stats == {"syncs": 0, "to_host": 1, "to_device": 3}
     np.testing.assert_array_equal(got, want)
+
+
+def test_cli_runs_a_paddle_model_on_the_strict_place(tmp_path, capsys):
+    """`kernelcore run --place strict`: a Paddle-written model through the GPU kernels, no GPU; same outputs."""
+    from kernelcore.cli import main
+    model = REPO / "examples" / "programs" / "mlp.pdmodel"
+    args = ["run", str(model), "--random-feeds", "--seed", "3", "--save-outputs"]
+    assert main(args + [str(tmp_path / "s.npz"), "--place", "strict"]) == 0
+    assert "on StrictPlace" in capsys.readouterr().out
+    assert main(args + [str(tmp_path / "c.npz")]) == 0
+    s, c = np.load(tmp_path / "s.npz"), np.load(tmp_path / "c.npz")
+    assert sorted(s.files) == sorted(c.files) and s.files
+    for k in c.files:
+        np.testing.assert_array_equal(s[k], c[k])
+
+
+def test_load_inference_model_puts_parameters_on_the_given_place():
+    """Device kernels refuse host parameters (found by the strict tier: `kernelcore run --place gpu` fed the
+    GPU and left the parameters on the host), so loading for a device copies them there, once."""
+    prefix = REPO / "examples" / "programs" / "mlp"
+    prog, scope, feeds, fetches = kc.io.load_inference_model(prefix, place=StrictPlace())
+    params = [n for n in scope.local_var_names()]
+    assert params and all(strict_xp.is_device_array(scope.get(n)) for n in params)
+    x = np.random.default_rng(1).standard_normal((2, prog.global_block().var(feeds[0]).shape[1])).astype("float32")
+    got = kc.Executor(StrictPlace()).run(prog, feed={feeds[0]: x}, scope=scope)
+    _, cpu_scope, _, _ = kc.io.load_inference_model(prefix)
+    want = kc.Executor().run(prog, feed={feeds[0]: x}, scope=cpu_scope)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
