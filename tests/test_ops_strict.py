@@ -293,3 +293,29 @@ def test_load_inference_model_puts_parameters_on_the_given_place():
     want = kc.Executor().run(prog, feed={feeds[0]: x}, scope=cpu_scope)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_debugger_trace_and_previews_work_on_device_values():
+    """The engine's host-side readers (debugger values, time travel, scope forest, widget previews) copy
+    device values explicitly; none relies on an implicit conversion."""
+    from kernelcore_widgets import schema
+    prog = kc.Program()
+    g = prog.global_block()
+    g.create_var("x", [2, 3], "float32")
+    g.append_op("relu", {"X": ["x"]}, {"Out": ["y"]})
+    g.append_op("scale", {"X": ["y"]}, {"Out": ["z"]}, {"scale": 2.0})
+    x = np.array([[-1, 2, 3], [4, -5, 6]], np.float32)
+    sess = kc.debug(prog, feed={"x": x}, fetch_list=["z"], place=StrictPlace())
+    sess.step()
+    sess.step()
+    np.testing.assert_array_equal(sess.value("y"), np.maximum(x, 0))
+    before = sess.back(1)
+    assert before is not None
+    sess.cont()
+    assert sess.finished
+    infos = {n: info for node in sess.forest() for n, info in node.vars.items()}
+    assert infos["z"].place == "StrictPlace" and infos["z"].shape == (2, 3)
+    dev = strict_xp.xp.asarray(x)
+    host_preview, dev_preview = schema.value_preview(x), schema.value_preview(dev)
+    assert dev_preview["place"] == "StrictPlace" and host_preview["place"] == "CPUPlace"
+    assert {k: v for k, v in dev_preview.items() if k != "place"} == {k: v for k, v in host_preview.items() if k != "place"}
