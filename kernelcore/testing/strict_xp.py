@@ -150,11 +150,11 @@ def _unwrap(x, where: str):
 
 
 def _unwrap_index(x):
-    """An index or assigned value: CuPy copies host arrays given here, so they pass."""
+    """An index, an assigned value or xp.array's data: CuPy copies host arrays given here, so they pass."""
     if isinstance(x, ndarray):
         return x._a
-    if type(x) is tuple:
-        return tuple(_unwrap_index(v) for v in x)
+    if type(x) in (tuple, list):
+        return type(x)(_unwrap_index(v) for v in x)
     return x
 
 
