@@ -27,8 +27,8 @@ from .place import CPUPlace, GPUPlace, to_host
 from .program import Program, Variable as ProgramVariable
 from .proto import framework_pb2 as pb
 from .registry import get_op_def
-from .support import check_supported
 from .scope import Scope, global_scope
+from .support import check_supported
 from . import attrs as attrlib
 
 VT = pb.VarType
