@@ -158,6 +158,10 @@ def test_strict_arrays_refuse_what_cupy_refuses():
     assert strict_xp.is_device_array(dev[np.array([1, 0])]) and strict_xp.is_device_array(xp.sum(dev))
     np.testing.assert_array_equal(dev.get(), np.arange(6.0).reshape(2, 3))
     assert strict_xp.is_device_array(np.sum(dev))  # NEP 18: dispatched to the device function
+    strict_xp.reset_stats()
+    xp.nonzero(dev > 2)
+    dev[dev > 2]  # shapes that depend on the data: CuPy reads a count back first
+    assert strict_xp.stats["syncs"] == 2
 
 
 def test_strict_namespace_is_cupys_and_numpys_intersection():

@@ -21,7 +21,7 @@ kernel written once against `ctx.xp` can go wrong on a GPU:
       when CuPy has one, else it fails with TypeError, as on CuPy.
 * What CuPy allows but which synchronises with the device is allowed and counted in `stats`:
   `float(dev)`, `int(dev)`, `complex(dev)`, `bool(dev)` (size-1 arrays only), `.item()`, `.tolist()`,
-  and explicit copies `.get()` / `xp.asnumpy` (to the host) and `xp.asarray(host)` (to the device).
+  results shaped by the data (`xp.nonzero`, `xp.unique`, `dev[mask]`, ...), and explicit copies `.get()` / `xp.asnumpy` (to the host) and `xp.asarray(host)` (to the device).
   kernelcore's kernels read a scalar back on purpose in a few places (a loop condition, a bad-label
   check), so refusing these would be stricter than a GPU; `stats` lets a test see them.
 * Results are device arrays, never NumPy scalars: `xp.sum(dev)` and `dev[0]` on a vector give a 0-d
@@ -158,11 +158,20 @@ def _unwrap_index(x):
     return x
 
 
+# Results whose shape depends on the data: CuPy reads a count back from the device first (a sync).
+_DATA_SHAPED = frozenset({"nonzero", "argwhere", "flatnonzero", "unique", "compress", "extract",
+                          "ndarray.nonzero", "ndarray.compress"})
+
+
 def _function(name: str, fn, check_signature: bool = False):
+    data_shaped = name in _DATA_SHAPED
+
     @functools.wraps(fn)
     def device_function(*args, **kwargs):
         if check_signature:
             _check_call(name, args, kwargs)
+        if data_shaped:
+            stats["syncs"] += 1
         args = _unwrap(args, f"xp.{name}")
         kwargs = {k: _unwrap(v, f"xp.{name}") for k, v in kwargs.items()}
         return _wrap(fn(*args, **kwargs))
@@ -329,7 +338,10 @@ class ndarray:
         return (ndarray(self._a[i]) if self._a.ndim > 1 else _wrap(self._a[i]) for i in range(len(self._a)))
 
     def __getitem__(self, key):
-        return _wrap(self._a[_unwrap_index(key)])
+        key = _unwrap_index(key)
+        if _has_mask(key):
+            stats["syncs"] += 1  # a boolean mask's result size is read back from the device
+        return _wrap(self._a[key])
 
     def __setitem__(self, key, value):
         self._a[_unwrap_index(key)] = _unwrap_index(value)
@@ -347,6 +359,11 @@ class ndarray:
 
     def __reduce__(self):
         return (_from_host, (self._a,))
+
+
+def _has_mask(key) -> bool:
+    keys = key if type(key) is tuple else (key,)
+    return any(isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim > 0 for k in keys)
 
 
 def _from_host(a):
