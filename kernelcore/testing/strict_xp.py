@@ -182,6 +182,7 @@ def _host_to_device(name: str, fn):
     """asarray/array: the explicit host-to-device copies; device arrays pass through."""
     @functools.wraps(fn)
     def to_device(a, *args, **kwargs):
+        given = a
         if isinstance(a, ndarray):
             a = a._a
         elif isinstance(a, (list, tuple)):
@@ -193,6 +194,8 @@ def _host_to_device(name: str, fn):
         out = fn(a, *args, **kwargs)
         if name == "array" and isinstance(out, np.ndarray) and out is a:
             out = out.copy()
+        if out is a and isinstance(given, ndarray):
+            return given  # CuPy hands back the very array when nothing needs converting
         return _wrap(out)
     return to_device
 
@@ -264,7 +267,15 @@ class ndarray:
         if callable(v):
             if name in ("item", "tolist", "tobytes"):
                 return lambda *a, **k: _synced(v(*a, **k))
-            return _function(f"ndarray.{name}", v)
+            method = _function(f"ndarray.{name}", v)
+            if name in ("astype", "view", "reshape", "ravel", "squeeze", "transpose"):
+                a = self._a
+
+                def same_if_unchanged(*args, **kwargs):  # x.astype(x.dtype, copy=False) is x, as in CuPy
+                    out = method(*args, **kwargs)
+                    return self if isinstance(out, ndarray) and out._a is a else out
+                return same_if_unchanged
+            return method
         return _wrap(v)
 
     # -- explicit copies
