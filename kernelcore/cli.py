@@ -3,7 +3,7 @@
     kernelcore show  PROGRAM [--json]
     kernelcore run   PROGRAM [--params F] [--feed name=file.npy ...] [--random-feeds] [--batch N]
                      [--seed N] [--fetch NAME ...] [--trace T.json] [--chrome-trace C.json]
-                     [--retain shapes|none|references] [--place cpu|gpu] [--save-outputs OUT.npz]
+                     [--retain shapes|none|references] [--place cpu|gpu|strict] [--save-outputs OUT.npz]
     kernelcore prune PROGRAM --target NAME [--target NAME ...] [--feed NAME ...] [-o OUT]
     kernelcore trace-info T.json [--top N]
 
@@ -29,10 +29,16 @@ class CLIError(Exception):
 
 
 def main(argv=None) -> int:
+    import warnings
+
+    from .support import UnsupportedOpsWarning
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args) or 0
+        with warnings.catch_warnings():
+            # the commands say it their own way: `show` lists the ops, `run` fails naming them all
+            warnings.simplefilter("ignore", UnsupportedOpsWarning)
+            return args.func(args) or 0
     except KeyboardInterrupt:
         print("kernelcore: interrupted", file=sys.stderr)
         return 130
@@ -82,7 +88,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="save the trace in Chrome's trace event format (open in ui.perfetto.dev)")
     r.add_argument("--retain", choices=("shapes", "none", "references"), default="shapes",
                    help="what the trace keeps of values (default shapes)")
-    r.add_argument("--place", choices=("cpu", "gpu"), default="cpu", help="where to run (default cpu)")
+    r.add_argument("--place", choices=("cpu", "gpu", "strict"), default="cpu",
+                   help="where to run (default cpu; strict: the GPU kernels on a NumPy stand-in that refuses "
+                        "what CuPy refuses, no GPU needed)")
     r.add_argument("--save-outputs", metavar="OUT.npz", help="save the fetched arrays, keyed by name")
     r.set_defaults(func=cmd_run)
 
@@ -111,6 +119,10 @@ def cmd_show(args) -> int:
         print(json.dumps(program_summary(prog, args.program), indent=1))
     else:
         print(prog)
+        from .support import describe, unsupported_ops
+        unsupported = unsupported_ops(prog)
+        if unsupported:
+            print(f"\nnot runnable here: {describe(unsupported)}")
     return 0
 
 
@@ -118,6 +130,7 @@ def program_summary(prog, path=None) -> dict:
     """What `show --json` prints: blocks, op counts, feeds, fetches and persistables."""
     from . import dtypes
     from .io import feed_target_names, fetch_target_names, persistable_names
+    from .support import unsupported_ops
     blocks = []
     for b in prog.desc.blocks:
         blocks.append({"idx": b.idx, "parent_idx": b.parent_idx, "vars": len(b.vars), "ops": len(b.ops),
@@ -138,6 +151,7 @@ def program_summary(prog, path=None) -> dict:
         "fetch_names": fetch_target_names(prog, strict=False),
         "persistables": persist,
         "blocks": blocks,
+        "unsupported_ops": [u.to_json() for u in unsupported_ops(prog)],
     }
 
 
@@ -150,7 +164,8 @@ def cmd_run(args) -> int:
     prog = load_program(prog_path)
     if args.batch < 1:
         raise CLIError(f"--batch must be at least 1, got {args.batch}")
-    place = kc.CPUPlace() if args.place == "cpu" else kc.GPUPlace(0)
+    from .place import StrictPlace
+    place = {"cpu": kc.CPUPlace, "gpu": lambda: kc.GPUPlace(0), "strict": StrictPlace}[args.place]()
     scope = kc.Scope()
 
     # parameters
@@ -162,11 +177,11 @@ def cmd_run(args) -> int:
              f"{sum(len(b.ops) for b in prog.desc.blocks)} ops)"]
     if params_path is not None and names:
         for n, arr in load_params(params_path, prog).items():
-            scope.set(n, arr)
+            scope.set(n, place.xp.asarray(arr) if place.kind != "cpu" else arr)  # where the kernels run
         lines.append(f"params   {params_path} ({len(names)} tensors)")
     elif names and prog_path.is_dir():  # Paddle 1.x: one file per parameter next to __model__
         from .io import load_inference_model
-        prog, scope, _, _ = load_inference_model(prog_path)
+        prog, scope, _, _ = load_inference_model(prog_path, place=place)
         params_path = prog_path
         lines.append(f"params   {prog_path}/<name> ({len(names)} files)")
     elif names:

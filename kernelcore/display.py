@@ -208,11 +208,18 @@ def _var_json(b: int, v, kind: str) -> dict:
             "persistable": bool(v.persistable), "parameter": bool(v.is_parameter), "kind": kind}
 
 
+def op_supported(op_type: str) -> bool:
+    """Whether kernelcore defines `op_type` (a program holding one that it does not cannot run here)."""
+    from .registry import has_op
+    return has_op(op_type)
+
+
 def _op_json(b: int, i: int, op) -> dict:
     return {"id": op_id(b, i), "idx": i, "type": op.type, "role": op_role(op.type),
             "inputs": {s.parameter: list(s.arguments) for s in op.inputs},
             "outputs": {s.parameter: list(s.arguments) for s in op.outputs},
-            "attrs": attrs_json(op), "sub_blocks": _sub_block_idxs(op), "comment": op_comment(op.type)}
+            "attrs": attrs_json(op), "sub_blocks": _sub_block_idxs(op), "comment": op_comment(op.type),
+            "unsupported": not op_supported(op.type)}
 
 
 def program_json(program, pruned=None) -> dict:
@@ -244,6 +251,10 @@ def program_json(program, pruned=None) -> dict:
 
 # ---------------------------------------------------------------------------------------------------------
 # DOT
+UNSUPPORTED_COLOR = "#d32f2f"
+UNSUPPORTED_TEXT = "no kernel in kernelcore"
+
+
 def dot_string(s: str) -> str:
     """A DOT quoted string whose Graphviz-escString value is exactly `s` (ids, labels, attributes).
 
@@ -316,6 +327,10 @@ def program_dot(blocks: list[dict], removed_ops=frozenset(), removed_vars=frozen
                 attrs.update({"class": f"op {role} removed", "color": "#bbbbbb", "fontcolor": "#aaaaaa",
                               "fillcolor": "#f4f4f4", "style": "rounded,filled,dashed"})
             label = dot_string(f"{_short(op['type'])} #{op['idx']}")
+            if op.get("unsupported"):  # no kernel in kernelcore: a red dashed border and a second line
+                attrs.update({"class": attrs["class"] + " unsupported", "color": UNSUPPORTED_COLOR,
+                              "penwidth": "2", "style": attrs["style"] + ",dashed"})
+                label = label[:-1] + "\\n" + dot_string(UNSUPPORTED_TEXT)[1:]
             lines.append(f"\t{_node_name(op['id'])} [label={label} {_attr_list(attrs)}]")
         return lines
 

@@ -16,7 +16,9 @@ class ProgramError(KernelcoreError, ValueError):
 
 
 class UnknownOpError(ProgramError):
-    """An op type no registry entry knows."""
+    """An op type no registry entry knows. Raised for a whole program, it names every such op and
+    `unsupported` lists them (kernelcore.support.UnsupportedOp)."""
+    unsupported: tuple = ()
 
 
 class OpValidationError(ProgramError):

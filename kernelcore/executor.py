@@ -31,6 +31,7 @@ from .program import Program, Variable as ProgramVariable
 from .proto import framework_pb2 as pb
 from .registry import feed_fetch_col, get_op_def
 from .scope import Scope, global_scope
+from .support import check_supported
 from .values import nonfinite
 
 VT = pb.VarType
@@ -547,6 +548,8 @@ class Executor:
         hit = self._prepared.get(key)
         if hit is not None and hit[0]() is program and hit[1] == program._version:
             return hit[2]
+        if block_idx == 0:  # every op kernelcore lacks, in one error, before the first is met (sub-blocks
+            check_supported(program)  # are prepared after block 0, so the walk is once per program version
         prepared = PreparedBlock(program, block_idx, self.place)
         self._prepared[key] = (weakref.ref(program), program._version, prepared)
         return prepared

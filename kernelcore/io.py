@@ -22,6 +22,7 @@ import io as _stdio
 import math
 import os
 import struct
+import warnings
 from pathlib import Path
 from typing import BinaryIO, Iterable, Mapping
 
@@ -36,6 +37,7 @@ from .program import Program, check_structure
 from .proto import framework_pb2 as pb
 from .registry import feed_fetch_col
 from .scope import Scope
+from .support import UnsupportedOpsWarning, describe, unsupported_ops
 
 VT = pb.VarType
 # Variable types that hold no tensor to save (Paddle's is_persistable + the RAW filter of save_combine).
@@ -85,6 +87,9 @@ def program_from_bytes(data: bytes, source: str = "bytes") -> Program:
         raise LoadError(f"{source}: the program has no blocks{_format_hint(data, source)}")
     check_structure(desc, source)
     _check_names(desc, source)
+    unsupported = unsupported_ops(desc)
+    if unsupported:  # it loads (to be shown, pruned, edited) but cannot run: say so now, not mid-run
+        warnings.warn(UnsupportedOpsWarning(f"{source}: {describe(unsupported)}"), stacklevel=2)
     return Program(desc)
 
 
@@ -420,12 +425,13 @@ def _io_names(program: Program, op_type: str, slot: str, strict: bool) -> list[s
     return [by_col[c] for c in cols]
 
 
-def load_inference_model(prefix_or_path, *, scope: Scope | None = None):
+def load_inference_model(prefix_or_path, *, scope: Scope | None = None, place=None):
     """Read an inference model: (program, scope, feed_names, fetch_names).
 
     Accepts `<prefix>` (reads `<prefix>.pdmodel` + `<prefix>.pdiparams`), either file's path, or
     a Paddle 1.x directory (`__model__` plus `__params__` or one file per parameter). The
-    parameters go into `scope` (a new Scope by default).
+    parameters go into `scope` (a new Scope by default), on `place` (the host by default; give the
+    executor's place to run on a GPU: device kernels do not take host arrays).
     """
     model, params, per_var_dir = _inference_paths(Path(prefix_or_path))
     program = load_program(model)
@@ -449,8 +455,9 @@ def load_inference_model(prefix_or_path, *, scope: Scope | None = None):
                 raise LoadError(f"{params}: no parameter file, but {model} has {len(names)} persistable "
                                 f"variable(s) ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})")
             values = load_params(params, program)
+        on_device = place is not None and place.kind != "cpu"
         for n, arr in values.items():
-            scope.set(n, arr)
+            scope.set(n, place.xp.asarray(arr) if on_device else arr)
     return program, scope, feeds, fetches
 
 

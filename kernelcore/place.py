@@ -37,6 +37,20 @@ class GPUPlace:
         return f"GPUPlace({self.device_id})"
 
 
+@dataclass(frozen=True)
+class StrictPlace(GPUPlace):
+    """Test-only: the GPU code path (GPU kernels, device feeds, explicit fetches) run against
+    kernelcore.testing.strict_xp, a NumPy-backed module that refuses what CuPy refuses. No GPU needed."""
+
+    @property
+    def xp(self):
+        from .testing.strict_xp import xp
+        return xp
+
+    def __str__(self) -> str:
+        return "StrictPlace"
+
+
 _cupy = None
 
 
@@ -66,16 +80,24 @@ def gpu_available() -> bool:
         return False
 
 
+_STRICT_MODULE = "kernelcore.testing.strict_xp"
+
+
 def place_of(value) -> CPUPlace | GPUPlace:
     """The place a value lives on (CuPy arrays carry their device)."""
     dev = getattr(value, "device", None)
-    if dev is not None and type(value).__module__.startswith("cupy"):
-        return GPUPlace(int(dev.id))
+    if dev is not None:
+        module = type(value).__module__
+        if module.startswith("cupy"):
+            return GPUPlace(int(dev.id))
+        if module == _STRICT_MODULE:
+            return StrictPlace()
     return CPUPlace()
 
 
 def to_host(value):
-    """A NumPy view of a value: CuPy arrays are copied, the rest pass through."""
-    if type(value).__module__.startswith("cupy"):
+    """A NumPy view of a value: device arrays (CuPy's, the strict stand-in's) are copied, the rest pass through."""
+    module = type(value).__module__
+    if module.startswith("cupy") or module == _STRICT_MODULE:
         return value.get()
     return value

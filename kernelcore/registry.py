@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from . import attrs as attrlib
 from .errors import AttrError, OpValidationError, UnknownOpError
+from .op_names import close_op_types, is_paddle_op
 from .proto import framework_pb2 as pb
 
 A = pb.AttrType
@@ -277,7 +278,7 @@ def register_op(type: str, comment: str, inputs=(), outputs=(), attrs=(), infer_
 def get_op_def(type: str) -> OpDef:
     d = _REGISTRY.get(type)
     if d is None:
-        raise UnknownOpError(f"unknown op type {type!r}{_did_you_mean(type, list(_REGISTRY))}")
+        raise UnknownOpError(f"unknown op type {type!r}{unknown_op_hint(type)}")
     return d
 
 
@@ -287,6 +288,14 @@ def has_op(type: str) -> bool:
 
 def all_op_defs() -> dict[str, OpDef]:
     return dict(sorted(_REGISTRY.items()))
+
+
+def unknown_op_hint(op_type: str) -> str:
+    """What to add after an unknown op type: that Paddle has it, or the close registered names."""
+    if is_paddle_op(op_type):
+        return " (a PaddlePaddle op with no kernel in kernelcore)"
+    close = close_op_types(op_type, _REGISTRY)
+    return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
 
 
 def _did_you_mean(name: str, choices: list[str]) -> str:

@@ -1,6 +1,6 @@
 /** Details of a node: what the ProgramJSON itself says, and a generic renderer for what Python says. */
 import { formatShape, h, short } from './dom';
-import { ProgramGraphModel } from './graph';
+import { ProgramGraphModel, UNSUPPORTED_TEXT } from './graph';
 import { isValuePreview, renderPreview } from './preview';
 
 /** A JSON-ish value as nested text elements (keys and values via textContent). */
@@ -52,6 +52,9 @@ export function localDetails(g: ProgramGraphModel, id: string): Record<string, u
     const d: Record<string, unknown> = { id: n.id, type: op.type, block: n.block, index: op.idx, role: op.role ?? '' };
     if (op.comment) {
       d.comment = op.comment;
+    }
+    if (op.unsupported === true) {
+      d.kernel = UNSUPPORTED_TEXT;
     }
     d.inputs = slots(op.inputs);
     d.outputs = slots(op.outputs);

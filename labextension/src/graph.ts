@@ -59,6 +59,11 @@ export function labelText(s: unknown, max = LABEL_MAX): string {
   return t.length > max ? t.slice(0, max - 1) + '\u2026' : t;
 }
 
+/** Ops whose type kernelcore does not define (ProgramJSON `unsupported`): class, colour and the words shown. */
+export const UNSUPPORTED_CLASS = 'jp-Kernelcore-unsupported';
+export const UNSUPPORTED_COLOR = '#d32f2f';
+export const UNSUPPORTED_TEXT = 'no kernel in kernelcore';
+
 /**
  * A DOT double-quoted string: backslashes and quotes escaped, `&` written as `&amp;` (Graphviz passes
  * entities like `&lt;` through to the SVG, so a bare `&` could change what is shown), lines joined
@@ -199,13 +204,16 @@ export class ProgramGraphModel {
       const entry = blockNodes.get(b.idx)!;
       (b.ops ?? []).forEach((op, i) => {
         const role = safeRole(op);
+        const unsupported = op.unsupported === true;
         const node = this._addNode({
           id: String(op.id ?? `o${b.idx}:${op.idx ?? i}`),
           kind: 'op',
           block: b.idx,
           name: String(op.type),
-          label: [labelText(op.type)],
-          classes: ['jp-Kernelcore-node', 'jp-Kernelcore-op', `jp-Kernelcore-role-${role}`],
+          label: unsupported ? [labelText(op.type), UNSUPPORTED_TEXT] : [labelText(op.type)],
+          classes: ['jp-Kernelcore-node', 'jp-Kernelcore-op', `jp-Kernelcore-role-${role}`].concat(
+            unsupported ? [UNSUPPORTED_CLASS] : []
+          ),
           container: null,
           op
         });
@@ -459,8 +467,13 @@ export class ProgramGraphModel {
         styles.push('bold');
       }
       const shapeAttr = n.classes.includes('jp-Kernelcore-role-optimize') ? 'hexagon' : shape;
+      // An op kernelcore has no kernel for: a red dashed border (the stylesheet repeats it with theme colours).
+      const unsupported = n.classes.includes(UNSUPPORTED_CLASS) ? `, color="${UNSUPPORTED_COLOR}", penwidth=2` : '';
+      if (unsupported) {
+        styles.push('dashed');
+      }
       out.push(
-        `${indent}${n.key} [id=${dotQuote(prefix + n.key)}, class=${dotQuote(n.classes.join(' '))}, shape=${shapeAttr}, style=${dotQuote(styles.join(','))}, label=${dotQuote(n.label)}];`
+        `${indent}${n.key} [id=${dotQuote(prefix + n.key)}, class=${dotQuote(n.classes.join(' '))}, shape=${shapeAttr}, style=${dotQuote(styles.join(','))}${unsupported}, label=${dotQuote(n.label)}];`
       );
     };
     const emitCluster = (id: string, indent: string) => {

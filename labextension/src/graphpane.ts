@@ -3,7 +3,7 @@
  * to program ids, and handles zoom (wheel), pan (drag), fit, clicks and hovers.
  */
 import { clear, h } from './dom';
-import { ProgramGraphModel } from './graph';
+import { ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from './graph';
 import { layoutEngine } from './layout';
 
 let paneCounter = 0;
@@ -135,6 +135,10 @@ export class GraphPane {
         if (n) {
           this.nodeEls.set(n.id, el);
           this._hits.set(el, { type: 'node', id: n.id });
+          const title = n.classes.includes(UNSUPPORTED_CLASS) ? el.querySelector('title') : null;
+          if (title) {
+            title.textContent = `${n.name}: ${UNSUPPORTED_TEXT}`; // the browser's tooltip
+          }
         } else if (keyOfCollapsed.has(key)) {
           const cid = keyOfCollapsed.get(key)!;
           this.clusterEls.set(cid, el);

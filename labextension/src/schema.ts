@@ -36,6 +36,8 @@ export interface OpJSON {
   attrs?: Record<string, unknown>;
   sub_blocks?: number[];
   comment?: string;
+  /** kernelcore has no definition (so no kernel) for this op type: the program can be shown, not run. */
+  unsupported?: boolean;
 }
 
 export interface BlockJSON {

@@ -16,6 +16,7 @@ from typing import Any, Literal, Optional, TypedDict
 import numpy as np
 
 from kernelcore.display import PROGRAM_MIME, TRACE_MIME  # noqa: F401  (re-exported: one place per side)
+from kernelcore.place import place_of, to_host
 
 SAMPLE_SIDE = 16  # a sample holds at most SAMPLE_SIDE x SAMPLE_SIDE values
 
@@ -43,6 +44,7 @@ class OpJSON(TypedDict):
     attrs: dict
     sub_blocks: list
     comment: str            # the OpProto comment from the registry ("" for ops kernelcore lacks)
+    unsupported: bool       # kernelcore has no definition (so no kernel) for this op type: shown, cannot run
 
 
 class BlockJSON(TypedDict):
@@ -128,14 +130,12 @@ def _is_tensor(v) -> bool:
 
 
 def _xp(value):
-    if type(value).__module__.startswith("cupy"):
-        import cupy
-        return cupy
-    return np
+    """The array module of the place `value` lives on (NumPy, CuPy, or the strict stand-in)."""
+    return place_of(value).xp
 
 
 def _host(value):
-    return value.get() if type(value).__module__.startswith("cupy") else np.asarray(value)
+    return np.asarray(to_host(value))
 
 
 def _pick(n: int, k: int = SAMPLE_SIDE) -> np.ndarray:

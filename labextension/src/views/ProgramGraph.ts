@@ -9,7 +9,7 @@
  */
 import { button, clear, h } from '../dom';
 import { localDetails, renderDetails } from '../details';
-import { ProgramGraphModel } from '../graph';
+import { ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from '../graph';
 import { GraphPane } from '../graphpane';
 import { Listeners, RenderProps, setTrait, WidgetModel } from '../model';
 import { isProgramJSON, ProgramJSON, PrunedJSON } from '../schema';
@@ -382,7 +382,8 @@ export class ProgramGraphView {
       item('jp-Kernelcore-kind-param', 'parameter'),
       item('jp-Kernelcore-kind-grad', 'gradient'),
       item('jp-Kernelcore-kind-tmp', 'temporary'),
-      item('jp-Kernelcore-pruned', 'pruned away')
+      item('jp-Kernelcore-pruned', 'pruned away'),
+      item(UNSUPPORTED_CLASS, UNSUPPORTED_TEXT)
     ]);
   }
 

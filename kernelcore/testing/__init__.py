@@ -1,0 +1,1 @@
+"""Test helpers that ship with the engine: a strict CuPy stand-in (strict_xp)."""
