@@ -24,7 +24,7 @@ from . import dtypes
 from .errors import KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError, ShapeError
 from .events import Event, op_run_event
 from .place import CPUPlace, GPUPlace, to_host
-from .program import Program, Variable as ProgramVariable
+from .program import Program, Variable as ProgramVariable, check_structure
 from .proto import framework_pb2 as pb
 from .registry import get_op_def
 from .scope import Scope, global_scope
@@ -313,7 +313,7 @@ class ExecContext:
 def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool):
     """Create the block's variables in `scope` and resolve every op's names to Variables."""
     cached = prepared._bound
-    if cached is not None and cached[0] is scope and cached[1] == _chain_versions(scope):
+    if cached is not None and cached[0]() is scope and cached[1] == _chain_versions(scope):
         return cached[2]
     observed = bool(run.observers)
     names = _names_from_template(run, prepared, scope, observed) if not root_block else None
@@ -330,8 +330,22 @@ def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool
                       tuple([names[x] for x in n]) if n is not None else None for n in outs_spec])
         bound.append((op, ins, outs, simple, tuple([names[n] for n in io_names]),
                       names[single] if single is not None else None))
-    prepared._bound = (scope, _chain_versions(scope), bound)
+    prepared._bound = (_forget_with(scope, prepared, "_bound"), _chain_versions(scope), bound)
     return bound
+
+
+def _forget_with(scope: Scope, prepared: PreparedBlock, slot: str) -> weakref.ref:
+    """A weak reference to `scope` that, when the scope goes, clears the cache entry `slot` of `prepared`
+    made for it (so a cached binding keeps neither the scope nor its variables' values alive)."""
+    pref = weakref.ref(prepared)
+
+    def gone(ref):
+        p = pref()
+        if p is not None:
+            entry = getattr(p, slot)
+            if entry is not None and entry[0] is ref:
+                setattr(p, slot, None)
+    return weakref.ref(scope, gone)
 
 
 def _resolve_names(run, prepared, scope, root_block, observed) -> dict:
@@ -362,13 +376,14 @@ def _resolve_names(run, prepared, scope, root_block, observed) -> dict:
         # timestep's scope) then only creates its locals
         local = [n for n in names if n in scope._vars]
         outer = {n: v for n, v in names.items() if n not in scope._vars}
-        prepared.template = (scope.parent, _chain_versions(scope.parent), outer, local, frozenset(local))
+        prepared.template = (_forget_with(scope.parent, prepared, "template"), _chain_versions(scope.parent),
+                             outer, local, frozenset(local))
     return names
 
 
 def _names_from_template(run, prepared, scope, observed) -> dict | None:
     t = prepared.template
-    if t is None or t[0] is not scope.parent or t[1] != _chain_versions(scope.parent):
+    if t is None or t[0]() is not scope.parent or t[1] != _chain_versions(scope.parent):
         return None
     _, _, outer, local, local_set = t
     have = scope._vars
@@ -503,6 +518,7 @@ def _op_error(run, ctx, op, in_vars, exc, var=None, message=None, cls=OpRunError
     if run.observers:
         run.emit("error", scope=ctx.scope.id, block=op.block, op=op.idx, op_type=op.type, name=var,
                  message=str(err), timestep=ctx.timestep)
+        err._kc_traced = True
     return err
 
 
@@ -515,7 +531,6 @@ class Executor:
         if not isinstance(self.place, (CPUPlace, GPUPlace)):
             raise TypeError(f"Executor takes a CPUPlace or GPUPlace, got {place!r}")
         self.place.xp  # a GPU place without CuPy or a GPU fails here, not mid-run
-        self._prepared: dict = {}
         self._rngs: dict = {}
 
     def _rng(self, place):
@@ -532,12 +547,21 @@ class Executor:
             self._rngs["gpu"] = self.place.xp.random.RandomState(seed)
 
     def _prepare(self, program: Program, block_idx: int) -> PreparedBlock:
-        key = (id(program), block_idx)
-        hit = self._prepared.get(key)
-        if hit is not None and hit[0]() is program and hit[1] == program._version:
-            return hit[2]
+        # The cache lives on the program (executor -> {block: (version, prepared)}, the executor held weakly):
+        # the executor keeps no program alive, and a program that goes takes its prepared blocks with it.
+        cache = program.__dict__.get("_kc_prepared")
+        if cache is None:
+            cache = program._kc_prepared = weakref.WeakKeyDictionary()
+        mine = cache.get(self)
+        if mine is None:
+            mine = cache[self] = {}
+        hit = mine.get(block_idx)
+        if hit is not None and hit[0] == program._version:
+            return hit[1]
+        if block_idx == 0:  # block tree, limits, no blocks running each other in a cycle (once per version)
+            check_structure(program.desc, "program", ProgramError)
         prepared = PreparedBlock(program, block_idx, self.place)
-        self._prepared[key] = (weakref.ref(program), program._version, prepared)
+        mine[block_idx] = (program._version, prepared)
         return prepared
 
     def prepare(self, program: Program, block: int = 0) -> PreparedBlock:
@@ -574,14 +598,22 @@ class Executor:
         obs = _active_observers.get() + tuple(observers or ())
         run = RunState(self, program, self.place, training, obs, pausing)
         run.check_nan_inf = check_nan_inf
-        prepared = self._prepare(program, 0)
-        fetch_names = self._fetch_names(program, fetch_list)
         if obs:
             run.emit("run_begin", scope=scope.id, block=0, message=f"{program!r}")
-        bound = _bind(run, prepared, scope, True)
-        self._feed(program, prepared, scope, feed or {})
+        # Whatever fails (preparing, binding, feeding, an op), an observed run ends with an `error` event
+        # and a `run_end` event.
         try:
+            prepared = self._prepare(program, 0)
+            fetch_names = self._fetch_names(program, fetch_list)
+            bound = _bind(run, prepared, scope, True)
+            self._feed(program, prepared, scope, feed or {})
             yield from _exec_block(run, prepared, scope, begin, end)
+        except Exception as e:
+            if obs and not getattr(e, "_kc_traced", False):
+                where = dict(block=e.block_idx, op=e.op_idx, op_type=e.op_type, name=e.var_name) \
+                    if isinstance(e, OpRunError) else dict(block=0)
+                run.emit("error", scope=scope.id, message=str(e), **where)
+            raise
         finally:
             if obs:
                 run.emit("run_end", scope=scope.id, block=0)
