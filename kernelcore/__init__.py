@@ -3,7 +3,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import (AttrError, KernelcoreError, LoadError, NonFiniteError, OpRunError, OpValidationError, PlaceError,
+from .errors import (AttrError, DtypeError, FeedError, KernelcoreError, LoadError, TraceError, NonFiniteError, OpRunError, OpValidationError, PlaceError,
                      ProgramError, ScopeError, ShapeError, UnknownOpError)
 from .executor import Executor
 from .place import CPUPlace, GPUPlace, gpu_available
@@ -18,7 +18,7 @@ from .trace import Trace, trace
 from .debug import DebugSession, TimeView, debug
 
 __all__ = [
-    "AttrError", "Block", "DebugSession", "PruneResult", "TimeView", "debug", "prune", "CPUPlace", "Executor", "GPUPlace", "KernelcoreError", "LoadError", "OpRunError",
+    "AttrError", "DtypeError", "FeedError", "TraceError", "Block", "DebugSession", "PruneResult", "TimeView", "debug", "prune", "CPUPlace", "Executor", "GPUPlace", "KernelcoreError", "LoadError", "OpRunError",
     "OpValidationError", "Operator", "PlaceError", "Program", "ProgramError", "Scope", "ScopeError",
     "ShapeError", "Trace", "UnknownOpError", "Variable", "all_op_defs", "default_main_program",
     "default_startup_program", "get_op_def", "global_scope", "gpu_available", "op", "program_guard", "trace",

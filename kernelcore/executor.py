@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import dtypes
-from .errors import KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError, ShapeError
+from .errors import DtypeError, FeedError, KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError, ShapeError
 from .events import Event, op_run_event
 from .place import CPUPlace, GPUPlace, to_host
 from .program import Program, Variable as ProgramVariable, check_structure
@@ -608,6 +608,8 @@ class Executor:
             bound = _bind(run, prepared, scope, True)
             self._feed(program, prepared, scope, feed or {})
             yield from _exec_block(run, prepared, scope, begin, end)
+            del bound
+            result = self._fetch(program, scope, fetch_names, fetch_list is None, return_numpy)
         except Exception as e:
             if obs and not getattr(e, "_kc_traced", False):
                 where = dict(block=e.block_idx, op=e.op_idx, op_type=e.op_type, name=e.var_name) \
@@ -617,8 +619,7 @@ class Executor:
         finally:
             if obs:
                 run.emit("run_end", scope=scope.id, block=0)
-        del bound
-        return self._fetch(program, scope, fetch_names, fetch_list is None, return_numpy)
+        return result
 
     # -- feeding and fetching --------------------------------------------------
     def _feed(self, program: Program, prepared: PreparedBlock, scope: Scope, feed: dict) -> None:
@@ -656,9 +657,12 @@ class Executor:
         decl = prepared.feed_decls.get(name, False)
         if decl is False:  # read the declaration once per prepared program
             v = prepared.program.global_block().find_var_recursive(name)
-            decl = prepared.feed_decls[name] = (
-                (dtypes.to_numpy(v.dtype), tuple(v.shape or ())) if v is not None and v.dtype is not None
-                and v.type == VT.LOD_TENSOR else None)
+            try:
+                decl = prepared.feed_decls[name] = (
+                    (dtypes.to_numpy(v.dtype), tuple(v.shape or ())) if v is not None and v.dtype is not None
+                    and v.type == VT.LOD_TENSOR else None)
+            except DtypeError as e:
+                raise FeedError(f"cannot feed {name!r}: the program declares it {v.dtype_name}; {e}") from None
         if hasattr(value, "__cuda_array_interface__") and self.place.kind == "cpu":
             raise PlaceError(f"feed {name!r} is a GPU array but the executor runs on {self.place}; "
                              f"copy it to the host first")
@@ -666,7 +670,7 @@ class Executor:
         if decl is not None:
             want, shape = decl
             if not hasattr(value, "dtype"):
-                arr = np.asarray(value, dtype=want)
+                arr = _as_array(name, value, want)
             elif value.dtype != want:
                 if np.can_cast(value.dtype, want, casting="same_kind"):
                     arr = value.astype(want)
@@ -676,7 +680,9 @@ class Executor:
                     len(shape) != arr.ndim or any(d >= 0 and d != s for d, s in zip(shape, arr.shape))):
                 raise ShapeError(f"feed {name!r}: expected shape {list(shape)} (-1 = any), got {list(arr.shape)}")
         elif not hasattr(value, "shape"):
-            arr = np.asarray(value)
+            arr = _as_array(name, value, None)
+        if getattr(getattr(arr, "dtype", None), "kind", None) in ("O", "U", "S", "V"):
+            raise FeedError(f"cannot feed {name!r}: a {arr.dtype} array is no tensor (numbers or bools only)")
         if self.place.kind == "gpu":
             arr = self.place.xp.asarray(arr)
         return arr
@@ -718,6 +724,23 @@ class Executor:
         gen = _exec_block(run, self._prepare(program, block), scope, begin, end)
         for _ in gen:
             pass
+
+
+def _as_array(name: str, value, dtype):
+    """A fed Python value (a number, a nested list) as an array; FeedError for what is no tensor (strings,
+    ragged lists, dicts)."""
+    if isinstance(value, (str, bytes, dict, set)) or value is None:
+        raise FeedError(f"cannot feed {name!r}: a {type(value).__name__} is no tensor (give an array, a number "
+                        f"or a nested list of numbers)")
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise FeedError(f"cannot feed {name!r}: {type(value).__name__} value is no tensor"
+                        f"{' of ' + str(np.dtype(dtype)) if dtype is not None else ''} ({e})") from None
+    if arr.dtype.kind in ("O", "U", "S", "V"):
+        raise FeedError(f"cannot feed {name!r}: {type(value).__name__} value gives a {arr.dtype} array, no tensor "
+                        f"(numbers or bools only)")
+    return arr
 
 
 def scope_value(scope: Scope, name: str) -> Any:

@@ -17,10 +17,15 @@ from ._infer import normalize_axis, same_as
 
 VT = dtypes.VT
 
+# A feed/fetch column indexes a list the executor builds with one slot per column: a hostile `col`
+# (2**31 - 1) would ask for gigabytes of list. Paddle's programs number their columns 0, 1, ...
+MAX_COL = 65_535
+COL_BOUND = Check(f"<= {MAX_COL} (kernelcore's bound on feed/fetch columns)", lambda v: v <= MAX_COL)
+
 FEED = register_op(
     "feed", "Copies column `col` of the feed list (the FEED_MINIBATCH variable the executor fills) to Out.",
     inputs=[In("X", "the feed list")], outputs=[Out("Out", "the fed tensor")],
-    attrs=[Attr("col", A.INT, "which column of the feed list", 0, checks=(at_least(0),))])
+    attrs=[Attr("col", A.INT, "which column of the feed list", 0, checks=(at_least(0), COL_BOUND))])
 
 
 @FEED.kernel()
@@ -34,7 +39,7 @@ def feed(ctx, ins, attrs):
 FETCH = register_op(
     "fetch", "Stores X in column `col` of the fetch list (a FETCH_LIST variable) the executor returns.",
     inputs=[In("X", "the tensor to fetch")], outputs=[Out("Out", "the fetch list")],
-    attrs=[Attr("col", A.INT, "which column of the fetch list", 0, checks=(at_least(0),))])
+    attrs=[Attr("col", A.INT, "which column of the fetch list", 0, checks=(at_least(0), COL_BOUND))])
 
 
 @FETCH.kernel()
