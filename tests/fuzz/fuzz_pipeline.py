@@ -107,6 +107,8 @@ def _main() -> None:
     target = sys.argv.pop(1) if len(sys.argv) > 1 and sys.argv[1] in ("program", "trace") else "program"
     with atheris.instrument_imports():
         import kernelcore  # noqa: F401
+        import kernelcore.cli  # noqa: F401  - imported lazily elsewhere: instrumented only if imported here
+        import kernelcore.display  # noqa: F401
     fn = program_pipeline if target == "program" else trace_pipeline
     atheris.Setup(sys.argv, lambda data: fn(bytes(data)))
     atheris.Fuzz()
