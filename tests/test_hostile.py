@@ -125,9 +125,12 @@ def test_feeding_a_dtype_without_numpy_equivalent(name, dtype):
 def test_cli_run_of_a_bf16_program_is_one_line(tmp_path, capsys):
     f = tmp_path / "bf16.pdmodel"
     f.write_bytes(hc.build("bf16_feed")[0])
-    assert cli.main(["run", str(f), "--random-feeds"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("kernelcore: error:") and err.count("\n") == 1 and "bfloat16" in err
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones((2, 3), np.float32))
+    for how in (["--feed", f"x={x}"], ["--random-feeds"]):
+        assert cli.main(["run", str(f), *how]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("kernelcore: error:") and err.count("\n") == 1 and "bfloat16" in err
 
 
 # 5 ---------------------------------------------------------------------------------------------------
