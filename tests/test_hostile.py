@@ -170,6 +170,18 @@ def test_endless_while_stops_at_the_iteration_budget(budgets):
         kc.Executor().run(prog, feed=feed, scope=kc.Scope())
 
 
+def test_traced_endless_while_stops_at_the_observed_budget(budgets):
+    prog, feed = load("endless_while")
+    old = control_flow.set_max_while_iterations_observed(300)
+    try:
+        with kc.trace() as tr:
+            with pytest.raises(kc.OpRunError, match=r"ran 300 iterations.*set_max_while_iterations_observed"):
+                kc.Executor().run(prog, feed=feed, scope=kc.Scope())
+    finally:
+        control_flow.set_max_while_iterations_observed(old)
+    assert len(tr.filter("step_begin")) == 300 and tr.kinds()[-2:] == ["error", "run_end"]
+
+
 def test_endless_while_stops_at_the_time_budget(budgets):
     prog, feed = load("endless_while")
     control_flow.set_max_while_iterations(None)
@@ -319,3 +331,20 @@ def test_fuzz_smoke_mutated_corpus_and_traces():
             fuzz_pipeline.trace_pipeline(bytes(buf))
         n += 1
     assert n > 10
+
+
+@pytest.mark.parametrize("name", sorted(hc.CORPUS))
+def test_cli_on_corpus_prints_one_line_or_succeeds(name, tmp_path, capsys, budgets):
+    data, _ = hc.build(name)
+    f = tmp_path / f"{name}.pdmodel"
+    f.write_bytes(data)
+    desc = pb.ProgramDesc.FromString(data)
+    target = desc.blocks[0].vars[0].name
+    for argv in (["show", str(f)], ["show", "--json", str(f)], ["run", str(f), "--random-feeds"],
+                 ["prune", str(f), "--target", target]):
+        rc = cli.main(argv)
+        out, err = capsys.readouterr()
+        assert rc in (0, 2), (argv, rc, err)
+        assert "\x1b" not in out + err and "Traceback" not in err
+        if rc == 2:
+            assert err.startswith("kernelcore: error:") and err.count("\n") == 1, err
