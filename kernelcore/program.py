@@ -14,7 +14,7 @@ from typing import Iterable, Iterator
 
 from . import attrs as attrlib
 from . import dtypes
-from .errors import AttrError, LoadError, OpValidationError, ProgramError
+from .errors import AttrError, KernelcoreError, LoadError, OpValidationError, ProgramError
 from .proto import framework_pb2 as pb
 from .registry import get_op_def
 
@@ -620,7 +620,7 @@ def _check_block_attr_type(op, a, i, k, source, error) -> None:
     """A known op's block attribute (e.g. `sub_block`) stored as another type (an INT 0 would run block 0)."""
     try:
         spec = get_op_def(op.type).attr_spec(a.name)
-    except Exception:  # unknown op type: the executor reports it when it meets the op
+    except KernelcoreError:  # unknown op type: the executor reports it when it meets the op
         return
     if spec is not None and spec.type in (A.BLOCK, A.BLOCKS):
         raise error(f"{source}: op {op.type!r} (block {i}, op #{k}) attribute {a.name!r} must be of type "
