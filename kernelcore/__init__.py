@@ -3,8 +3,9 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import (AttrError, DtypeError, FeedError, KernelcoreError, LoadError, TraceError, NonFiniteError, OpRunError, OpValidationError, PlaceError,
+from .errors import (AttrError, KernelcoreError, LoadError, NonFiniteError, OpRunError, OpValidationError, PlaceError,
                      ProgramError, ScopeError, ShapeError, UnknownOpError)
+from .errors import DtypeError, FeedError, TraceError
 from .executor import Executor
 from .place import CPUPlace, GPUPlace, gpu_available
 from .prune import PruneResult, prune

@@ -21,7 +21,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import dtypes
-from .errors import DtypeError, FeedError, KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError, ShapeError
+from .errors import (DtypeError, FeedError, KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError,
+                     ShapeError)
 from .events import Event, op_run_event
 from .place import CPUPlace, GPUPlace, to_host
 from .program import Program, Variable as ProgramVariable, check_structure

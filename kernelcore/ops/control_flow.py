@@ -27,11 +27,11 @@ The same holds for while (`ctx.training and not is_test`) and conditional_block 
 Decision, while: a loop whose condition never turns false is stopped with an error after
 `max_while_iterations()` iterations (default 1,000,000; `set_max_while_iterations(None)` removes the
 cap; an observed run, e.g. one being traced, stops at `max_while_iterations_observed()`, default 100,000,
-as each iteration's ~5 events cost ~300 bytes of trace) or after `max_while_seconds()` seconds of one `while` op (default 60; `set_max_while_seconds(None)`
-removes it; a run a debugger pauses has no time budget, as the user's think time would count). A debugger
-pausing inside the loop is the way to look at a long loop; the budgets only turn a hung notebook cell (or a
-trace filling memory with the events of a loop that never ends) into an error that names the op, its
-condition variable and the iteration count.
+as each iteration's ~5 events cost ~300 bytes of trace) or after `max_while_seconds()` seconds of one
+`while` op (default 60; `set_max_while_seconds(None)` removes it; a run a debugger pauses has no time
+budget, as the user's think time would count). A debugger pausing inside the loop is the way to look at a
+long loop; the budgets only turn a hung notebook cell (or a trace filling memory with the events of a loop
+that never ends) into an error that names the op, its condition variable and the iteration count.
 """
 from __future__ import annotations
 
