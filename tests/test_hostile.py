@@ -205,6 +205,12 @@ def test_feed_and_fetch_columns_are_bounded(name, op):
         kc.Executor().run(prog, feed=feed, scope=kc.Scope())
 
 
+def test_tensors_made_from_a_shape_attribute_are_bounded():
+    prog, feed = load("huge_fill_constant")
+    with pytest.raises(kc.OpRunError, match=r"fill_constant.*10000000000 elements.*at most 1073741824"):
+        kc.Executor().run(prog, feed=feed, fetch_list=["out"], scope=kc.Scope())
+
+
 # 8 ---------------------------------------------------------------------------------------------------
 def _trace_doc(**over):
     doc = {"schema": "kernelcore.trace", "version": 1, "retain": "shapes", "meta": {},

@@ -42,6 +42,7 @@ from ..errors import KernelcoreError
 from ..proto.framework_pb2 import AttrType as A
 from ..proto.framework_pb2 import VarType as VT
 from ..registry import _REGISTRY, Attr, In, Out, register_op
+from .tensor import check_new_shape
 
 _MAX_WHILE_ITERATIONS: int | None = 1_000_000
 _MAX_WHILE_ITERATIONS_OBSERVED: int | None = 100_000
@@ -558,5 +559,6 @@ if "fill_constant_batch_size_like" not in _REGISTRY:  # a tensor op; tensor.py m
             raise ControlFlowError(f"input_dim_idx {i} / output_dim_idx {o} do not fit Input "
                                    f"{list(ref.shape)} and shape {shape}")
         shape[o] = ref.shape[i]
+        check_new_shape(shape)
         value = float(attrs["str_value"]) if attrs["str_value"] else attrs["value"]
         return (ctx.xp.full(shape, value, dtype=dtypes.to_numpy(attrs["dtype"])),)

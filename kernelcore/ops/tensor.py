@@ -108,7 +108,21 @@ def _shape_from_inputs(shape_tensor, shape_list, attr_shape) -> list[int]:
     bad = [d for d in shape if d < 0]
     if bad:
         raise ValueError(f"every dim of the output shape must be >= 0, got {shape}")
+    check_new_shape(shape)
     return shape
+
+
+# Ops that make a tensor from a shape attribute (fill_constant, the random initialisers) would otherwise
+# allocate whatever a file asks for (a [100000, 100000] fill is 40 GB).
+MAX_NEW_ELEMENTS = 1 << 30
+
+
+def check_new_shape(shape) -> None:
+    """ValueError (the executor names the op) for a shape of more than MAX_NEW_ELEMENTS elements."""
+    n = math.prod(int(d) for d in shape)
+    if n > MAX_NEW_ELEMENTS:
+        raise ValueError(f"the output shape {list(shape)} has {n} elements; kernelcore makes tensors of at most "
+                         f"{MAX_NEW_ELEMENTS} elements from a shape attribute or tensor")
 
 
 def _infer_given_shape(ic) -> list[int] | None:

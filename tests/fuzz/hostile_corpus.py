@@ -178,6 +178,16 @@ def large_fetch_col():
     return _col(0, 10 ** 8)
 
 
+def huge_fill_constant():
+    d = _program()
+    b = d.blocks[0]
+    _var(b, "out", dims=(100_000, 100_000))
+    op = _op(b, "fill_constant", (), [("Out", ["out"])], [("value", A.FLOAT, 1.0)])
+    a = op.attrs.add(name="shape", type=A.LONGS)
+    a.longs.extend([100_000, 100_000])
+    return d, {}
+
+
 def terminal_escape_names():
     d = _program()
     b = d.blocks[0]
@@ -190,7 +200,7 @@ def terminal_escape_names():
 
 CORPUS = {f.__name__: f for f in (
     elementwise_huge_axis, deep_nesting, many_blocks, block_runs_itself, blocks_run_each_other, int_sub_block,
-    bf16_feed, fp8_feed, raw_feed, endless_while, huge_feed_col, large_fetch_col, terminal_escape_names)}
+    bf16_feed, fp8_feed, raw_feed, endless_while, huge_feed_col, large_fetch_col, huge_fill_constant, terminal_escape_names)}
 
 
 def build(name: str) -> tuple[bytes, dict]:
