@@ -5,6 +5,7 @@ __version__ = "0.1.0"
 
 from .errors import (AttrError, KernelcoreError, LoadError, NonFiniteError, OpRunError, OpValidationError, PlaceError,
                      ProgramError, ScopeError, ShapeError, UnknownOpError)
+from .errors import DtypeError, FeedError, TraceError
 from .executor import Executor
 from .place import CPUPlace, GPUPlace, gpu_available
 from .prune import PruneResult, prune
@@ -18,7 +19,7 @@ from .trace import Trace, trace
 from .debug import DebugSession, TimeView, debug
 
 __all__ = [
-    "AttrError", "Block", "DebugSession", "PruneResult", "TimeView", "debug", "prune", "CPUPlace", "Executor", "GPUPlace", "KernelcoreError", "LoadError", "OpRunError",
+    "AttrError", "DtypeError", "FeedError", "TraceError", "Block", "DebugSession", "PruneResult", "TimeView", "debug", "prune", "CPUPlace", "Executor", "GPUPlace", "KernelcoreError", "LoadError", "OpRunError",
     "OpValidationError", "Operator", "PlaceError", "Program", "ProgramError", "Scope", "ScopeError",
     "ShapeError", "Trace", "UnknownOpError", "Variable", "all_op_defs", "default_main_program",
     "default_startup_program", "get_op_def", "global_scope", "gpu_available", "op", "program_guard", "trace",

@@ -9,12 +9,17 @@
 
 Errors a user can cause (a missing or corrupt file, an unknown op, a feed of the wrong shape)
 print one line, `kernelcore: error: ...`, and exit with status 2.
+
+Names come from files the user may not have written: everything printed to the terminal passes through
+`terminal_safe`, so a variable named "\x1b]0;title\x07" prints as that escape text instead of retitling
+the terminal.
 """
 from __future__ import annotations
 
 import argparse
 import collections
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -44,12 +49,30 @@ def main(argv=None) -> int:
         return 130
     except BrokenPipeError:  # `kernelcore show big.pdmodel | head`
         return 0
+    except (MemoryError, RecursionError) as e:  # a file too large or too deep for what it asked for
+        what = "out of memory" if isinstance(e, MemoryError) else "nested too deeply"
+        print(f"kernelcore: error: {what} ({type(e).__name__})", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as e:  # noqa: BLE001 - sorted below: user errors get one line, bugs a traceback
         if not _is_user_error(e):
             raise
         msg = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
-        print(f"kernelcore: error: {msg or type(e).__name__}", file=sys.stderr)
+        print(f"kernelcore: error: {terminal_safe(msg) or type(e).__name__}", file=sys.stderr)
         return EXIT_USAGE
+
+
+# C0 controls but newline and tab, DEL, C1 controls, and the bidirectional overrides/isolates (which
+# reorder what a terminal shows)
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every character that a terminal would act on written as a Python escape (\x1b)."""
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def _out(text: str) -> None:
+    print(terminal_safe(text))
 
 
 def _is_user_error(e: BaseException) -> bool:
@@ -116,13 +139,13 @@ def cmd_show(args) -> int:
     from .io import load_program
     prog = load_program(args.program)
     if args.json:
-        print(json.dumps(program_summary(prog, args.program), indent=1))
+        print(json.dumps(program_summary(prog, args.program), indent=1))  # JSON escapes controls itself
     else:
-        print(prog)
+        _out(str(prog))
         from .support import describe, unsupported_ops
         unsupported = unsupported_ops(prog)
         if unsupported:
-            print(f"\nnot runnable here: {describe(unsupported)}")
+            _out(f"\nnot runnable here: {describe(unsupported)}")
     return 0
 
 
@@ -252,7 +275,7 @@ def cmd_run(args) -> int:
         np.savez(args.save_outputs, **{n: np.asarray(v) for n, v in zip(fetch_names, outs)
                                        if hasattr(v, "shape")})
         lines.append(f"outputs  {args.save_outputs}")
-    print("\n".join(lines))
+    _out("\n".join(lines))
     return 0
 
 
@@ -368,9 +391,9 @@ def cmd_prune(args) -> int:
     after = sum(len(b.ops) for b in new.desc.blocks)
     if args.output:
         save_program(new, args.output)
-        print(f"wrote {args.output}: kept {after} of {before} ops for {_few(args.target)}")
+        _out(f"wrote {args.output}: kept {after} of {before} ops for {_few(args.target)}")
     else:
-        print(new)
+        _out(str(new))
     return 0
 
 
@@ -383,7 +406,7 @@ def cmd_trace_info(args) -> int:
         text = _trace_text(tr, args.top)
     except (TypeError, ValueError, AttributeError) as e:  # fields of the wrong type in a hand-edited file
         raise LoadError(f"{args.trace}: malformed trace events ({e})") from None
-    print(text)
+    _out(text)
     return 0
 
 

@@ -95,22 +95,31 @@ def _declaring_block(desc, declared: list[set], block: int, name: str) -> int | 
 
 def _execution_order(desc):
     """(block, op index, op desc, "in" | "out") in the order a run meets them: an op's inputs are read
-    ("in"), then the blocks it runs, then its outputs are written ("out"). Blocks no op runs come last."""
-    seen_blocks: set[int] = set()
+    ("in"), then the blocks it runs, then its outputs are written ("out"). Blocks no op runs come last.
+    Iterative (an explicit stack), so nesting depth costs no Python recursion."""
+    n = len(desc.blocks)
+    seen = bytearray(n)
     order = []
-
-    def walk(b: int) -> None:
-        if b in seen_blocks or not 0 <= b < len(desc.blocks):
-            return
-        seen_blocks.add(b)
-        for i, op in enumerate(desc.blocks[b].ops):
+    for root in range(n):
+        stack = [(root, 0, False, True)]  # (block, op index, that op's "out" is due, a fresh walk of block)
+        while stack:
+            b, i, after, fresh = stack.pop()
+            if fresh:
+                if seen[b]:
+                    continue
+                seen[b] = 1
+            ops = desc.blocks[b].ops
+            if after:
+                order.append((b, i, ops[i], "out"))
+                i += 1
+            if i >= len(ops):
+                continue
+            op = ops[i]
             order.append((b, i, op, "in"))
-            for j in _sub_block_idxs(op):
-                walk(j)
-            order.append((b, i, op, "out"))
-
-    for b in range(len(desc.blocks)):
-        walk(b)
+            stack.append((b, i, True, False))
+            for j in reversed(_sub_block_idxs(op)):
+                if 0 <= j < n:
+                    stack.append((j, 0, False, True))
     return order
 
 
@@ -338,19 +347,26 @@ def program_dot(blocks: list[dict], removed_ops=frozenset(), removed_vars=frozen
     for b in blocks[1:]:
         kids[b["parent"]].append(b["idx"])
 
-    def add_cluster(parent, b: int) -> None:
-        with parent.subgraph(name=f"cluster_{b}") as c:
-            who = runner.get(b)
-            what = f"block {b}" + (f": {who[1]['type']} (op #{who[1]['idx']} of block {who[0]})" if who else "")
-            c.body.append(f"\tid={dot_string(f'cluster_{b}')} class=\"block\" label={dot_string(_short(what, 80))}"
-                          f" style=\"rounded,dashed\" color=\"#888888\" fontcolor=\"#444444\"\n")
-            c.body.extend(line + "\n" for line in node_lines(b))
-            for k in kids.get(b, ()):
-                add_cluster(c, k)
-
-    g.body.extend(line + "\n" for line in node_lines(0))
-    for k in kids.get(0, ()):
-        add_cluster(g, k)
+    # The clusters are written here rather than with graphviz's subgraph(), which copies its parent's whole
+    # body for every subgraph (quadratic in the block count); the text is what that wrote. Iterative, so
+    # nesting depth costs no Python recursion.
+    body = g.body
+    body.extend(line + "\n" for line in node_lines(0))
+    stack = [(k, 1, False) for k in reversed(kids.get(0, ()))]
+    while stack:
+        b, depth, closing = stack.pop()
+        pad = "\t" * depth
+        if closing:
+            body.append(pad + "}\n")
+            continue
+        who = runner.get(b)
+        what = f"block {b}" + (f": {who[1]['type']} (op #{who[1]['idx']} of block {who[0]})" if who else "")
+        body.append(f"{pad}subgraph cluster_{b} {{\n")
+        body.append(f"{pad}\tid={dot_string(f'cluster_{b}')} class=\"block\" label={dot_string(_short(what, 80))}"
+                    f" style=\"rounded,dashed\" color=\"#888888\" fontcolor=\"#444444\"\n")
+        body.extend(f"{pad}{line}\n" for line in node_lines(b))
+        stack.append((b, depth, True))
+        stack.extend((k, depth + 1, False) for k in reversed(kids.get(b, ())))
 
     for blk in blocks:
         b = blk["idx"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import DtypeError
 from .proto import framework_pb2 as pb
 
 VT = pb.VarType
@@ -24,11 +25,22 @@ _NAMES = {
 }
 
 
+# Types a program may declare that no NumPy dtype holds: bfloat16 and float8 need the `ml_dtypes` package,
+# which kernelcore does not depend on (yet); strings and RAW are no tensors at all.
+_NO_NUMPY_WHY = {
+    VT.BF16: "bfloat16 has no NumPy dtype (kernelcore does not use ml_dtypes); declare float32 or float16",
+    VT.FP8_E4M3FN: "float8 has no NumPy dtype (kernelcore does not use ml_dtypes)",
+    VT.FP8_E5M2: "float8 has no NumPy dtype (kernelcore does not use ml_dtypes)",
+}
+
+
 def to_numpy(data_type: int) -> np.dtype:
+    """The NumPy dtype of a VarType data type; DtypeError (a TypeError) for one without any."""
     try:
         return np.dtype(_TO_NUMPY[data_type])
-    except KeyError:
-        raise TypeError(f"data type {type_name(data_type)} has no NumPy equivalent") from None
+    except (KeyError, TypeError):
+        why = _NO_NUMPY_WHY.get(data_type, "it is no tensor element type NumPy can hold")
+        raise DtypeError(f"data type {type_name(data_type)} has no NumPy equivalent: {why}") from None
 
 
 def from_numpy(dtype) -> int:
@@ -36,7 +48,7 @@ def from_numpy(dtype) -> int:
     try:
         return _FROM_NUMPY[dt]
     except KeyError:
-        raise TypeError(f"NumPy dtype {dt} has no program data type") from None
+        raise DtypeError(f"NumPy dtype {dt} has no program data type") from None
 
 
 def type_name(data_type: int) -> str:

@@ -44,6 +44,18 @@ class LoadError(KernelcoreError, ValueError):
     """A file could not be read as a program, a trace or a parameter stream."""
 
 
+class DtypeError(KernelcoreError, TypeError):
+    """A data type kernelcore cannot hold in an array here (bfloat16, float8, strings, RAW)."""
+
+
+class FeedError(KernelcoreError, ValueError):
+    """A value fed to a program that cannot become the tensor its variable declares."""
+
+
+class TraceError(LoadError):
+    """A trace file (or trace JSON) that does not follow the trace schema."""
+
+
 class PlaceError(KernelcoreError, RuntimeError):
     """A place that is unavailable here (a GPU without CuPy or a driver), or mixed places."""
 

@@ -22,12 +22,13 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import dtypes
-from .errors import KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError, ShapeError
+from .errors import (DtypeError, FeedError, KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError,
+                     ShapeError)
 from . import events
 from .events import (META, RECORD_HEAD_ONLY, RECORD_METAS, RECORD_VALUES, Event, meta_of,
                      op_run_event)
 from .place import CPUPlace, GPUPlace, to_host
-from .program import Program, Variable as ProgramVariable
+from .program import Program, Variable as ProgramVariable, check_structure
 from .proto import framework_pb2 as pb
 from .registry import feed_fetch_col, get_op_def
 from .scope import Scope, global_scope
@@ -281,7 +282,7 @@ class ExecContext:
 def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool):
     """Create the block's variables in `scope` and resolve every op's names to Variables."""
     cached = prepared._bound
-    if cached is not None and cached[0] is scope and cached[1] == _chain_versions(scope):
+    if cached is not None and cached[0]() is scope and cached[1] == _chain_versions(scope):
         return cached[2]
     observed = bool(run.observers)
     names = _names_from_template(run, prepared, scope, observed) if not root_block else None
@@ -299,7 +300,7 @@ def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool
         single_var = names[single] if single is not None else None
         bound.append((op, None if op.is_gen else _runner(op, ins, outs, simple, single_var), ins, outs,
                       tuple([names[n] for n in io_names])))
-    prepared._bound = (scope, _chain_versions(scope), bound)
+    prepared._bound = (_forget_with(scope, prepared, "_bound"), _chain_versions(scope), bound)
     return bound
 
 
@@ -352,6 +353,20 @@ def _write(out_vars: tuple, outs) -> None:
             v.value = o
 
 
+def _forget_with(scope: Scope, prepared: PreparedBlock, slot: str) -> weakref.ref:
+    """A weak reference to `scope` that, when the scope goes, clears the cache entry `slot` of `prepared`
+    made for it (so a cached binding keeps neither the scope nor its variables' values alive)."""
+    pref = weakref.ref(prepared)
+
+    def gone(ref):
+        p = pref()
+        if p is not None:
+            entry = getattr(p, slot)
+            if entry is not None and entry[0] is ref:
+                setattr(p, slot, None)
+    return weakref.ref(scope, gone)
+
+
 def _resolve_names(run, prepared, scope, root_block, observed) -> dict:
     """name -> Variable for every name the block's ops use: the block's declared variables are created
     in `scope` (persistable ones of block 0 found in any ancestor first), outputs nobody declared are
@@ -380,13 +395,14 @@ def _resolve_names(run, prepared, scope, root_block, observed) -> dict:
         # timestep's scope) then only creates its locals
         local = [n for n in names if n in scope._vars]
         outer = {n: v for n, v in names.items() if n not in scope._vars}
-        prepared.template = (scope.parent, _chain_versions(scope.parent), outer, local, frozenset(local))
+        prepared.template = (_forget_with(scope.parent, prepared, "template"), _chain_versions(scope.parent),
+                             outer, local, frozenset(local))
     return names
 
 
 def _names_from_template(run, prepared, scope, observed) -> dict | None:
     t = prepared.template
-    if t is None or t[0] is not scope.parent or t[1] != _chain_versions(scope.parent):
+    if t is None or t[0]() is not scope.parent or t[1] != _chain_versions(scope.parent):
         return None
     _, _, outer, local, local_set = t
     have = scope._vars
@@ -515,6 +531,7 @@ def _op_error(run, ctx, op, in_vars, exc, var=None, message=None, cls=OpRunError
     if run.observers:
         run.deliver(events.error(run.next_seq(), _perf(), ctx.scope.id, op.block, op.idx, op.type, var, str(err),
                                  ctx.timestep))
+        err._kc_traced = True
     return err
 
 
@@ -527,7 +544,6 @@ class Executor:
         if not isinstance(self.place, (CPUPlace, GPUPlace)):
             raise TypeError(f"Executor takes a CPUPlace or GPUPlace, got {place!r}")
         self.place.xp  # a GPU place without CuPy or a GPU fails here, not mid-run
-        self._prepared: dict = {}
         self._rngs: dict = {}
 
     def _rng(self, place):
@@ -544,14 +560,22 @@ class Executor:
             self._rngs["gpu"] = self.place.xp.random.RandomState(seed)
 
     def _prepare(self, program: Program, block_idx: int) -> PreparedBlock:
-        key = (id(program), block_idx)
-        hit = self._prepared.get(key)
-        if hit is not None and hit[0]() is program and hit[1] == program._version:
-            return hit[2]
-        if block_idx == 0:  # every op kernelcore lacks, in one error, before the first is met (sub-blocks
-            check_supported(program)  # are prepared after block 0, so the walk is once per program version
+        # The cache lives on the program (executor -> {block: (version, prepared)}, the executor held weakly):
+        # the executor keeps no program alive, and a program that goes takes its prepared blocks with it.
+        cache = program.__dict__.get("_kc_prepared")
+        if cache is None:
+            cache = program._kc_prepared = weakref.WeakKeyDictionary()
+        mine = cache.get(self)
+        if mine is None:
+            mine = cache[self] = {}
+        hit = mine.get(block_idx)
+        if hit is not None and hit[0] == program._version:
+            return hit[1]
+        if block_idx == 0:  # block tree, limits, no blocks running each other in a cycle (once per version)
+            check_structure(program.desc, "program", ProgramError)
+            check_supported(program)  # every op kernelcore lacks, in one error, before the first is met
         prepared = PreparedBlock(program, block_idx, self.place)
-        self._prepared[key] = (weakref.ref(program), program._version, prepared)
+        mine[block_idx] = (program._version, prepared)
         return prepared
 
     def prepare(self, program: Program, block: int = 0) -> PreparedBlock:
@@ -588,19 +612,30 @@ class Executor:
         obs = _active_observers.get() + tuple(observers or ())
         run = RunState(self, program, self.place, training, obs, pausing)
         run.check_nan_inf = check_nan_inf
-        prepared = self._prepare(program, 0)
-        fetch_names = self._fetch_names(program, fetch_list)
         if obs:
             run.deliver(events.run_begin(run.next_seq(), _perf(), scope.id, f"{program!r}"))
-        bound = _bind(run, prepared, scope, True)
-        self._feed(program, prepared, scope, feed or {})
+        # Whatever fails (preparing, binding, feeding, an op), an observed run ends with an `error` event
+        # and a `run_end` event.
         try:
+            prepared = self._prepare(program, 0)
+            fetch_names = self._fetch_names(program, fetch_list)
+            bound = _bind(run, prepared, scope, True)
+            self._feed(program, prepared, scope, feed or {})
             yield from _exec_block(run, prepared, scope, begin, end)
+            del bound
+            result = self._fetch(program, scope, fetch_names, fetch_list is None, return_numpy)
+        except Exception as e:
+            if obs and not getattr(e, "_kc_traced", False):
+                where = (e.block_idx, e.op_idx, e.op_type, e.var_name, e.timestep) \
+                    if isinstance(e, OpRunError) else (0, None, None, None, None)
+                block, op, op_type, name, timestep = where
+                run.deliver(events.error(run.next_seq(), _perf(), scope.id, block, op, op_type, name, str(e),
+                                         timestep))
+            raise
         finally:
             if obs:
                 run.deliver(events.run_end(run.next_seq(), _perf(), scope.id))
-        del bound
-        return self._fetch(program, scope, fetch_names, fetch_list is None, return_numpy)
+        return result
 
     # -- feeding and fetching --------------------------------------------------
     def _feed(self, program: Program, prepared: PreparedBlock, scope: Scope, feed: dict) -> None:
@@ -638,9 +673,12 @@ class Executor:
         decl = prepared.feed_decls.get(name, False)
         if decl is False:  # read the declaration once per prepared program
             v = prepared.program.global_block().find_var_recursive(name)
-            decl = prepared.feed_decls[name] = (
-                (dtypes.to_numpy(v.dtype), tuple(v.shape or ())) if v is not None and v.dtype is not None
-                and v.type == VT.LOD_TENSOR else None)
+            try:
+                decl = prepared.feed_decls[name] = (
+                    (dtypes.to_numpy(v.dtype), tuple(v.shape or ())) if v is not None and v.dtype is not None
+                    and v.type == VT.LOD_TENSOR else None)
+            except DtypeError as e:
+                raise FeedError(f"cannot feed {name!r}: the program declares it {v.dtype_name}; {e}") from None
         if hasattr(value, "__cuda_array_interface__") and self.place.kind == "cpu":
             raise PlaceError(f"feed {name!r} is a GPU array but the executor runs on {self.place}; "
                              f"copy it to the host first")
@@ -648,7 +686,7 @@ class Executor:
         if decl is not None:
             want, shape = decl
             if not hasattr(value, "dtype"):
-                arr = np.asarray(value, dtype=want)
+                arr = _as_array(name, value, want)
             elif value.dtype != want:
                 if np.can_cast(value.dtype, want, casting="same_kind"):
                     arr = value.astype(want)
@@ -658,7 +696,9 @@ class Executor:
                     len(shape) != arr.ndim or any(d >= 0 and d != s for d, s in zip(shape, arr.shape))):
                 raise ShapeError(f"feed {name!r}: expected shape {list(shape)} (-1 = any), got {list(arr.shape)}")
         elif not hasattr(value, "shape"):
-            arr = np.asarray(value)
+            arr = _as_array(name, value, None)
+        if getattr(getattr(arr, "dtype", None), "kind", None) in ("O", "U", "S", "V"):
+            raise FeedError(f"cannot feed {name!r}: a {arr.dtype} array is no tensor (numbers or bools only)")
         if self.place.kind == "gpu":
             arr = self.place.xp.asarray(arr)
         return arr
@@ -697,6 +737,23 @@ class Executor:
         gen = _exec_block(run, self._prepare(program, block), scope, begin, end)
         for _ in gen:
             pass
+
+
+def _as_array(name: str, value, dtype):
+    """A fed Python value (a number, a nested list) as an array; FeedError for what is no tensor (strings,
+    ragged lists, dicts)."""
+    if isinstance(value, (str, bytes, dict, set)) or value is None:
+        raise FeedError(f"cannot feed {name!r}: a {type(value).__name__} is no tensor (give an array, a number "
+                        f"or a nested list of numbers)")
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise FeedError(f"cannot feed {name!r}: {type(value).__name__} value is no tensor"
+                        f"{' of ' + str(np.dtype(dtype)) if dtype is not None else ''} ({e})") from None
+    if arr.dtype.kind in ("O", "U", "S", "V"):
+        raise FeedError(f"cannot feed {name!r}: {type(value).__name__} value gives a {arr.dtype} array, no tensor "
+                        f"(numbers or bools only)")
+    return arr
 
 
 def scope_value(scope: Scope, name: str) -> Any:

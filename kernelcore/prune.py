@@ -27,7 +27,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from .errors import ProgramError
-from .program import Program, Variable
+from .program import Program, Variable, check_structure
 from .proto import framework_pb2 as pb
 
 A = pb.AttrType
@@ -79,6 +79,8 @@ def prune(program: Program, targets, feeds=None) -> PruneResult:
     if not isinstance(program, Program):
         raise TypeError(f"prune takes a Program, got {type(program).__name__}")
     desc = program.desc
+    # block tree, limits, no cycle of blocks running each other: the walks below can then trust the indices
+    check_structure(desc, "prune", ProgramError)
     block0 = desc.blocks[0]
     declared0 = {v.name for v in block0.vars}
     target_names = _names(targets, "targets")
@@ -199,17 +201,21 @@ class _SubBlockIO:
             hit = self._memo[root] = (frozenset(reads), frozenset(writes))
         return hit
 
-    def _visit(self, b: int, local: frozenset, reads: set, writes: set, path: tuple) -> None:
-        block = self.desc.blocks[b]
-        local = local | {v.name for v in block.vars}
-        for i, op in enumerate(block.ops):
-            reads.update(n for n in _reads(op) if n not in local)
-            writes.update(n for n in _writes(op) if n not in local)
-            for j in _sub_blocks(self.desc, b, i):
-                if j in path:
-                    raise ProgramError(f"op {op.type!r} (block {b}, op #{i}) runs block {j}, which "
-                                       f"contains it: the blocks form a cycle")
-                self._visit(j, local, reads, writes, path + (j,))
+    def _visit(self, root: int, local: frozenset, reads: set, writes: set, path: tuple) -> None:
+        # an explicit stack instead of recursion: the nesting depth costs no Python frames
+        stack = [(root, local, path)]
+        while stack:
+            b, local, path = stack.pop()
+            block = self.desc.blocks[b]
+            local = local | {v.name for v in block.vars}
+            for i, op in enumerate(block.ops):
+                reads.update(n for n in _reads(op) if n not in local)
+                writes.update(n for n in _writes(op) if n not in local)
+                for j in _sub_blocks(self.desc, b, i):
+                    if j in path:
+                        raise ProgramError(f"op {op.type!r} (block {b}, op #{i}) runs block {j}, which "
+                                           f"contains it: the blocks form a cycle")
+                    stack.append((j, local, path + (j,)))
 
 
 def _walk_block0(desc, io: _SubBlockIO, targets: set, feeds: set) -> list[int]:

@@ -22,7 +22,9 @@ import json
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .errors import LoadError
+import math
+
+from .errors import LoadError, TraceError  # noqa: F401  - LoadError: TraceError's base, kept for callers
 from .events import KINDS, RECORD_HEAD, RECORD_HEAD_ONLY, RECORD_METAS, Event, compact, op_run_event
 from .executor import add_observer, remove_observer
 
@@ -32,6 +34,7 @@ VERSION = 2
 # version-1 trace is a version-2 trace that happens not to use them.
 READS_VERSIONS = (1, 2)
 POLICIES = ("none", "shapes", "references", "copies")
+MAX_TRACE_BYTES = 1 << 30  # a trace file larger than this is refused before it is read
 
 
 class Trace:
@@ -186,30 +189,36 @@ class Trace:
 
     @classmethod
     def from_json(cls, data: dict, source: str = "trace") -> Trace:
+        """A Trace from its JSON form, checked against the schema: anything else is a TraceError (a
+        LoadError) naming the field, never a bare TypeError from inside."""
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-            raise LoadError(f"{source}: not a kernelcore trace (expected schema {SCHEMA!r})")
+            raise TraceError(f"{source}: not a kernelcore trace (expected schema {SCHEMA!r})")
         if data.get("version") not in READS_VERSIONS:
-            raise LoadError(f"{source}: trace version {data.get('version')!r}; this kernelcore reads versions "
-                            f"{', '.join(map(str, READS_VERSIONS))}")
-        events = []
-        for i, d in enumerate(data.get("events", [])):
-            try:
-                ev = Event.from_json(d)
-            except (TypeError, ValueError, KeyError) as e:
-                raise LoadError(f"{source}: event {i} is malformed ({e})") from None
-            if ev.kind not in KINDS:
-                raise LoadError(f"{source}: event {i} has unknown kind {ev.kind!r}")
-            events.append(ev)
+            raise TraceError(f"{source}: trace version {_short(data.get('version'))}; this kernelcore reads "
+                             f"versions {', '.join(map(str, READS_VERSIONS))}")
+        raw = data.get("events", [])
+        if not isinstance(raw, list):
+            raise TraceError(f"{source}: 'events' must be a list of events, got {type(raw).__name__}")
+        meta = data.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise TraceError(f"{source}: 'meta' must be an object, got {type(meta).__name__}")
         retain = data.get("retain", "shapes")
-        return cls(events, retain="shapes" if retain in ("references", "copies") else retain,
-                   meta=data.get("meta") or {})
+        if retain not in POLICIES:
+            raise TraceError(f"{source}: 'retain' must be one of {list(POLICIES)}, got {_short(retain)}")
+        events = [_event_from_json(d, i, source) for i, d in enumerate(raw)]
+        return cls(events, retain="shapes" if retain in ("references", "copies") else retain, meta=meta)
 
     @classmethod
     def load(cls, path) -> Trace:
         try:
+            size = Path(path).stat().st_size
+            if size > MAX_TRACE_BYTES:
+                raise TraceError(f"{path}: {size} bytes; kernelcore reads traces up to {MAX_TRACE_BYTES}")
             data = json.loads(Path(path).read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise LoadError(f"{path}: cannot read a trace ({e})") from None
+        except (OSError, UnicodeDecodeError, ValueError) as e:  # JSONDecodeError is a ValueError
+            raise TraceError(f"{path}: cannot read a trace ({e})") from None
+        except RecursionError:
+            raise TraceError(f"{path}: cannot read a trace (JSON nested too deeply)") from None
         return cls.from_json(data, str(path))
 
     def to_chrome(self) -> dict:
@@ -256,3 +265,73 @@ def trace(retain: str = "shapes", max_bytes: int | None = None) -> Iterator[Trac
         yield tr
     finally:
         remove_observer(token)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the schema of one event (docs/frontend-contract.md): field -> what it may hold
+_INT_FIELDS = ("seq", "t_ns", "scope", "block", "op", "dur_ns", "parent_scope", "timestep")
+_STR_FIELDS = ("kind", "op_type", "name", "kernel", "place", "message")
+_REQUIRED = ("seq", "kind", "t_ns")
+_INT_LIMIT = 1 << 63
+
+
+def _short(v, n: int = 60) -> str:
+    text = repr(v)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _event_from_json(d, i: int, source: str) -> Event:
+    where = f"{source}: event {i}"
+    if not isinstance(d, dict):
+        raise TraceError(f"{where} must be an object, got {type(d).__name__}")
+    for f in _REQUIRED:
+        if f not in d:
+            raise TraceError(f"{where} has no {f!r}")
+    kw = {}
+    for f in _INT_FIELDS:
+        v = d.get(f)
+        if v is None:
+            continue
+        if isinstance(v, float) and math.isfinite(v) and v == int(v):
+            v = int(v)  # 1.0 from a JSON writer that knows no ints
+        if type(v) is not int or not -_INT_LIMIT <= v < _INT_LIMIT:
+            raise TraceError(f"{where}: {f!r} must be an integer, got {_short(v)}")
+        kw[f] = v
+    for f in _STR_FIELDS:
+        v = d.get(f)
+        if v is None:
+            continue
+        if type(v) is not str:
+            raise TraceError(f"{where}: {f!r} must be a string, got {type(v).__name__}")
+        kw[f] = v
+    if kw["kind"] not in KINDS:
+        raise TraceError(f"{where} has unknown kind {_short(kw['kind'])}")
+    for f in ("inputs", "outputs"):
+        v = d.get(f)
+        if v is None:
+            continue
+        if not isinstance(v, list):
+            raise TraceError(f"{where}: {f!r} must be a list of [slot, name, shape, dtype], got {type(v).__name__}")
+        kw[f] = tuple(_io_from_json(x, f"{where}: {f}[{k}]") for k, x in enumerate(v))
+    names = d.get("names")
+    if names is not None:  # vars_create (version 2)
+        if not isinstance(names, list) or not all(type(n) is str for n in names):
+            raise TraceError(f"{where}: 'names' must be a list of variable names")
+        kw["names"] = tuple(names)
+    return Event(**kw)
+
+
+def _io_from_json(x, where: str) -> tuple:
+    if not isinstance(x, list) or len(x) != 4:
+        raise TraceError(f"{where} must be [slot, name, shape, dtype], got {_short(x)}")
+    slot, name, shape, dtype = x
+    if type(slot) is not str or type(name) is not str:
+        raise TraceError(f"{where}: slot and name must be strings")
+    if shape is not None:
+        if not isinstance(shape, list) or len(shape) > 64 or any(
+                type(s) is not int or not -_INT_LIMIT <= s < _INT_LIMIT for s in shape):
+            raise TraceError(f"{where}: shape must be a list of at most 64 integers or null, got {_short(shape)}")
+        shape = tuple(shape)
+    if dtype is not None and type(dtype) is not str:
+        raise TraceError(f"{where}: dtype must be a string or null, got {type(dtype).__name__}")
+    return (slot, name, shape, dtype)

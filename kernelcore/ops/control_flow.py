@@ -25,19 +25,29 @@ step scope of every inference run; is_train=false still forces dropping (with it
 The same holds for while (`ctx.training and not is_test`) and conditional_block (`ctx.training`).
 
 Decision, while: a loop whose condition never turns false is stopped with an error after
-`max_while_iterations()` iterations (default 10,000,000; `set_max_while_iterations(None)` removes the
-cap). A debugger pausing inside the loop is the way to look at a long loop; the cap only turns a hung
-notebook cell into an error that names the op and its condition variable.
+`max_while_iterations()` iterations (default 1,000,000; `set_max_while_iterations(None)` removes the
+cap; an observed run, e.g. one being traced, stops at `max_while_iterations_observed()`, default 100,000,
+as each iteration's ~5 events cost ~300 bytes of trace) or after `max_while_seconds()` seconds of one
+`while` op (default 60; `set_max_while_seconds(None)` removes it; a run a debugger pauses has no time
+budget, as the user's think time would count). A debugger pausing inside the loop is the way to look at a
+long loop; the budgets only turn a hung notebook cell (or a trace filling memory with the events of a loop
+that never ends) into an error that names the op, its condition variable and the iteration count.
 """
 from __future__ import annotations
+
+import time as _time
 
 from .. import dtypes
 from ..errors import KernelcoreError
 from ..proto.framework_pb2 import AttrType as A
 from ..proto.framework_pb2 import VarType as VT
 from ..registry import Attr, In, Out, has_op, register_op
+from .tensor import check_new_shape
 
-_MAX_WHILE_ITERATIONS: int | None = 10_000_000
+_MAX_WHILE_ITERATIONS: int | None = 1_000_000
+_MAX_WHILE_ITERATIONS_OBSERVED: int | None = 100_000
+_MAX_WHILE_SECONDS: float | None = 60.0
+_CLOCK_EVERY = 256  # iterations between two looks at the clock
 
 
 def max_while_iterations() -> int | None:
@@ -50,6 +60,34 @@ def set_max_while_iterations(n: int | None) -> int | None:
     if n is not None and (not isinstance(n, int) or n < 1):
         raise ValueError(f"the cap must be a positive int or None, got {n!r}")
     old, _MAX_WHILE_ITERATIONS = _MAX_WHILE_ITERATIONS, n
+    return old
+
+
+def max_while_iterations_observed() -> int | None:
+    return _MAX_WHILE_ITERATIONS_OBSERVED
+
+
+def set_max_while_iterations_observed(n: int | None) -> int | None:
+    """Cap the iterations of any `while` op in a run with observers (a trace, a debugger); None: only the
+    general cap applies. Returns the previous cap."""
+    global _MAX_WHILE_ITERATIONS_OBSERVED
+    if n is not None and (not isinstance(n, int) or n < 1):
+        raise ValueError(f"the cap must be a positive int or None, got {n!r}")
+    old, _MAX_WHILE_ITERATIONS_OBSERVED = _MAX_WHILE_ITERATIONS_OBSERVED, n
+    return old
+
+
+def max_while_seconds() -> float | None:
+    return _MAX_WHILE_SECONDS
+
+
+def set_max_while_seconds(seconds: float | None) -> float | None:
+    """Cap the wall time of any one `while` op's loop (None: no cap). Returns the previous cap."""
+    global _MAX_WHILE_SECONDS
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                or not seconds > 0):
+        raise ValueError(f"the cap must be a positive number of seconds or None, got {seconds!r}")
+    old, _MAX_WHILE_SECONDS = _MAX_WHILE_SECONDS, (float(seconds) if seconds is not None else None)
     return old
 
 
@@ -235,6 +273,12 @@ def while_(ctx, ins, attrs):
     # (Paddle does the same for while_grad); values are references, so this costs no copy.
     carried = [n for n in ctx.input_names("X") if n in set(ctx.output_names("Out"))] if keep else []
     cap = _MAX_WHILE_ITERATIONS
+    observed_cap = _MAX_WHILE_ITERATIONS_OBSERVED if ctx.run.observers else None
+    setter = "set_max_while_iterations"
+    if observed_cap is not None and (cap is None or observed_cap < cap):
+        cap, setter = observed_cap, "set_max_while_iterations_observed"
+    seconds = None if ctx.run.pausing else _MAX_WHILE_SECONDS
+    deadline = _time.monotonic() + seconds if seconds is not None else None
     block = attrs["sub_block"]
     kept, i = [], 0
     s = None
@@ -243,7 +287,12 @@ def while_(ctx, ins, attrs):
             if cap is not None and i >= cap:
                 raise ControlFlowError(
                     f"the loop ran {cap} iterations and Condition {cond_name!r} is still true; if it should "
-                    f"run longer, raise the cap: kernelcore.ops.control_flow.set_max_while_iterations(n)")
+                    f"run longer, raise the cap: kernelcore.ops.control_flow.{setter}(n)")
+            if deadline is not None and i % _CLOCK_EVERY == 0 and i and _time.monotonic() > deadline:
+                raise ControlFlowError(
+                    f"the loop ran {seconds:g} s ({i} iterations) and Condition {cond_name!r} is still true; "
+                    f"if it should run longer, raise the budget: "
+                    f"kernelcore.ops.control_flow.set_max_while_seconds(s)")
             s = ctx.new_scope("while iteration", i)
             ctx.step_event("step_begin", i, s)
             before = [(n, ctx.scope.find_var(n)) for n in carried]
@@ -510,5 +559,6 @@ if not has_op("fill_constant_batch_size_like"):  # a tensor op; tensor.py may re
             raise ControlFlowError(f"input_dim_idx {i} / output_dim_idx {o} do not fit Input "
                                    f"{list(ref.shape)} and shape {shape}")
         shape[o] = ref.shape[i]
+        check_new_shape(shape)
         value = float(attrs["str_value"]) if attrs["str_value"] else attrs["value"]
         return (ctx.xp.full(shape, value, dtype=dtypes.to_numpy(attrs["dtype"])),)

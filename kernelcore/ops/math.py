@@ -17,6 +17,11 @@ def align(xp, x, y, axis: int):
     (Paddle's rule; -1 means trailing alignment, which is NumPy's own)."""
     if axis == -1 or x.ndim == y.ndim:
         return x, y
+    # `axis` indexes the larger rank: bounded by it before it sizes anything ((1,) * 805306367 is gigabytes)
+    diff = abs(x.ndim - y.ndim)
+    if not 0 <= axis <= diff:
+        _fail(f"axis {axis} does not fit X of rank {x.ndim} and Y of rank {y.ndim}: expected -1 or "
+              f"0 <= axis <= {diff} (the rank difference)")
     if x.ndim > y.ndim:
         return x, y.reshape((1,) * axis + y.shape + (1,) * (x.ndim - axis - y.ndim))
     return x.reshape((1,) * axis + x.shape + (1,) * (y.ndim - axis - x.ndim)), y

@@ -17,10 +17,15 @@ from ._infer import normalize_axis, same_as
 
 VT = dtypes.VT
 
+# A feed/fetch column indexes a list the executor builds with one slot per column: a hostile `col`
+# (2**31 - 1) would ask for gigabytes of list. Paddle's programs number their columns 0, 1, ...
+MAX_COL = 65_535
+COL_BOUND = Check(f"<= {MAX_COL} (kernelcore's bound on feed/fetch columns)", lambda v: v <= MAX_COL)
+
 FEED = register_op(
     "feed", "Copies column `col` of the feed list (the FEED_MINIBATCH variable the executor fills) to Out.",
     inputs=[In("X", "the feed list")], outputs=[Out("Out", "the fed tensor")],
-    attrs=[Attr("col", A.INT, "which column of the feed list", 0, checks=(at_least(0),))])
+    attrs=[Attr("col", A.INT, "which column of the feed list", 0, checks=(at_least(0), COL_BOUND))])
 
 
 @FEED.kernel()
@@ -34,7 +39,7 @@ def feed(ctx, ins, attrs):
 FETCH = register_op(
     "fetch", "Stores X in column `col` of the fetch list (a FETCH_LIST variable) the executor returns.",
     inputs=[In("X", "the tensor to fetch")], outputs=[Out("Out", "the fetch list")],
-    attrs=[Attr("col", A.INT, "which column of the fetch list", 0, checks=(at_least(0),))])
+    attrs=[Attr("col", A.INT, "which column of the fetch list", 0, checks=(at_least(0), COL_BOUND))])
 
 
 @FETCH.kernel()
@@ -103,7 +108,21 @@ def _shape_from_inputs(shape_tensor, shape_list, attr_shape) -> list[int]:
     bad = [d for d in shape if d < 0]
     if bad:
         raise ValueError(f"every dim of the output shape must be >= 0, got {shape}")
+    check_new_shape(shape)
     return shape
+
+
+# Ops that make a tensor from a shape attribute (fill_constant, the random initialisers) would otherwise
+# allocate whatever a file asks for (a [100000, 100000] fill is 40 GB).
+MAX_NEW_ELEMENTS = 1 << 30
+
+
+def check_new_shape(shape) -> None:
+    """ValueError (the executor names the op) for a shape of more than MAX_NEW_ELEMENTS elements."""
+    n = math.prod(int(d) for d in shape)
+    if n > MAX_NEW_ELEMENTS:
+        raise ValueError(f"the output shape {list(shape)} has {n} elements; kernelcore makes tensors of at most "
+                         f"{MAX_NEW_ELEMENTS} elements from a shape attribute or tensor")
 
 
 def _infer_given_shape(ic) -> list[int] | None:

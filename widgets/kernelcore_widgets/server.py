@@ -1,58 +1,133 @@
 """The Jupyter server extension: `GET /kernelcore/program?path=<file>` -> the ProgramJSON of a program file
 under the server's root (a `.pdmodel`, `__model__` or kernelcore program), so JupyterLab's file viewer can
-draw files it cannot parse in the browser. Errors are JSON 400s, `{"message": ...}`, naming the problem:
-a path that leaves the root, a missing file, a file that is not a program."""
+draw files it cannot parse in the browser. Errors are JSON 4xx, `{"message": ...}`, naming the problem:
+a path that leaves the root, is hidden, too long or a symlink loop (400/404), a missing file, a file that is
+not a program (400), a program over the size or time budget (413).
+
+The work (parse, ProgramJSON, DOT) runs on a small thread pool, off the server's event loop, so one large
+file cannot freeze the server; the request gives up after TIME_BUDGET_S. Hidden files (a path component
+starting with '.') are refused unless the server's ContentsManager.allow_hidden is true, as Jupyter's
+contents API does. Nothing logged carries the request's query (its `token=`).
+"""
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import os
+import re
 from pathlib import Path
 
 ROUTE = "/kernelcore/program"
-MAX_BYTES = 256 * 1024 * 1024
+MAX_BYTES = 64 * 1024 * 1024   # the size budget: larger program files are refused (413) before they are read
+MAX_NODES = 200_000            # ops + variables: larger programs are refused (413) before they are laid out
+TIME_BUDGET_S = 30.0           # the time budget of one request's work (413 past it)
+MAX_PATH_CHARS = 4096          # a longer `path` is refused (400) before it reaches the file system
+WORKERS = 2                    # threads doing the work; requests beyond them wait their turn
+
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
 
 
 class ProgramRequestError(ValueError):
-    """A request the handler answers with 400 and this message."""
+    """A request the handler answers with a 4xx (400 unless `status` says otherwise) and this message."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
 
 
-def resolve_under(root_dir, path: str | None) -> Path:
+def _hidden(parts) -> bool:
+    return any(p.startswith(".") and p not in (".", "..") for p in parts)
+
+
+def resolve_under(root_dir, path: str | None, *, allow_hidden: bool = False) -> Path:
     """`path` (relative to the server root, '/'-separated as the contents API gives it) as a file under
-    `root_dir`; ProgramRequestError when it is missing, leaves the root (.., absolute, links) or is no file."""
+    `root_dir`; ProgramRequestError when it is missing, too long, hidden (unless allow_hidden), leaves the
+    root (.., absolute, links), loops through links or is no file."""
     if not path:
         raise ProgramRequestError("missing the 'path' query argument (a program file under the server root)")
     if "\x00" in path:
         raise ProgramRequestError("the path contains a NUL character")
-    root = Path(root_dir).resolve()
+    if len(path) > MAX_PATH_CHARS:
+        raise ProgramRequestError(f"the path is {len(path)} characters long; at most {MAX_PATH_CHARS}")
     rel = path.lstrip("/")
-    full = (root / rel).resolve()
-    if full != root and root not in full.parents:
-        raise ProgramRequestError(f"{path!r} is outside the server root")
-    if not full.exists():
-        raise ProgramRequestError(f"{path!r} does not exist")
-    if not full.is_file():
-        raise ProgramRequestError(f"{path!r} is not a file")
+    if not allow_hidden and _hidden(rel.split("/")):
+        # answered before the file system is asked, so the answer says nothing of whether it exists
+        raise ProgramRequestError(f"{path!r} is hidden; this server does not serve hidden files "
+                                  f"(ContentsManager.allow_hidden is false)", 404)
+    try:
+        root = Path(root_dir).resolve()
+        full = (root / rel).resolve()
+        if full != root and root not in full.parents:
+            raise ProgramRequestError(f"{path!r} is outside the server root")
+        if not allow_hidden and _hidden(full.relative_to(root).parts):
+            raise ProgramRequestError(f"{path!r} is hidden; this server does not serve hidden files "
+                                      f"(ContentsManager.allow_hidden is false)", 404)
+        if not full.exists():
+            raise ProgramRequestError(f"{path!r} does not exist", 404)
+        if not full.is_file():
+            raise ProgramRequestError(f"{path!r} is not a file")
+    except RuntimeError:  # Path.resolve on a symlink loop (Python < 3.13)
+        raise ProgramRequestError(f"{path!r} is a loop of symbolic links") from None
+    except OSError as e:  # ELOOP, ENAMETOOLONG, EACCES, ...
+        raise ProgramRequestError(f"{path!r} cannot be opened: {e.strerror or type(e).__name__}") from None
     return full
 
 
-def program_file_json(root_dir, path: str | None) -> dict:
+def program_file_json(root_dir, path: str | None, *, allow_hidden: bool = False) -> dict:
     """The ProgramJSON of program file `path` under `root_dir` (what the handler answers)."""
     import kernelcore as kc
     from kernelcore.display import program_json
 
-    full = resolve_under(root_dir, path)
+    full = resolve_under(root_dir, path, allow_hidden=allow_hidden)
     size = full.stat().st_size
     if size > MAX_BYTES:
-        raise ProgramRequestError(f"{path!r} is {size} bytes; the viewer opens programs up to {MAX_BYTES}")
+        raise ProgramRequestError(f"{path!r} is {size} bytes; the viewer opens programs up to {MAX_BYTES}", 413)
     try:
         program = kc.load_program(full)
     except kc.KernelcoreError as e:
         raise ProgramRequestError(f"{path!r} is not a program kernelcore can read: {e}") from None
     except OSError as e:
         raise ProgramRequestError(f"{path!r} cannot be read: {e.strerror or e}") from None
+    nodes = sum(len(b.ops) + len(b.vars) for b in program.desc.blocks)
+    if nodes > MAX_NODES:
+        raise ProgramRequestError(f"{path!r} has {nodes} ops and variables; the viewer lays out programs of up "
+                                  f"to {MAX_NODES}", 413)
     out = program_json(program)
     out["path"] = path
     return out
+
+
+def _executor() -> concurrent.futures.ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="kernelcore-program")
+    return _pool
+
+
+async def program_response(root_dir, path: str | None, *, allow_hidden: bool = False,
+                           budget_s: float | None = None) -> tuple[int, dict]:
+    """(status, JSON body) for a request: the work runs on the thread pool, bounded by `budget_s`
+    (default TIME_BUDGET_S). A request past its budget is answered 413; its thread finishes in the
+    background (Python cannot stop a thread), and the pool's size bounds how many such threads there are."""
+    budget = TIME_BUDGET_S if budget_s is None else budget_s
+    loop = asyncio.get_running_loop()
+    work = loop.run_in_executor(_executor(), lambda: program_file_json(root_dir, path, allow_hidden=allow_hidden))
+    try:
+        return 200, await asyncio.wait_for(work, budget)
+    except ProgramRequestError as e:
+        return e.status, {"message": str(e), "path": path}
+    except asyncio.TimeoutError:
+        return 413, {"message": f"{path!r} took longer than {budget:g} s to read and lay out; the viewer "
+                                f"gives each program {budget:g} s", "path": path}
+
+
+_SECRET = re.compile(r"((?:^|[?&;])(?:token|_xsrf|access_token)=)[^&;#]*", re.I)
+
+
+def scrub(uri: str) -> str:
+    """`uri` with the values of token-like query arguments replaced by `[secret]`."""
+    return _SECRET.sub(r"\1[secret]", uri)
 
 
 def _handler_class():
@@ -61,18 +136,29 @@ def _handler_class():
 
     class ProgramHandler(APIHandler):
         @tornado.web.authenticated
-        def get(self):
+        async def get(self):
             root = self.settings.get("kernelcore_root_dir") or self.settings.get("server_root_dir") or os.getcwd()
+            cm = self.settings.get("contents_manager")
+            allow_hidden = bool(getattr(cm, "allow_hidden", False))
             path = self.get_query_argument("path", None)
             try:
-                data = program_file_json(os.path.expanduser(root), path)
-            except ProgramRequestError as e:
-                self.set_status(400)
-                self.set_header("Content-Type", "application/json")
-                self.finish(json.dumps({"message": str(e), "path": path}))
-                return
+                status, body = await program_response(os.path.expanduser(root), path, allow_hidden=allow_hidden)
+                text = json.dumps(body, allow_nan=False)
+            except Exception as e:  # noqa: BLE001 - a bug: a plain 500, logged without the query
+                self.log.error("kernelcore: %s %s failed: %s: %s", self.request.method, self.request.path,
+                               type(e).__name__, e)
+                status, text = 500, json.dumps({"message": f"internal error ({type(e).__name__})", "path": path})
+            self.set_status(status)
             self.set_header("Content-Type", "application/json")
-            self.finish(json.dumps(data, allow_nan=False))
+            self.finish(text)
+
+        def log_exception(self, typ, value, tb):  # tornado's prints the request's URI, token included
+            if isinstance(value, tornado.web.HTTPError):
+                self.log.warning("kernelcore: %d %s %s", value.status_code, self.request.method,
+                                 scrub(self.request.uri or ""))
+            else:
+                self.log.error("kernelcore: uncaught %s on %s %s", getattr(typ, "__name__", typ),
+                               self.request.method, scrub(self.request.uri or ""))
 
     return ProgramHandler
 
