@@ -1,0 +1,91 @@
+"""Transformer and BERT programs that Paddle 2.6.2 wrote run in kernelcore and give Paddle's outputs; one Transformer
+training step (Adam, AdamW) gives Paddle's loss and updated parameters.
+
+A session fixture makes Paddle regenerate the programs (tests/paddle_oracle/make_transformer_models.py, a few
+seconds) into a temporary directory; without the `.venv-paddle2` venv these tests skip and say so.
+"""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kernelcore as kc
+
+pytestmark = pytest.mark.paddle
+
+ROOT = Path(__file__).resolve().parent.parent
+PADDLE2 = ROOT / ".venv-paddle2" / "bin" / "python"
+SCRIPT = ROOT / "tests" / "paddle_oracle" / "make_transformer_models.py"
+INFERENCE = ["transformer_encoder", "bert_encoder", "transformer_decoder", "tensor_funcs"]
+TRAINING = ["train_transformer_adam", "train_transformer_adamw"]
+
+
+@pytest.fixture(scope="session")
+def tf_models(tmp_path_factory) -> Path:
+    if not PADDLE2.exists():
+        pytest.skip(f"no Paddle 2.6.2 oracle at {PADDLE2.parent.parent}: run ./dev test, or "
+                    f"bash tests/paddle_oracle/setup_env.sh .venv-paddle2 2.6.2")
+    out = tmp_path_factory.mktemp("paddle_transformer")
+    env = dict(os.environ, GLOG_minloglevel="2", PYTHONWARNINGS="ignore")
+    r = subprocess.run([str(PADDLE2), str(SCRIPT), str(out)], capture_output=True, text=True, env=env, timeout=600)
+    if r.returncode != 0:
+        pytest.fail(f"Paddle failed writing the transformer programs:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return out
+
+
+@pytest.mark.parametrize("case", INFERENCE)
+def test_paddle_transformer_inference_matches(tf_models, case):
+    meta = json.loads((tf_models / f"{case}.json").read_text())
+    ref = np.load(tf_models / f"{case}.npz")
+    prog, scope, feeds, fetches = kc.load_inference_model(tf_models / case)
+    assert feeds == meta["feed_names"]
+    assert [op.type for op in prog.global_block().ops] == meta["op_types"]
+    outs = kc.Executor(kc.CPUPlace()).run(prog, feed={n: ref[n] for n in feeds}, scope=scope)
+    assert len(outs) == len(fetches)
+    for i, (got, name) in enumerate(zip(outs, fetches)):
+        want = ref[f"fetch_{i}"]
+        got = np.asarray(got)
+        assert got.shape == want.shape, f"{name}: shape {got.shape}, Paddle {want.shape}"
+        assert got.dtype == want.dtype, f"{name}: dtype {got.dtype}, Paddle {want.dtype}"
+        if want.dtype.kind in "fc":
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=f"fetch {i} ({name})")
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=f"fetch {i} ({name})")
+
+
+def _load_train(tf_models, case):
+    main = kc.Program.from_bytes((tf_models / f"{case}.main.pb").read_bytes())
+    ref = np.load(tf_models / f"{case}.npz")
+    meta = json.loads((tf_models / f"{case}.json").read_text())
+    scope = kc.Scope()
+    for k in ref.files:
+        if k.startswith("init/"):
+            scope.set(k[5:], ref[k].copy())
+    return main, ref, meta, scope
+
+
+@pytest.mark.parametrize("case", TRAINING)
+def test_paddle_transformer_training_step_matches(tf_models, case):
+    main, ref, meta, scope = _load_train(tf_models, case)
+    feed = {n: ref[n] for n in meta["feed_names"]}
+    loss, = kc.Executor().run(main, feed=feed, fetch_list=[meta["loss_name"]], scope=scope, training=True)
+    np.testing.assert_allclose(loss, ref["loss"], rtol=1e-4)
+    checked = 0
+    for k in ref.files:
+        if k.startswith("after/"):
+            np.testing.assert_allclose(scope.get(k[6:]), ref[k], rtol=1e-4, atol=1e-6, err_msg=k)
+            checked += 1
+    assert checked >= len(meta["parameters"])
+    # the step really moved the parameters (so matching `after` is not matching `init`)
+    moved = [p for p in meta["parameters"] if not np.allclose(ref[f"init/{p}"], ref[f"after/{p}"])]
+    assert len(moved) >= len(meta["parameters"]) - 1
+
+
+def test_paddle_transformer_programs_use_only_registered_ops(tf_models):
+    for f in sorted(tf_models.glob("*.json")):
+        meta = json.loads(f.read_text())
+        missing = sorted({t for t in meta["op_types"] if not kc.registry.has_op(t)})
+        assert not missing, f"{f.name}: no kernelcore op for {missing}"
