@@ -73,15 +73,20 @@ def test_paddle_transformer_training_step_matches(tf_models, case):
     feed = {n: ref[n] for n in meta["feed_names"]}
     loss, = kc.Executor().run(main, feed=feed, fetch_list=[meta["loss_name"]], scope=scope, training=True)
     np.testing.assert_allclose(loss, ref["loss"], rtol=1e-4)
+    # The key projections' biases have a gradient of exactly 0 in exact arithmetic (adding q.b to every logit of a
+    # row leaves the softmax unchanged); what both frameworks compute is rounding noise (~1e-10), which Adam scales
+    # to steps of about lr with arbitrary signs. Those parameters are compared through their moments only.
+    noise = {p for p in meta["parameters"] if np.abs(ref[f"after/{p}_moment1_0"]).max() < 1e-7}
+    assert len(noise) <= 2, f"too many parameters with a vanishing gradient: {sorted(noise)}"
     checked = 0
     for k in ref.files:
-        if k.startswith("after/"):
+        if k.startswith("after/") and k[6:] not in noise:
             np.testing.assert_allclose(scope.get(k[6:]), ref[k], rtol=1e-4, atol=1e-6, err_msg=k)
             checked += 1
-    assert checked >= len(meta["parameters"])
+    assert checked >= 4 * (len(meta["parameters"]) - len(noise))  # each parameter, its two moments, a beta pow
     # the step really moved the parameters (so matching `after` is not matching `init`)
     moved = [p for p in meta["parameters"] if not np.allclose(ref[f"init/{p}"], ref[f"after/{p}"])]
-    assert len(moved) >= len(meta["parameters"]) - 1
+    assert len(moved) == len(meta["parameters"])
 
 
 def test_paddle_transformer_programs_use_only_registered_ops(tf_models):
