@@ -25,7 +25,8 @@ LAYER_NORM = register_op(
              Out("Mean", "(1-D, length left) the mean of each normalised row", intermediate=True),
              Out("Variance", "(1-D, length left) the biased variance of each row", intermediate=True)],
     attrs=[Attr("epsilon", A.FLOAT, "added to the variance before the square root", 1e-5,
-                checks=(Check("in [0, 0.001]", lambda v: 0.0 <= v <= 0.001),)),
+                # Paddle's bound is the float32 0.001f, which the stored float32 attribute may equal exactly
+                checks=(Check("in [0, 0.001]", lambda v: 0.0 <= v <= 0.0010000000474974513),)),
            Attr("begin_norm_axis", A.INT, "the first dim normalised over; 1 <= begin_norm_axis < rank", 1)])
 
 
