@@ -94,3 +94,14 @@ def test_paddle_transformer_programs_use_only_registered_ops(tf_models):
         meta = json.loads(f.read_text())
         missing = sorted({t for t in meta["op_types"] if not kc.registry.has_op(t)})
         assert not missing, f"{f.name}: no kernelcore op for {missing}"
+
+
+def test_bench_transformer_models_quick_runs():
+    """bench/transformer_models.py --quick runs to the end (no timing asserted; figures in docs/benchmarks.md)."""
+    if not PADDLE2.exists():
+        pytest.skip("no Paddle 2.6.2 oracle")
+    import sys
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "transformer_models.py"), "--quick", "--seq", "16"],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, f"{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
+    assert "ratio kernelcore / Paddle (best):" in r.stdout
