@@ -99,7 +99,8 @@ def test_gradient_matches_finite_differences(case):
 def test_grad_ops_have_paddles_slots():
     """The grad ops' input/output slots are those Paddle 2.6.2's backward writes (recorded in NOTES.md)."""
     want = {
-        "layer_norm_grad": ({"X", "Scale", "Bias", "Mean", "Variance", "Y@GRAD"}, {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}),
+        "layer_norm_grad": ({"X", "Scale", "Bias", "Mean", "Variance", "Y@GRAD"},
+                            {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}),
         "gelu_grad": ({"X", "Out@GRAD"}, {"X@GRAD"}),
         "sqrt_grad": ({"Out", "Out@GRAD"}, {"X@GRAD"}),
         "log_softmax_grad": ({"Out", "Out@GRAD"}, {"X@GRAD"}),

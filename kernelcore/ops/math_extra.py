@@ -261,8 +261,6 @@ def _reducer(method):
         if len(ins) > 1 and (ins[1] is not None or ins[2]):
             raise ValueError("AxisTensor/AxisTensorList are not supported; give the dims in `dim`")
         axes = reduce_axes(attrs["dim"], x.ndim, attrs["reduce_all"], _fail)
-        if x.ndim and not axes:
-            return (x.copy(),)
         out = getattr(x, method)(axis=axes, keepdims=attrs["keep_dim"])
         return (ctx.xp.asarray(out).astype(x.dtype if method not in ("any", "all") else bool, copy=False),)
     return kernel

@@ -57,6 +57,15 @@ def log_softmax_ref(X, axis=-1, **a):
     return {"Out": as_(X, x - np.log(np.exp(x).sum(axis=axis, keepdims=True)))}
 
 
+def per_element(fn, dtype=None):
+    """Out[i, j] = fn(X[i, j], Y[i, j]) (Y broadcast along rows), one Python call per element."""
+    def ref(X, Y, **a):
+        Yb = np.broadcast_to(Y, X.shape)
+        out = [[fn(p, q) for p, q in zip(xr, yr)] for xr, yr in zip(X.tolist(), Yb.tolist())]
+        return {"Out": np.array(out, dtype=dtype or X.dtype)}
+    return ref
+
+
 def binary(fn):
     return lambda X, Y, **a: {"Out": as_(X, fn(X, Y))}
 
@@ -184,15 +193,15 @@ CASES = [
     Case("elementwise_min", {"X": f32(2, 3, 4), "Y": f32(3)},
          lambda X, Y, axis: {"Out": np.minimum(X, Y.reshape(1, 3, 1))}, attrs={"axis": 1}, id="min_axis1"),
     Case("elementwise_mod", {"X": I1, "Y": np.array([7, -5, 3, 9], np.int32)},
-         binary(lambda x, y: np.array([[a - y_ * math.floor(a / y_) for a, y_ in zip(r, y)] for r in x]))),
+         per_element(lambda a, b: a - b * math.floor(a / b))),
     Case("elementwise_pow", {"X": pos32(3, 4), "Y": f32(4)}, binary(lambda x, y: x.astype(np.float64) ** y),
          rtol=1e-5),
-    Case("logical_and", {"X": B1, "Y": B2}, lambda X, Y: {"Out": np.array([[a and b for a, b in zip(r, Y)] for r in X])}),
-    Case("logical_or", {"X": B1, "Y": B2}, lambda X, Y: {"Out": np.array([[a or b for a, b in zip(r, Y)] for r in X])}),
-    Case("logical_xor", {"X": B1, "Y": B2}, lambda X, Y: {"Out": np.array([[a != b for a, b in zip(r, Y)] for r in X])}),
-    Case("bitwise_and", {"X": I1, "Y": I2}, lambda X, Y: {"Out": as_(X, [[a & b for a, b in zip(p, q)] for p, q in zip(X, Y)])}),
-    Case("bitwise_or", {"X": I1, "Y": I2}, lambda X, Y: {"Out": as_(X, [[a | b for a, b in zip(p, q)] for p, q in zip(X, Y)])}),
-    Case("bitwise_xor", {"X": I1, "Y": I2}, lambda X, Y: {"Out": as_(X, [[a ^ b for a, b in zip(p, q)] for p, q in zip(X, Y)])}),
+    Case("logical_and", {"X": B1, "Y": B2}, per_element(lambda a, b: a and b)),
+    Case("logical_or", {"X": B1, "Y": B2}, per_element(lambda a, b: a or b)),
+    Case("logical_xor", {"X": B1, "Y": B2}, per_element(lambda a, b: a != b)),
+    Case("bitwise_and", {"X": I1, "Y": I2}, per_element(lambda a, b: a & b)),
+    Case("bitwise_or", {"X": I1, "Y": I2}, per_element(lambda a, b: a | b)),
+    Case("bitwise_xor", {"X": I1, "Y": I2}, per_element(lambda a, b: a ^ b)),
     Case("bitwise_not", {"X": I1}, lambda X: {"Out": as_(X, [[-a - 1 for a in r] for r in X])}),
     # reductions
     Case("reduce_max", {"X": X3}, reduce_ref(np.max), attrs={"dim": [1]}),
@@ -228,7 +237,8 @@ CASES = [
     Case("gather", {"X": X3, "Index": np.array([2, 0, 2])},
          lambda X, Index, axis: {"Out": np.stack([X[:, i] for i in Index], 1)}, attrs={"axis": 1}),
     Case("gather_nd", {"X": X3, "Index": np.array([[[1, 2], [0, 0]]])}, gather_nd_ref),
-    Case("gather_nd", {"X": X3, "Index": np.array([[1, 2, 3], [0, 0, 1]], np.int32)}, gather_nd_ref, id="gather_nd_full"),
+    Case("gather_nd", {"X": X3, "Index": np.array([[1, 2, 3], [0, 0, 1]], np.int32)}, gather_nd_ref,
+         id="gather_nd_full"),
     Case("scatter", {"X": f32(4, 3), "Ids": np.array([2, 0]), "Updates": f32(2, 3)}, scatter_ref,
          attrs={"overwrite": True}),
     Case("scatter", {"X": f32(4, 3), "Ids": np.array([1, 3, 1]), "Updates": f32(3, 3)}, scatter_ref,
@@ -243,7 +253,8 @@ CASES = [
     Case("tril_triu", {"X": f32(2, 4, 5)}, tril_ref, attrs={"lower": True, "diagonal": -1}, id="tril"),
     Case("tril_triu", {"X": f32(4, 5)}, tril_ref, attrs={"lower": False, "diagonal": 1}, id="triu"),
     Case("one_hot_v2", {"X": IDS}, one_hot_ref, attrs={"depth": 5}),
-    Case("one_hot_v2", {"X": np.array([0, 7, 2])}, one_hot_ref, attrs={"depth": 4, "allow_out_of_range": True, "dtype": 3},
+    Case("one_hot_v2", {"X": np.array([0, 7, 2])}, one_hot_ref,
+         attrs={"depth": 4, "allow_out_of_range": True, "dtype": 3},
          id="one_hot_out_of_range"),
     Case("top_k_v2", {"X": DIST}, top_k_ref, attrs={"k": 2}),
     Case("top_k_v2", {"X": np.array([[3.0, 1.0, 3.0, 0.5]], np.float32)}, top_k_ref, attrs={"k": 3, "largest": False,
