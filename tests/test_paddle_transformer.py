@@ -89,6 +89,39 @@ def test_paddle_transformer_training_step_matches(tf_models, case):
     assert len(moved) == len(meta["parameters"])
 
 
+def _forward_only(prog):
+    """Paddle's training program cut after its loss op (op_role 256): the forward ops only."""
+    block = prog.global_block()
+    ends = [i for i, op in enumerate(block.ops) if op.attr("op_role") == 256]
+    assert ends, "no loss op (op_role 256) in the training program"
+    while len(block.ops) > ends[-1] + 1:
+        block.remove_op(len(block.ops) - 1)
+    return prog
+
+
+@pytest.mark.parametrize("own_backward", [False, True], ids=["paddles_grad_ops", "kernelcore_append_backward"])
+def test_paddle_transformer_gradients_match(tf_models, own_backward):
+    """The parameters' gradients of one step equal Paddle's: with Paddle's own grad ops run here, and with the
+    grad ops kernelcore's append_backward writes for Paddle's forward program."""
+    main, ref, meta, scope = _load_train(tf_models, "train_transformer_adam")
+    params = meta["parameters"]
+    grad_names = {p: p + "@GRAD" for p in params}
+    if own_backward:
+        _forward_only(main)
+        pairs = kc.append_backward(main.global_block().var(meta["loss_name"]))
+        # Paddle's program still declares `<param>@GRAD`, so kernelcore picks fresh names (`@GRAD_0`)
+        grad_names = {p.name: g.name for p, g in pairs}
+        assert sorted(grad_names) == params
+        written = {op.type for op in main.global_block().ops}
+        assert {"layer_norm_grad", "gelu_grad", "matmul_v2_grad", "softmax_grad"} <= written
+    feed = {n: ref[n] for n in meta["feed_names"]}
+    got = kc.Executor().run(main, feed=feed, fetch_list=[grad_names[p] for p in params], scope=scope, training=True)
+    # atol from the largest gradient: the key projections' biases get rounding noise only (see above)
+    scale = max(np.abs(ref[f"grad/{p}"]).max() for p in params)
+    for p, g in zip(params, got):
+        np.testing.assert_allclose(g, ref[f"grad/{p}"], rtol=1e-4, atol=1e-6 * scale, err_msg=p)
+
+
 def test_paddle_transformer_programs_use_only_registered_ops(tf_models):
     for f in sorted(tf_models.glob("*.json")):
         meta = json.loads(f.read_text())

@@ -9,7 +9,7 @@ and fetch names and the op types of the saved program.
 
 Training cases (`train_transformer_adam`, `train_transformer_adamw`) write <case>.main.pb / <case>.startup.pb
 (serialized ProgramDescs, main with `minimize` applied), <case>.npz (feeds, `loss`, `init/<var>` and `after/<var>` for
-every persistable, after one step) and <case>.json (op types, and the slots of every grad/optimizer op written).
+every persistable, after one step, and `grad/<param>`: Paddle's gradient of each parameter in that step) and <case>.json (op types, and the slots of every grad/optimizer op written).
 """
 from __future__ import annotations
 
@@ -304,7 +304,8 @@ def make_train_case(outdir, name, make_opt):
             return {n: np.array(scope.find_var(n).get_tensor()) for n in pnames}
 
         init = snapshot()
-        (loss_v,) = exe.run(main, feed=feeds, fetch_list=[loss])
+        params = sorted(p.name for p in main.all_parameters())
+        loss_v, *grads = exe.run(main, feed=feeds, fetch_list=[loss] + [p + "@GRAD" for p in params])
         after = snapshot()
     prefix = os.path.join(outdir, name)
     with open(prefix + ".main.pb", "wb") as f:
@@ -316,6 +317,8 @@ def make_train_case(outdir, name, make_opt):
     for n in pnames:
         arrays[f"init/{n}"] = init[n]
         arrays[f"after/{n}"] = after[n]
+    for n, g in zip(params, grads):
+        arrays[f"grad/{n}"] = np.asarray(g)
     np.savez(prefix + ".npz", **arrays)
     meta = {"case": name, "paddle_version": paddle.__version__, "feed_names": list(feeds), "loss_name": loss.name,
             "parameters": sorted(p.name for p in main.all_parameters()), "persistables": persistable_info(main),
