@@ -116,6 +116,8 @@ def test_grad_ops_have_paddles_slots():
         "top_k_v2_grad": ({"X", "K", "Indices", "Out@GRAD"}, {"X@GRAD"}),
         "clip_grad": ({"X", "Min", "Max", "Out@GRAD"}, {"X@GRAD"}),
         "gather_grad": ({"X", "Index", "Axis", "Out@GRAD"}, {"X@GRAD"}),
+        "slice_grad": ({"Input", "StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList", "Out@GRAD"},
+                       {"Input@GRAD"}),
     }
     for t, (ins, outs) in want.items():
         d = kc.get_op_def(t)
@@ -134,3 +136,35 @@ def test_gradient_kernels_on_gpu_match_cpu(case):
     for n, g, w in zip(fetch, got, want):
         assert g.dtype == w.dtype and g.shape == w.shape, n
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12, err_msg=f"{case}: {n}")
+
+
+def test_slice_with_tensor_lists_differentiates_like_static_bounds():
+    """slice with StartsTensorList/EndsTensorList (Paddle's run-time bounds, e.g. `x[:, 1:n - 1]`): its gradient is
+    the one the same bounds give as attributes (those are checked by finite differences in test_backward.py)."""
+    x = f64(3, 5)
+    grads = []
+    for lists in (False, True):
+        prog = kc.Program()
+        b = prog.global_block()
+        b.create_var("x", [3, 5], "float64", stop_gradient=False)
+        ins, attrs = {"Input": ["x"]}, {"axes": [1], "starts": [1], "ends": [-1]}
+        feed = {"x": x}
+        if lists:
+            b.create_var("s", [1], "int64", stop_gradient=True)
+            b.create_var("e", [1], "int32", stop_gradient=True)
+            ins.update(StartsTensorList=["s"], EndsTensorList=["e"])
+            attrs = {"axes": [1], "starts": [-1], "ends": [-1], "infer_flags": [-1]}
+            feed.update(s=np.array([1]), e=np.array([-1], np.int32))
+        b.append_op("slice", ins, {"Out": ["y"]}, attrs)
+        b.create_var("w", [3, 3], "float64", stop_gradient=True)
+        feed["w"] = np.arange(9.0).reshape(3, 3)
+        b.append_op("elementwise_mul", {"X": ["y"], "Y": ["w"]}, {"Out": ["yw"]})
+        b.append_op("reduce_sum", {"X": ["yw"]}, {"Out": ["loss"]}, {"reduce_all": True, "dim": []})
+        kc.append_backward(b.var("loss"))
+        if lists:
+            assert [op.type for op in b.ops if op.type == "slice_grad"]
+            assert b.ops[-1].input("EndsTensorList") == ["e"] or any(
+                op.input("EndsTensorList") == ["e"] for op in b.ops if op.type == "slice_grad")
+        grads.append(kc.Executor().run(prog, feed=feed, fetch_list=["x@GRAD"])[0])
+    np.testing.assert_array_equal(grads[1], grads[0])
+    assert grads[0][:, 1:4].any() and not grads[0][:, [0, 4]].any()

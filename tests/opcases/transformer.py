@@ -233,6 +233,10 @@ CASES = [
          attrs={"axis": -1}),
     Case("unstack", {"X": X3}, lambda X, axis, num: {"Y": [X[:, i, :] for i in range(3)]},
          attrs={"axis": 1, "num": 3}),
+    Case("slice", {"Input": X3, "EndsTensorList": [np.array([2], np.int64), np.array([-1], np.int32)]},
+         lambda Input, EndsTensorList, **a: {"Out": Input[:, 1:2, 0:3]},
+         attrs={"axes": [1, 2], "starts": [1, 0], "ends": [-1, -1], "infer_flags": [-1, -1]},
+         id="slice_ends_tensor_list"),
     # indexing
     Case("gather", {"X": X3, "Index": np.array([2, 0, 2])},
          lambda X, Index, axis: {"Out": np.stack([X[:, i] for i in Index], 1)}, attrs={"axis": 1}),
