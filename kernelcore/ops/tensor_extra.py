@@ -708,7 +708,9 @@ def top_k_v2(ctx, ins, attrs):
     axis = normalize_axis(attrs["axis"], x.ndim)
     if not 0 <= k <= x.shape[axis]:
         raise ValueError(f"k {k} must lie in [0, {x.shape[axis]}] (X's dim {axis})")
-    key = -x if attrs["largest"] and x.dtype.kind != "b" else x
+    key = x
+    if attrs["largest"]:  # the stable ascending sort of a negated key keeps ties in index order
+        key = xp.logical_not(x) if x.dtype.kind == "b" else -(x.astype(xp.int64) if x.dtype.kind == "u" else x)
     order = xp.argsort(key, axis=axis, kind="stable")
     idx = xp.take(order, xp.arange(k), axis=axis)
     return xp.take_along_axis(x, idx, axis=axis), idx.astype(xp.int64)

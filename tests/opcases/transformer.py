@@ -134,7 +134,7 @@ def top_k_ref(X, k=1, axis=-1, largest=True, **a):
     xm = np.moveaxis(X, axis, -1)
     vals, inds = [], []
     for row in xm.reshape(-1, xm.shape[-1]):
-        order = sorted(range(len(row)), key=lambda i: (-row[i] if largest else row[i], i))[:k]
+        order = sorted(range(len(row)), key=lambda i: (-float(row[i]) if largest else float(row[i]), i))[:k]
         vals.append(row[order])
         inds.append(order)
     shape = xm.shape[:-1] + (k,)
@@ -263,6 +263,7 @@ CASES = [
     Case("top_k_v2", {"X": DIST}, top_k_ref, attrs={"k": 2}),
     Case("top_k_v2", {"X": np.array([[3.0, 1.0, 3.0, 0.5]], np.float32)}, top_k_ref, attrs={"k": 3, "largest": False,
          "axis": 1}, id="top_k_v2_smallest_ties"),
+    Case("top_k_v2", {"X": np.array([[3, 250, 7, 250]], np.uint8)}, top_k_ref, attrs={"k": 3}, id="top_k_v2_uint8"),
     Case("arg_min", {"X": DIST}, lambda X, axis, **a: {"Out": np.array(
         [[min(range(3), key=lambda i: X[b, i, c]) for c in range(4)] for b in range(2)], np.int64)},
          attrs={"axis": 1}),
