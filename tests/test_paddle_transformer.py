@@ -122,6 +122,28 @@ def test_paddle_transformer_gradients_match(tf_models, own_backward):
         np.testing.assert_allclose(g, ref[f"grad/{p}"], rtol=1e-4, atol=1e-6 * scale, err_msg=p)
 
 
+@pytest.mark.parametrize("own_backward", [False, True], ids=["paddles_grad_ops", "kernelcore_append_backward"])
+def test_paddle_tensor_function_gradients_match(tf_models, own_backward):
+    """Paddle's backward of a weighted sum of ~30 tensor functions (grad_funcs): the gradients of both inputs equal
+    Paddle's, running Paddle's grad ops here and running the ones kernelcore's append_backward writes."""
+    main = kc.Program.from_bytes((tf_models / "grad_funcs.main.pb").read_bytes())
+    ref = np.load(tf_models / "grad_funcs.npz")
+    meta = json.loads((tf_models / "grad_funcs.json").read_text())
+    if own_backward:
+        _forward_only(main)
+        block = main.global_block()
+        for v in [v.name for v in block.vars if "@GRAD" in v.name]:  # what Paddle's backward had declared
+            block.remove_var(v)
+        assert not block.var("x").stop_gradient and not block.var("y").stop_gradient
+        kc.append_backward(block.var(meta["loss_name"]), parameter_list=[])
+    feed = {n: ref[n] for n in meta["feed_names"]}
+    loss, gx, gy = kc.Executor().run(main, feed=feed, fetch_list=[meta["loss_name"], "x@GRAD", "y@GRAD"],
+                                     scope=kc.Scope())
+    np.testing.assert_allclose(loss, ref["loss"], rtol=1e-5)
+    np.testing.assert_allclose(gx, ref["grad/x"], rtol=1e-4, atol=1e-5, err_msg="x@GRAD")
+    np.testing.assert_allclose(gy, ref["grad/y"], rtol=1e-4, atol=1e-5, err_msg="y@GRAD")
+
+
 def test_paddle_transformer_programs_use_only_registered_ops(tf_models):
     for f in sorted(tf_models.glob("*.json")):
         meta = json.loads(f.read_text())

@@ -9,7 +9,9 @@ and fetch names and the op types of the saved program.
 
 Training cases (`train_transformer_adam`, `train_transformer_adamw`) write <case>.main.pb / <case>.startup.pb
 (serialized ProgramDescs, main with `minimize` applied), <case>.npz (feeds, `loss`, `init/<var>` and `after/<var>` for
-every persistable, after one step, and `grad/<param>`: Paddle's gradient of each parameter in that step) and <case>.json (op types, and the slots of every grad/optimizer op written).
+every persistable, after one step, and `grad/<param>`: Paddle's gradient of each parameter in that step)
+and <case>.json (op types, and the slots of every grad/optimizer op written). `grad_funcs` is Paddle's backward of a
+weighted sum of tensor functions (main program with its grad ops, Paddle's gradients of the two inputs).
 """
 from __future__ import annotations
 
@@ -331,6 +333,52 @@ def make_train_case(outdir, name, make_opt):
     print(f"{name}: loss {float(loss_v):.6f}, {len(meta['op_types'])} ops, types={sorted(set(meta['op_types']))}")
 
 
+def make_grad_case(outdir, name="grad_funcs"):
+    """Paddle differentiates a weighted sum of many tensor functions of x and y (paddle.static.append_backward);
+    writes <name>.main.pb (forward + Paddle's grad ops), <name>.npz (feeds, `loss`, `grad/x`, `grad/y`) and
+    <name>.json (feed names, loss name, op types, grad-op slots)."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = SEED
+    with paddle.static.program_guard(main, startup):
+        paddle.utils.unique_name.switch()
+        x = paddle.static.data("x", [3, 4, 5], "float32")
+        y = paddle.static.data("y", [3, 4, 5], "float32")
+        x.stop_gradient = y.stop_gradient = False
+        idx = paddle.static.data("idx", [2], "int64")
+        ax = paddle.abs(x) + 0.5
+        n = paddle.shape(x)[2]
+        outs = [paddle.sqrt(ax), paddle.rsqrt(ax), paddle.log(ax), paddle.pow(ax, 1.5), paddle.clip(x, -0.5, 0.5),
+                paddle.maximum(x, y), paddle.minimum(x, y), ax ** y, paddle.max(x, 1), paddle.min(y, [0, 2]),
+                paddle.prod(ax, 2), F.log_softmax(x, 1), paddle.unsqueeze(x, [0, 3]),
+                paddle.squeeze(paddle.unsqueeze(y, [1]), [1]), paddle.flatten(x, 1, 2),
+                paddle.expand(x[:, :1], [2, 3, 4, 5]), paddle.expand_as(y[:1], x), paddle.tile(x, [1, 2, 1]),
+                paddle.stack([x, y], 1), paddle.unstack(y, axis=1)[2], paddle.gather(x, idx, axis=1),
+                paddle.gather_nd(y, paddle.reshape(idx, [1, 2])), paddle.scatter(x[0], idx, y[0, :2]),
+                paddle.where(x > y, x, y), paddle.cumsum(x, 1), paddle.tril(y[0], -1), paddle.triu(x[1], 1),
+                paddle.topk(y, 2)[0], F.gelu(x), F.gelu(y, approximate=True),
+                F.layer_norm(x, [5]), x[:, 1:, 1:n - 1], paddle.abs(y)]
+        loss = paddle.add_n([paddle.sum(o) * (0.1 * (i + 1)) for i, o in enumerate(outs)])
+        paddle.static.append_backward(loss)
+    rng = np.random.default_rng(6)
+    feeds = {"x": (rng.uniform(0.2, 1.5, (3, 4, 5)) * rng.choice([-1, 1], (3, 4, 5))).astype("float32"),
+             "y": (rng.uniform(0.2, 1.5, (3, 4, 5)) * rng.choice([-1, 1], (3, 4, 5))).astype("float32"),
+             "idx": np.array([1, 3], "int64")}
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(startup)
+        loss_v, gx, gy = exe.run(main, feed=feeds, fetch_list=[loss, "x@GRAD", "y@GRAD"])
+    prefix = os.path.join(outdir, name)
+    with open(prefix + ".main.pb", "wb") as f:
+        f.write(main.desc.serialize_to_string())
+    np.savez(prefix + ".npz", **feeds, loss=np.asarray(loss_v), **{"grad/x": gx, "grad/y": gy})
+    meta = {"case": name, "paddle_version": paddle.__version__, "feed_names": list(feeds), "loss_name": loss.name,
+            "op_types": [op.type for op in main.global_block().ops], "ops": op_slots(main)}
+    with open(prefix + ".json", "w") as f:
+        json.dump(meta, f, indent=1)
+    print(f"{name}: loss {float(loss_v):.6f}, {len(meta['op_types'])} ops")
+
+
 TRAIN_CASES = {
     "train_transformer_adam": lambda: paddle.optimizer.Adam(learning_rate=0.01),
     "train_transformer_adamw": lambda: paddle.optimizer.AdamW(learning_rate=0.01, weight_decay=0.05),
@@ -350,6 +398,8 @@ def main(argv):
     for name, opt in TRAIN_CASES.items():
         if not only or name in only:
             make_train_case(outdir, name, opt)
+    if not only or "grad_funcs" in only:
+        make_grad_case(outdir)
     return 0
 
 
