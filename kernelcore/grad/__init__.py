@@ -25,3 +25,4 @@ split_lod_tensor <-> merge_lod_tensor. The rules of recurrent, while and conditi
 build a grad sub-block by running the backward machinery over their sub-block (control_flow.py).
 """
 from . import activation, control_flow, loss, math, nn, tensor  # noqa: F401  - each registers its rules
+from . import math_extra, tensor_extra  # noqa: F401  - Transformer/BERT ops

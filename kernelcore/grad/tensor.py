@@ -82,15 +82,16 @@ no_grad("fill_constant", "uniform_random", "gaussian_random", "feed", "fetch", "
 
 from ..ops.tensor import _slice_params, slice_bounds  # noqa: E402
 
-SLICE_GRAD = standard("slice", ins=("Input", "StartsTensor", "EndsTensor"), in_grads=("Input",),
+SLICE_GRAD = standard("slice", ins=("Input", "StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"),
+                      in_grads=("Input",),
                       infer_from={"Input@GRAD": ("Input", False)},
                       comment="Input@GRAD = zeros of Input's shape with Out@GRAD in the sliced region.")
 
 
 @SLICE_GRAD.kernel()
 def slice_grad(ctx, ins, attrs):
-    x, starts_t, ends_t, g = ins
-    starts, ends = _slice_params(attrs, starts_t, ends_t)
+    x, starts_t, ends_t, starts_l, ends_l, g = ins
+    starts, ends = _slice_params(attrs, starts_t, ends_t, starts_l, ends_l)
     out = ctx.xp.zeros(x.shape, dtype=g.dtype)  # our own fresh array: filling it mutates nothing shared
     region = out[tuple(slice_bounds(x.shape, attrs["axes"], starts, ends))]
     region[...] = g.reshape(region.shape)

@@ -700,9 +700,21 @@ def slice_bounds(shape, axes, starts, ends) -> list[slice]:
     return index
 
 
-def _slice_params(ic_or_attrs, starts_t=None, ends_t=None):
-    starts = [int(v) for v in to_host(starts_t).reshape(-1)] if starts_t is not None else ic_or_attrs["starts"]
-    ends = [int(v) for v in to_host(ends_t).reshape(-1)] if ends_t is not None else ic_or_attrs["ends"]
+def _slice_params(ic_or_attrs, starts_t=None, ends_t=None, starts_list=None, ends_list=None):
+    """Paddle's priority for each of starts/ends: the 1-D tensor, else the list of one-element tensors (one per
+    axis; Paddle writes it for bounds known only at run time, e.g. `x[:, :n]`), else the attribute."""
+    if starts_t is not None:
+        starts = [int(v) for v in to_host(starts_t).reshape(-1)]
+    elif starts_list:
+        starts = [_one_int(t, "each StartsTensorList entry") for t in starts_list]
+    else:
+        starts = ic_or_attrs["starts"]
+    if ends_t is not None:
+        ends = [int(v) for v in to_host(ends_t).reshape(-1)]
+    elif ends_list:
+        ends = [_one_int(t, "each EndsTensorList entry") for t in ends_list]
+    else:
+        ends = ic_or_attrs["ends"]
     return starts, ends
 
 
@@ -712,7 +724,8 @@ def _infer_slice(ic):
     for a in axes:
         if not 0 <= a < len(x):
             ic.fail(f"axis {a} is out of range for Input of shape {list(x)}")
-    if ic.has_input("StartsTensor") or ic.has_input("EndsTensor"):
+    if any(ic.has_input(t) for t in ("StartsTensor", "EndsTensor")) or \
+            ic.input_names("StartsTensorList") or ic.input_names("EndsTensorList"):
         out = [-1 if i in axes else d for i, d in enumerate(x)]
     else:
         starts, ends = ic.attr("starts"), ic.attr("ends")
@@ -731,7 +744,11 @@ SLICE = register_op(
              "those sliced dims of size 1.",
     inputs=[In("Input", "the tensor to slice"),
             In("StartsTensor", "starts as a 1-D tensor (overrides the attribute)", dispensable=True),
-            In("EndsTensor", "ends as a 1-D tensor (overrides the attribute)", dispensable=True)],
+            In("EndsTensor", "ends as a 1-D tensor (overrides the attribute)", dispensable=True),
+            In("StartsTensorList", "starts as one-element tensors, one per axis (overrides the attribute)",
+               duplicable=True, dispensable=True),
+            In("EndsTensorList", "ends as one-element tensors, one per axis (overrides the attribute)",
+               duplicable=True, dispensable=True)],
     outputs=[Out("Out", "the slice")],
     attrs=[Attr("axes", A.INTS, "the axes to slice"),
            Attr("starts", A.INTS, "start index per axis (negative: from the end)", []),
@@ -743,8 +760,8 @@ SLICE = register_op(
 
 @SLICE.kernel()
 def slice_(ctx, ins, attrs):
-    x, starts_t, ends_t = ins
-    starts, ends = _slice_params(attrs, starts_t, ends_t)
+    x, starts_t, ends_t, starts_l, ends_l = ins
+    starts, ends = _slice_params(attrs, starts_t, ends_t, starts_l, ends_l)
     out = x[tuple(slice_bounds(x.shape, attrs["axes"], starts, ends))]
     if attrs["decrease_axis"]:
         out = out.reshape([d for i, d in enumerate(out.shape) if i not in attrs["decrease_axis"]])

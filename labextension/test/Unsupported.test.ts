@@ -37,9 +37,9 @@ describe('ops kernelcore has no kernel for', () => {
 
   it('are classed, labelled and drawn with a red dashed border; supported ops are not', () => {
     const g = new ProgramGraphModel(fromPython());
-    const shape = g.nodes.get(g.byId.get('o0:1')!)!;
-    expect(shape.classes).toContain(UNSUPPORTED_CLASS);
-    expect(shape.label).toEqual(['shape', UNSUPPORTED_TEXT]);
+    const roi = g.nodes.get(g.byId.get('o0:1')!)!;
+    expect(roi.classes).toContain(UNSUPPORTED_CLASS);
+    expect(roi.label).toEqual(['roi_align', UNSUPPORTED_TEXT]);
     const relu = g.nodes.get(g.byId.get('o0:0')!)!;
     expect(relu.classes).not.toContain(UNSUPPORTED_CLASS);
     const dot = g.toDot(new Set(), 'p_');
@@ -65,7 +65,7 @@ describe('ops kernelcore has no kernel for', () => {
     const nodes = el.querySelectorAll(`svg g.node.${UNSUPPORTED_CLASS}`);
     expect(nodes.length).toBe(5);
     const titles = Array.from(nodes).map(n => n.querySelector('title')?.textContent);
-    expect(titles).toContain(`shape: ${UNSUPPORTED_TEXT}`);
+    expect(titles).toContain(`roi_align: ${UNSUPPORTED_TEXT}`);
     expect(el.querySelector(`.jp-Kernelcore-legend .jp-Kernelcore-swatch.${UNSUPPORTED_CLASS}`)).not.toBeNull();
     expect(texts(el)).toContain(UNSUPPORTED_TEXT);
     cleanup();

@@ -1,0 +1,181 @@
+"""Gradients of kernelcore/ops/math_extra.py and norm_seq.py, with the slots Paddle 2.6.2's backward writes
+(recorded by tests/paddle_oracle/make_transformer_models.py; see NOTES.md): unary math, gelu, log_softmax,
+elementwise max/min/pow, reduce max/min/prod and layer_norm. Logical, bitwise, mod, any/all and adamw have none.
+"""
+from __future__ import annotations
+
+import math
+
+from ..ops.math import align, reduce_axes
+from ..ops.math_extra import SQRT_HALF, clip_bounds, erfc
+from ..ops.norm_seq import layer_norm_rows
+from ..backward import no_grad, standard, wanted
+from .math import _fail, unbroadcast
+
+# -- unary: op type -> (reads, formula, body(xp, t, g, attrs) -> X@GRAD), t = X or Out as `reads` says -----
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _gelu_grad(xp, x, g, attrs):
+    t = x.dtype.type
+    if attrs["approximate"]:
+        k, c = t(math.sqrt(2 / math.pi)), t(0.044715)
+        th = xp.tanh(k * (x + c * x * x * x))
+        return g * (t(0.5) * (1 + th) + t(0.5) * x * (1 - th * th) * k * (1 + 3 * c * x * x))
+    cdf = 1 - t(0.5) * erfc(xp, x * t(SQRT_HALF))
+    return g * (cdf + x * t(INV_SQRT_2PI) * xp.exp(t(-0.5) * x * x))
+
+
+UNARY = {
+    "abs": ("X", "Out@GRAD * sign(X)", lambda xp, x, g, a: g * xp.sign(x)),
+    "sqrt": ("Out", "Out@GRAD * 0.5 / Out", lambda xp, out, g, a: g * out.dtype.type(0.5) / out),
+    "rsqrt": ("Out", "Out@GRAD * -0.5 * Out^3", lambda xp, out, g, a: g * out.dtype.type(-0.5) * out * out * out),
+    "log": ("X", "Out@GRAD / X", lambda xp, x, g, a: g / x),
+    "gelu": ("X", "Out@GRAD * (Phi(X) + X phi(X)) (exact), or the derivative of the tanh form", _gelu_grad),
+}
+
+for _type, (_reads, _formula, _body) in UNARY.items():
+    _d = standard(_type, ins=("X",) if _reads == "X" else (), outs=("Out",) if _reads == "Out" else (),
+                  infer_from={"X@GRAD": (_reads, False)}, comment=f"The gradient of {_type}: X@GRAD = {_formula}.")
+
+    def _k(ctx, ins, attrs, _body=_body):
+        t, g = ins
+        return (_body(ctx.xp, t, g, attrs).astype(g.dtype, copy=False),)
+    _k.__name__ = f"{_type}_grad"
+    _d.kernel()(_k)
+
+
+POW_GRAD = standard("pow", ins=("X", "FactorTensor"), comment="X@GRAD = Out@GRAD * factor * X^(factor - 1).")
+
+
+@POW_GRAD.kernel()
+def pow_grad(ctx, ins, attrs):
+    x, ft, g = ins
+    f = attrs["factor"] if ft is None else ft.reshape(()).astype(x.dtype)
+    return ((g * f * ctx.xp.power(x, f - 1)).astype(x.dtype, copy=False),)
+
+
+CLIP_GRAD = standard("clip", ins=("X", "Min", "Max"),
+                     comment="X@GRAD = Out@GRAD where min < X < max, else 0 (Paddle's strict bounds).")
+
+
+@CLIP_GRAD.kernel()
+def clip_grad(ctx, ins, attrs):
+    x, mn_t, mx_t, g = ins
+    lo, hi = clip_bounds(x, mn_t, mx_t, attrs)
+    return (ctx.xp.where((x > lo) & (x < hi), g, g.dtype.type(0)),)
+
+
+LOG_SOFTMAX_GRAD = standard("log_softmax", outs=("Out",), infer_from={"X@GRAD": ("Out", False)},
+                            comment="X@GRAD = Out@GRAD - exp(Out) * sum(Out@GRAD along `axis`).")
+
+
+@LOG_SOFTMAX_GRAD.kernel()
+def log_softmax_grad(ctx, ins, attrs):
+    out, g = ins
+    if out.ndim == 0:
+        return (ctx.xp.zeros_like(g),)
+    axis = attrs["axis"]
+    return (g - ctx.xp.exp(out) * g.sum(axis=axis, keepdims=True),)
+
+
+# -- elementwise max/min/pow -----------------------------------------------------------------------------
+def _binary_grads(dx_of, dy_of):
+    def kernel(ctx, ins, attrs):
+        x, y, g = ins
+        xp = ctx.xp
+        xa, ya = align(xp, x, y, attrs["axis"]) if attrs["axis"] != -1 else (x, y)
+        dx = unbroadcast(xp.broadcast_to(dx_of(xp, xa, ya, g), g.shape), xa.shape, x.shape) \
+            if wanted(ctx, "X@GRAD") else None
+        dy = unbroadcast(xp.broadcast_to(dy_of(xp, xa, ya, g), g.shape), ya.shape, y.shape) \
+            if wanted(ctx, "Y@GRAD") else None
+        return (None if dx is None else dx.astype(x.dtype, copy=False),
+                None if dy is None else dy.astype(y.dtype, copy=False))
+    return kernel
+
+
+BINARY = {
+    "elementwise_max": ("Out@GRAD where X > Y", "Out@GRAD where X <= Y",
+                        lambda xp, x, y, g: g * (x > y), lambda xp, x, y, g: g * (x <= y)),
+    "elementwise_min": ("Out@GRAD where X < Y", "Out@GRAD where X >= Y",
+                        lambda xp, x, y, g: g * (x < y), lambda xp, x, y, g: g * (x >= y)),
+    "elementwise_pow": ("Out@GRAD * Y * X^(Y-1)", "Out@GRAD * X^Y * ln(X)",
+                        lambda xp, x, y, g: g * y * xp.power(x, y - 1),
+                        lambda xp, x, y, g: g * xp.power(x, y) * xp.log(x)),
+}
+
+for _type, (_fx, _fy, _dx, _dy) in BINARY.items():
+    _d = standard(_type, ins=("X", "Y"), in_grads=("X", "Y"),
+                  comment=f"X@GRAD = {_fx}, Y@GRAD = {_fy}, each summed over the dims its operand was broadcast "
+                          f"along.")
+    _k = _binary_grads(_dx, _dy)
+    _k.__name__ = f"{_type}_grad"
+    _d.kernel()(_k)
+
+
+# -- reduce max/min/prod -----------------------------------------------------------------------------------
+def _kept(x, attrs):
+    axes = reduce_axes(attrs["dim"], x.ndim, attrs["reduce_all"], _fail)
+    return tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+
+
+def _reduce_grad(body):
+    def kernel(ctx, ins, attrs):
+        x, out, g = ins
+        kept = _kept(x, attrs)
+        return (body(ctx.xp, x, out.reshape(kept), g.reshape(kept)).astype(x.dtype, copy=False),)
+    return kernel
+
+
+REDUCE = {
+    "reduce_max": ("Out@GRAD where X equals the max (every tied element gets it), else 0",
+                   lambda xp, x, out, g: xp.where(x == out, g, g.dtype.type(0))),
+    "reduce_min": ("Out@GRAD where X equals the min (every tied element gets it), else 0",
+                   lambda xp, x, out, g: xp.where(x == out, g, g.dtype.type(0))),
+    "reduce_prod": ("Out@GRAD * Out / X", lambda xp, x, out, g: xp.broadcast_to(g * out, x.shape) / x),
+}
+
+for _type, (_formula, _body) in REDUCE.items():
+    _d = standard(_type, ins=("X",), outs=("Out",), comment=f"X@GRAD = {_formula}, broadcast over the reduced dims.")
+    _k = _reduce_grad(_body)
+    _k.__name__ = f"{_type}_grad"
+    _d.kernel()(_k)
+
+
+# -- layer_norm ----------------------------------------------------------------------------------------
+LAYER_NORM_GRAD = standard(
+    "layer_norm", ins=("X", "Scale", "Bias"), outs=("Mean", "Variance"), out_grads=("Y",),
+    in_grads=("X", "Scale", "Bias"),
+    comment="With xhat = (X - Mean) * r, r = 1/sqrt(Variance + epsilon), rows as the forward op flattens them and "
+            "dy = Y@GRAD * Scale: X@GRAD = r * (dy - mean(dy) - xhat * mean(dy * xhat)) per row; Scale@GRAD = "
+            "sum over rows of Y@GRAD * xhat; Bias@GRAD = sum over rows of Y@GRAD.")
+
+
+@LAYER_NORM_GRAD.kernel()
+def layer_norm_grad(ctx, ins, attrs):
+    x, scale, bias, mean, var, g = ins
+    xp = ctx.xp
+    axis = attrs["begin_norm_axis"]
+    left, right = math.prod(x.shape[:axis]), math.prod(x.shape[axis:])
+    x2 = x.reshape(left, right)
+    if mean is None or var is None:  # recompute what the forward op would have saved
+        _, m, v, inv = layer_norm_rows(xp, x, axis, attrs["epsilon"])
+    else:
+        m, v = mean.reshape(left, 1), var.reshape(left, 1)
+        inv = 1 / xp.sqrt(v + x.dtype.type(attrs["epsilon"]))
+    g2 = g.reshape(left, right)
+    xhat = (x2 - m) * inv
+    dx = dscale = dbias = None
+    if wanted(ctx, "X@GRAD"):
+        dy = g2 * scale.reshape(1, right) if scale is not None else g2
+        dx = inv * (dy - dy.mean(axis=1, keepdims=True) - xhat * (dy * xhat).mean(axis=1, keepdims=True))
+        dx = dx.reshape(x.shape).astype(x.dtype, copy=False)
+    if scale is not None and wanted(ctx, "Scale@GRAD"):
+        dscale = (g2 * xhat).sum(axis=0).reshape(scale.shape).astype(scale.dtype, copy=False)
+    if bias is not None and wanted(ctx, "Bias@GRAD"):
+        dbias = g2.sum(axis=0).reshape(bias.shape).astype(bias.dtype, copy=False)
+    return dx, dscale, dbias
+
+
+no_grad("logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+        "elementwise_mod", "reduce_any", "reduce_all", "adamw")

@@ -1,0 +1,219 @@
+"""Gradients of kernelcore/ops/tensor_extra.py, with the slots Paddle 2.6.2's backward writes (see
+tests/paddle_oracle/NOTES.md): squeeze2/unsqueeze2/flatten read X's shape from XShape, as reshape2_grad does;
+the rest scatter or sum Out@GRAD back to where X's elements went. Shapes, ranges, constants, one-hot codes and
+arg_min have no gradient.
+"""
+from __future__ import annotations
+
+from ..ops.tensor import _host_ints, _one_int
+from ..ops.tensor_extra import cumsum_of, gather_axis, nd_positions, tile_reps
+from ..ops._infer import normalize_axis
+from ..backward import EMPTY_VAR, no_grad, standard, wanted
+from .math import unbroadcast
+
+# -- reshapes through XShape -------------------------------------------------------------------------------
+for _type, _ins in (("unsqueeze2", ("AxesTensor", "AxesTensorList")), ("squeeze2", ()),
+                    ("flatten_contiguous_range", ())):
+    _d = standard(_type, ins=_ins, outs=("XShape",), infer_from={"X@GRAD": ("XShape", True)},
+                  comment="X@GRAD = Out@GRAD reshaped to X's shape (XShape without its leading 0).")
+
+    def _k(ctx, ins, attrs):
+        xshape, g = ins[-2], ins[-1]
+        return (g.reshape(xshape.shape[1:]),)
+    _k.__name__ = f"{_type}_grad"
+    _d.kernel()(_k)
+
+
+# -- expand, tile -----------------------------------------------------------------------------------------
+EXPAND_V2_GRAD = standard("expand_v2", ins=("X", "Shape", "expand_shapes_tensor"),
+                          comment="X@GRAD = Out@GRAD summed over the dims X was broadcast along.")
+
+
+@EXPAND_V2_GRAD.kernel()
+def expand_v2_grad(ctx, ins, attrs):
+    x, _, _, g = ins
+    return (unbroadcast(g, x.shape, x.shape).astype(x.dtype, copy=False),)
+
+
+EXPAND_AS_V2_GRAD = standard("expand_as_v2", ins=("X",),
+                             comment="X@GRAD = Out@GRAD summed over the dims X was broadcast along.")
+
+
+@EXPAND_AS_V2_GRAD.kernel()
+def expand_as_v2_grad(ctx, ins, attrs):
+    x, g = ins
+    return (unbroadcast(g, x.shape, x.shape).astype(x.dtype, copy=False),)
+
+
+TILE_GRAD = standard("tile", ins=("X", "RepeatTimes", "repeat_times_tensor"),
+                     comment="X@GRAD = the sum of the Out@GRAD blocks that are copies of X.")
+
+
+@TILE_GRAD.kernel()
+def tile_grad(ctx, ins, attrs):
+    x, reps_t, reps_list, g = ins
+    if reps_list:
+        reps = [_one_int(t, "each repeat_times_tensor entry") for t in reps_list]
+    elif reps_t is not None:
+        reps = _host_ints(reps_t)
+    else:
+        reps = attrs["repeat_times"]
+    pad, reps = tile_reps(x.ndim, reps)
+    dims = [1] * pad + list(x.shape)
+    split = [v for r, d in zip(reps, dims) for v in (r, d)]  # [r0, d0, r1, d1, ...]
+    summed = g.reshape(split).sum(axis=tuple(range(0, len(split), 2)))
+    return (summed.reshape(x.shape).astype(x.dtype, copy=False),)
+
+
+# -- stack, unstack -----------------------------------------------------------------------------------------
+STACK_GRAD = standard("stack", ins=("X",), out_grads=("Y",), drop_empty=False,
+                      comment="X@GRAD[i] = Y@GRAD's slice i along `axis`. A position of X that needs no gradient "
+                              "is named @EMPTY@ and not written.")
+
+
+@STACK_GRAD.kernel()
+def stack_grad(ctx, ins, attrs):
+    xs, g = ins
+    axis = normalize_axis(attrs["axis"], g.ndim)
+    names = ctx.output_names("X@GRAD")
+    return ([ctx.xp.take(g, i, axis=axis) if n != EMPTY_VAR else None for i, n in enumerate(names)],)
+
+
+UNSTACK_GRAD = standard("unstack", ins=(), out_grads=("Y",),
+                        comment="X@GRAD = the Y@GRADs stacked along `axis`.")
+
+
+def _unstack_grad_infer(ic):
+    shapes = ic.shapes("Y@GRAD")
+    axis = normalize_axis(ic.attr("axis"), len(shapes[0]) + 1, ic)
+    out = list(shapes[0])
+    out.insert(axis, len(shapes))
+    ic.set_output("X@GRAD", out, ic.dtype("Y@GRAD", 0))
+
+
+UNSTACK_GRAD.infer_shape = _unstack_grad_infer
+
+
+@UNSTACK_GRAD.kernel()
+def unstack_grad(ctx, ins, attrs):
+    gs = ins[0]
+    return (ctx.xp.stack(gs, axis=normalize_axis(attrs["axis"], gs[0].ndim + 1)),)
+
+
+# -- gather, gather_nd, scatter ---------------------------------------------------------------------------
+GATHER_GRAD = standard("gather", ins=("X", "Index", "Axis"),
+                       comment="X@GRAD = zeros of X's shape with the Out@GRAD slices added at Index along the "
+                               "gather axis (repeated indices add up).")
+
+
+@GATHER_GRAD.kernel()
+def gather_grad(ctx, ins, attrs):
+    x, index, axis_t, g = ins
+    xp = ctx.xp
+    axis = gather_axis(attrs, axis_t, x.ndim)
+    if index.ndim == 0:  # a 0-d Index dropped the gather axis from Out: put it back
+        g = xp.expand_dims(g, axis)
+    dx = xp.zeros(x.shape, dtype=g.dtype)  # our own array
+    dxm = xp.moveaxis(dx, axis, 0)  # a view of dx: adding into it fills dx
+    xp.add.at(dxm, index.reshape(-1), xp.moveaxis(g, axis, 0))
+    return (dx,)
+
+
+GATHER_ND_GRAD = standard("gather_nd", ins=("X", "Index"),
+                          comment="X@GRAD = zeros of X's shape with each Out@GRAD element or slice added where "
+                                  "Index picked it (repeats add up).")
+
+
+@GATHER_ND_GRAD.kernel()
+def gather_nd_grad(ctx, ins, attrs):
+    x, index, g = ins
+    xp = ctx.xp
+    pos = nd_positions(xp, x.shape, index)
+    if not pos:
+        lead = index.ndim - 1
+        return (g.reshape((-1,) + x.shape).sum(axis=0).astype(x.dtype, copy=False) if lead else g.copy(),)
+    dx = xp.zeros(x.shape, dtype=g.dtype)
+    xp.add.at(dx, pos, g)
+    return (dx,)
+
+
+SCATTER_GRAD = standard("scatter", ins=("Ids", "Updates"), in_grads=("X", "Updates"),
+                        infer_from={"X@GRAD": ("Out@GRAD", False)},
+                        comment="X@GRAD = Out@GRAD with the rows Ids wrote set to 0; Updates@GRAD = the rows of "
+                                "Out@GRAD at Ids.")
+
+
+@SCATTER_GRAD.kernel()
+def scatter_grad(ctx, ins, attrs):
+    ids, upd, g = ins
+    ids = ids.reshape(-1)
+    dx = dupd = None
+    if wanted(ctx, "X@GRAD"):
+        dx = g.copy()
+        dx[ids] = 0
+    if wanted(ctx, "Updates@GRAD"):
+        dupd = ctx.xp.take(g, ids, axis=0).astype(upd.dtype, copy=False)
+    return dx, dupd
+
+
+# -- where, cumsum, tril_triu, top_k_v2 -----------------------------------------------------------------------
+WHERE_GRAD = standard("where", ins=("Condition", "X", "Y"), in_grads=("X", "Y"),
+                      comment="X@GRAD = Out@GRAD where Condition, else 0; Y@GRAD = Out@GRAD where not Condition; "
+                              "each summed over the dims its operand was broadcast along.")
+
+
+@WHERE_GRAD.kernel()
+def where_grad(ctx, ins, attrs):
+    c, x, y, g = ins
+    xp = ctx.xp
+    c = xp.broadcast_to(c.astype(bool, copy=False), g.shape)
+    zero = g.dtype.type(0)
+    dx = unbroadcast(xp.where(c, g, zero), x.shape, x.shape, fresh=True) if wanted(ctx, "X@GRAD") else None
+    dy = unbroadcast(xp.where(c, zero, g), y.shape, y.shape, fresh=True) if wanted(ctx, "Y@GRAD") else None
+    return dx, dy
+
+
+CUMSUM_GRAD = standard("cumsum", ins=("X",),
+                       comment="X@GRAD = the running sum of Out@GRAD in the other direction (exclusive kept).")
+
+
+@CUMSUM_GRAD.kernel()
+def cumsum_grad(ctx, ins, attrs):
+    x, g = ins
+    if attrs["flatten"] or x.ndim == 0:
+        flat = cumsum_of(ctx.xp, g.reshape(-1), 0, attrs["exclusive"], not attrs["reverse"])
+        return (flat.reshape(x.shape),)
+    axis = normalize_axis(attrs["axis"], x.ndim)
+    return (cumsum_of(ctx.xp, g, axis, attrs["exclusive"], not attrs["reverse"]),)
+
+
+TRIL_TRIU_GRAD = standard("tril_triu", ins=(), infer_from={"X@GRAD": ("Out@GRAD", False)},
+                          comment="X@GRAD = Out@GRAD with the same triangle kept (the rest 0).")
+
+
+@TRIL_TRIU_GRAD.kernel()
+def tril_triu_grad(ctx, ins, attrs):
+    g = ins[0]
+    fn = ctx.xp.tril if attrs["lower"] else ctx.xp.triu
+    return (fn(g, k=attrs["diagonal"]),)
+
+
+TOP_K_V2_GRAD = standard("top_k_v2", ins=("X", "K"), outs=("Indices",),
+                         comment="X@GRAD = zeros of X's shape with Out@GRAD put where Indices point along `axis`.")
+
+
+@TOP_K_V2_GRAD.kernel()
+def top_k_v2_grad(ctx, ins, attrs):
+    x, _, idx, g = ins
+    xp = ctx.xp
+    if x.ndim == 0:
+        return (g.copy(),)
+    axis = normalize_axis(attrs["axis"], x.ndim)
+    dx = xp.zeros(x.shape, dtype=g.dtype)
+    dxm, im, gm = (xp.moveaxis(a, axis, -1) for a in (dx, idx, g))  # dxm: a view of dx
+    lead = xp.indices(im.shape[:-1]) if im.ndim > 1 else ()
+    dxm[tuple(i[..., None] for i in lead) + (im,)] = gm
+    return (dx,)
+
+
+no_grad("shape", "range", "assign_value", "one_hot_v2", "arg_min")
