@@ -285,6 +285,35 @@ class ExecContext:
             self.run.deliver(Event(self.run.next_seq(), kind, _perf(), scope.id, op.block, op.idx, op.type, None,
                                    None, (), (), None, None, None, timestep))
 
+    def inner_step(self, step, scope: Scope, timestep: int | None = None) -> ExecContext | None:
+        """For a kernel that computes its timesteps itself (the fused rnn op, no sub-block): the context
+        of one piece of work `step` (an object with a PreparedOp's type, block, idx, in_names, out_names,
+        in_pairs, out_pairs and kernel_name) run in kid `scope`. The kernel yields it (`yield c` when c is
+        not None) so a debugger pauses there, then reports the work with `step_ran`. None when no
+        debugger pauses this run."""
+        if not self.run.pausing:
+            return None
+        c = ExecContext(self.run, scope, self.block, timestep, self)
+        c.op = step
+        return c
+
+    def step_ran(self, step, scope: Scope, timestep: int | None, t0: int, values) -> None:
+        """Report `step` (see inner_step) as an op_run event; `values` are the values of
+        step.in_pairs + step.out_pairs (references), `t0` a time.perf_counter_ns() from before the work."""
+        run = self.run
+        if not run.observers:
+            return
+        t1 = _perf()
+        rec = (run.seq, t1, t1 - t0, step, scope.id, timestep, run.place_name, *values) if run.keep_shapes else \
+              (run.seq, t1, t1 - t0, step, scope.id, timestep, run.place_name)
+        run.seq += 1
+        for o in run.raw_observers:
+            o.record_op(rec)
+        if run.event_observers:
+            ev = op_run_event(rec)
+            for o in run.event_observers:
+                o(ev)
+
     def run_block(self, block_idx: int, scope: Scope, timestep: int | None = None) -> Iterator:
         """Run a sub-block in `scope` through the same loop; use with `yield from`."""
         prepared = self.run.executor._prepare(self.run.program, block_idx)
