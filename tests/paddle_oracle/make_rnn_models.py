@@ -127,7 +127,9 @@ def save_case(outdir, name, build):
     np.savez(prefix + ".npz", **feeds, **{f"fetch_{i}": np.asarray(o) for i, o in enumerate(outs)})
     saved = paddle.static.deserialize_program(open(prefix + ".pdmodel", "rb").read())
     meta = {"paddle": paddle.__version__, "feed_names": feed_names,
-            "fetch_names": [v.name for v in fetch_vars],
+            # what the saved program fetches (2.6.2 wraps each fetch target in a scale op first)
+            "fetch_names": [op.input("X")[0] for op in sorted(
+                (o for o in saved.global_block().ops if o.type == "fetch"), key=lambda o: o.attr("col"))],
             "op_types": [op.type for op in saved.global_block().ops],
             "main_op_types": [op.type for op in main.global_block().ops],
             "ops": ops_layout(saved)}
