@@ -256,3 +256,16 @@ def test_training_keeps_every_step_scope_and_drops_them_on_the_next_run():
     assert {"x_proj", "h_prev", "c_prev", "gates", "h", "c"} <= set(s.local_var_names())
     exe.run(prog, feed=feed, fetch_list=fetch, scope=scope, training=True)
     assert all(s.dropped for s in first) and len(scope.find_var("reserve").value) == 16
+
+
+def test_step_timestep_visits_every_step_of_a_bidirectional_rnn():
+    """The backward pass starts at the timestep the forward pass ended at (T-1): a new step scope is a new
+    timestep even when t repeats."""
+    prog, feed, _, fetch = rnn_program("GRU", 1, True, T=3)
+    sess = kc.debug(prog, feed=feed, fetch_list=fetch, scope=kc.Scope())
+    seen = []
+    while sess.position.depth and sess.op.type != "reduce_mean":
+        sess.step_timestep()
+        if sess.position.depth == 2:
+            seen.append(sess.position.innermost.timestep)
+    assert seen == [0, 1, 2, 2, 1, 0]
