@@ -370,4 +370,5 @@ def rnn(ctx, ins, attrs):
         raise
     states = [xp.stack(last_h)] + ([xp.stack(last_c)] if lstm else [])
     dropout_state = xp.stack(drop_masks) if drop_masks else xp.zeros((0,), dtype=np.uint8)
-    return (dropout_state, reserve, layer_in, states)
+    # without kept scopes Reserve is an empty RnnReserve: rnn_grad then says why it cannot run
+    return (dropout_state, reserve if reserve is not None else RnnReserve(), layer_in, states)
