@@ -269,3 +269,33 @@ def test_step_timestep_visits_every_step_of_a_bidirectional_rnn():
         if sess.position.depth == 2:
             seen.append(sess.position.innermost.timestep)
     assert seen == [0, 1, 2, 2, 1, 0]
+
+
+@pytest.mark.paddle
+def test_debugger_steps_paddles_lstm_and_reads_paddles_h_t(rnn3):
+    """A 2-layer nn.LSTM as Paddle saved it, stepped one timestep at a time: in the second layer's pass, h_prev
+    at timestep t is Paddle's own output at t - 1, and each step's h (rebuilt by time travel) is Paddle's h_t."""
+    ref = np.load(rnn3 / "lstm2.npz")
+    prog, scope, feeds, _ = kc.load_inference_model(rnn3 / "lstm2")
+    paddle_h = ref["fetch_0"]  # [B, T, H], batch-first: the last layer's h_t
+    T = paddle_h.shape[1]
+    sess = kc.debug(prog, feed={"x": ref["x"]}, scope=scope)
+    sess.break_on("rnn")
+    sess.cont()
+    seen = []
+    while True:
+        sess.step_timestep()
+        if sess.position.depth < 2:
+            break
+        t = sess.position.innermost.timestep
+        layer = 1 if len(seen) >= T else 0
+        seen.append((layer, t))
+        if layer == 1 and t > 0:
+            np.testing.assert_allclose(sess.value("h_prev"), paddle_h[:, t - 1], rtol=1e-4, atol=1e-5)
+    assert seen == [(0, t) for t in range(T)] + [(1, t) for t in range(T)]
+    ends = [(i, e) for i, e in enumerate(sess.events) if e.kind == "step_end"][T:]  # the second layer's steps
+    for i, e in ends:
+        np.testing.assert_allclose(sess.goto(i).value("h", scope=e.scope), paddle_h[:, e.timestep], rtol=1e-4,
+                                   atol=1e-5)
+    out = sess.run_to_end()
+    np.testing.assert_allclose(out[0], paddle_h, rtol=1e-4, atol=1e-5)
