@@ -299,3 +299,30 @@ def test_debugger_steps_paddles_lstm_and_reads_paddles_h_t(rnn3):
                                    atol=1e-5)
     out = sess.run_to_end()
     np.testing.assert_allclose(out[0], paddle_h, rtol=1e-4, atol=1e-5)
+
+
+def test_dropout_between_layers_only_in_training_runs():
+    """dropout_prob zeroes the input of layer 1 (upscale_in_train) in a training run of an op with is_test false;
+    DropoutState holds the mask. Inference runs and is_test ops never drop."""
+    prog, feed, (x, pre, weights), fetch = rnn_program("GRU", 2, False, T=6)
+    op = prog.global_block().ops[0]
+    op.set_attr("dropout_prob", 0.5)
+    op.set_attr("seed", 3)
+    exe = kc.Executor()
+    scope = kc.Scope()
+    train = exe.run(prog, feed=feed, fetch_list=fetch + ["dropout_state"], scope=scope, training=True)
+    infer = exe.run(prog, feed=feed, fetch_list=fetch, scope=kc.Scope())
+    mask = train[-1]
+    assert mask.dtype == np.uint8 and mask.shape == (1, 6, 3, 3) and 0 < mask.mean() < 1
+    # layer by layer with the NumPy loop: layer 1 reads layer 0's output * mask / (1 - p)
+    w0 = [weights[0], weights[1], weights[4], weights[5]]
+    w1 = [weights[2], weights[3], weights[6], weights[7]]
+    out0, h0 = reference_rnn(x, [pre[0][:1]], w0, "GRU", 1, False, 3)
+    out1, h1 = reference_rnn(out0 * mask[0] / 0.5, [pre[0][1:]], w1, "GRU", 1, False, 3)
+    np.testing.assert_allclose(train[0], out1, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(train[1], np.concatenate([h0[0], h1[0]]), rtol=1e-4, atol=1e-5)
+    want_infer, _ = reference_rnn(x, pre, weights, "GRU", 2, False, 3)
+    np.testing.assert_allclose(infer[0], want_infer, rtol=1e-4, atol=1e-5)
+    op.set_attr("is_test", True)
+    again = exe.run(prog, feed=feed, fetch_list=fetch, scope=kc.Scope(), training=True)
+    np.testing.assert_allclose(again[0], want_infer, rtol=1e-4, atol=1e-5)
