@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore.ops.rnn import RnnReserve
 from opcases.rnn import random_rnn
 from test_backward_control_flow import backward, check_fd, weighted_loss
 from test_paddle_rnn import rnn3  # noqa: F401  - the session fixture (Paddle 3.3.1 models)

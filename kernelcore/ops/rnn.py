@@ -364,8 +364,8 @@ def rnn(ctx, ins, attrs):
         names = ctx.output_names("Reserve")
         var = ctx.scope.find_var(names[0]) if names else None
         if var is not None:
-            r = reserve or RnnReserve()
-            r.scopes = [s for s in (reserve.scopes if reserve else []) + live if not s.dropped]
+            r = RnnReserve()
+            r.scopes = [s for s in live if not s.dropped]  # live: every step scope not dropped yet
             var.value = r
         raise
     states = [xp.stack(last_h)] + ([xp.stack(last_c)] if lstm else [])

@@ -256,7 +256,7 @@ class StepperState(t.HasTraits):
             self.status = f"{self.mode}: timestep {ts} has not run" + (" yet" if self.rnn_live else "")
             return
         if self._rnn_names.get("fused") and getattr(self, "_rnn_pass", ""):
-            status += f"; {self._rnn_pass[len('rnn step '):] if self._rnn_pass.startswith('rnn step ') else self._rnn_pass}"
+            status += "; " + self._rnn_pass.removeprefix("rnn step ")  # "(layer 0, forward)"
         order = {"x_t": 0, "h_prev": 1, "h_new": 2, "output": 3}
         body["vars"].sort(key=lambda v: (order.get(v["role"], 9), v["name"]))
         self.timestep = ts
