@@ -8,7 +8,7 @@ import pytest
 import kernelcore as kc
 from opcases.rnn import random_rnn
 from test_backward_control_flow import backward, check_fd, weighted_loss
-from test_paddle_rnn import rnn3  # noqa: F401  - the session fixture (Paddle 3.3.1 models)
+from test_paddle_rnn import rnn2, rnn3  # noqa: F401  - the session fixtures (Paddle 2.6.2 / 3.3.1 models)
 
 
 def rnn_grad_program(mode, layers, bidirec, seq_len=None, T=4, B=2, I=3, H=2):
@@ -70,17 +70,21 @@ def test_rnn_grad_drops_the_step_scopes_and_needs_a_training_run():
 
 
 @pytest.mark.paddle
-def test_rnn_grad_matches_paddle_training_step(rnn3):
+@pytest.mark.parametrize("version", ["rnn3", "rnn2"])
+def test_rnn_grad_matches_paddle_training_step(version, request):
     """The 2-layer LSTM training program Paddle wrote (its rnn_grad, fill_any_like, sgd ops) runs here with
     Paddle's initial parameters and gives Paddle's loss, gradients and updated parameters."""
-    meta = json.loads((rnn3 / "train_lstm.json").read_text())
-    ref = np.load(rnn3 / "train_lstm.npz")
-    main = kc.load_program(rnn3 / "train_lstm.main.pb")
+    out = request.getfixturevalue(version)
+    meta = json.loads((out / "train_lstm.json").read_text())
+    ref = np.load(out / "train_lstm.npz")
+    main = kc.load_program(out / "train_lstm.main.pb")
     assert "rnn_grad" in [op.type for op in main.global_block().ops]
     scope = kc.Scope()
     for p in meta["params"]:
         scope.var(p).value = ref[f"init/{p}"]
-    scope.var("learning_rate_0").value = np.array([meta["lr"]], np.float32)
+    lr_names = {n for op in main.global_block().ops if op.type == "sgd" for n in op.input("LearningRate")}
+    assert len(lr_names) == 1
+    scope.var(lr_names.pop()).value = np.array([meta["lr"]], np.float32)
     for v in main.global_block().vars:  # other persistables the startup program makes (none should matter)
         if v.persistable and scope.find_var(v.name) is None and v.name not in ("feed", "fetch"):
             scope.var(v.name)
