@@ -326,3 +326,15 @@ def test_dropout_between_layers_only_in_training_runs():
     op.set_attr("is_test", True)
     again = exe.run(prog, feed=feed, fetch_list=fetch, scope=kc.Scope(), training=True)
     np.testing.assert_allclose(again[0], want_infer, rtol=1e-4, atol=1e-5)
+
+
+def test_nan_breakpoint_stops_after_the_step_that_made_it():
+    prog, feed, _, fetch = rnn_program("LSTM", 1, T=5)
+    feed["x"] = feed["x"].copy()
+    feed["x"][2, 1, 0] = np.nan
+    sess = kc.debug(prog, feed=feed, fetch_list=fetch, scope=kc.Scope())
+    sess.break_on(nan=True)
+    sess.cont()
+    assert "lstm_cell" in sess.stop_reason and "at timestep 2" in sess.stop_reason
+    assert sess.position.innermost.timestep == 3  # paused before the next step
+    assert np.isnan(sess.value("h_prev")[1]).all() and not np.isnan(sess.value("h_prev")[0]).any()
