@@ -204,7 +204,7 @@ class DebugSession:
             if p.depth <= loop:
                 return True  # the loop ended: stop at the op after it
             f = p.frames[loop]
-            return f.scope != scope and f.timestep != t
+            return f.scope != scope or f.timestep != t  # a new step scope: a bidirectional rnn runs t twice
         return self._run_until(done, "timestep")
 
     def cont(self) -> DebugSession:

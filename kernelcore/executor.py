@@ -193,6 +193,22 @@ class RunState:
         self.seq += 1
         return self.seq - 1
 
+    def record_op_run(self, op, scope_id: int, timestep: int | None, t0: int, values) -> None:
+        """Report one op run (or a kernel's own piece of work) with `values` (its inputs' then its outputs'
+        values) as the loop does, in the record form the observers want (events.RECORD_*)."""
+        t1 = _perf()
+        head = (self.seq, t1, t1 - t0, op, scope_id, timestep, self.place_name)
+        mode = self.record_mode
+        rec = (head + (META, *[meta_of(v) for v in values]) if mode is RECORD_METAS else
+               head + tuple(values) if mode is RECORD_VALUES else head)
+        self.seq += 1
+        for sink in self.op_sinks:
+            sink(rec)
+        if self.event_observers:
+            ev = op_run_event(rec)
+            for o in self.event_observers:
+                o(ev)
+
     def deliver(self, ev: Event) -> None:
         for o in self.observers:
             o(ev)
@@ -253,6 +269,26 @@ class ExecContext:
         if run.observers:
             op = self.op
             run.deliver(events.step(kind, run.next_seq(), _perf(), scope.id, op.block, op.idx, op.type, timestep))
+
+    def inner_step(self, step, scope: Scope, timestep: int | None = None) -> ExecContext | None:
+        """For a kernel that computes its timesteps itself (the fused rnn op, no sub-block): the context
+        of one piece of work `step` (an object with a PreparedOp's type, block, idx, in_names, out_names,
+        in_pairs, out_pairs and kernel_name) run in kid `scope`. The kernel yields it (`yield c` when c is
+        not None) so a debugger pauses there, then reports the work with `step_ran`. None when no
+        debugger pauses this run."""
+        if not self.run.pausing:
+            return None
+        c = ExecContext(self.run, scope, self.block, timestep, self)
+        c.op = step
+        return c
+
+    def step_ran(self, step, scope: Scope, timestep: int | None, t0: int, values) -> None:
+        """Report `step` (see inner_step) as an op_run event; `values` are the values of
+        step.in_pairs + step.out_pairs (references), `t0` a time.perf_counter_ns() from before the work."""
+        run = self.run
+        if not run.observers:
+            return
+        run.record_op_run(step, scope.id, timestep, t0, values)
 
     def run_block(self, block_idx: int, scope: Scope, timestep: int | None = None) -> Iterator:
         """Run a sub-block in `scope` through the same loop; use with `yield from`."""

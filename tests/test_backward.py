@@ -233,6 +233,25 @@ if kc.registry.has_op("dropout"):
               id="dropout_train_upscale"),
         GCase("dropout", {"X": f64(4, 5)}, {"dropout_prob": 0.4}, id="dropout_inference"),
     ]
+if kc.registry.has_op("rnn"):  # Paddle's fused rnn op; more cases in tests/test_rnn_grad.py
+    from opcases.rnn import random_rnn
+
+    def _rnn_case(mode, layers, bidirec, seq_len=None, **attrs):
+        x, pre, weights = random_rnn(mode, layers, bidirec, T=3, B=2, I=3, H=2, seed=len(CASES))
+        ins = {"Input": x.astype(np.float64), "PreState": [v.astype(np.float64) for v in pre],
+               "WeightList": [v.astype(np.float64) for v in weights]}
+        if seq_len is not None:
+            ins["SequenceLength"] = np.array(seq_len, np.int64)
+        return GCase("rnn", ins, {"mode": mode, "num_layers": layers, "is_bidirec": bidirec, "hidden_size": 2,
+                                  "input_size": 3, **attrs}, training=True, n_out={"State": len(pre)},
+                     id=f"rnn_{mode.lower()}_{layers}l{'_bi' if bidirec else ''}"
+                        f"{'_len' if seq_len else ''}{'_dropout' if attrs else ''}")
+
+    CASES += [
+        _rnn_case("LSTM", 2, True, [3, 1]),
+        _rnn_case("GRU", 2, False, dropout_prob=0.3, seed=7),  # a fixed seed: the same mask every run
+        _rnn_case("RNN_TANH", 1, True, [2, 3]),
+    ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
@@ -262,7 +281,7 @@ def test_gradient_kernels_on_gpu_match_cpu(case):
     got = _run(kc.Executor(kc.GPUPlace(0)), prog, feed, fetch, case.training)
     for n, g, w in zip(fetch, got, want):
         assert g.dtype == w.dtype and g.shape == w.shape, n
-        if case.op == "dropout" and case.training:
+        if case.training and (case.op == "dropout" or case.attrs.get("dropout_prob", 0) > 0):
             continue  # the GPU draws its own mask
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12, err_msg=f"{case}: {n}")
 

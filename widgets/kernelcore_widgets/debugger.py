@@ -15,7 +15,7 @@ from kernelcore.display import op_id
 
 from ._base import STATIC, KCWidget
 from .program_graph import GraphState
-from .rnn_stepper import RECURRENT, StepperState
+from .rnn_stepper import STEPPED, StepperState
 from .scope_forest import ForestState
 from .trace_timeline import TimelineState
 
@@ -77,7 +77,7 @@ class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
         self._init_graph(session.program, scope=session.scope)
         self.update_forest(session.forest())
         self.update_events(session.trace)
-        self._has_rnn = any(op.type == RECURRENT for op in session.program.all_ops())
+        self._has_rnn = any(op.type in STEPPED for op in session.program.all_ops())
         if self._has_rnn:
             self._init_stepper(session)
         self.observe(self._on_event_selected, "selected_event")

@@ -9,6 +9,13 @@ The variables of a step scope get roles from the recurrent op's attributes: `inp
 each sequence), `ex_states` (h_prev, the memory the step reads), `states` (h_new, the memory it leaves
 for the next step) and `outputs` (output, stacked over time outside). The recurrent op binds x_t and
 h_prev with var_create events that carry the values, so a rebuilt step scope holds them too.
+
+Paddle's fused `rnn` op (paddle.nn.LSTM / GRU / SimpleRNN) is stepped the same way: it has no sub-block but
+runs each (layer, direction, timestep) in its own step scope, binding `x_proj` (role x_t), `h_prev` and
+`c_prev` (h_prev) and writing `h` and `c` (h_new; `h` is also the output at t) and `gates` (no role). With
+several layers or directions the op runs one pass per (layer, direction), each over every timestep; the
+stepper shows the latest pass that ran (the status names it), in its own order (a backward pass runs
+from T-1 down to 0).
 """
 from __future__ import annotations
 
@@ -22,6 +29,10 @@ from ._base import STATIC, KCWidget
 from .schema import scope_json
 
 RECURRENT = "recurrent"
+FUSED_RNN = "rnn"
+STEPPED = (RECURRENT, FUSED_RNN)  # op types whose timesteps the stepper shows
+# the step-scope names of the fused rnn op (kernelcore/ops/rnn.py) by role
+FUSED_ROLES = {"inputs": ["x_proj"], "ex_states": ["h_prev", "c_prev"], "states": ["h", "c"], "outputs": ["h"]}
 _OP_ID = re.compile(r"o(\d+):(\d+)\Z")
 
 
@@ -45,9 +56,10 @@ def _op_key(op, program) -> tuple[int, int] | None:
             return None
         for b in program.blocks:
             for i, o in enumerate(b.desc.ops):
-                if o.type == RECURRENT:
+                if o.type in STEPPED:
                     return b.idx, i
-        raise ValueError("the program has no recurrent op (build one with kc.layers.StaticRNN)")
+        raise ValueError("the program has no recurrent op (a `recurrent` op: build one with kc.layers.StaticRNN; "
+                         "or Paddle's fused `rnn` op: paddle.nn.LSTM/GRU/SimpleRNN)")
     if isinstance(op, kc.Operator):
         return op.block.idx, op.idx
     if isinstance(op, str):
@@ -86,7 +98,7 @@ class StepperState(t.HasTraits):
         self._rnn_program = program
         key = _op_key(op, program)
         if key is None:  # a bare trace without its program: the first recurrent op that ran
-            ev = next((e for e in self._rnn_trace.events if e.kind == "step_begin" and e.op_type == RECURRENT), None)
+            ev = next((e for e in self._rnn_trace.events if e.kind == "step_begin" and e.op_type in STEPPED), None)
             if ev is None:
                 raise ValueError("the trace holds no timestep of a recurrent op")
             key = (ev.block, ev.op)
@@ -103,7 +115,8 @@ class StepperState(t.HasTraits):
 
     # -- what the op says -----------------------------------------------------------------------------
     def _rnn_role_names(self) -> dict:
-        empty = {"inputs": [], "initial_states": [], "ex_states": [], "states": [], "outputs": [], "reverse": False}
+        empty = {"inputs": [], "initial_states": [], "ex_states": [], "states": [], "outputs": [], "reverse": False,
+                 "sequence": [], "fused": False}
         if self._rnn_program is None:
             return empty
         b, i = self._rnn_key
@@ -111,11 +124,18 @@ class StepperState(t.HasTraits):
             op = self._rnn_program.block(b).op(i)
         except kc.KernelcoreError as e:
             raise ValueError(f"op o{b}:{i}: {e}") from None
+        if op.type == FUSED_RNN:
+            lstm = op.attr("mode", "LSTM") == "LSTM"
+            n = 2 if lstm else 1
+            return {**FUSED_ROLES, "ex_states": FUSED_ROLES["ex_states"][:n], "states": FUSED_ROLES["states"][:n],
+                    "initial_states": op.input("PreState"), "reverse": False, "sequence": op.input("Input"),
+                    "fused": True}
         if op.type != RECURRENT:
             raise ValueError(f"op o{b}:{i} is a {op.type!r} op, not a recurrent op")
         return {"inputs": op.input("inputs"), "initial_states": op.input("initial_states"),
                 "ex_states": list(op.attr("ex_states", [])), "states": list(op.attr("states", [])),
-                "outputs": op.output("outputs"), "reverse": bool(op.attr("reverse", False))}
+                "outputs": op.output("outputs"), "reverse": bool(op.attr("reverse", False)),
+                "sequence": op.input("inputs"), "fused": False}
 
     def _rnn_roles(self) -> dict[str, list[str]]:
         roles: dict[str, list[str]] = {}
@@ -136,7 +156,12 @@ class StepperState(t.HasTraits):
         op's latest run."""
         out: dict[int, tuple[int, int, int]] = {}
         order = 0
+        self._rnn_pass = ""  # the fused rnn op: which (layer, direction) the latest pass is
         for i, e in enumerate(self._rnn_trace.events):
+            if e.kind == "scope_push" and (e.block, e.op) == self._rnn_key and e.message:
+                if e.message != self._rnn_pass and out:
+                    out, order = {}, 0  # the fused rnn op starts its next (layer, direction) pass
+                self._rnn_pass = e.message
             if e.kind in ("step_begin", "step_end") and (e.block, e.op) == self._rnn_key:
                 if e.kind == "step_begin" and out and e.timestep in out:
                     out, order = {}, 0  # the op runs again (inside a loop): keep the latest run
@@ -159,7 +184,7 @@ class StepperState(t.HasTraits):
         return next((s for s in self._rnn_session.scope.walk() if s.id == scope_id), None)
 
     def _rnn_num_steps(self, completed, live_step) -> int:
-        names = self._rnn_names["inputs"]
+        names = self._rnn_names["sequence"] or self._rnn_names["inputs"]
         if self._rnn_session is not None and names:
             scope = None
             if live_step is not None:
@@ -180,7 +205,8 @@ class StepperState(t.HasTraits):
         return max(seen) + 1 if seen else 0
 
     def _rnn_exec_order(self, n: int) -> list[int]:
-        return list(range(n - 1, -1, -1)) if self._rnn_names["reverse"] else list(range(n))
+        reverse = self._rnn_names["reverse"] or "backward" in getattr(self, "_rnn_pass", "")
+        return list(range(n - 1, -1, -1)) if reverse else list(range(n))
 
     # -- showing a timestep -----------------------------------------------------------------------------
     def refresh_steps(self) -> None:
@@ -229,6 +255,8 @@ class StepperState(t.HasTraits):
         else:
             self.status = f"{self.mode}: timestep {ts} has not run" + (" yet" if self.rnn_live else "")
             return
+        if self._rnn_names.get("fused") and getattr(self, "_rnn_pass", ""):
+            status += "; " + self._rnn_pass.removeprefix("rnn step ")  # "(layer 0, forward)"
         order = {"x_t": 0, "h_prev": 1, "h_new": 2, "output": 3}
         body["vars"].sort(key=lambda v: (order.get(v["role"], 9), v["name"]))
         self.timestep = ts

@@ -1,0 +1,180 @@
+"""The gradient of Paddle's fused rnn op (kernelcore/ops/rnn.py): rnn -> rnn_grad, with Paddle's slots; shape: none.
+
+rnn_grad reads what the forward op kept in a training run (executor training=True, is_test false): its Reserve
+value, an RnnReserve listing every step scope, each holding that step's h_prev, c_prev, gates, h, c (and mask).
+It walks them newest first — the last layer first, each (layer, direction) pass from its last step back to its
+first — computing the step's gate gradients from the kept values, and drops each step scope once done (Paddle's
+ClearStepScopes). The input-side GEMMs (weight_ih@GRAD, the layer input's gradient) are done once per pass over
+all timesteps, as the forward did. A gradient run after a forward run that kept nothing is an error that says so.
+
+Masking (SequenceLength) mirrors the forward: with m = 1 where t < length, h = m*h_cell + (1-m)*h_prev and
+out_t = m*h_cell, so a padded step passes the state gradient through unchanged and gets none from Out.
+"""
+from __future__ import annotations
+
+from ..errors import ProgramError
+from ..ops.rnn import MODES, RNN, RnnError, RnnReserve
+from ..registry import In, Out, register_op
+from ..backward import EMPTY_VAR, GradContext, no_grad, rule
+
+no_grad("shape")  # kernelcore/ops/rnn.py registers it: a shape has no gradient
+
+RNN_GRAD = register_op(
+    "rnn_grad",
+    "The gradient of rnn: walks the step scopes the forward op kept (its Reserve), newest first, and computes "
+    "Input@GRAD, PreState@GRAD and WeightList@GRAD from Out@GRAD and State@GRAD; each step scope is dropped "
+    "once its gradient is done. Needs a training run (training=True) of a forward op with is_test false.",
+    inputs=[In("Input", "forward input: the sequence [T, B, input_size]"),
+            In("PreState", "forward input: the initial states", duplicable=True),
+            In("WeightList", "forward input: the weights and biases", duplicable=True),
+            In("SequenceLength", "forward input: the valid lengths", dispensable=True),
+            In("Out", "forward output: the outputs [T, B, D * hidden]"),
+            In("Out@GRAD", "the gradient of Out"),
+            In("State@GRAD", "the gradients of State (zeros when nothing reads the final states)",
+               duplicable=True, dispensable=True),
+            In("DropoutState", "forward output: the dropout masks", dispensable=True),
+            In("Reserve", "forward output: the kept step scopes")],
+    outputs=[Out("Input@GRAD", "the gradient of Input", dispensable=True),
+             Out("PreState@GRAD", "the gradients of PreState", duplicable=True, dispensable=True),
+             Out("WeightList@GRAD", "the gradients of WeightList", duplicable=True, dispensable=True)],
+    attrs=list(RNN.attrs.values()))
+
+
+def _infer_grad(ic):
+    for out_slot, in_slot in (("Input@GRAD", "Input"), ("PreState@GRAD", "PreState"),
+                              ("WeightList@GRAD", "WeightList")):
+        for i in range(min(len(ic.output_names(out_slot)), len(ic.input_names(in_slot)))):
+            ic.set_output(out_slot, ic.shape(in_slot, i), ic.dtype(in_slot, i), i)
+
+
+RNN_GRAD.infer_shape = _infer_grad
+
+
+@rule("rnn")
+def rnn_grad_rule(g: GradContext):
+    if not g.output("Reserve"):
+        raise ProgramError("this rnn op writes no Reserve output, which rnn_grad reads (the kept step scopes); "
+                           "an rnn op that is to be differentiated must name a variable for Reserve")
+    inputs = {"Input": g.input("Input"), "PreState": g.input("PreState"), "WeightList": g.input("WeightList"),
+              "SequenceLength": g.input("SequenceLength"), "Out": g.output("Out"),
+              "Out@GRAD": g.output_grad("Out"), "State@GRAD": g.output_grad("State"),
+              "DropoutState": g.output("DropoutState"), "Reserve": g.output("Reserve")}
+    outputs = {"Input@GRAD": g.input_grad("Input"), "PreState@GRAD": g.input_grad("PreState", drop_empty=False),
+               "WeightList@GRAD": g.input_grad("WeightList", drop_empty=False)}
+    return [g.grad_op("rnn_grad", inputs, outputs, copy_attrs=True)]
+
+
+def _val(scope, name):
+    v = scope.find_var(name)
+    return v.value if v is not None else None
+
+
+def _cell_backward(xp, mode, s, dh, dc, w_hh, b_hh):
+    """One step's gradients from the values its step scope kept. dh, dc: the gradients of this step's
+    (unmasked) h and c. Returns (d x_proj, d (h_prev W_hh^T [+ b_hh]), dh_prev through the cell, dc_prev)."""
+    one = dh.dtype.type(1)
+    h_prev = _val(s, "h_prev")
+    if mode == "LSTM":
+        gates, c, c_prev = _val(s, "gates"), _val(s, "c"), _val(s, "c_prev")
+        hs = dh.shape[1]
+        i, f, g, o = gates[:, :hs], gates[:, hs:2 * hs], gates[:, 2 * hs:3 * hs], gates[:, 3 * hs:]
+        tc = xp.tanh(c)
+        dc = dc + dh * o * (one - tc * tc)
+        dpre = xp.concatenate([dc * g * i * (one - i), dc * c_prev * f * (one - f), dc * i * (one - g * g),
+                               dh * tc * o * (one - o)], axis=1)
+        return dpre, dpre, dpre @ w_hh, dc * f
+    if mode == "GRU":
+        gates = _val(s, "gates")
+        hs = dh.shape[1]
+        r, z, cand = gates[:, :hs], gates[:, hs:2 * hs], gates[:, 2 * hs:]
+        hc = h_prev @ w_hh[2 * hs:].T + b_hh[2 * hs:]  # recomputed: one small GEMM
+        dpre_c = dh * (one - z) * (one - cand * cand)
+        dpre_r = dpre_c * hc * r * (one - r)
+        dpre_z = dh * (h_prev - cand) * z * (one - z)
+        dx = xp.concatenate([dpre_r, dpre_z, dpre_c], axis=1)
+        dhw = xp.concatenate([dpre_r, dpre_z, dpre_c * r], axis=1)
+        return dx, dhw, dh * z + dhw @ w_hh, None
+    h = _val(s, "h")
+    dpre = dh * (one - h * h) if mode == "RNN_TANH" else dh * (h > 0).astype(dh.dtype)
+    return dpre, dpre, dpre @ w_hh, None
+
+
+@RNN_GRAD.kernel()
+def rnn_grad(ctx, ins, attrs):
+    x, pre, weights, seq_len, _out, d_out, d_state, _dropout_state, reserve = ins
+    xp = ctx.xp
+    mode, layers, H = attrs["mode"], attrs["num_layers"], attrs["hidden_size"]
+    D = 2 if attrs["is_bidirec"] else 1
+    G = MODES[mode]
+    lstm = mode == "LSTM"
+    if not isinstance(reserve, RnnReserve) or not reserve.scopes:
+        raise RnnError("the forward rnn op kept no step scopes: run forward and backward in one run made with "
+                       "training=True, with the rnn op's is_test false")
+    T, B = x.shape[0], x.shape[1]
+    weights = list(weights)
+    half = 2 * layers * D
+    dt = x.dtype
+    one = dt.type(1)
+    d_state = list(d_state or [])
+    dh_final = d_state[0] if d_state and d_state[0] is not None else xp.zeros((layers * D, B, H), dtype=dt)
+    dc_final = (d_state[1] if len(d_state) > 1 and d_state[1] is not None
+                else xp.zeros((layers * D, B, H), dtype=dt)) if lstm else None
+    d_weights = [None] * len(weights)
+    d_h0, d_c0 = [None] * (layers * D), [None] * (layers * D)
+    d_layer_out = d_out if d_out is not None else xp.zeros((T, B, D * H), dtype=dt)
+    d_in = None
+    for layer in range(layers - 1, -1, -1):
+        layer_in = reserve.layer_inputs[layer]
+        n_in = layer_in.shape[2]
+        d_in = xp.zeros(layer_in.shape, dtype=dt)
+        for di in range(D - 1, -1, -1):
+            k = layer * D + di
+            w_ih, w_hh, b_hh = weights[2 * k], weights[2 * k + 1], weights[half + 2 * k + 1]
+            steps = reserve.passes[(layer, di)]
+            dy = d_layer_out[:, :, di * H:(di + 1) * H]
+            dh, dc = dh_final[k], (dc_final[k] if lstm else None)
+            dx_proj = xp.empty((T, B, G * H), dtype=dt)
+            dw_hh = xp.zeros(w_hh.shape, dtype=dt)
+            db_hh = xp.zeros((G * H,), dtype=dt)
+            order = range(T) if di else range(T - 1, -1, -1)  # newest first: the forward order reversed
+            for t in order:
+                s = steps[t]
+                m = _val(s, "mask")
+                if m is None:
+                    dh_cell, dc_cell = dh + dy[t], dc
+                else:
+                    dh_cell = (dh + dy[t]) * m
+                    dc_cell = dc * m if lstm else None
+                dx, dhw, dh_prev, dc_prev = _cell_backward(xp, mode, s, dh_cell, dc_cell, w_hh, b_hh)
+                dx_proj[t] = dx
+                dw_hh = dw_hh + dhw.T @ _val(s, "h_prev")
+                db_hh = db_hh + dhw.sum(axis=0)
+                if m is not None:
+                    dh_prev = dh_prev + dh * (one - m)
+                    if lstm:
+                        dc_prev = dc_prev + dc * (one - m)
+                dh, dc = dh_prev, dc_prev
+                ctx.drop_scope(s)  # done with this step (ClearStepScopes, newest first)
+            flat = dx_proj.reshape(T * B, G * H)
+            d_weights[2 * k] = flat.T @ layer_in.reshape(T * B, n_in)
+            d_weights[2 * k + 1] = dw_hh
+            d_weights[half + 2 * k] = flat.sum(axis=0)
+            d_weights[half + 2 * k + 1] = db_hh if mode == "GRU" else flat.sum(axis=0)
+            d_in = d_in + (flat @ w_ih).reshape(T, B, n_in)
+            d_h0[k], d_c0[k] = dh, dc
+        scale = reserve.dropout_masks[layer] if layer < len(reserve.dropout_masks) else None
+        if scale is not None:
+            d_in = d_in * scale
+        d_layer_out = d_in
+    for s in reserve.scopes:  # anything not walked (an interrupted run) goes too
+        if not s.dropped:
+            ctx.drop_scope(s)
+    var = ctx.scope.find_var(ctx.input_names("Reserve")[0])
+    if var is not None:
+        var.value = None  # the old RnnReserve (a trace may hold it) is left as it was
+    names = ctx.output_names("PreState@GRAD")
+    d_pre = [xp.stack(d_h0)] + ([xp.stack(d_c0)] if lstm else [])
+    d_pre = [v if k < len(names) and names[k] != EMPTY_VAR else None for k, v in enumerate(d_pre)]
+    wnames = ctx.output_names("WeightList@GRAD")
+    d_weights = [v if k < len(wnames) and wnames[k] != EMPTY_VAR else None for k, v in enumerate(d_weights)]
+    return (d_in, d_pre, d_weights)

@@ -1,0 +1,374 @@
+"""Paddle's fused `rnn` op (what paddle.nn.LSTM / GRU / SimpleRNN write), run timestep by timestep; and `shape`.
+
+Slots, attributes, the weight-list order and the gate order are Paddle's (measured in
+tests/paddle_oracle/NOTES.md, "The fused rnn op"):
+  Input [T, B, input_size] (time-major; the layers transpose batch-first input with transpose2),
+  PreState [h0] or, for LSTM, [h0, c0], each [num_layers * D, B, hidden] (D = 2 when is_bidirec),
+  WeightList: every (layer, direction)'s [weight_ih, weight_hh] in order, then every one's
+  [bias_ih, bias_hh]; weight_ih [G * hidden, in], weight_hh [G * hidden, hidden], biases [G * hidden], with
+  G = 4 (LSTM: gates i, f, g, o), 3 (GRU: r, z, c) or 1 (RNN_TANH, RNN_RELU),
+  SequenceLength [B] int (optional): steps t >= length write zeros to Out and carry the state unchanged,
+  Out [T, B, D * hidden] (directions concatenated), State like PreState: the last state of each
+  (layer, direction).
+
+A control-flow kernel without a sub-block. Each (layer, direction, timestep) runs in its own step scope, a kid
+of the op's scope, reported as scope_push / step_begin / step_end events with the timestep. The step scope is
+given (bind_var, so traces and time travel see the values) `x_proj` (weight_ih x_t + biases, computed for every
+timestep of a layer with one GEMM before its steps), `h_prev`, `c_prev` (LSTM) and `mask` ([B, 1], with
+SequenceLength); the step itself is reported as one op_run of an `lstm_cell` / `gru_cell` / `rnn_tanh_cell` /
+`rnn_relu_cell` step (block and op index: the rnn op's) that writes `gates` (after their activations: LSTM
+i, f, g, o; GRU r, z, c), `h` and `c` (LSTM) into the step scope. Under a debugger the kernel pauses before
+each step (ExecContext.inner_step), so a session steps through a Paddle LSTM one timestep at a time.
+
+Scopes: inference keeps at most two step scopes alive (the running one and the one before it, as recurrent
+does). A training run (executor training=True) of an op with is_test false keeps every step scope for
+rnn_grad, listed in the Reserve variable's value (an RnnReserve); the op's next run drops them.
+
+Dropout (dropout_prob > 0, training run, is_test false) zeroes the input of layers 1.. with Paddle's
+upscale_in_train rule; DropoutState holds the uint8 masks of the last run (empty without dropout).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..errors import KernelcoreError
+from ..proto.framework_pb2 import AttrType as A
+from ..proto.framework_pb2 import VarType as VT
+from ..registry import _REGISTRY, Attr, Check, In, Out, larger_than, one_of, register_op
+
+MODES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+CELL_TYPES = {"LSTM": "lstm_cell", "GRU": "gru_cell", "RNN_TANH": "rnn_tanh_cell", "RNN_RELU": "rnn_relu_cell"}
+_now = time.perf_counter_ns
+
+
+class RnnError(KernelcoreError, ValueError):
+    """The rnn op was given inputs that do not fit its attributes (the executor adds the op)."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# shape
+def _infer_shape_op(ic):
+    ic.set_output("Out", [len(ic.shape("Input"))], VT.INT32)
+
+
+if "shape" not in _REGISTRY:  # a tensor-op family imported first may have it
+    SHAPE = register_op(
+        "shape",
+        "Out = the shape of Input, as a 1-D int32 tensor (Paddle writes it before the rnn op to read the batch "
+        "size).",
+        inputs=[In("Input", "any tensor")],
+        outputs=[Out("Out", "int32 [Input's rank]")],
+        infer_shape=_infer_shape_op)
+
+    @SHAPE.kernel()
+    def shape(ctx, ins, attrs):
+        x = ins[0]
+        if x is None or not hasattr(x, "shape"):
+            raise RnnError(f"Input must be a tensor, got {type(x).__name__}")
+        return (ctx.xp.asarray(np.array(x.shape, dtype=np.int32)),)  # the shape is host metadata: no sync
+
+
+# ---------------------------------------------------------------------------------------------------------
+# rnn
+def _infer_rnn(ic):
+    mode = ic.attr("mode") or "LSTM"
+    if mode not in MODES:
+        ic.fail(f"mode must be one of {list(MODES)}, got {mode!r}")
+    layers = ic.attr("num_layers") or 1
+    d = 2 if ic.attr("is_bidirec") else 1
+    hidden = ic.attr("hidden_size")
+    n_states = 2 if mode == "LSTM" else 1
+    if len(ic.input_names("PreState")) != n_states:
+        ic.fail(f"mode {mode} takes {n_states} PreState tensor(s), got {len(ic.input_names('PreState'))}")
+    if len(ic.input_names("WeightList")) != 4 * layers * d:
+        ic.fail(f"WeightList must hold 4 * num_layers * directions = {4 * layers * d} tensors "
+                f"(num_layers {layers}, {d} direction(s)), got {len(ic.input_names('WeightList'))}")
+    if len(ic.output_names("State")) not in (0, n_states):
+        ic.fail(f"mode {mode} writes {n_states} State tensor(s), the op names {len(ic.output_names('State'))}")
+    x = ic.shape("Input")
+    if len(x) != 3:
+        ic.fail(f"Input must be 3-D [T, B, input_size] (time-major), got {list(x)}")
+    if x[2] >= 0 and ic.attr("input_size") is not None and x[2] != ic.attr("input_size"):
+        ic.fail(f"Input's last dim is {x[2]} but input_size is {ic.attr('input_size')}")
+    dt = ic.dtype("Input")
+    ic.set_output("Out", [x[0], x[1], d * hidden], dt)
+    for i in range(n_states):
+        ic.set_output("State", [layers * d, x[1], hidden], dt, i)
+
+
+RNN = register_op(
+    "rnn",
+    "A multi-layer, optionally bidirectional LSTM / GRU / simple RNN over a time-major sequence (Paddle's fused "
+    "rnn op, written by paddle.nn.LSTM, GRU and SimpleRNN). Each (layer, direction, timestep) runs in its own "
+    "step scope holding that step's x_proj, h_prev, c_prev, gates, h and c; see kernelcore/ops/rnn.py.",
+    inputs=[In("Input", "the sequence, time-major [T, B, input_size]"),
+            In("PreState", "the initial states [num_layers * D, B, hidden]: [h0], or [h0, c0] for LSTM",
+               duplicable=True),
+            In("WeightList", "every (layer, direction)'s weight_ih, weight_hh, then every one's bias_ih, bias_hh",
+               duplicable=True),
+            In("SequenceLength", "int [B]: the valid length of each sequence", dispensable=True)],
+    outputs=[Out("DropoutState", "uint8: the dropout masks between layers (training only)", dispensable=True,
+                 intermediate=True),
+             Out("Reserve", "what rnn_grad reads: the kept step scopes (training runs only)", dispensable=True,
+                 intermediate=True),
+             Out("Out", "the last layer's outputs [T, B, D * hidden], directions concatenated"),
+             Out("State", "the final states, shaped like PreState", duplicable=True)],
+    attrs=[Attr("dropout_prob", A.FLOAT, "dropout between layers while training (upscale_in_train)", 0.0,
+                checks=(Check("in [0, 1)", lambda v: 0.0 <= v < 1.0),)),
+           Attr("is_bidirec", A.BOOLEAN, "run a backward direction too", False),
+           Attr("input_size", A.INT, "the size of Input's last dim", 10, checks=(larger_than(0),)),
+           Attr("hidden_size", A.INT, "the size of each state", 100, checks=(larger_than(0),)),
+           Attr("num_layers", A.INT, "stacked layers", 1, checks=(larger_than(0),)),
+           Attr("mode", A.STRING, "the cell: LSTM, GRU, RNN_TANH or RNN_RELU", "LSTM", checks=(one_of(*MODES),)),
+           Attr("seed", A.INT, "the dropout seed (0: the executor's generator)", 0),
+           Attr("is_test", A.BOOLEAN, "inference: no dropout, no step scopes kept for rnn_grad", False)],
+    infer_shape=_infer_rnn)
+
+
+class CellStep:
+    """How one timestep of an rnn op shows itself to the debugger and the trace: the fields of a prepared op
+    that pauses and op_run events read. Its block and index are the rnn op's (it has no block of its own)."""
+
+    __slots__ = ("type", "block", "idx", "kernel_name", "in_names", "out_names", "in_pairs", "out_pairs")
+
+    def __init__(self, op, mode: str, masked: bool, place_kind: str):
+        self.type, self.block, self.idx = CELL_TYPES[mode], op.block, op.idx
+        self.kernel_name = f"rnn.{self.type}[{place_kind}]"
+        lstm = mode == "LSTM"
+        ins = [("XProj", "x_proj"), ("HPrev", "h_prev")] + ([("CPrev", "c_prev")] if lstm else []) + \
+            ([("Mask", "mask")] if masked else [])
+        outs = ([("Gates", "gates")] if mode in ("LSTM", "GRU") else []) + [("H", "h")] + \
+            ([("C", "c")] if lstm else [])
+        self.in_pairs, self.out_pairs = tuple(ins), tuple(outs)
+        self.in_names = [n for _, n in ins]
+        self.out_names = [n for _, n in outs]
+
+    def __repr__(self) -> str:
+        return f"<{self.type} step of rnn op (block {self.block}, op #{self.idx})>"
+
+
+class RnnReserve:
+    """The Reserve value of a training run: the kept step scopes and what rnn_grad needs besides them."""
+
+    __slots__ = ("scopes", "passes", "layer_inputs", "dropout_masks")
+
+    def __init__(self):
+        self.scopes = []         # every step scope, in execution order
+        self.passes = {}         # (layer, direction) -> [step scope for t = 0 .. T-1]
+        self.layer_inputs = []   # the input of each layer (after dropout)
+        self.dropout_masks = []  # layer -> keep mask / (1 - p) (None for layer 0 or without dropout)
+
+    def __len__(self) -> int:
+        return len(self.scopes)
+
+    def __iter__(self):
+        return iter(self.scopes)
+
+
+def sigmoid(xp, x):
+    return (xp.tanh(x * x.dtype.type(0.5)) + x.dtype.type(1)) * x.dtype.type(0.5)  # no overflow for large |x|
+
+
+def cell_forward(xp, mode: str, x_proj, h_prev, c_prev, w_hh, b_hh):
+    """One step of one (layer, direction): returns (gates, h, c); gates/c are None where the mode has none.
+    x_proj = x_t weight_ih^T + bias_ih (+ bias_hh for LSTM and the simple RNNs, which add it there)."""
+    hw = h_prev @ w_hh.T
+    if mode == "LSTM":
+        g = x_proj + hw
+        hs = g.shape[1] // 4
+        act = sigmoid(xp, g)
+        cand = xp.tanh(g[:, 2 * hs:3 * hs])
+        i, f, o = act[:, :hs], act[:, hs:2 * hs], act[:, 3 * hs:]
+        c = f * c_prev + i * cand
+        h = o * xp.tanh(c)
+        gates = xp.concatenate([i, f, cand, o], axis=1)
+        return gates, h, c
+    if mode == "GRU":
+        hw = hw + b_hh
+        hs = hw.shape[1] // 3
+        rz = sigmoid(xp, x_proj[:, :2 * hs] + hw[:, :2 * hs])
+        r, z = rz[:, :hs], rz[:, hs:]
+        cand = xp.tanh(x_proj[:, 2 * hs:] + r * hw[:, 2 * hs:])
+        h = (h_prev - cand) * z + cand
+        return xp.concatenate([rz, cand], axis=1), h, None
+    pre = x_proj + hw
+    h = xp.tanh(pre) if mode == "RNN_TANH" else xp.maximum(pre, pre.dtype.type(0))
+    return None, h, None
+
+
+def _check_inputs(x, pre, weights, seq_len, attrs):
+    mode, layers, hidden = attrs["mode"], attrs["num_layers"], attrs["hidden_size"]
+    d = 2 if attrs["is_bidirec"] else 1
+    g = MODES[mode]
+    if x is None or getattr(x, "ndim", 0) != 3:
+        got = "no value" if x is None else f"shape {list(getattr(x, 'shape', ()))}"
+        raise RnnError(f"Input must be 3-D [T, B, input_size] (time-major), got {got}")
+    T, B, n_in = x.shape
+    if n_in != attrs["input_size"]:
+        raise RnnError(f"Input's last dim is {n_in} but input_size is {attrs['input_size']}")
+    n_states = 2 if mode == "LSTM" else 1
+    if len(pre) != n_states:
+        raise RnnError(f"mode {mode} takes {n_states} PreState tensor(s), got {len(pre)}")
+    for k, s in enumerate(pre):
+        want = (layers * d, B, hidden)
+        if s is None or tuple(s.shape) != want:
+            raise RnnError(f"PreState[{k}] must be [num_layers * directions, B, hidden_size] = {list(want)}, got "
+                           f"{'no value' if s is None else list(s.shape)}")
+    if len(weights) != 4 * layers * d:
+        raise RnnError(f"WeightList must hold 4 * num_layers * directions = {4 * layers * d} tensors, got "
+                       f"{len(weights)}")
+    half = 2 * layers * d
+    for layer in range(layers):
+        in_size = n_in if layer == 0 else d * hidden
+        for di in range(d):
+            k = layer * d + di
+            for j, (w, want) in enumerate(((weights[2 * k], (g * hidden, in_size)),
+                                           (weights[2 * k + 1], (g * hidden, hidden)),
+                                           (weights[half + 2 * k], (g * hidden,)),
+                                           (weights[half + 2 * k + 1], (g * hidden,)))):
+                name = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")[j]
+                if w is None or tuple(w.shape) != want:
+                    pos = 2 * k + j if j < 2 else half + 2 * k + j - 2
+                    raise RnnError(f"WeightList[{pos}] ({name} of layer {layer}, "
+                                   f"{'backward' if di else 'forward'}) must be {list(want)} for mode {mode}, got "
+                                   f"{'no value' if w is None else list(w.shape)}")
+    if seq_len is not None and (getattr(seq_len, "ndim", 0) != 1 or seq_len.shape[0] != B):
+        raise RnnError(f"SequenceLength must be [B] = [{B}], got {list(getattr(seq_len, 'shape', ()))}")
+    return T, B, d, g
+
+
+def _drop_previous(ctx) -> None:
+    """Drop the step scopes a previous training run of this op kept (listed in its Reserve value)."""
+    names = ctx.output_names("Reserve")
+    var = ctx.scope.find_var(names[0]) if names else None
+    old = var.value if var is not None else None
+    if isinstance(old, RnnReserve):
+        for s in old.scopes:
+            if not s.dropped:
+                ctx.drop_scope(s)
+        var.value = None
+
+
+def _create(ctx, scope, names) -> None:
+    for n in names:
+        scope.var(n)
+    run = ctx.run
+    if run.observers:
+        for n in names:
+            run.emit_var_create(scope.id, ctx.block, n)
+
+
+@RNN.kernel()
+def rnn(ctx, ins, attrs):
+    x, pre, weights, seq_len = ins
+    pre, weights = list(pre or []), list(weights or [])
+    T, B, D, G = _check_inputs(x, pre, weights, seq_len, attrs)
+    xp = ctx.xp
+    mode, layers, H = attrs["mode"], attrs["num_layers"], attrs["hidden_size"]
+    lstm = mode == "LSTM"
+    keep = ctx.training and not attrs["is_test"]
+    p = attrs["dropout_prob"] if (ctx.training and not attrs["is_test"]) else 0.0
+    _drop_previous(ctx)
+    reserve = RnnReserve() if keep else None
+    dt = x.dtype
+    masks = None
+    if seq_len is not None:  # [T, B, 1]: 1 where t < length
+        masks = (xp.arange(T)[:, None] < seq_len.astype(xp.int64)[None, :]).astype(dt)[:, :, None]
+    step = CellStep(ctx.op, mode, masks is not None, ctx.place.kind)
+    half = 2 * layers * D
+    last_h, last_c, drop_masks = [None] * (layers * D), [None] * (layers * D), []
+    layer_in = x
+    live = []
+    rng = ctx.rng(attrs["seed"]) if p > 0.0 and layers > 1 else None  # one generator for every layer
+    try:
+        for layer in range(layers):
+            if layer and p > 0.0:
+                u = rng.random(layer_in.shape, dtype=np.float32) if ctx.place.kind == "cpu" else \
+                    rng.random_sample(size=layer_in.shape, dtype=np.float32)
+                keep_mask = u >= np.float32(p)
+                drop_masks.append(keep_mask.astype(np.uint8))
+                scale = keep_mask.astype(dt) / dt.type(1.0 - p)
+                layer_in = layer_in * scale
+                if reserve is not None:
+                    reserve.dropout_masks.append(scale)
+            elif reserve is not None:
+                reserve.dropout_masks.append(None)
+            if reserve is not None:
+                reserve.layer_inputs.append(layer_in)
+            n_in = layer_in.shape[2]
+            flat_in = layer_in.reshape(T * B, n_in)
+            outs = []
+            for di in range(D):
+                k = layer * D + di
+                w_ih, w_hh = weights[2 * k], weights[2 * k + 1]
+                b_ih, b_hh = weights[half + 2 * k], weights[half + 2 * k + 1]
+                bias = b_ih if mode == "GRU" else b_ih + b_hh  # GRU adds bias_hh inside r * (...)
+                x_proj = (flat_in @ w_ih.T + bias).reshape(T, B, G * H)  # one GEMM for every timestep
+                out = xp.empty((T, B, H), dtype=dt)
+                h, c = pre[0][k], (pre[1][k] if lstm else None)
+                what = f"rnn step (layer {layer}, {'backward' if di else 'forward'})"
+                kept_pass = [None] * T if reserve is not None else None
+                prev = None
+                for i in range(T):
+                    t = T - 1 - i if di else i
+                    s = ctx.new_scope(what, t)
+                    live.append(s)
+                    ctx.step_event("step_begin", t, s)
+                    ctx.bind_var(s, "x_proj", x_proj[t])
+                    ctx.bind_var(s, "h_prev", h)
+                    if lstm:
+                        ctx.bind_var(s, "c_prev", c)
+                    if masks is not None:
+                        ctx.bind_var(s, "mask", masks[t])
+                    _create(ctx, s, step.out_names)
+                    pause = ctx.inner_step(step, s, t)
+                    if pause is not None:
+                        yield pause
+                    t0 = _now()
+                    gates, h_new, c_new = cell_forward(xp, mode, x_proj[t], h, c, w_hh, b_hh)
+                    if masks is not None:
+                        m = masks[t]
+                        out[t] = h_new * m
+                        h_new = h_new * m + h * (dt.type(1) - m)
+                        if lstm:
+                            c_new = c_new * m + c * (dt.type(1) - m)
+                    else:
+                        out[t] = h_new
+                    results = ([gates] if gates is not None else []) + [h_new] + ([c_new] if lstm else [])
+                    for name, v in zip(step.out_names, results):
+                        s.find_var(name).value = v
+                    if ctx.run.observers:
+                        in_vals = [x_proj[t], h] + ([c] if lstm else []) + ([masks[t]] if masks is not None else [])
+                        ctx.step_ran(step, s, t, t0, in_vals + results)
+                    h, c = h_new, c_new
+                    ctx.step_event("step_end", t, s)
+                    if reserve is not None:
+                        reserve.scopes.append(s)
+                        kept_pass[t] = s
+                    elif prev is not None:
+                        ctx.drop_scope(prev)  # s holds what it needs of prev (h_prev, c_prev)
+                        live.remove(prev)
+                    prev = s
+                if reserve is None and prev is not None:
+                    ctx.drop_scope(prev)
+                    live.remove(prev)
+                elif reserve is not None:
+                    reserve.passes[(layer, di)] = kept_pass
+                last_h[k], last_c[k] = h, c
+                outs.append(out)
+            layer_in = outs[0] if D == 1 else xp.concatenate(outs, axis=2)
+    except BaseException:
+        # a failing step leaves its scopes (for debugging); list them so the next run drops them
+        names = ctx.output_names("Reserve")
+        var = ctx.scope.find_var(names[0]) if names else None
+        if var is not None:
+            r = RnnReserve()
+            r.scopes = [s for s in live if not s.dropped]  # live: every step scope not dropped yet
+            var.value = r
+        raise
+    states = [xp.stack(last_h)] + ([xp.stack(last_c)] if lstm else [])
+    dropout_state = xp.stack(drop_masks) if drop_masks else xp.zeros((0,), dtype=np.uint8)
+    # without kept scopes Reserve is an empty RnnReserve: rnn_grad then says why it cannot run
+    return (dropout_state, reserve if reserve is not None else RnnReserve(), layer_in, states)
