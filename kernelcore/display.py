@@ -247,12 +247,11 @@ def program_json(program, pruned=None) -> dict:
     removed_ops: set[str] = set()
     removed_vars: set[str] = set()
     if pruned is not None:
-        from .prune import PruneResult
-        if not isinstance(pruned, PruneResult):
-            raise TypeError(f"pruned= takes the PruneResult of kc.prune, got {type(pruned).__name__}")
-        pruned_json = {"removed_ops": [op_id(b, i) for b, i in pruned.removed_ops],
-                       "removed_vars": [var_id(b, n) for b, n in pruned.removed_vars],
-                       "kept_map": {op_id(*new): op_id(*old) for new, old in sorted(pruned.kept.items())}}
+        to_json = getattr(pruned, "to_json", None)  # a PruneResult (kernelcore.prune) gives its plain form
+        pruned_json = to_json() if callable(to_json) else pruned
+        if not (isinstance(pruned_json, dict) and {"removed_ops", "removed_vars", "kept_map"} <= set(pruned_json)):
+            raise TypeError(f"pruned= takes the PruneResult of kc.prune (or its to_json()), got "
+                            f"{type(pruned).__name__}")
         removed_ops, removed_vars = set(pruned_json["removed_ops"]), set(pruned_json["removed_vars"])
     return {"schema": SCHEMA, "version": VERSION, "blocks": blocks, "pruned": pruned_json,
             "dot": program_dot(blocks, removed_ops, removed_vars)}
@@ -423,28 +422,12 @@ def program_mimebundle(program) -> dict:
     return {PROGRAM_MIME: pj, "text/plain": text, "text/html": body}
 
 
-def trace_json(trace, limit: int = TRACE_EVENT_LIMIT) -> dict:
-    """Trace.to_json(), with the events cut to the first `limit` and "truncated": how many were cut."""
-    from .trace import SCHEMA as TRACE_SCHEMA, VERSION as TRACE_VERSION
-    events = trace.events
-    out = {"schema": TRACE_SCHEMA, "version": TRACE_VERSION, "retain": trace.retain, "meta": dict(trace.meta),
-           "events": [e.to_json() for e in events[:limit]]}
-    if len(events) > limit:
-        out["truncated"] = len(events) - limit
-    return out
-
-
-def trace_mimebundle(trace) -> dict:
-    data = trace_json(trace)
-    summary = trace.summary()
-    per_type = collections.defaultdict(lambda: [0, 0])
-    for e in trace.events:
-        if e.kind == "op_run":
-            per_type[e.op_type][0] += 1
-            per_type[e.op_type][1] += e.dur_ns or 0
+def trace_mimebundle(data: dict, summary: str, op_times: dict, text: str) -> dict:
+    """A trace's MIME bundle from plain data: its JSON (Trace.to_json, events possibly cut), its summary
+    line, {op type: (runs, ns)} and its text form."""
     rows = "".join(f"<tr><td>{html.escape(str(t))}</td><td>{n}</td><td>{ns / 1e3:.1f}</td></tr>"
-                   for t, (n, ns) in sorted(per_type.items(), key=lambda kv: -kv[1][1]))
+                   for t, (n, ns) in sorted(op_times.items(), key=lambda kv: -kv[1][1]))
     body = (f'<div class="kernelcore-trace"><pre>{html.escape(summary)}</pre>'
             + (f"<table><tr><th>op type</th><th>runs</th><th>µs</th></tr>{rows}</table>" if rows else "")
             + "</div>")
-    return {TRACE_MIME: data, "text/plain": repr(trace), "text/html": body}
+    return {TRACE_MIME: data, "text/plain": text, "text/html": body}

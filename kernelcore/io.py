@@ -22,22 +22,19 @@ import io as _stdio
 import math
 import os
 import struct
-import warnings
 from pathlib import Path
 from typing import BinaryIO, Iterable, Mapping
 
 import numpy as np
-from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError
 
 from . import dtypes
 from .errors import KernelcoreError, LoadError, ScopeError
 from .place import to_host
-from .program import Program, check_structure
+from .program import Program, program_from_bytes  # noqa: F401  - program_from_bytes: kio.program_from_bytes
 from .proto import framework_pb2 as pb
 from .registry import feed_fetch_col
 from .scope import Scope
-from .support import UnsupportedOpsWarning, describe, unsupported_ops
 
 VT = pb.VarType
 # Variable types that hold no tensor to save (Paddle's is_persistable + the RAW filter of save_combine).
@@ -60,39 +57,6 @@ def load_program(path) -> Program:
     return program_from_bytes(data, source=str(path))
 
 
-def program_from_bytes(data: bytes, source: str = "bytes") -> Program:
-    """Parse and check a serialized ProgramDesc; LoadError unless it is a well-formed program."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise LoadError(f"{source}: expected bytes, got {type(data).__name__}")
-    data = bytes(data)
-    if not data:
-        raise LoadError(f"{source}: the file is empty (expected a serialized ProgramDesc)")
-    desc = pb.ProgramDesc()
-    try:
-        desc.ParseFromString(data)
-    except (DecodeError, RuntimeError, ValueError) as e:
-        raise LoadError(f"{source}: not a serialized ProgramDesc ({e}){_format_hint(data, source)}") from None
-    if not desc.IsInitialized():
-        # upb parses a message that lacks required fields (or holds an unknown enum value, which
-        # proto2 drops) without complaint; everything downstream assumes they are there.
-        missing = desc.FindInitializationErrors()
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise LoadError(f"{source}: not a complete ProgramDesc: required fields missing or holding "
-                        f"unknown enum values: {shown}{_format_hint(data, source)}")
-    bad = _first_non_utf8(desc, "")
-    if bad is not None:
-        # proto2 does not check UTF-8 on parse; upb then hands back bytes where str is expected.
-        raise LoadError(f"{source}: field {bad} is not valid UTF-8 text")
-    if not desc.blocks:
-        raise LoadError(f"{source}: the program has no blocks{_format_hint(data, source)}")
-    check_structure(desc, source)
-    _check_names(desc, source)
-    unsupported = unsupported_ops(desc)
-    if unsupported:  # it loads (to be shown, pruned, edited) but cannot run: say so now, not mid-run
-        warnings.warn(UnsupportedOpsWarning(f"{source}: {describe(unsupported)}"), stacklevel=2)
-    return Program(desc)
-
-
 def save_program(program: Program, path) -> None:
     """Write `program` as a serialized ProgramDesc (what Paddle reads as `.pdmodel`)."""
     if not isinstance(program, Program):
@@ -106,57 +70,6 @@ def _model_path(path: Path) -> Path:
     if not path.exists() and path.suffix != ".pdmodel" and Path(str(path) + ".pdmodel").exists():
         return Path(str(path) + ".pdmodel")
     return path
-
-
-def _format_hint(data: bytes, source: str) -> str:
-    head = data[:64].lstrip()
-    if head.startswith(b"{"):
-        return ("; it looks like JSON: Paddle 3's PIR programs (.json) are not ProgramDescs, save the "
-                "model with FLAGS_enable_pir_api=0 to get a .pdmodel")
-    if source.endswith((".pdiparams", "__params__")):
-        return "; this looks like a parameter file: programs are the .pdmodel files"
-    return ""
-
-
-def _first_non_utf8(msg, where: str) -> str | None:
-    """The path of the first string field that did not decode as UTF-8, else None."""
-    for fd, value in msg.ListFields():
-        name = f"{where}.{fd.name}" if where else fd.name
-        if fd.type == FieldDescriptor.TYPE_STRING:
-            values = value if _is_repeated(fd) else (value,)
-            for i, v in enumerate(values):
-                if type(v) is not str:
-                    return f"{name}[{i}]" if _is_repeated(fd) else name
-        elif fd.type == FieldDescriptor.TYPE_MESSAGE:
-            if _is_repeated(fd):
-                for i, m in enumerate(value):
-                    bad = _first_non_utf8(m, f"{name}[{i}]")
-                    if bad:
-                        return bad
-            else:
-                bad = _first_non_utf8(value, name)
-                if bad:
-                    return bad
-    return None
-
-
-def _is_repeated(fd) -> bool:
-    rep = getattr(fd, "is_repeated", None)  # protobuf >= 5.28; `label` is deprecated there
-    return rep if rep is not None else fd.label == FieldDescriptor.LABEL_REPEATED
-
-
-def _check_names(desc: pb.ProgramDesc, source: str) -> None:
-    for b in desc.blocks:
-        seen = set()
-        for v in b.vars:
-            if not v.name:
-                raise LoadError(f"{source}: block {b.idx} declares a variable with an empty name")
-            if v.name in seen:
-                raise LoadError(f"{source}: block {b.idx} declares variable {v.name!r} twice")
-            seen.add(v.name)
-        for k, op in enumerate(b.ops):
-            if not op.type:
-                raise LoadError(f"{source}: op #{k} of block {b.idx} has an empty type")
 
 
 # ---------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
+from .display import op_id, var_id
 from .errors import ProgramError
 from .program import Program, Variable, check_structure
 from .proto import framework_pb2 as pb
@@ -51,6 +52,12 @@ class PruneResult:
     def kept_ops(self, block: int = 0) -> list[int]:
         """The original indices of the ops kept from original block `block`, in order."""
         return sorted(oi for ob, oi in self.kept.values() if ob == block)
+
+    def to_json(self) -> dict:
+        """The plain form ProgramJSON's "pruned" field holds: removed op and var ids, new op id -> old op id."""
+        return {"removed_ops": [op_id(b, i) for b, i in self.removed_ops],
+                "removed_vars": [var_id(b, n) for b, n in self.removed_vars],
+                "kept_map": {op_id(*new): op_id(*old) for new, old in sorted(self.kept.items())}}
 
     def summary(self) -> str:
         nb = self.program.num_blocks

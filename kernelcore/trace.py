@@ -26,6 +26,7 @@ import math
 
 from .errors import LoadError, TraceError  # noqa: F401  - LoadError: TraceError's base, kept for callers
 from .events import KINDS, RECORD_HEAD, RECORD_HEAD_ONLY, RECORD_METAS, Event, compact, op_run_event
+from .display import TRACE_EVENT_LIMIT, trace_mimebundle
 from .executor import add_observer, remove_observer
 
 SCHEMA = "kernelcore.trace"
@@ -175,14 +176,28 @@ class Trace:
     def __repr__(self) -> str:
         return f"<Trace {self.summary()}>"
 
+    def op_times(self) -> dict:
+        """{op type: (runs, total ns)} over the op_run events."""
+        per_type = collections.defaultdict(lambda: [0, 0])
+        for e in self.events:
+            if e.kind == "op_run":
+                per_type[e.op_type][0] += 1
+                per_type[e.op_type][1] += e.dur_ns or 0
+        return {t: tuple(v) for t, v in per_type.items()}
+
     def _repr_mimebundle_(self, include=None, exclude=None):
-        from .display import trace_mimebundle
-        return trace_mimebundle(self)
+        return trace_mimebundle(self.to_json(limit=TRACE_EVENT_LIMIT), self.summary(), self.op_times(), repr(self))
 
     # -- files -------------------------------------------------------------------
-    def to_json(self) -> dict:
-        return {"schema": SCHEMA, "version": VERSION, "retain": self.retain, "meta": self.meta,
-                "events": [e.to_json() for e in self.events]}
+    def to_json(self, limit: int | None = None) -> dict:
+        """The documented JSON form. With `limit`, only the first `limit` events, and "truncated": how many
+        were left out (what a notebook output or a widget carries)."""
+        events = self.events
+        out = {"schema": SCHEMA, "version": VERSION, "retain": self.retain, "meta": dict(self.meta),
+               "events": [e.to_json() for e in (events if limit is None else events[:limit])]}
+        if limit is not None and len(events) > limit:
+            out["truncated"] = len(events) - limit
+        return out
 
     def save(self, path) -> None:
         Path(path).write_text(json.dumps(self.to_json(), indent=None, separators=(",", ":")))

@@ -88,7 +88,7 @@ def trace_pipeline(data: bytes) -> bool:
     """Load `data` as a trace file's bytes; True if it loaded, False on a kernelcore error."""
     import kernelcore as kc
     from kernelcore.cli import _trace_text
-    from kernelcore.display import trace_json
+    from kernelcore.display import TRACE_EVENT_LIMIT
 
     try:
         text = data.decode("utf-8")
@@ -100,7 +100,7 @@ def trace_pipeline(data: bytes) -> bool:
     except kc.KernelcoreError:
         return False
     _trace_text(tr, 5)
-    json.dumps(trace_json(tr))
+    json.dumps(tr.to_json(limit=TRACE_EVENT_LIMIT))
     tr.to_chrome()
     return True
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import traitlets as t
 
 import kernelcore as kc
-from kernelcore.display import trace_json
+from kernelcore.display import TRACE_EVENT_LIMIT
 
 from ._base import STATIC, KCWidget
 
@@ -25,7 +25,7 @@ class TimelineState(t.HasTraits):
             elif not isinstance(trace, kc.Trace):
                 trace = kc.Trace.load(trace)
             self._trace = trace
-        data = trace_json(self._trace)
+        data = self._trace.to_json(limit=TRACE_EVENT_LIMIT)
         self.events = data["events"]
         self.truncated = data.get("truncated", 0)
 
