@@ -63,7 +63,7 @@ export interface ProgramJSON {
 
 export type PreviewKind = 'heatmap' | 'sparkline' | 'scalar';
 /** A sample cell: a number, or "NaN" / "Infinity" / "-Infinity" (JSON has no NaN), or null. */
-export type SampleValue = number | string | null;
+export type SampleValue = number | string | boolean | null;
 
 export interface ValuePreview {
   shape: number[];

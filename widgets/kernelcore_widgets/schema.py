@@ -1,7 +1,8 @@
 """The shapes of the data between Python and the browser (docs/frontend-contract.md), Python side.
 
-The TypeScript twin is labextension/src/schema.ts. Keep the two in step: a field added here is a
-field the views may read, and every string in it is rendered as text there, never as HTML.
+The one description of these shapes is kernelcore/contract.schema.json (tests/test_contract.py checks
+real output against it; the TypeScript types are generated from it). The TypedDicts below are Python's
+reading aid; every string is rendered as text in the browser, never as HTML.
 
 Besides the shapes, this module builds the two values the widgets compute themselves:
 `value_preview` (ValuePreview: stats, NaN/Inf counts and a <=16x16 sample of a tensor; a GPU array
