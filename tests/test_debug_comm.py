@@ -163,3 +163,36 @@ def test_the_typescript_twin_names_every_schema_definition():
 def test_comm_target_registration_outside_a_kernel_is_a_no_op():
     assert comm.register() in (False, True)
     assert np is not None
+
+
+FIXTURE = ROOT / "labextension" / "test" / "debug-messages.json"
+
+
+def _scenario_messages():
+    prog, scope, feed, last, hs, names = rnn()
+    sess = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)
+    sb = Sidebar(lambda: sess)
+    sb.ask("state")
+    sb.ask("break_add", kind="write", var=names["h_new"])
+    sb.ask("watch_add", var=names["h_new"], cond="range", lo=-0.9, hi=0.9)
+    sb.ask("cont")
+    sb.ask("provenance", name=names["h_prev"], depth=3)
+    sb.ask("step_timestep")
+    sb.ask("provenance", name=names["h_prev"], depth=3)
+    return sb.got
+
+
+def test_the_front_end_fixture_is_real_and_valid():
+    """labextension/test/debug-messages.json (what the vitest sidebar tests replay) is made by this scenario:
+    KC_UPDATE_FIXTURES=1 rewrites it. Here it must exist and hold schema-valid messages of every kind."""
+    import json
+    import os
+    if os.environ.get("KC_UPDATE_FIXTURES"):
+        FIXTURE.write_text(json.dumps(_scenario_messages(), indent=1, allow_nan=False) + "\n")
+    msgs = json.loads(FIXTURE.read_text())
+    for m in msgs:
+        VALIDATOR.validate(m)
+    assert {m["type"] for m in msgs} == {"reply", "state"}
+    assert any(m["type"] == "reply" and m["command"] == "provenance" and m["result"] for m in msgs)
+    fresh = _scenario_messages()
+    assert [(m["type"], m.get("command")) for m in fresh] == [(m["type"], m.get("command")) for m in msgs]
