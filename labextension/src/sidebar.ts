@@ -134,8 +134,8 @@ export class KernelcoreSidebar extends Widget {
       }),
       runN
     );
-    this._where = h('div', { cls: 'jp-Kernelcore-position' });
-    this._reason = h('div', { cls: 'jp-Kernelcore-status' });
+    this._where = h('div', { cls: 'jp-Kernelcore-dbgPosition' });
+    this._reason = h('div', { cls: 'jp-Kernelcore-dbgReason' });
     this._reply = h('div', { cls: 'jp-Kernelcore-reply' });
     this._stack = h('div', { cls: 'jp-Kernelcore-callstack' });
     this._vars = h('div', { cls: 'jp-Kernelcore-variables' });

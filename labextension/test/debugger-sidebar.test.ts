@@ -121,7 +121,7 @@ describe('debugger sidebar', () => {
     const s = last.state.session!;
     const frames = [...sb.node.querySelectorAll('.jp-Kernelcore-frame')].map(e => e.textContent);
     expect(frames).toEqual(s.callstack.map(f => f.label));
-    expect(sb.node.querySelector('.jp-Kernelcore-position')!.textContent).toContain(s.position_text);
+    expect(sb.node.querySelector('.jp-Kernelcore-dbgPosition')!.textContent).toContain(s.position_text);
     const scopes = sb.node.querySelectorAll('.jp-Kernelcore-scopeVars');
     expect(scopes.length).toBe(s.variables.length);
     const shown = texts(sb.node);

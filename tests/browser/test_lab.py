@@ -260,7 +260,8 @@ def test_debugger_buttons_step_the_session(page, lab):
     view.locator("svg g.node.jp-Kernelcore-current").first.wait_for()
     shot(view, "debugger_t1")
     view.locator("button.jp-Kernelcore-action-cont").click()
-    view.locator(".jp-Kernelcore-position", has_text="finished").wait_for()
+    view.locator(".jp-Kernelcore-position", has_text="end of the run").wait_for()
+    assert view.locator(".jp-Kernelcore-status").text_content() == "finished"  # said once, not twice
     shot(view, "debugger_finished")
 
 
