@@ -193,13 +193,14 @@ class RecordedRun:
 
     @classmethod
     def from_trace(cls, trace: Trace, program: Program | None = None, near: int | None = None) -> RecordedRun:
-        """The run of a bare Trace (the one holding event `near`, else the first). Values from before the run
-        (feeds, parameters) are unknown to a trace: only what ops wrote or loops bound is there."""
+        """The run of a bare Trace: the one holding event `near` (default: the first run). Values from before
+        the run (feeds, parameters) are unknown to a trace: only what ops wrote or loops bound is there."""
         events = trace.events
-        start = len(events) - 1 if near is None else near
-        begin = next((i for i in range(min(start, len(events) - 1), -1, -1) if events[i].kind == "run_begin"), None)
         if near is None:
             begin = next((i for i, e in enumerate(events) if e.kind == "run_begin"), None)
+        else:
+            begin = next((i for i in range(min(near, len(events) - 1), -1, -1) if events[i].kind == "run_begin"),
+                         None)
         if begin is None:
             raise KernelcoreError("the trace holds no run_begin event: it records no run to rebuild")
         return cls(trace, [(events[begin].scope, {}, {})], begin + 1, program)
@@ -397,6 +398,7 @@ class DebugSession:
         self._ctx: ExecContext | None = None
         self._pauses: list[Pause] = []
         self._cur = 0
+        self._view_cache: TimeView | None = None
         self._next_id = 1
         self._gen = self.executor.run_iter(program, feed, fetch_list, self.scope, training=training,
                                            pausing=True, observers=[self.trace])
@@ -437,8 +439,12 @@ class DebugSession:
 
     @property
     def view(self) -> TimeView:
-        """The state at the cursor, rebuilt from the record (at the present too)."""
-        return TimeView(self.record, self._pauses[self._cur].index)
+        """The state at the cursor, rebuilt from the record (at the present too; kept until the cursor moves)."""
+        k = self._pauses[self._cur].index
+        cached = self._view_cache
+        if cached is None or cached.index != k or cached.record is not self.record:
+            cached = self._view_cache = TimeView(self.record, k)
+        return cached
 
     @property
     def op(self):
@@ -687,24 +693,23 @@ class DebugSession:
         ps = self._pauses
         frames = self.position.frames
         loop = max((i for i, f in enumerate(frames) if f.timestep is not None), default=None)
-        if loop is None:
+        if loop is None:  # outside loops: the last timestep of the loop that ran last
             j = next((j for j in range(self._cur - 1, -1, -1) if ps[j].position.timestep is not None), None)
             if j is None:
                 return self._to(0, "start of the run")
             fr = ps[j].position.frames
             loop = max(i for i, f in enumerate(fr) if f.timestep is not None)
-            target_scope, host = fr[loop].scope, fr[loop - 1] if loop else None
-        else:
-            scope, host = frames[loop].scope, frames[loop - 1] if loop else None
+            target = fr[loop].scope
+        else:  # skip the rest of this timestep; the pause before it is in the previous one (or before the loop)
+            here = frames[loop].scope
             j = self._cur - 1
-            while j >= 0 and ps[j].position.depth > loop and ps[j].position.frames[loop].scope == scope:
+            while j >= 0 and ps[j].position.depth > loop and ps[j].position.frames[loop].scope == here:
                 j -= 1
             if j < 0 or ps[j].position.depth <= loop:
                 return self._to(max(j, 0), "back timestep (no earlier timestep: before the loop)")
-            target_scope = ps[j].position.frames[loop].scope
-        while j - 1 >= 0 and ps[j - 1].position.depth > loop and ps[j - 1].position.frames[loop].scope == target_scope:
-            j -= 1
-        _ = host
+            target = ps[j].position.frames[loop].scope
+        while j > 0 and ps[j - 1].position.depth > loop and ps[j - 1].position.frames[loop].scope == target:
+            j -= 1  # to that timestep's first pause
         return self._to(j, "back timestep")
 
     def reverse_cont(self) -> DebugSession:

@@ -111,10 +111,8 @@ class ProtocolError(ValueError):
     pass
 
 
-def _int(args, key, default=None):
-    v = args.get(key, default)
-    if v is None and default is None and key in args:
-        return None
+def _int(args, key):
+    v = args.get(key)
     if not isinstance(v, int) or isinstance(v, bool):
         raise ProtocolError(f"{key!r} must be an integer, got {v!r:.40}")
     return v

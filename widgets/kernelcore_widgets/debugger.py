@@ -168,14 +168,11 @@ class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
     # -- commands -------------------------------------------------------------------------------------
     def _run(self, command: str) -> Stop:
         s = self.session
-        error = None
         try:
             getattr(s, command)()  # the session tells its listeners: this widget refreshes
         except kc.KernelcoreError as e:  # the run failed: the session has ended and says why
-            error = f"error: {e}"
-        self.refresh()
-        if error is not None:
-            self.stop_reason = error
+            self.refresh()
+            self.stop_reason = f"error: {e}"
         return Stop(self.position, self.stop_reason, self.finished, list(self.frames))
 
     def step(self) -> Stop:

@@ -15,6 +15,7 @@ for the next step) and `outputs` (output, stacked over time outside).
 from __future__ import annotations
 
 import re
+import weakref
 
 import traitlets as t
 
@@ -321,6 +322,15 @@ class RNNStepper(StepperState, KCWidget):
     def __init__(self, session_or_trace, op=None, program=None, **kw):
         super().__init__(**kw)
         self._init_stepper(session_or_trace, op, program)
+        if isinstance(session_or_trace, kc.DebugSession):  # follow moves made elsewhere (a cell, the sidebar)
+            me = weakref.ref(self)
+
+            def follow(_sess, me=me):
+                st = me()
+                if st is not None:
+                    st.refresh_steps()
+            self._follow = follow
+            session_or_trace.listeners.append(follow)
 
     goto = StepperState.goto_timestep
     next = StepperState.next_timestep
