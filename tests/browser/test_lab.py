@@ -261,7 +261,7 @@ def test_debugger_buttons_step_the_session(page, lab):
     shot(view, "debugger_t1")
     view.locator("button.jp-Kernelcore-action-cont").click()
     view.locator(".jp-Kernelcore-position", has_text="end of the run").wait_for()
-    assert view.locator(".jp-Kernelcore-status").text_content() == "finished"  # said once, not twice
+    assert view.locator(".jp-Kernelcore-debugControls .jp-Kernelcore-status").text_content() == "finished"  # once
     shot(view, "debugger_finished")
 
 
