@@ -117,3 +117,30 @@ def test_sidebar_says_when_the_kernel_restarted(page, lab):
     sb.locator(".jp-Kernelcore-dbgStatus", has_text="kernel restarted; re-run the cell").wait_for(timeout=60_000)
     assert sb.locator("button.jp-Kernelcore-cmd-step").is_disabled()
     shot(sb, "sidebar_restarted")
+
+
+def test_clicking_an_op_in_the_sidebar_graph_breaks_or_runs_there(page, lab):
+    setup = code_sources("rnn_step_debugging.ipynb")[0]
+    name = write_notebook(lab, "sidebar_graph.ipynb", [setup, SESSION])
+    open_notebook(page, lab, name)
+    assert not errors_of(run_all(page))
+    sb = _sidebar(page)
+    _where(sb, "block 0 op #0 recurrent")
+    graph = sb.locator(".jp-Kernelcore-sidebarView")
+    graph.locator("svg g.node.jp-Kernelcore-op", has_text="elementwise_add").first.click()
+    sb.locator("button.jp-Kernelcore-runToHere").click()
+    _where(sb, "op #2 elementwise_add t=0")
+    graph.locator("svg g.node.jp-Kernelcore-op", has_text="matmul_v2").first.click()
+    sb.locator("button.jp-Kernelcore-breakHere").click()
+    sb.locator(".jp-Kernelcore-bp", has_text="block 1 op #").wait_for()
+    bp_text = sb.locator(".jp-Kernelcore-bp", has_text="block 1 op #").text_content()
+    op = int(bp_text.split("op #")[1].split()[0].rstrip("×"))
+    assert op in (0, 1)
+    _click(sb, "cont")  # the tanh breakpoint first (t=0), the watch on its output, then the op clicked, at t=1
+    _where(sb, "op #3 tanh t=0")
+    _click(sb, "cont")
+    _where(sb, "op #4 assign t=0")
+    _click(sb, "cont")
+    _where(sb, f"op #{op} matmul_v2 t=1")
+    assert sb.locator("svg g.node.jp-Kernelcore-current").count() >= 1  # the graph marks where the run is
+    shot(sb, "sidebar_graph_break_here")
