@@ -765,6 +765,9 @@ class DebugSession:
     def watch(self, var: str | None = None, cond: str = "nan", *, op_type: str | None = None,
               lo: float | None = None, hi: float | None = None, bound: float | None = None) -> Watch:
         """A watchpoint on `var` (or on every output of ops of `op_type`); see kernelcore/watch.py."""
+        if not self.trace.keep_values:
+            raise KernelcoreError(f"watchpoints read the values ops write; this session's trace keeps none "
+                                  f"(retain={self.trace.retain!r}): start it with retain='references'")
         w = make_watch(self._new_id(), var, cond, op_type, lo, hi, bound)
         self.watches.append(w)
         return w

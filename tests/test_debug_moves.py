@@ -321,6 +321,8 @@ def test_watch_argument_errors():
         s.watch("a", "overflow")
     with pytest.raises(kc.KernelcoreError, match="exactly one"):
         s.watch(cond="nan")
+    with pytest.raises(kc.KernelcoreError, match="retain='references'"):
+        start_flat(retain="shapes").watch("a", "nan")
 
 
 # -- provenance ----------------------------------------------------------------------------------------------

@@ -185,6 +185,8 @@ class DebugChannel:
                 self._quiet = False
         except (ProtocolError, kc.KernelcoreError, ValueError, IndexError) as e:
             reply["ok"], reply["error"] = False, str(e)
+        except Exception as e:  # the browser must get an answer whatever went wrong here
+            reply["ok"], reply["error"] = False, f"{type(e).__name__}: {e}"
         self._send(reply)
         self.push()
 
