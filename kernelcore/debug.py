@@ -628,19 +628,44 @@ class DebugSession:
         return self._forward(lambda p: p.depth < d, "finish")
 
     def step_timestep(self) -> DebugSession:
-        """Run to the start of the next timestep of the innermost recurrent/while op
-        (or, outside any loop, to the first timestep of the next one)."""
+        """Run to the start of the next timestep of the innermost recurrent/while op (from a recurrent op's
+        last timestep: to that timestep's end, where its results are live; from there, out of the loop);
+        outside any loop, to the first timestep of the next one."""
         frames = self.position.frames
         loop = max((i for i, f in enumerate(frames) if f.timestep is not None), default=None)
         if loop is None:
             return self._forward(lambda p: any(f.timestep is not None for f in p.frames), "timestep")
         scope = frames[loop].scope
+        last = self._is_last_timestep(frames, loop)
 
         def done(p: Position) -> bool:
             if p.depth <= loop:
                 return True  # the loop ended: stop at the op after it
+            if last and p.depth == loop + 1 and p.innermost.at_end:
+                return True  # the last timestep's end: its results, live, before the loop is left
             return p.frames[loop].scope != scope
         return self._forward(done, "timestep")
+
+    def _is_last_timestep(self, frames, loop: int) -> bool:
+        """Whether frames[loop] is the last timestep of a recurrent op (known from its sequence's length)."""
+        if loop == 0:
+            return False
+        host = frames[loop - 1]
+        try:
+            op = self.program.block(host.block).op(host.op)
+        except KernelcoreError:
+            return False
+        if op.type != "recurrent" or not op.input("inputs"):
+            return False
+        if self.at_present:
+            where = next((x for x in self.scope.walk() if x.id == host.scope), None)
+        else:
+            where = self.view.scope(host.scope)
+        v = where.find_var(op.input("inputs")[0]) if where is not None else None
+        shape = getattr(getattr(v, "value", None), "shape", None)
+        if not shape:
+            return False
+        return frames[loop].timestep == (0 if op.attr("reverse", False) else int(shape[0]) - 1)
 
     def cont(self) -> DebugSession:
         """Run to the next breakpoint or watch hit, or the end."""

@@ -79,3 +79,13 @@ def test_after_a_run_a_step_block_input_shows_the_step_value():
     assert x["value"]["sample"] == sample_of(feed["x"][T - 1])
     d.select("v0:x")
     assert d.details["value"]["shape"] == [T, B, D]
+
+
+def test_step_t_from_the_last_timestep_shows_its_result_live_then_leaves():
+    d, sess, feed, hs, names = debugger()
+    d.handle_message({"type": "goto", "t": T - 1})
+    d.handle_message({"type": "step_timestep"})
+    assert d.frames[-1]["end"] and d.mode == "live" and d.timestep == T - 1
+    assert by_role(d.step_scope)["h_new"]["preview"]["sample"] == sample_of(hs[T - 1])
+    d.handle_message({"type": "step_timestep"})
+    assert [f["op_type"] for f in d.frames] == ["reduce_sum"] and d.mode == "replay" and d.timestep == T - 1
