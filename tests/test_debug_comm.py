@@ -106,7 +106,8 @@ def test_drive_a_session_through_the_comm(session):
     assert sb.state["pause"] == 3
     r = sb.ask("goto_pause", pause=10_000)
     assert not r["ok"] and "no pause" in r["error"]
-    sb.ch.handle({"type": "request", "id": 99, "command": "run_to", "args": {"block": "x", "op": 1}})  # not schema-valid
+    bad = {"type": "request", "id": 99, "command": "run_to", "args": {"block": "x", "op": 1}}  # not schema-valid
+    sb.ch.handle(bad)
     assert not sb.got[-2]["ok"] and "integer" in sb.got[-2]["error"]
 
 

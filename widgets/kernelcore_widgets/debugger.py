@@ -67,7 +67,7 @@ class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
     _css = STATIC / "Debugger.css"
 
     position = t.Unicode("").tag(sync=True)       # for display only: str(session.position)
-    frames = t.List().tag(sync=True)              # the cursor's position as frames: [{block, op, op_type, timestep, scope, end}]
+    frames = t.List().tag(sync=True)              # the cursor as frames: [{block, op, op_type, timestep, scope, end}]
     stop_reason = t.Unicode("").tag(sync=True)
     finished = t.Bool(False).tag(sync=True)       # the run has ended
     time_travel = t.Int(-1).tag(sync=True)        # the pause shown when the cursor is in the past; -1: the present
