@@ -162,7 +162,7 @@ step block runs once per timestep in its own step scope. `kc.debug` starts the r
 op; `RNNStepper` shows one step scope with the roles of its variables (x_t, h_prev, h_new, output): **next**
 runs the session to the next timestep, **prev** goes back in time through the recorded trace (nothing runs
 again). The `Debugger` puts the graph, the scopes, the timesteps and the trace together with step controls;
-JupyterLab's kernelcore sidebar drives the debugger displayed last. (The same as a script:
+JupyterLab's kernelcore debugger sidebar drives the same session, no widget needed (docs/debugging.md). (The same as a script:
 `examples/rnn_step_debugging.py`.)
 '''),
         code('''

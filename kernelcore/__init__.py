@@ -16,10 +16,12 @@ from .scope import Scope, global_scope
 from . import ops as _ops  # noqa: F401  - registers every op
 from . import opcreators as op
 from .trace import Trace, trace
-from .debug import DebugSession, TimeView, debug
+from .debug import DebugSession, Frame, Origin, Position, RecordedRun, TimeView, active_session, debug
 
 __all__ = [
-    "AttrError", "DtypeError", "FeedError", "TraceError", "Block", "DebugSession", "PruneResult", "TimeView", "debug", "prune", "CPUPlace", "Executor", "GPUPlace", "KernelcoreError", "LoadError", "OpRunError",
+    "AttrError", "DtypeError", "FeedError", "TraceError", "Block", "DebugSession", "Frame", "Origin", "Position",
+    "PruneResult", "RecordedRun", "TimeView", "active_session", "debug", "prune", "CPUPlace", "Executor", "GPUPlace",
+    "KernelcoreError", "LoadError", "OpRunError",
     "OpValidationError", "Operator", "PlaceError", "Program", "ProgramError", "Scope", "ScopeError",
     "ShapeError", "Trace", "UnknownOpError", "Variable", "all_op_defs", "default_main_program",
     "default_startup_program", "get_op_def", "global_scope", "gpu_available", "op", "program_guard", "trace",

@@ -1,17 +1,21 @@
-"""A suspended run: step, next, finish, step-timestep, continue, breakpoints, time travel.
+"""A suspended run: moves forward and backward, breakpoints, watchpoints, time travel, provenance.
 
-`sess = kc.debug(program, feed=..., scope=...)` starts a run paused before its
-first op. The run is the executor's own generator, suspended between ops (no
-threads), so a session lives happily in a Jupyter kernel between cells and
-behind widget callbacks. Every event goes into the session's Trace; with the
-default "references" policy each op's outputs are kept by reference (kernels
-never mutate), so `goto(k)` rebuilds the scopes and values as they were at
-event k without running a kernel again.
+`sess = kc.debug(program, feed=..., scope=...)` starts a run paused before its first op. The run is the
+executor's own generator, suspended between ops (no threads), so a session lives happily in a Jupyter kernel
+between cells and behind widget callbacks. Every event goes into the session's Trace; with the default
+"references" policy each op's outputs are kept by reference (kernels never mutate), so any earlier state is
+rebuilt from the record without running a kernel again.
+
+The session keeps every pause it has passed (a `Pause`: the trace index and the structured `Position`).
+Its cursor is one of them: the latest (the present, where the generator waits) or an earlier one (the past,
+rebuilt). Forward moves from the past replay the record and, once they reach the present, run on; backward
+moves (`back`, `back_timestep`, `reverse_cont`) only move the cursor. A `RecordedRun` (trace + the state
+before the first op) is the engine object every rebuilt view comes from; `TimeView` accepts one.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from .errors import KernelcoreError, OpRunError
 from .executor import ExecContext, Executor
@@ -20,25 +24,41 @@ from .program import Program
 from .scope import Scope, global_scope
 from .trace import Trace
 from .values import nonfinite
+from .watch import Watch, WatchHit, check as _watch_check, make_watch
+
+END_OF_BLOCK = "end of block"
+# control-flow ops whose outputs their sub-block writes (the op's own op_run event comes after those writes)
+_BLOCK_WRITERS = frozenset({"while", "conditional_block"})  # the op_type of the pause after a sub-block's last op
 
 
 @dataclass(frozen=True)
 class Frame:
-    """One level of the block/op stack: the op about to run (or running) in a block."""
+    """One level of the block/op stack: the op about to run in a block (op_type END_OF_BLOCK: the block's
+    last op has run; `op` is then the number of ops in the block)."""
     block: int
     op: int
     op_type: str
     timestep: int | None  # the timestep this block runs for (None outside loops)
     scope: int
 
+    @property
+    def at_end(self) -> bool:
+        return self.op_type == END_OF_BLOCK
+
+    def to_json(self) -> dict:
+        return {"block": self.block, "op": self.op, "op_type": self.op_type, "timestep": self.timestep,
+                "scope": self.scope, "end": self.at_end}
+
     def __str__(self) -> str:
         t = f" t={self.timestep}" if self.timestep is not None else ""
+        if self.at_end:
+            return f"block {self.block} end{t}"
         return f"block {self.block} op #{self.op} {self.op_type}{t}"
 
 
 @dataclass(frozen=True)
 class Position:
-    frames: tuple[Frame, ...]  # outermost first; empty when the run has finished
+    frames: tuple[Frame, ...]  # outermost first; empty when the run has ended
 
     @property
     def depth(self) -> int:
@@ -48,17 +68,40 @@ class Position:
     def innermost(self) -> Frame | None:
         return self.frames[-1] if self.frames else None
 
+    @property
+    def timestep(self) -> int | None:
+        """The timestep of the innermost loop this position is in (None outside loops)."""
+        return next((f.timestep for f in reversed(self.frames) if f.timestep is not None), None)
+
+    @property
+    def ended(self) -> bool:
+        return not self.frames
+
+    def to_json(self) -> list[dict]:
+        return [f.to_json() for f in self.frames]
+
     def __str__(self) -> str:
-        return " > ".join(map(str, self.frames)) if self.frames else "finished"
+        return " > ".join(map(str, self.frames)) if self.frames else "end of the run"
 
 
 def _position(ctx: ExecContext | None) -> Position:
     frames = []
     while ctx is not None:
         op = ctx.op
-        frames.append(Frame(ctx.block, op.idx, op.type, ctx.timestep, ctx.scope.id))
+        if op is None:
+            n = len(ctx.program.desc.blocks[ctx.block].ops)
+            frames.append(Frame(ctx.block, n, END_OF_BLOCK, ctx.timestep, ctx.scope.id))
+        else:
+            frames.append(Frame(ctx.block, op.idx, op.type, ctx.timestep, ctx.scope.id))
         ctx = ctx.parent
     return Position(tuple(reversed(frames)))
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A place the run stopped: right after trace event `index`, at `position`."""
+    index: int
+    position: Position
 
 
 @dataclass
@@ -71,6 +114,14 @@ class Breakpoint:
     nan: bool = False
     enabled: bool = True
 
+    @property
+    def kind(self) -> str:
+        return "nan" if self.nan else "write" if self.write is not None else "op_type" if self.op_type else "op"
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "kind": self.kind, "op_type": self.op_type, "block": self.block, "op": self.op,
+                "write": self.write, "enabled": self.enabled, "text": str(self)}
+
     def __str__(self) -> str:
         if self.nan:
             return f"#{self.id} first NaN/Inf"
@@ -81,167 +132,413 @@ class Breakpoint:
         return f"#{self.id} block {self.block} op #{self.op}"
 
 
-class DebugSession:
-    """A run suspended before an op. See the module docstring."""
+# ---------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StepRecord:
+    """One timestep of a loop op as recorded: its step scope and the events that open and close it."""
+    t: int
+    scope: int
+    begin: int          # index of its step_begin event
+    end: int | None     # index of its step_end event (None: not finished at the index asked about)
+    order: int          # position in execution order (0 = the first that ran)
 
-    def __init__(self, program: Program, feed: dict | None = None, fetch_list=None, scope: Scope | None = None,
-                 place=None, *, training: bool = False, retain: str = "references", max_bytes: int | None = None):
+
+@dataclass
+class Origin:
+    """Where a value came from: the op (and timestep) that wrote it, and where its inputs came from."""
+    name: str
+    kind: str                  # "op": an op wrote it; "bound": a loop op bound it in a step scope;
+    #                            "initial": it was there before the run (fed or set); "unknown": not recorded
+    event: int | None = None
+    block: int | None = None
+    op: int | None = None
+    op_type: str | None = None
+    timestep: int | None = None
+    scope: int | None = None
+    shape: list | None = None
+    note: str = ""
+    inputs: list = None  # [Origin]
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "event": self.event, "block": self.block, "op": self.op,
+                "op_type": self.op_type, "timestep": self.timestep, "scope": self.scope, "shape": self.shape,
+                "note": self.note, "inputs": [i.to_json() for i in (self.inputs or [])]}
+
+    def chain(self) -> list[Origin]:
+        """This origin and, depth first, every origin it names."""
+        out = [self]
+        for i in self.inputs or []:
+            out.extend(i.chain())
+        return out
+
+    def __str__(self) -> str:
+        t = f" t={self.timestep}" if self.timestep is not None else ""
+        if self.kind == "op":
+            return f"{self.name} <- {self.op_type} (block {self.block} op #{self.op}{t})"
+        if self.kind == "bound":
+            return f"{self.name} <- bound by {self.op_type} (block {self.block} op #{self.op}{t}): {self.note}"
+        return f"{self.name} <- {self.kind}" + (f": {self.note}" if self.note else "")
+
+
+class RecordedRun:
+    """A run as recorded: its trace, the scopes and values before its first recorded event, and (for a
+    session) the pauses it passed. Every rebuilt state (`TimeView`) is made from one of these."""
+
+    def __init__(self, trace: Trace, initial: list, first_event: int, program: Program | None = None,
+                 pauses: list[Pause] | None = None):
+        self.trace = trace
+        self.initial = initial  # [(scope id, origin, {name: value})], outermost first
+        self.first_event = first_event
         self.program = program
-        self.scope = scope if scope is not None else global_scope()
-        self.executor = Executor(place if place is not None else CPUPlace())
-        self.trace = Trace(retain=retain, max_bytes=max_bytes)
-        self.breakpoints: list[Breakpoint] = []
-        self.stop_reason = "started"
-        self.result: list | None = None
-        self.error: KernelcoreError | None = None
-        self._ctx: ExecContext | None = None
-        self._seen = 0  # events already checked for write/NaN breakpoints
-        self._gen = self.executor.run_iter(program, feed, fetch_list, self.scope, training=training,
-                                           pausing=True, observers=[self.trace])
-        self._advance()
-        # values that existed before the first op (feeds, parameters): the base of time travel
-        self._initial = _snapshot_chain(self.scope)
-        self._initial_events = len(self.trace)
+        self.pauses = pauses if pauses is not None else []
 
-    # -- where we are ---------------------------------------------------------
-    @property
-    def finished(self) -> bool:
-        return self._gen is None
-
-    @property
-    def position(self) -> Position:
-        return _position(self._ctx)
-
-    @property
-    def op(self):
-        """The prepared op about to run (None when finished)."""
-        return self._ctx.op if self._ctx is not None else None
+    @classmethod
+    def from_trace(cls, trace: Trace, program: Program | None = None, near: int | None = None) -> RecordedRun:
+        """The run of a bare Trace: the one holding event `near` (default: the first run). Values from before
+        the run (feeds, parameters) are unknown to a trace: only what ops wrote or loops bound is there."""
+        events = trace.events
+        if near is None:
+            begin = next((i for i, e in enumerate(events) if e.kind == "run_begin"), None)
+        else:
+            begin = next((i for i in range(min(near, len(events) - 1), -1, -1) if events[i].kind == "run_begin"),
+                         None)
+        if begin is None:
+            raise KernelcoreError("the trace holds no run_begin event: it records no run to rebuild")
+        return cls(trace, [(events[begin].scope, {}, {})], begin + 1, program)
 
     @property
     def events(self):
         return self.trace.events
 
+    def view(self, index: int) -> TimeView:
+        return TimeView(self, index)
+
+    # -- loops ------------------------------------------------------------------------------------------
+    def timesteps(self, block: int, op: int, upto: int | None = None) -> list[StepRecord]:
+        """The timesteps of loop op (block, op) in its latest run that began at or before event `upto`,
+        in execution order."""
+        events = self.events
+        last = len(events) - 1 if upto is None else upto
+        out: list[StepRecord] = []
+        for i in range(0, last + 1):
+            e = events[i]
+            if e.kind == "step_begin" and (e.block, e.op) == (block, op):
+                if out and out[-1].end is not None and any(s.t == e.timestep for s in out):
+                    out = []  # the op runs again (inside a loop): keep the latest run
+                out.append(StepRecord(e.timestep, e.scope, i, None, len(out)))
+            elif e.kind == "step_end" and (e.block, e.op) == (block, op) and out and out[-1].scope == e.scope:
+                s = out[-1]
+                out[-1] = StepRecord(s.t, s.scope, s.begin, i, s.order)
+        return out
+
+    def last_run_of(self, block: int, op: int, upto: int | None = None) -> int | None:
+        """Index of the latest op_run event of op (block, op) at or before `upto`."""
+        events = self.events
+        last = len(events) - 1 if upto is None else upto
+        return next((i for i in range(last, -1, -1) if events[i].kind == "op_run"
+                     and (events[i].block, events[i].op) == (block, op)), None)
+
+    # -- scopes as recorded -------------------------------------------------------------------------------
+    def _scope_facts(self, upto: int):
+        """(parent of each scope, names created in each scope, origin of each scope) up to event `upto`."""
+        parent: dict[int, int | None] = {}
+        names: dict[int, set] = {}
+        origin: dict[int, dict] = {}
+        prev = None
+        for sid, org, values in self.initial:
+            parent[sid], names[sid], origin[sid] = prev, set(values), dict(org)
+            prev = sid
+        for e in self.events[self.first_event:upto + 1]:
+            if e.kind == "scope_push":
+                parent[e.scope], names[e.scope] = e.parent_scope, set()
+                origin[e.scope] = {"op": e.op_type, "block": e.block, "op_idx": e.op, "timestep": e.timestep}
+            elif e.kind == "var_create" and e.scope in names:
+                names[e.scope].add(e.name)
+        return parent, names, origin
+
+    @staticmethod
+    def _resolve(name, scope, parent, names):
+        s = scope
+        while s is not None:
+            if name in names.get(s, ()):
+                return s
+            s = parent.get(s)
+        return scope
+
+    # -- provenance --------------------------------------------------------------------------------------
+    def provenance(self, name: str, scope: int | None = None, index: int | None = None,
+                   depth: int = 3) -> Origin:
+        """Where the value of `name`, seen from scope `scope` right after event `index`, came from: the op and
+        timestep that wrote it and, for each of that op's inputs, the same (to `depth` ops), across step
+        scopes and RNN memories (a memory read at timestep t comes from the state written at t-1)."""
+        events = self.events
+        k = len(events) - 1 if index is None else index
+        facts = self._scope_facts(k)
+        if scope is None:
+            scope = self.initial[-1][0]
+        return self._origin(name, scope, k, depth, facts)
+
+    def _origin(self, name, scope, k, depth, facts) -> Origin:
+        parent, names, origin = facts
+        events = self.events
+        home = self._resolve(name, scope, parent, names)
+        for i in range(k, self.first_event - 1, -1):
+            e = events[i]
+            if e.kind == "op_run" and e.op_type not in _BLOCK_WRITERS and any(n == name for _, n, _, _ in e.outputs) \
+                    and self._resolve(name, e.scope, parent, names) == home:
+                shape = next((list(s) if s is not None else None for _, n, s, _ in e.outputs if n == name), None)
+                o = Origin(name, "op", i, e.block, e.op, e.op_type, e.timestep, e.scope, shape, inputs=[])
+                if depth > 0:
+                    seen = set()
+                    for slot, n, _, _ in e.inputs:
+                        if n in seen:
+                            continue
+                        seen.add(n)
+                        sub = self._origin(n, e.scope, i - 1, depth - 1, facts)
+                        sub.note = sub.note or f"input {slot}"
+                        o.inputs.append(sub)
+                return o
+            if e.kind == "var_create" and e.name == name and e.scope == home and e.values:
+                return self._bound(name, home, i, depth, facts)
+        if any(sid == home and name in values for sid, _, values in self.initial):
+            return Origin(name, "initial", scope=home, note="there before the run (fed or set in the scope)")
+        return Origin(name, "unknown", scope=home, note="no write of it is recorded")
+
+    def _bound(self, name, step_scope, i, depth, facts) -> Origin:
+        """A value a loop op bound in a step scope: x_t (a slice of a sequence) or a memory."""
+        parent, names, origin = facts
+        org = origin.get(step_scope, {})
+        b, op_idx, t, op_type = org.get("block"), org.get("op_idx"), org.get("timestep"), org.get("op")
+        o = Origin(name, "bound", i, b, op_idx, op_type, t, step_scope, inputs=[])
+        op = None
+        if self.program is not None and b is not None and op_idx is not None:
+            try:
+                op = self.program.block(b).op(op_idx)
+            except KernelcoreError:
+                op = None
+        if op is None or op.type != "recurrent" or depth <= 0:
+            o.note = "bound by the loop op"
+            return o
+        outer = parent.get(step_scope)
+        ex_states, states = list(op.attr("ex_states", [])), list(op.attr("states", []))
+        if name in op.input("inputs"):
+            o.note = f"timestep {t} of the sequence {name!r}"
+            sub = self._origin(name, outer, self._begin_of(step_scope, i), depth - 1, facts)
+            o.inputs.append(sub)
+            return o
+        if name in ex_states:
+            j = ex_states.index(name)
+            steps = self.timesteps(b, op_idx, upto=i)
+            me = next((s for s in steps if s.scope == step_scope), None)
+            prev = steps[me.order - 1] if me is not None and me.order > 0 else None
+            if prev is not None and prev.end is not None:
+                o.note = f"memory: {states[j]!r} written at timestep {prev.t}"
+                o.inputs.append(self._origin(states[j], prev.scope, prev.end, depth - 1, facts))
+            else:
+                inits = op.input("initial_states")
+                src = inits[j] if j < len(inits) else None
+                o.note = f"memory at the first timestep: the initial state {src!r}"
+                if src is not None:
+                    o.inputs.append(self._origin(src, outer, self._begin_of(step_scope, i), depth - 1, facts))
+            return o
+        o.note = "bound by the loop op"
+        return o
+
+    def _begin_of(self, step_scope, i) -> int:
+        """The index just before step scope `step_scope` was pushed (at or before event i)."""
+        events = self.events
+        return next((j - 1 for j in range(i, -1, -1) if events[j].kind == "scope_push"
+                     and events[j].scope == step_scope), i)
+
+
+def _snapshot_chain(scope: Scope) -> list[tuple[int, dict, dict]]:
+    """(scope id, origin, {name: value}) for `scope` and its ancestors, outermost first."""
+    chain = []
+    s = scope
+    while s is not None:
+        chain.append((s.id, dict(s.origin), {v.name: v.value for v in s.local_vars()}))
+        s = s.parent
+    return list(reversed(chain))
+
+
+# ---------------------------------------------------------------------------------------------------------
+_sessions: list = []       # the sessions started in this process, latest last (weak: see active_session)
+session_hooks: list[Callable] = []  # called with each new session (a front end adapter subscribes here)
+
+
+def active_session():
+    """The session started last in this process that is still referenced (None if none)."""
+    while _sessions:
+        s = _sessions[-1]()
+        if s is not None:
+            return s
+        _sessions.pop()
+    return None
+
+
+class DebugSession:
+    """A run suspended before an op, with a cursor over the pauses it has passed. See the module docstring."""
+
+    def __init__(self, program: Program, feed: dict | None = None, fetch_list=None, scope: Scope | None = None,
+                 place=None, *, training: bool = False, retain: str = "references", max_bytes: int | None = None,
+                 executor: Executor | None = None):
+        import weakref
+        self.program = program
+        self.scope = scope if scope is not None else global_scope()
+        if isinstance(place, Executor):
+            executor, place = place, None
+        self.executor = executor if executor is not None else Executor(place if place is not None else CPUPlace())
+        self.trace = Trace(retain=retain, max_bytes=max_bytes)
+        self.breakpoints: list[Breakpoint] = []
+        self.watches: list[Watch] = []
+        self.hits: list[WatchHit] = []
+        self.listeners: list[Callable] = []  # called with the session after every move
+        self.stop_reason = "started"
+        self.result: list | None = None
+        self.error: KernelcoreError | None = None
+        self._ctx: ExecContext | None = None
+        self._pauses: list[Pause] = []
+        self._cur = 0
+        self._view_cache: TimeView | None = None
+        self._next_id = 1
+        self._gen = self.executor.run_iter(program, feed, fetch_list, self.scope, training=training,
+                                           pausing=True, observers=[self.trace])
+        self._advance()
+        # values that existed before the first op (feeds, parameters): the base of time travel
+        self.record = RecordedRun(self.trace, _snapshot_chain(self.scope), len(self.trace), program, self._pauses)
+        self._cur = len(self._pauses) - 1
+        _sessions.append(weakref.ref(self))
+        for hook in list(session_hooks):
+            hook(self)
+
+    # -- where we are -----------------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        """The run has ended (the generator is done), whatever the cursor looks at."""
+        return self._gen is None
+
+    @property
+    def at_present(self) -> bool:
+        return self._cur == len(self._pauses) - 1
+
+    @property
+    def position(self) -> Position:
+        return self._pauses[self._cur].position
+
+    @property
+    def pause_index(self) -> int:
+        return self._cur
+
+    @property
+    def pauses(self) -> list[Pause]:
+        return self._pauses
+
+    @property
+    def timestep(self) -> int | None:
+        """The timestep of the innermost loop at the cursor."""
+        return self.position.timestep
+
+    @property
+    def view(self) -> TimeView:
+        """The state at the cursor, rebuilt from the record (at the present too; kept until the cursor moves)."""
+        k = self._pauses[self._cur].index
+        cached = self._view_cache
+        if cached is None or cached.index != k or cached.record is not self.record:
+            cached = self._view_cache = TimeView(self.record, k)
+        return cached
+
+    @property
+    def op(self):
+        """The prepared op about to run at the present (None when the run ended or the cursor is in the past)."""
+        return self._ctx.op if self._ctx is not None and self.at_present else None
+
+    @property
+    def events(self):
+        return self.trace.events
+
+    def _scope_at(self):
+        """The scope the cursor's innermost block runs in: live at the present, rebuilt in the past."""
+        inner = self.position.innermost
+        if self.at_present:
+            if self._ctx is not None:
+                return self._ctx.scope
+            return self.scope
+        view = self.view
+        return (view.scope(inner.scope) if inner is not None else None) or view.root
+
     def value(self, name: str) -> Any:
-        """`name`'s value as seen from the paused op's scope, copied to the host only now."""
-        s = self._ctx.scope if self._ctx is not None else self.scope
-        v = s.find_var(name)
+        """`name`'s value as seen from the cursor's scope, copied to the host only now."""
+        v = self._scope_at().find_var(name)
         if v is None:
             raise KernelcoreError(f"no variable {name!r} is visible from {self.position}")
         return to_host(v.value)
 
     def inputs(self) -> dict[str, Any]:
-        """The paused op's inputs, by variable name."""
-        if self._ctx is None:
+        """The inputs of the op at the cursor, by variable name."""
+        inner = self.position.innermost
+        if inner is None or inner.at_end:
             return {}
-        return {n: self.value(n) for n in self._ctx.op.in_names}
+        if self.at_present and self._ctx is not None:
+            names = self._ctx.op.in_names  # the prepared op, or a kernel's own step (the fused rnn's cells)
+        else:
+            op = self.program.block(inner.block).op(inner.op)
+            names = op.input_arg_names
+            if op.type != inner.op_type:  # a kernel's own step: the names its op_run recorded
+                events = self.trace.events
+                start = self._pauses[self._cur].index + 1
+                ev = next((e for e in events[start:] if e.kind == "op_run" and e.op_type == inner.op_type
+                           and (e.block, e.op) == (inner.block, inner.op)), None)
+                names = [n for _, n, _, _ in ev.inputs] if ev is not None else []
+        return {n: self.value(n) for n in dict.fromkeys(names)}
 
     def forest(self):
         from .scope_forest import ScopeForest
-        return ScopeForest(self.scope)
+        if self.at_present:
+            return ScopeForest(self.scope)
+        return self.view.forest()
 
     def __repr__(self) -> str:
         return f"<DebugSession at {self.position} ({self.stop_reason})>"
 
-    # -- moving -----------------------------------------------------------------
+    # -- the live run --------------------------------------------------------------------------------------
     def _advance(self) -> bool:
-        """Run to the next pause. False when the run has ended (or failed)."""
+        """Run to the next pause and record it. False when the run has ended (or failed)."""
         if self._gen is None:
             return False
         try:
             self._ctx = next(self._gen)
+            self._pauses.append(Pause(len(self.trace) - 1, _position(self._ctx)))
             return True
         except StopIteration as stop:
             self.result = stop.value
-            self._end("finished")
+            self._end()
         except OpRunError as e:
             self.error = e
-            self._end(f"error: {e}")
+            self._end()
+            self._cur = len(self._pauses) - 1
+            self.stop_reason = f"error: {e}"
             raise
         return False
 
-    def _end(self, reason: str) -> None:
+    def _end(self) -> None:
         self._gen, self._ctx = None, None
-        self.stop_reason = reason
+        self._pauses.append(Pause(len(self.trace) - 1, Position(())))
 
-    def _run_until(self, done, reason: str) -> DebugSession:
-        while self._advance():
-            hit = self._check_breakpoints()
-            if hit:
-                self.stop_reason = hit
-                return self
-            if done(self.position):
-                self.stop_reason = reason
-                return self
-        hit = self._check_breakpoints()  # a write or NaN by the last op
-        if hit and self.error is None:
-            self.stop_reason = hit + " (then the run finished)"
+    def _notify(self) -> DebugSession:
+        for f in list(self.listeners):
+            f(self)
         return self
 
-    def step(self) -> DebugSession:
-        """Run one op; stop before the next one, inside sub-blocks too."""
-        return self._run_until(lambda p: True, "step")
-
-    def next(self) -> DebugSession:
-        """Run one op, sub-blocks included; stop at the next op at this depth or above."""
-        d = self.position.depth
-        return self._run_until(lambda p: p.depth <= d, "next")
-
-    def finish(self) -> DebugSession:
-        """Run to the end of the current sub-block; stop at the next op of the enclosing block."""
-        d = self.position.depth
-        return self._run_until(lambda p: p.depth < d, "finish")
-
-    def step_timestep(self) -> DebugSession:
-        """Run to the start of the next timestep of the innermost recurrent/while op
-        (or, outside any loop, to the first timestep of the next one)."""
-        frames = self.position.frames
-        loop = max((i for i, f in enumerate(frames) if f.timestep is not None), default=None)
-        if loop is None:
-            return self._run_until(lambda p: any(f.timestep is not None for f in p.frames), "timestep")
-        t, scope = frames[loop].timestep, frames[loop].scope
-
-        def done(p: Position) -> bool:
-            if p.depth <= loop:
-                return True  # the loop ended: stop at the op after it
-            f = p.frames[loop]
-            return f.scope != scope or f.timestep != t  # a new step scope: a bidirectional rnn runs t twice
-        return self._run_until(done, "timestep")
-
-    def cont(self) -> DebugSession:
-        """Run to the next breakpoint or the end."""
-        return self._run_until(lambda p: False, "continue")
-
-    def run_to_end(self) -> list | None:
-        """Finish the run ignoring breakpoints; return what it fetched."""
-        saved = self.breakpoints
-        self.breakpoints = []
-        try:
-            self.cont()
-        finally:
-            self.breakpoints = saved
-        return self.result
-
-    # -- breakpoints --------------------------------------------------------------
-    def break_on(self, op_type: str | None = None, *, block: int | None = None, op: int | None = None,
-                 write: str | None = None, nan: bool = False) -> Breakpoint:
-        """Stop before an op of a type, before op #op of a block, after a write to a variable,
-        or after the first op that produces NaN/Inf."""
-        if sum(x is not None for x in (op_type, write)) + (op is not None) + nan != 1:
-            raise ValueError("give exactly one of op_type=, (block=, op=), write= or nan=True")
-        bp = Breakpoint(len(self.breakpoints) + 1, op_type, block if op is not None else None, op, write, nan)
-        if op is not None and block is None:
-            bp.block = 0
-        self.breakpoints.append(bp)
-        return bp
-
-    def clear_breakpoints(self) -> None:
-        self.breakpoints = []
-
-    def _check_breakpoints(self) -> str | None:
-        new = self.trace.events[self._seen:]
-        self._seen = len(self.trace)
+    # -- breakpoints and watches, checked at a pause ---------------------------------------------------
+    def _hit(self, i: int) -> str | None:
+        """Why pause i stops a move (a breakpoint or a watch), judged from the events that led to it."""
+        if i <= 0:
+            return None
+        events = self.trace.events
         live = [b for b in self.breakpoints if b.enabled]
-        for ev in new:
+        watches = [w for w in self.watches if w.enabled]
+        for k in range(self._pauses[i - 1].index + 1, self._pauses[i].index + 1):
+            ev = events[k]
             if ev.kind != "op_run":
                 continue
             for b in live:
@@ -250,31 +547,280 @@ class DebugSession:
                         (f" at timestep {ev.timestep}" if ev.timestep is not None else "")
                 if b.nan and _has_non_finite(ev, self):
                     return f"breakpoint {b}: {_non_finite_text(ev, self)}"
-        op = self.op
-        if op is not None:
+            if watches:
+                hit = self._check_watches(k, ev, watches)
+                if hit:
+                    return hit
+        inner = self._pauses[i].position.innermost
+        if inner is not None and not inner.at_end:
             for b in live:
-                if b.op_type is not None and op.type == b.op_type:
+                if b.op_type is not None and inner.op_type == b.op_type:
                     return f"breakpoint {b}"
-                if b.op is not None and (op.block, op.idx) == (b.block, b.op):
+                if b.op is not None and (inner.block, inner.op) == (b.block, b.op):
                     return f"breakpoint {b}"
         return None
 
-    # -- time travel ----------------------------------------------------------------
+    def _check_watches(self, k, ev, watches) -> str | None:
+        xp = self.executor.place.xp
+        first = None
+        for name, value in ev.values or ():
+            for w in watches:
+                if not w.matches(ev.op_type, name):
+                    continue
+                why = _watch_check(w, xp, value, lambda: self._previous_value(name, ev.scope, k))
+                if why is None:
+                    continue
+                hit = WatchHit(w.id, k, ev.block, ev.op, ev.op_type, ev.timestep, name,
+                               f"{w}: {name!r} written by op {ev.op_type!r} (block {ev.block}, op #{ev.op})"
+                               + (f" at timestep {ev.timestep}" if ev.timestep is not None else "") + f" {why}")
+                if not any(h.event == k and h.watch == w.id and h.var == name for h in w.hits):
+                    w.hits.append(hit)
+                    self.hits.append(hit)
+                first = first or hit.message
+        return first
+
+    def _previous_value(self, name: str, scope: int, k: int):
+        """The value `name` held before event k: its previous write (any scope: the previous timestep's
+        too), else its value before the run."""
+        events = self.trace.events
+        for i in range(k - 1, -1, -1):
+            e = events[i]
+            if e.kind == "op_run" and e.values:
+                for n, v in e.values:
+                    if n == name:
+                        return v
+            elif e.kind == "var_create" and e.name == name and e.values:
+                return e.values[0][1]
+        for _, _, values in reversed(self.record.initial):
+            if name in values:
+                return values[name]
+        return None
+
+    # -- moving forward ----------------------------------------------------------------------------------
+    def _forward(self, done: Callable[[Position], bool], reason: str) -> DebugSession:
+        while True:
+            if self._cur + 1 < len(self._pauses):
+                self._cur += 1  # replaying the record
+            else:
+                try:
+                    more = self._advance()
+                except OpRunError:
+                    self._notify()
+                    raise
+                if not more and self._cur + 1 >= len(self._pauses):
+                    self.stop_reason = "finished" if self.error is None else self.stop_reason
+                    return self._notify()
+                self._cur += 1
+            pos = self.position
+            hit = self._hit(self._cur)
+            if pos.ended:
+                self.stop_reason = (hit + " (then the run finished)") if hit else \
+                    ("finished" if self.error is None else f"error: {self.error}")
+                return self._notify()
+            if hit:
+                self.stop_reason = hit
+                return self._notify()
+            if done(pos):
+                self.stop_reason = reason
+                return self._notify()
+
+    def step(self) -> DebugSession:
+        """Run one op; stop before the next one, inside sub-blocks too (and at a sub-block's end)."""
+        return self._forward(lambda p: True, "step")
+
+    def next(self) -> DebugSession:
+        """Run one op, sub-blocks included; stop at the next op at this depth or above."""
+        d = self.position.depth
+        return self._forward(lambda p: p.depth <= d, "next")
+
+    def finish(self) -> DebugSession:
+        """Run to the end of the current sub-block; stop at the next op of the enclosing block."""
+        d = self.position.depth
+        return self._forward(lambda p: p.depth < d, "finish")
+
+    def step_timestep(self) -> DebugSession:
+        """Run to the start of the next timestep of the innermost recurrent/while op (from a recurrent op's
+        last timestep: to that timestep's end, where its results are live; from there, out of the loop);
+        outside any loop, to the first timestep of the next one."""
+        frames = self.position.frames
+        loop = max((i for i, f in enumerate(frames) if f.timestep is not None), default=None)
+        if loop is None:
+            return self._forward(lambda p: any(f.timestep is not None for f in p.frames), "timestep")
+        scope = frames[loop].scope
+        last = self._is_last_timestep(frames, loop)
+
+        def done(p: Position) -> bool:
+            if p.depth <= loop:
+                return True  # the loop ended: stop at the op after it
+            if last and p.depth == loop + 1 and p.innermost.at_end:
+                return True  # the last timestep's end: its results, live, before the loop is left
+            return p.frames[loop].scope != scope
+        return self._forward(done, "timestep")
+
+    def _is_last_timestep(self, frames, loop: int) -> bool:
+        """Whether frames[loop] is the last timestep of a recurrent op (known from its sequence's length)."""
+        if loop == 0:
+            return False
+        host = frames[loop - 1]
+        try:
+            op = self.program.block(host.block).op(host.op)
+        except KernelcoreError:
+            return False
+        if op.type != "recurrent" or not op.input("inputs"):
+            return False
+        if self.at_present:
+            where = next((x for x in self.scope.walk() if x.id == host.scope), None)
+        else:
+            where = self.view.scope(host.scope)
+        v = where.find_var(op.input("inputs")[0]) if where is not None else None
+        shape = getattr(getattr(v, "value", None), "shape", None)
+        if not shape:
+            return False
+        return frames[loop].timestep == (0 if op.attr("reverse", False) else int(shape[0]) - 1)
+
+    def cont(self) -> DebugSession:
+        """Run to the next breakpoint or watch hit, or the end."""
+        return self._forward(lambda p: False, "continue")
+
+    def run_to(self, block: int, op: int, timestep: int | None = None) -> DebugSession:
+        """Run to the next pause before op #op of `block` (at `timestep` when given): "run to here"."""
+        def done(p: Position) -> bool:
+            f = p.innermost
+            return f is not None and (f.block, f.op) == (block, op) and (timestep is None or f.timestep == timestep)
+        return self._forward(done, f"run to block {block} op #{op}" + (f" t={timestep}" if timestep is not None
+                                                                         else ""))
+
+    def run_n(self, n: int) -> DebugSession:
+        """`n` steps (stopping early at a breakpoint, a watch hit or the end)."""
+        if n < 1:
+            raise KernelcoreError(f"run_n needs n >= 1, got {n}")
+        left = [n]
+
+        def done(_p):
+            left[0] -= 1
+            return left[0] <= 0
+        return self._forward(done, f"ran {n} steps")
+
+    def run_to_end(self) -> list | None:
+        """Finish the run ignoring breakpoints and watches; return what it fetched."""
+        saved, savedw = self.breakpoints, self.watches
+        self.breakpoints, self.watches = [], []
+        try:
+            self.cont()
+        finally:
+            self.breakpoints, self.watches = saved, savedw
+        return self.result
+
+    # -- moving backward (the record only: nothing runs) ---------------------------------------------------
+    def _to(self, i: int, reason: str) -> DebugSession:
+        self._cur = max(0, min(i, len(self._pauses) - 1))
+        self.stop_reason = reason
+        return self._notify()
+
+    def back(self, steps: int = 1) -> DebugSession:
+        """Move the cursor `steps` pauses back (one op each); `sess.view` is the state there."""
+        if self._cur - steps < 0:
+            return self._to(0, "start of the run")
+        return self._to(self._cur - steps, "back")
+
+    def back_timestep(self) -> DebugSession:
+        """Move the cursor to the start of the previous timestep of the innermost loop (outside loops: to the
+        start of the last timestep of the loop that ran last)."""
+        ps = self._pauses
+        frames = self.position.frames
+        loop = max((i for i, f in enumerate(frames) if f.timestep is not None), default=None)
+        if loop is None:  # outside loops: the last timestep of the loop that ran last
+            j = next((j for j in range(self._cur - 1, -1, -1) if ps[j].position.timestep is not None), None)
+            if j is None:
+                return self._to(0, "start of the run")
+            fr = ps[j].position.frames
+            loop = max(i for i, f in enumerate(fr) if f.timestep is not None)
+            target = fr[loop].scope
+        else:  # skip the rest of this timestep; the pause before it is in the previous one (or before the loop)
+            here = frames[loop].scope
+            j = self._cur - 1
+            while j >= 0 and ps[j].position.depth > loop and ps[j].position.frames[loop].scope == here:
+                j -= 1
+            if j < 0 or ps[j].position.depth <= loop:
+                return self._to(max(j, 0), "back timestep (no earlier timestep: before the loop)")
+            target = ps[j].position.frames[loop].scope
+        while j > 0 and ps[j - 1].position.depth > loop and ps[j - 1].position.frames[loop].scope == target:
+            j -= 1  # to that timestep's first pause
+        return self._to(j, "back timestep")
+
+    def reverse_cont(self) -> DebugSession:
+        """Move the cursor back to the previous pause where a breakpoint or watch hits (the previous write of a
+        watched variable, ...), or to the start of the run."""
+        for j in range(self._cur - 1, 0, -1):
+            hit = self._hit(j)
+            if hit:
+                return self._to(j, f"reverse: {hit}")
+        return self._to(0, "start of the run (no earlier hit)")
+
+    def goto_pause(self, i: int) -> DebugSession:
+        """Move the cursor to pause `i` (one already passed)."""
+        if not 0 <= i < len(self._pauses):
+            raise KernelcoreError(f"the session has passed {len(self._pauses)} pauses; there is no pause {i}")
+        return self._to(i, f"pause {i}")
+
+    def goto_event(self, k: int) -> DebugSession:
+        """Move the cursor to the first pause after trace event `k` (an op_run: right after that op ran)."""
+        i = next((i for i, p in enumerate(self._pauses) if p.index >= k), None)
+        if i is None:
+            raise KernelcoreError(f"no pause follows event {k} yet")
+        return self._to(i, f"after event {k}")
+
+    def present(self) -> DebugSession:
+        """Move the cursor back to the present (where the run waits)."""
+        return self._to(len(self._pauses) - 1, self.stop_reason)
+
+    # -- breakpoints and watches -----------------------------------------------------------------------------
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id - 1
+
+    def break_on(self, op_type: str | None = None, *, block: int | None = None, op: int | None = None,
+                 write: str | None = None, nan: bool = False) -> Breakpoint:
+        """Stop before an op of a type, before op #op of a block, after a write to a variable,
+        or after the first op that produces NaN/Inf."""
+        if sum(x is not None for x in (op_type, write)) + (op is not None) + nan != 1:
+            raise ValueError("give exactly one of op_type=, (block=, op=), write= or nan=True")
+        bp = Breakpoint(self._new_id(), op_type, block if op is not None else None, op, write, nan)
+        if op is not None and block is None:
+            bp.block = 0
+        self.breakpoints.append(bp)
+        return bp
+
+    def remove_breakpoint(self, bid: int) -> None:
+        self.breakpoints = [b for b in self.breakpoints if b.id != bid]
+        self.watches = [w for w in self.watches if w.id != bid]
+
+    def clear_breakpoints(self) -> None:
+        self.breakpoints = []
+
+    def watch(self, var: str | None = None, cond: str = "nan", *, op_type: str | None = None,
+              lo: float | None = None, hi: float | None = None, bound: float | None = None) -> Watch:
+        """A watchpoint on `var` (or on every output of ops of `op_type`); see kernelcore/watch.py."""
+        if not self.trace.keep_values:
+            raise KernelcoreError(f"watchpoints read the values ops write; this session's trace keeps none "
+                                  f"(retain={self.trace.retain!r}): start it with retain='references'")
+        w = make_watch(self._new_id(), var, cond, op_type, lo, hi, bound)
+        self.watches.append(w)
+        return w
+
+    # -- time travel and provenance ------------------------------------------------------------------------
     def goto(self, event_index: int) -> TimeView:
-        """The scopes and values as they were right after event `event_index`."""
+        """The scopes and values as they were right after event `event_index` (the cursor does not move)."""
         n = len(self.trace)
         if not -n <= event_index < n:
             raise IndexError(f"the session has {n} events; there is no event {event_index}")
-        return TimeView(self, event_index % n)
+        return TimeView(self.record, event_index % n)
 
-    def back(self, steps: int = 1, view: TimeView | None = None) -> TimeView:
-        """The state `steps` ops before the current position (or before `view`)."""
-        events = self.trace.events
-        k = view.index if view is not None else len(events) - 1
-        op_runs = [i for i, e in enumerate(events[:k + 1]) if e.kind == "op_run"]
-        if len(op_runs) < steps:
-            return TimeView(self, self._initial_events - 1)
-        return TimeView(self, op_runs[-steps] - 1)
+    def provenance(self, name: str, depth: int = 3) -> Origin:
+        """Where `name`'s value at the cursor came from (see RecordedRun.provenance)."""
+        inner = self.position.innermost
+        scope = inner.scope if inner is not None else self.scope.id
+        return self.record.provenance(name, scope, self._pauses[self._cur].index, depth)
 
 
 def _has_non_finite(ev, sess) -> bool:
@@ -292,32 +838,25 @@ def _non_finite_text(ev, sess) -> str:
     return f"{where} wrote NaN/Inf to {', '.join(map(repr, bad))}; its inputs: {ins}"
 
 
-def _snapshot_chain(scope: Scope) -> list[tuple[int, dict, dict]]:
-    """(scope id, origin, {name: value}) for `scope` and its ancestors, outermost first."""
-    chain = []
-    s = scope
-    while s is not None:
-        chain.append((s.id, dict(s.origin), {v.name: v.value for v in s.local_vars()}))
-        s = s.parent
-    return list(reversed(chain))
-
-
 class TimeView:
-    """The scope tree and values right after one event, rebuilt from the trace."""
+    """The scope tree and values right after one event, rebuilt from a RecordedRun (or a session's)."""
 
-    def __init__(self, sess: DebugSession, index: int):
-        self.session, self.index = sess, index
+    def __init__(self, record, index: int):
+        record = getattr(record, "record", record)
+        if not isinstance(record, RecordedRun):
+            raise TypeError(f"TimeView takes a kc.RecordedRun or a DebugSession, got {type(record).__name__}")
+        self.record, self.index = record, index
         self.unrecorded: set[tuple[int, str]] = set()  # (scope id, name) whose value was not kept
-        self.root = self._rebuild(sess, index)
+        self.root = self._rebuild(record, index)
 
     @property
     def event(self):
-        return self.session.trace.events[self.index] if self.index >= 0 else None
+        return self.record.trace.events[self.index] if self.index >= 0 else None
 
-    def _rebuild(self, sess: DebugSession, k: int) -> Scope:
+    def _rebuild(self, rec: RecordedRun, k: int) -> Scope:
         scopes: dict[int, Scope] = {}
         parent = None
-        for sid, origin, values in sess._initial:
+        for sid, origin, values in rec.initial:
             s = Scope(parent, origin=origin)
             if parent is not None:
                 parent.kids.append(s)
@@ -326,7 +865,7 @@ class TimeView:
                 s.var(name).value = value
             scopes[sid] = parent = s
         run_scope = parent
-        for ev in sess.trace.events[sess._initial_events:k + 1]:
+        for ev in rec.trace.events[rec.first_event:k + 1]:
             kind = ev.kind
             if kind == "scope_push":
                 kid = scopes[ev.parent_scope].new_scope(origin={
@@ -361,6 +900,9 @@ class TimeView:
                     v.value = value
         return run_scope
 
+    def scope(self, scope_id: int) -> Scope | None:
+        return next((x for x in self.root.walk() if x.id == scope_id), None)
+
     def forest(self):
         from .scope_forest import ScopeForest
         return ScopeForest(self.root)
@@ -369,7 +911,7 @@ class TimeView:
         """`name` as seen from scope id `scope` (default: the run's scope) at this event."""
         s = self.root
         if scope is not None:
-            s = next((x for x in self.root.walk() if x.id == scope), None)
+            s = self.scope(scope)
             if s is None:
                 raise KernelcoreError(f"scope {scope} did not exist at event {self.index}")
         v = s.find_var(name)
@@ -383,7 +925,11 @@ class TimeView:
         return f"<TimeView at event {self.index}: {what}>"
 
 
-def debug(program: Program, feed: dict | None = None, fetch_list=None, scope: Scope | None = None, place=None,
-          **kw) -> DebugSession:
-    """Start `program` paused before its first op. See DebugSession."""
-    return DebugSession(program, feed, fetch_list, scope, place, **kw)
+def debug(*args, **kw) -> DebugSession:
+    """Start a program paused before its first op: `kc.debug(program, feed=..., fetch_list=..., scope=...)`.
+    See DebugSession. `kc.debug(exe, program, feed=...)` (as `exe.run(program, feed=...)`), `place=exe` or
+    `executor=exe` run it on that Executor."""
+    if args and isinstance(args[0], Executor):
+        kw["executor"] = args[0]
+        args = args[1:]
+    return DebugSession(*args, **kw)

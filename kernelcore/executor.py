@@ -525,6 +525,9 @@ def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int
                     o(ev)
         if run.check_nan_inf:
             _check_finite(run, ctx, op, in_vars, out_vars)
+    if pausing and parent is not None:
+        ctx.op = None
+        yield ctx  # the end of a sub-block: its scope (a timestep's results) is still there to look at
     return None
 
 

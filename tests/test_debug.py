@@ -154,6 +154,8 @@ def test_step_enters_the_recurrent_op_and_step_timestep_moves_one_timestep():
         inner = s.position.innermost
         assert (inner.block, inner.op, inner.timestep) == (1, 0, t)
         np.testing.assert_array_equal(s.value("x"), feed["x"][t])
+    s.step_timestep()  # the last timestep: stops at its end, where its results are live
+    assert s.position.innermost.at_end and s.position.innermost.timestep == 3 and not s.finished
     s.step_timestep()  # no timestep left: stops after the loop, at the end of the run here
     assert s.finished
 

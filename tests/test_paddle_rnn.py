@@ -188,8 +188,9 @@ def test_debugger_steps_an_lstm_one_timestep_at_a_time():
         assert view.event.kind == "step_end"
         np.testing.assert_allclose(view.value("h", scope=e.scope), want_h[e.timestep], rtol=1e-4, atol=1e-5)
         assert view.value("gates", scope=e.scope).shape == (3, 12)
-    # back from the end: before the last op run (reduce_mean), then before the last cell
-    v = sess.back(2)
+    # back from the present (paused before reduce_mean): one pause back is before the last cell
+    sess.present()  # goto moved the cursor into the past
+    v = sess.back(1).view
     assert sess.events[v.index + 1].op_type == "lstm_cell" and sess.events[v.index + 1].timestep == 4
     cells = [e for e in sess.events if e.kind == "op_run" and e.op_type == "lstm_cell"]
     assert [e.timestep for e in cells] == list(range(5))

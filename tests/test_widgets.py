@@ -270,9 +270,10 @@ def test_rnn_stepper_stops_at_a_breakpoint():
     st = kw.RNNStepper(sess)
     st.next()
     sess.break_on(write=names["h_new"])
-    st.goto(3)  # runs toward t=3; the write in t=0 stops the session at the next pause, t=1's first op
-    assert "breakpoint" in st.status and st.timestep == 1 == sess.position.innermost.timestep
-    assert by_role(st.step_scope)["h_prev"]["preview"]["sample"] == sample_of(hs[0])
+    st.goto(3)  # runs toward t=3; the write in t=0 stops the session at the next pause, t=0's end
+    assert "breakpoint" in st.status and st.timestep == 0 == sess.position.innermost.timestep
+    assert sess.position.innermost.at_end and st.mode == "live"
+    assert by_role(st.step_scope)["h_new"]["preview"]["sample"] == sample_of(hs[0])
 
 
 @pytest.mark.parametrize("reverse", [False, True])
@@ -360,11 +361,11 @@ def test_debugger_commands_move_the_session_and_the_views():
     assert by_role(d.step_scope)["h_new"]["preview"]["sample"] == sample_of(hs[0])
     d.handle_message({"type": "goto", "t": 3})  # runs the session forward; the other views follow
     assert d.timestep == 3 == sess.position.innermost.timestep and d.position == str(sess.position)
-    d.handle_message({"type": "back"})
-    assert d.time_travel >= 0 and "time travel" in d.position and d.selected == "o1:5"
-    assert str(sess.position).endswith("t=3")  # nothing ran
+    d.handle_message({"type": "back"})  # the cursor moves back: t=2's end, rebuilt; nothing runs
+    assert d.time_travel >= 0 and d.frames[-1]["end"] and d.frames[-1]["timestep"] == 2 and d.timestep == 2
+    assert d.mode == "replay" and not sess.at_present
     d.handle_message({"type": "step"})  # forward through the record, back to the present
-    assert d.time_travel == -1 and d.position == str(sess.position)
+    assert d.time_travel == -1 and d.position == str(sess.position) and sess.timestep == 3
     d.handle_message({"type": "next"})  # the debugger's next: over one op
     assert d.selected == "o1:1"
     d.handle_message({"type": "open", "scope": scope.id, "name": "w"})
@@ -380,7 +381,7 @@ def test_debugger_commands_move_the_session_and_the_views():
     d.handle_message({"type": "bogus"})
     assert "unknown message" in d.stop_reason
     stop = d.command("back")
-    assert repr(stop).startswith("before block 0 op #1 reduce_sum")
+    assert repr(stop) == "block 0 op #1 reduce_sum (back)" and stop.frames[-1]["op_type"] == "reduce_sum"
     with pytest.raises(ValueError):
         d.command("jump")
 

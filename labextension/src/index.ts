@@ -1,21 +1,23 @@
 /**
- * The JupyterLab plugin @kernelcore/labextension:plugin:
- *  - a viewer for program files (.pdmodel, __model__, .kcprog) that asks the server extension for the
- *    ProgramJSON and draws the graph;
- *  - the right-sidebar "Kernelcore debugger" panel: the active notebook's last kernelcore output;
- *  - commands kernelcore:open-debugger, kernelcore:step, kernelcore:next, kernelcore:continue, the
- *    last three bound to Accel Shift F11 / F10 / F9 in notebooks and in the panel. Each runs
- *    `__import__("kernelcore_widgets").active_debugger().<step|next|cont>()` in the active notebook's
- *    kernel (store_history off) and shows the text it printed or returned in the panel.
+ * The JupyterLab plugins of @kernelcore/labextension:
+ *  - `:plugin`: a viewer for program files (.pdmodel, __model__, .kcprog) that asks the server extension for
+ *    the ProgramJSON and draws the graph;
+ *  - `:debugger-model`: provides IKernelcoreDebuggerModel (tokens.ts): the active notebook kernel's debug
+ *    session over the `kernelcore.debugger` comm (typed messages, protocol.ts; no code is executed);
+ *  - `:debugger`: the right-sidebar "Kernelcore debugger" panel over that model, and the commands
+ *    kernelcore:step / next / finish / step-timestep / continue / back / back-timestep / reverse-continue /
+ *    run-n / open-debugger with their shortcuts (in notebooks and in the panel).
  * The MIME renderers (outputs and *.kctrace.json files) are the separate mimeExtension in mime.ts.
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
-import { executeText, StepCommand, stepCode } from './kernel';
+import { DebuggerModel } from './debugmodel';
 import { PROGRAM_FACTORY, PROGRAM_FILE_TYPE, ProgramFileFactory } from './fileviewer';
+import { Command } from './protocol';
 import { KernelcoreSidebar } from './sidebar';
+import { IKernelcoreDebuggerModel } from './tokens';
 
 export const PLUGIN_ID = '@kernelcore/labextension:plugin';
 
@@ -23,13 +25,25 @@ export namespace CommandIDs {
   export const openDebugger = 'kernelcore:open-debugger';
   export const step = 'kernelcore:step';
   export const next = 'kernelcore:next';
+  export const finish = 'kernelcore:finish';
+  export const stepTimestep = 'kernelcore:step-timestep';
   export const cont = 'kernelcore:continue';
+  export const back = 'kernelcore:back';
+  export const backTimestep = 'kernelcore:back-timestep';
+  export const reverseCont = 'kernelcore:reverse-continue';
+  export const runN = 'kernelcore:run-n';
 }
 
-const STEP_COMMANDS: Array<[string, StepCommand, string, string]> = [
+/** [command id, protocol command, label, shortcut] */
+export const MOVE_COMMANDS: Array<[string, Command, string, string]> = [
   [CommandIDs.step, 'step', 'Kernelcore: Step (into sub-blocks)', 'Accel Shift F11'],
   [CommandIDs.next, 'next', 'Kernelcore: Next (over sub-blocks)', 'Accel Shift F10'],
-  [CommandIDs.cont, 'cont', 'Kernelcore: Continue', 'Accel Shift F9']
+  [CommandIDs.finish, 'finish', 'Kernelcore: Finish (to the end of this block)', 'Accel Shift F12'],
+  [CommandIDs.stepTimestep, 'step_timestep', 'Kernelcore: Step to the next timestep', 'Accel Shift F8'],
+  [CommandIDs.cont, 'cont', 'Kernelcore: Continue', 'Accel Shift F9'],
+  [CommandIDs.back, 'back', 'Kernelcore: Back one op', 'Alt Shift F10'],
+  [CommandIDs.backTimestep, 'back_timestep', 'Kernelcore: Back to the previous timestep', 'Alt Shift F8'],
+  [CommandIDs.reverseCont, 'reverse_cont', 'Kernelcore: Reverse continue', 'Alt Shift F9']
 ];
 
 // A static icon (no data in it): a graph of three nodes.
@@ -39,12 +53,11 @@ export const kernelcoreIcon = new LabIcon({
     '<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 16 16"><g class="jp-icon3" fill="#616161"><circle cx="4" cy="3.5" r="2.2"/><circle cx="12" cy="3.5" r="2.2"/><rect x="5.5" y="10" width="5" height="4" rx="1"/><path d="M4.6 5.5 7.6 10h.8l3-4.5-.9-.6L8 8.8 5.5 4.9z"/></g></svg>'
 });
 
-const plugin: JupyterFrontEndPlugin<void> = {
+const viewerPlugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
-  description: 'kernelcore: program file viewer, debugger sidebar and step commands.',
+  description: 'kernelcore: program file viewer.',
   autoStart: true,
-  optional: [INotebookTracker, ICommandPalette, ILayoutRestorer],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker | null, palette: ICommandPalette | null, restorer: ILayoutRestorer | null) => {
+  activate: (app: JupyterFrontEnd) => {
     const settings = app.serviceManager.serverSettings;
 
     // Program files: binary protobuf, drawn from the server's ProgramJSON.
@@ -71,13 +84,57 @@ const plugin: JupyterFrontEndPlugin<void> = {
         settings
       )
     );
+  }
+};
 
-    // The sidebar.
+const modelPlugin: JupyterFrontEndPlugin<IKernelcoreDebuggerModel> = {
+  id: '@kernelcore/labextension:debugger-model',
+  description: 'The kernelcore debugger model: the active notebook kernel\'s debug session over a comm.',
+  autoStart: true,
+  provides: IKernelcoreDebuggerModel,
+  optional: [INotebookTracker],
+  activate: (_app: JupyterFrontEnd, tracker: INotebookTracker | null): IKernelcoreDebuggerModel => {
+    const model = new DebuggerModel();
+    const follow = () => {
+      const panel = tracker?.currentWidget ?? null;
+      model.setKernel((panel?.sessionContext.session?.kernel as any) ?? null, !!panel);
+    };
+    let watched: any = null;
+    tracker?.currentChanged.connect(() => {
+      watched?.kernelChanged.disconnect(follow);
+      watched = tracker.currentWidget?.sessionContext ?? null;
+      watched?.kernelChanged.connect(follow);
+      follow();
+    });
+    // a cell ran: it may have imported kernelcore_widgets or started a session after a restart
+    NotebookActions.executed.connect((_, args) => {
+      if (args.notebook === tracker?.currentWidget?.content) {
+        model.reconnect();
+      }
+    });
+    follow();
+    return model;
+  }
+};
+
+const debuggerPlugin: JupyterFrontEndPlugin<void> = {
+  id: '@kernelcore/labextension:debugger',
+  description: 'kernelcore: the debugger sidebar and its commands.',
+  autoStart: true,
+  requires: [IKernelcoreDebuggerModel],
+  optional: [INotebookTracker, ICommandPalette, ILayoutRestorer],
+  activate: (
+    app: JupyterFrontEnd,
+    model: IKernelcoreDebuggerModel,
+    tracker: INotebookTracker | null,
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null
+  ) => {
     const current = () => {
       const panel = tracker?.currentWidget ?? null;
       return panel ? { name: panel.context.path, nb: (panel.content.model as any) ?? null } : null;
     };
-    const sidebar = new KernelcoreSidebar({ run: cmd => app.commands.execute(cmd) as Promise<void> }, current);
+    const sidebar = new KernelcoreSidebar(model, current);
     sidebar.title.icon = kernelcoreIcon;
     app.shell.add(sidebar, 'right', { rank: 900 });
     restorer?.add(sidebar, 'kernelcore-debugger');
@@ -99,44 +156,37 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     app.commands.addCommand(CommandIDs.openDebugger, {
       label: 'Open Kernelcore Debugger',
-      caption: 'show the kernelcore panel for the active notebook',
+      caption: 'show the kernelcore debugger panel for the active notebook',
       icon: kernelcoreIcon,
       execute: () => {
         app.shell.activateById(sidebar.id);
         sidebar.refresh(true);
+        model.reconnect();
       }
     });
-
-    for (const [id, cmd, label, keys] of STEP_COMMANDS) {
+    for (const [id, cmd, label, keys] of MOVE_COMMANDS) {
       app.commands.addCommand(id, {
         label,
-        caption: `runs ${stepCode(cmd)} in the active notebook's kernel`,
-        isEnabled: () => !!tracker?.currentWidget?.sessionContext.session?.kernel,
-        execute: async () => {
-          const kernel = tracker?.currentWidget?.sessionContext.session?.kernel;
-          if (!kernel) {
-            sidebar.showReply('no active notebook with a running kernel', true);
-            return;
-          }
-          sidebar.showReply(`${label}\u2026`);
-          try {
-            const r = await executeText(kernel as any, stepCode(cmd));
-            sidebar.showReply(r.text || `${label}: done`, r.error);
-          } catch (err) {
-            sidebar.showReply(String((err as Error)?.message ?? err), true);
-          }
-        }
+        caption: `sends "${cmd}" to the kernel's debug session`,
+        isEnabled: () => !!model.session,
+        execute: () => sidebar.run(cmd)
       });
       for (const selector of ['.jp-Notebook', '.jp-Kernelcore-sidebar']) {
         app.commands.addKeyBinding({ command: id, keys: [keys], selector });
       }
     }
+    app.commands.addCommand(CommandIDs.runN, {
+      label: 'Kernelcore: Run N steps',
+      isEnabled: () => !!model.session,
+      execute: args => sidebar.run('run_n', { n: Math.max(1, Number((args as any)?.n ?? 1) | 0) })
+    });
+    model.changed.connect(() => app.commands.notifyCommandChanged());
 
     if (palette) {
       const category = 'Kernelcore';
-      [CommandIDs.openDebugger, CommandIDs.step, CommandIDs.next, CommandIDs.cont].forEach(command => palette.addItem({ command, category }));
+      [CommandIDs.openDebugger, ...MOVE_COMMANDS.map(m => m[0]), CommandIDs.runN].forEach(command => palette.addItem({ command, category }));
     }
   }
 };
 
-export default plugin;
+export default [viewerPlugin, modelPlugin, debuggerPlugin];

@@ -178,9 +178,25 @@ export type OutgoingMessage =
   | { type: 'goto'; t: number }
   | { type: 'next' }
   | { type: 'prev' }
-  | { type: 'step' | 'finish' | 'step_timestep' | 'cont' | 'back' };
+  | { type: 'step' | 'finish' | 'step_timestep' | 'cont' | 'back' | 'back_timestep' | 'reverse_cont' };
 
-export const DEBUGGER_ACTIONS = ['step', 'next', 'finish', 'step_timestep', 'cont', 'back'] as const;
+export const DEBUGGER_ACTIONS = ['step', 'next', 'finish', 'step_timestep', 'cont', 'back', 'back_timestep', 'reverse_cont'] as const;
+
+/** One level of a debug position (kernelcore.debug.Frame.to_json()): the op about to run in a block, or the
+ * block's end (`end`: its last op has run; `op` is then the number of ops and `op_type` "end of block"). */
+export interface DebugFrame {
+  block: number;
+  op: number;
+  op_type: string;
+  timestep: number | null;
+  scope: number;
+  end: boolean;
+}
+
+/** The op ids a position names, outermost first: `o<block>:<op>` for each frame that is not a block's end. */
+export function frameOps(frames: DebugFrame[] | null | undefined): string[] {
+  return (frames ?? []).filter(f => !f.end).map(f => `o${f.block}:${f.op}`);
+}
 export type DebuggerAction = (typeof DEBUGGER_ACTIONS)[number];
 
 /** The view module names; each is labextension/src/views/<Name>.ts and static/<Name>.js. */

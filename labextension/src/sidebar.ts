@@ -1,13 +1,21 @@
 /**
- * The "Kernelcore debugger" sidebar: the program or trace of the active notebook's last kernelcore
- * output (application/vnd.kernelcore.program+json or .trace+json in a code cell's outputs; widget
- * outputs are not looked into), redrawn when the notebook changes or a cell runs, plus buttons for the
- * kernelcore:step / next / continue commands and the text they got back from the kernel.
+ * The "Kernelcore debugger" sidebar, bound to the active notebook kernel's live debug session through the
+ * debugger model (tokens.ts; the `kernelcore.debugger` comm). No widget needs to be displayed.
+ *
+ * Sections: controls (step, next, finish, step t, continue, back, back t, reverse, run N, run to here),
+ * Callstack (frames innermost first; a click shows that frame's scope in Variables), Variables (the scope
+ * forest at the cursor, values previewed; a click on a variable asks where its value came from),
+ * Provenance (the chain of writers, each a button that moves the cursor right after that op), Breakpoints
+ * and watches (enable/disable/remove; add by op type, by a write, NaN, or a watch condition), Hits, and
+ * the program of the notebook's last kernelcore output (click an op: break there or run to it).
  */
 import { Widget } from '@lumino/widgets';
-import { button, clear, h } from './dom';
-import { Disposable, showProgram, showTrace } from './render';
-import { PROGRAM_MIME, TRACE_MIME } from './schema';
+import { button, clear, formatNumber, formatShape, h } from './dom';
+import { programModel } from './render';
+import { isProgramJSON, PROGRAM_MIME, TRACE_MIME } from './schema';
+import { Command, Origin, Session, WatchCond } from './protocol';
+import { IKernelcoreDebuggerModel } from './tokens';
+import { ProgramGraphView } from './views/ProgramGraph';
 
 export interface FoundOutput {
   mime: string;
@@ -43,88 +51,342 @@ export function findLastKernelcoreOutput(nb: NotebookLike | null | undefined): F
   return null;
 }
 
-export interface SidebarActions {
-  run(cmd: 'kernelcore:step' | 'kernelcore:next' | 'kernelcore:continue'): Promise<void>;
+/** The sidebar's moves: [command, label, title (with its shortcut)]. */
+export const MOVES: Array<[Command, string, string]> = [
+  ['step', 'Step', 'kernelcore:step: one op, into sub-blocks (Accel Shift F11)'],
+  ['next', 'Next', 'kernelcore:next: one op of this block, over sub-blocks (Accel Shift F10)'],
+  ['finish', 'Finish', 'kernelcore:finish: to the end of this block (Accel Shift F12)'],
+  ['step_timestep', 'Step t', 'kernelcore:step-timestep: to the next timestep (Accel Shift F8)'],
+  ['cont', 'Continue', 'kernelcore:continue: to the next breakpoint or watch hit (Accel Shift F9)'],
+  ['back', 'Back', 'kernelcore:back: one op back, nothing runs (Alt Shift F10)'],
+  ['back_timestep', 'Back t', 'kernelcore:back-timestep: to the start of the previous timestep (Alt Shift F8)'],
+  ['reverse_cont', 'Reverse', 'kernelcore:reverse-continue: back to the previous hit (Alt Shift F9)']
+];
+
+const CONDS: WatchCond[] = ['nan', 'overflow', 'zero', 'range', 'unchanged', 'grad_norm', 'update_ratio'];
+
+function num(input: HTMLInputElement): number | null {
+  const v = input.value.trim();
+  if (v === '') {
+    return null;
+  }
+  const n = Number(v);
+  return Number.isFinite(n) ? n : null;
+}
+
+function previewText(p: any): string {
+  if (!p) {
+    return '';
+  }
+  const parts = [`${p.dtype}${formatShape(p.shape)}`];
+  if (p.min !== undefined && p.min !== null) {
+    parts.push(`min ${formatNumber(p.min)} max ${formatNumber(p.max)} mean ${formatNumber(p.mean)}`);
+  }
+  if (p.nan) {
+    parts.push(`${p.nan} NaN`);
+  }
+  if (p.inf) {
+    parts.push(`${p.inf} Inf`);
+  }
+  return parts.join('  ');
 }
 
 export class KernelcoreSidebar extends Widget {
-  private _source: HTMLElement;
+  private _status: HTMLElement;
+  private _where: HTMLElement;
+  private _reason: HTMLElement;
   private _reply: HTMLElement;
-  private _host: HTMLElement;
-  private _view: Disposable | null = null;
-  private _shown: unknown = undefined;
-  private _gen = 0;
+  private _stack: HTMLElement;
+  private _vars: HTMLElement;
+  private _prov: HTMLElement;
+  private _bps: HTMLElement;
+  private _hits: HTMLElement;
+  private _graphHost: HTMLElement;
+  private _graphNote: HTMLElement;
+  private _graph: ProgramGraphView | null = null;
+  private _graphData: unknown = undefined;
+  private _opTypes: HTMLSelectElement;
+  private _shownScope: number | null = null;
+  readonly buttons = new Map<Command, HTMLButtonElement>();
 
-  constructor(actions: SidebarActions, private _find: () => { name: string; nb: NotebookLike | null } | null) {
+  constructor(
+    readonly model: IKernelcoreDebuggerModel,
+    private _find: () => { name: string; nb: NotebookLike | null } | null = () => null
+  ) {
     super();
     this.id = 'jp-kernelcore-debugger';
     this.addClass('jp-Kernelcore-sidebar');
     this.title.caption = 'Kernelcore debugger';
     const n = this.node;
     n.appendChild(h('div', { cls: 'jp-Kernelcore-sidebarTitle', text: 'Kernelcore debugger' }));
-    n.appendChild(
-      h('div', { cls: 'jp-Kernelcore-toolbar' }, [
-        button('Step', () => void actions.run('kernelcore:step'), { title: 'kernelcore:step (Accel Shift F11)' }),
-        button('Next', () => void actions.run('kernelcore:next'), { title: 'kernelcore:next (Accel Shift F10)' }),
-        button('Continue', () => void actions.run('kernelcore:continue'), { title: 'kernelcore:continue (Accel Shift F9)' }),
-        button('Refresh', () => this.refresh(true), { title: 'look for the last kernelcore output again' })
-      ])
+    this._status = h('div', { cls: 'jp-Kernelcore-dbgStatus' });
+    const controls = h('div', { cls: 'jp-Kernelcore-toolbar jp-Kernelcore-dbgControls' });
+    for (const [cmd, label, title] of MOVES) {
+      const b = button(label, () => void this.run(cmd), { cls: `jp-Kernelcore-cmd-${cmd}`, title });
+      this.buttons.set(cmd, b);
+      controls.appendChild(b);
+    }
+    const runN = h('input', { cls: 'jp-Kernelcore-runN', attrs: { type: 'number', min: '1', value: '5', 'aria-label': 'steps' } });
+    controls.append(
+      button('Run N', () => void this.run('run_n', { n: Math.max(1, num(runN) ?? 1) }), {
+        cls: 'jp-Kernelcore-cmd-run_n',
+        title: 'kernelcore:run-n: that many steps'
+      }),
+      runN
     );
-    this._reply = h('pre', { cls: 'jp-Kernelcore-reply' });
-    this._source = h('div', { cls: 'jp-Kernelcore-muted' });
-    this._host = h('div', { cls: 'jp-Kernelcore-sidebarView' });
-    n.append(this._reply, this._source, this._host);
+    this._where = h('div', { cls: 'jp-Kernelcore-dbgPosition' });
+    this._reason = h('div', { cls: 'jp-Kernelcore-dbgReason' });
+    this._reply = h('div', { cls: 'jp-Kernelcore-reply' });
+    this._stack = h('div', { cls: 'jp-Kernelcore-callstack' });
+    this._vars = h('div', { cls: 'jp-Kernelcore-variables' });
+    this._prov = h('div', { cls: 'jp-Kernelcore-provenance' });
+    this._bps = h('div', { cls: 'jp-Kernelcore-breakpoints' });
+    this._hits = h('div', { cls: 'jp-Kernelcore-hits' });
+    this._graphNote = h('div', { cls: 'jp-Kernelcore-muted' });
+    this._graphHost = h('div', { cls: 'jp-Kernelcore-sidebarView' });
+
+    // adding breakpoints and watches
+    this._opTypes = h('select', { cls: 'jp-Kernelcore-bpOpType', attrs: { 'aria-label': 'op type' } });
+    const writeVar = h('input', { cls: 'jp-Kernelcore-bpVar', attrs: { type: 'text', placeholder: 'variable', 'aria-label': 'variable' } });
+    const cond = h('select', { cls: 'jp-Kernelcore-watchCond', attrs: { 'aria-label': 'watch condition' } });
+    for (const c of CONDS) {
+      cond.appendChild(h('option', { text: c, attrs: { value: c } }));
+    }
+    const lo = h('input', { cls: 'jp-Kernelcore-watchLo', attrs: { type: 'text', placeholder: 'lo', size: '5', 'aria-label': 'lo' } });
+    const hi = h('input', { cls: 'jp-Kernelcore-watchHi', attrs: { type: 'text', placeholder: 'hi / bound', size: '7', 'aria-label': 'hi' } });
+    const adders = h('div', { cls: 'jp-Kernelcore-bpAdd' }, [
+      h('div', {}, [
+        this._opTypes,
+        button('Break on op type', () => void this.run('break_add', { kind: 'op_type', op_type: this._opTypes.value }), { cls: 'jp-Kernelcore-addOpType' }),
+        button('Break on NaN', () => void this.run('break_add', { kind: 'nan' }), { cls: 'jp-Kernelcore-addNan' })
+      ]),
+      h('div', {}, [
+        writeVar,
+        button('Break on write', () => void this.run('break_add', { kind: 'write', var: writeVar.value.trim() }), { cls: 'jp-Kernelcore-addWrite' })
+      ]),
+      h('div', {}, [
+        cond,
+        lo,
+        hi,
+        button(
+          'Watch',
+          () => {
+            const v = writeVar.value.trim();
+            const onOp = v === '' ? this._opTypes.value : null;
+            void this.run('watch_add', { var: v || null, op_type: onOp, cond: cond.value, lo: num(lo), hi: num(hi) });
+          },
+          { cls: 'jp-Kernelcore-addWatch', title: 'watch the variable above (or, if empty, every output of the selected op type)' }
+        )
+      ])
+    ]);
+
+    const section = (title: string, body: HTMLElement, extra: HTMLElement[] = []) =>
+      h('div', { cls: 'jp-Kernelcore-dbgSection' }, [h('div', { cls: 'jp-Kernelcore-sectionTitle', text: title }), ...extra, body]);
+    n.append(
+      this._status,
+      controls,
+      this._where,
+      this._reason,
+      this._reply,
+      section('Callstack', this._stack),
+      section('Variables', this._vars),
+      section('Provenance', this._prov),
+      section('Breakpoints', this._bps, [adders]),
+      section('Hits', this._hits),
+      section('Program', this._graphHost, [this._graphNote])
+    );
+    this.model.changed.connect(this._render, this);
+    this._render();
   }
 
-  /** Show what a step command got back. */
-  showReply(text: string, error = false): void {
-    this._reply.textContent = text;
-    this._reply.classList.toggle('jp-Kernelcore-error', error);
-  }
-
-  /** Find the active notebook's last kernelcore output and show it (unless it is already shown). */
-  refresh(force = false): void {
-    if (!this.isVisible && !force) {
+  /** Send a request and show its error, if any. */
+  async run(command: Command, args: Record<string, unknown> = {}): Promise<void> {
+    this._reply.textContent = '';
+    const r = await this.model.request(command, args);
+    if (!r.ok) {
+      this._reply.textContent = r.error ?? 'failed';
+      this._reply.classList.add('jp-Kernelcore-error');
       return;
     }
+    this._reply.classList.remove('jp-Kernelcore-error');
+    if (command === 'provenance' && r.result) {
+      this._showProvenance(r.result as Origin);
+    }
+  }
+
+  private _render(): void {
+    const s = this.model.session;
+    this._status.textContent = this.model.statusText;
+    this.node.dataset.status = this.model.status;
+    this.buttons.forEach(b => (b.disabled = !s));
+    if (!s) {
+      this._where.textContent = '';
+      this._reason.textContent = '';
+      [this._stack, this._vars, this._bps, this._hits].forEach(clear);
+      return;
+    }
+    const backwards = new Set<Command>(['back', 'back_timestep', 'reverse_cont']);
+    this.buttons.forEach((b, cmd) => (b.disabled = s.finished && s.at_present && !backwards.has(cmd)));
+    this._where.textContent = s.position_text + (s.at_present ? '' : `  (past: pause ${s.pause} of ${s.pauses - 1})`);
+    this._reason.textContent = s.stop_reason;
+    this.node.classList.toggle('jp-Kernelcore-past', !s.at_present);
+    this._renderStack(s);
+    this._renderVars(s);
+    this._renderBreakpoints(s);
+    this._renderHits(s);
+    this._markGraph(s);
+  }
+
+  private _renderStack(s: Session): void {
+    clear(this._stack);
+    if (!s.callstack.length) {
+      this._stack.appendChild(h('div', { cls: 'jp-Kernelcore-muted', text: 'the run has ended' }));
+    }
+    for (const f of s.callstack) {
+      const row = h('div', { cls: 'jp-Kernelcore-frame', text: f.label, title: `scope ${f.scope}` });
+      row.dataset.block = String(f.block);
+      row.dataset.op = String(f.op);
+      row.classList.toggle('jp-Kernelcore-selected', this._shownScope === f.scope);
+      row.addEventListener('click', () => {
+        this._shownScope = f.scope;
+        this._render();
+      });
+      this._stack.appendChild(row);
+    }
+  }
+
+  private _renderVars(s: Session): void {
+    clear(this._vars);
+    const inner = s.position.length ? s.position[s.position.length - 1].scope : null;
+    const focus = this._shownScope !== null && s.variables.some(v => v.scope === this._shownScope) ? this._shownScope : inner;
+    for (const sc of s.variables) {
+      const box = h('details', { cls: 'jp-Kernelcore-scopeVars' });
+      box.dataset.scope = String(sc.scope);
+      if (sc.scope === focus || (sc.visible && focus === inner)) {
+        box.open = true;
+      }
+      box.appendChild(h('summary', { text: sc.label + (sc.visible ? '' : ' (not visible from here)') }));
+      for (const v of sc.vars) {
+        const row = h('div', { cls: 'jp-Kernelcore-var', title: 'click: where did this value come from?' }, [
+          h('span', { cls: 'jp-Kernelcore-varName', text: v.name }),
+          h('span', { cls: 'jp-Kernelcore-varValue', text: v.preview ? previewText(v.preview) : v.kind })
+        ]);
+        row.dataset.name = v.name;
+        row.addEventListener('click', () => void this.run('provenance', { name: v.name, depth: 6 }));
+        box.appendChild(row);
+      }
+      this._vars.appendChild(box);
+    }
+  }
+
+  private _showProvenance(o: Origin): void {
+    clear(this._prov);
+    const node = (x: Origin, depth: number): HTMLElement => {
+      const t = x.timestep !== null ? ` t=${x.timestep}` : '';
+      const where = x.kind === 'op' || x.kind === 'bound' ? ` \u2190 ${x.kind === 'bound' ? 'bound by ' : ''}${x.op_type} (block ${x.block} op #${x.op}${t})` : ` \u2190 ${x.kind}`;
+      const label = `${x.name}${where}${x.note ? ': ' + x.note : ''}`;
+      const el = h('div', { cls: ['jp-Kernelcore-origin', `jp-Kernelcore-origin-${x.kind}`] });
+      el.style.paddingLeft = `${depth * 10}px`;
+      if (x.event !== null) {
+        el.appendChild(button(label, () => void this.run('goto_event', { event: x.event as number }), { cls: 'jp-Kernelcore-originLink', title: 'show the state right after this op' }));
+      } else {
+        el.appendChild(h('span', { text: label }));
+      }
+      el.dataset.timestep = x.timestep === null ? '' : String(x.timestep);
+      const wrap = h('div', {}, [el]);
+      for (const i of x.inputs) {
+        wrap.appendChild(node(i, depth + 1));
+      }
+      return wrap;
+    };
+    this._prov.appendChild(node(o, 0));
+  }
+
+  private _renderBreakpoints(s: Session): void {
+    clear(this._bps);
+    const keep = this._opTypes.value;
+    clear(this._opTypes);
+    for (const t of s.op_types) {
+      this._opTypes.appendChild(h('option', { text: t, attrs: { value: t } }));
+    }
+    if (s.op_types.includes(keep)) {
+      this._opTypes.value = keep;
+    }
+    const items = [...s.breakpoints.map(b => ({ id: b.id, text: b.text, enabled: b.enabled })), ...s.watches.map(w => ({ id: w.id, text: `${w.text} (${w.hits} hits)`, enabled: w.enabled }))];
+    for (const b of items) {
+      const box = h('input', { attrs: { type: 'checkbox', 'aria-label': 'enabled' } });
+      box.checked = b.enabled;
+      box.addEventListener('change', () => void this.run('break_enable', { id: b.id, enabled: box.checked }));
+      const row = h('div', { cls: 'jp-Kernelcore-bp' }, [
+        box,
+        h('span', { text: b.text }),
+        button('\u00d7', () => void this.run('break_remove', { id: b.id }), { cls: 'jp-Kernelcore-bpRemove', title: 'remove' })
+      ]);
+      row.dataset.id = String(b.id);
+      this._bps.appendChild(row);
+    }
+  }
+
+  private _renderHits(s: Session): void {
+    clear(this._hits);
+    for (const hit of s.hits) {
+      this._hits.appendChild(button(hit.message, () => void this.run('goto_event', { event: hit.event }), { cls: 'jp-Kernelcore-hit', title: 'show the state right after this write' }));
+    }
+  }
+
+  // -- the program of the notebook's last kernelcore output: click an op to break or run to it ------------
+  refresh(force = false): void {
     const cur = this._find();
     const found = cur ? findLastKernelcoreOutput(cur.nb) : null;
-    if (!force && found?.data === this._shown && found) {
+    const data = found && found.mime === PROGRAM_MIME ? found.data : undefined;
+    if (!force && data === this._graphData) {
       return;
     }
-    this._shown = found?.data;
-    const gen = ++this._gen;
-    this._view?.dispose();
-    this._view = null;
-    clear(this._host);
-    if (!cur) {
-      this._source.textContent = 'no active notebook';
+    this._graphData = data;
+    this._graph?.dispose();
+    this._graph = null;
+    clear(this._graphHost);
+    if (!data || !isProgramJSON(data)) {
+      this._graphNote.textContent = 'display the program (`program` as a cell\'s last expression) to break on an op by clicking it';
       return;
     }
-    if (!found) {
-      this._source.textContent = `${cur.name}: no kernelcore program or trace output yet`;
-      return;
+    this._graphNote.textContent = `${cur?.name ?? ''}, cell ${(found?.cell ?? 0) + 1}: click an op to break there or run to it`;
+    const m = programModel(data);
+    const actions = h('div', { cls: 'jp-Kernelcore-opActions' });
+    this._graphHost.appendChild(actions);
+    m.on('change:selected', () => {
+      clear(actions);
+      const id = String(m.get('selected') ?? '');
+      const op = /^o(\d+):(\d+)$/.exec(id); // an op id of the program contract, not a position
+      if (!op) {
+        return;
+      }
+      const block = Number(op[1]);
+      const idx = Number(op[2]);
+      actions.append(
+        h('span', { text: `op ${id}: ` }),
+        button('Break here', () => void this.run('break_add', { kind: 'op', block, op: idx }), { cls: 'jp-Kernelcore-breakHere' }),
+        button('Run to here', () => void this.run('run_to', { block, op: idx }), { cls: 'jp-Kernelcore-runToHere' })
+      );
+    });
+    this._graph = new ProgramGraphView(m, this._graphHost, { local: true });
+    if (this.model.session) {
+      this._markGraph(this.model.session);
     }
-    this._source.textContent = `${cur.name}, cell ${found.cell + 1}: ${found.mime === PROGRAM_MIME ? 'program' : 'trace'}`;
-    if (found.mime === PROGRAM_MIME) {
-      void showProgram(this._host, found.data).then(v => {
-        if (gen === this._gen) {
-          this._view = v;
-        } else {
-          v.dispose();
-        }
-      });
-    } else {
-      this._view = showTrace(this._host, found.data);
-    }
+  }
+
+  private _markGraph(s: Session): void {
+    this._graph?.setCurrent(s.position.filter(f => !f.end).map(f => `o${f.block}:${f.op}`));
   }
 
   protected onAfterShow(): void {
     this.refresh();
+    this.model.reconnect();
   }
 
   dispose(): void {
-    this._view?.dispose();
+    this.model.changed.disconnect(this._render, this);
+    this._graph?.dispose();
     super.dispose();
   }
 }

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import DebuggerWidget, { DebuggerView, positionOps } from '../src/views/Debugger';
+import DebuggerWidget, { DebuggerView } from '../src/views/Debugger';
+import { frameOps } from '../src/schema';
 import { forest, mlp, trace } from './fixtures';
 import { container, FakeModel } from './fake-model';
 
@@ -27,6 +28,7 @@ function state(extra: Record<string, unknown> = {}) {
     filter: {},
     selected_event: -1,
     position: 'block 0 op #1 relu',
+    frames: [fr(0, 1, 'relu')],
     stop_reason: 'step',
     finished: false,
     time_travel: -1,
@@ -34,20 +36,26 @@ function state(extra: Record<string, unknown> = {}) {
   };
 }
 
+function fr(block: number, op: number, op_type: string, timestep: number | null = null, end = false) {
+  return { block, op, op_type, timestep, scope: block, end };
+}
+
 describe('Debugger', () => {
-  it('parses positions', () => {
-    expect(positionOps('block 0 op #3 recurrent > block 1 op #0 mul t=2')).toEqual(['o0:3', 'o1:0']);
-    expect(positionOps('finished')).toEqual([]);
+  it('reads positions from frames, not from text', () => {
+    expect(frameOps([fr(0, 3, 'recurrent'), fr(1, 0, 'mul', 2)])).toEqual(['o0:3', 'o1:0']);
+    expect(frameOps([fr(0, 3, 'recurrent'), fr(1, 6, 'end of block', 2, true)])).toEqual(['o0:3']);
+    expect(frameOps([])).toEqual([]);
   });
 
   it('sends the step controls', async () => {
     const el = container();
     const m = new FakeModel(state());
     const cleanup = await DebuggerWidget.render({ model: m, el });
-    for (const action of ['step', 'next', 'finish', 'step_timestep', 'cont', 'back']) {
+    const all = ['step', 'next', 'finish', 'step_timestep', 'cont', 'back', 'back_timestep', 'reverse_cont'];
+    for (const action of all) {
       (el.querySelector(`.jp-Kernelcore-action-${action}`) as HTMLButtonElement).click();
     }
-    expect(m.sent.map(x => x.type)).toEqual(['step', 'next', 'finish', 'step_timestep', 'cont', 'back']);
+    expect(m.sent.map(x => x.type)).toEqual(all);
     cleanup();
     expect(m.listenerCount()).toBe(0);
   });
@@ -60,16 +68,21 @@ describe('Debugger', () => {
     expect(view.graph.left.nodeEls.get('o0:1')!.classList.contains('jp-Kernelcore-current')).toBe(true);
     expect(el.querySelector('.jp-Kernelcore-position')!.textContent).toBe('block 0 op #1 relu');
     m.pythonSets('position', 'block 0 op #2 mul_grad');
+    m.pythonSets('frames', [fr(0, 2, 'mul_grad')]);
     expect(view.graph.left.nodeEls.get('o0:1')!.classList.contains('jp-Kernelcore-current')).toBe(false);
     expect(view.graph.left.nodeEls.get('o0:2')!.classList.contains('jp-Kernelcore-current')).toBe(true);
-    m.pythonSets('position', 'finished');
+    m.pythonSets('position', 'end of the run');
+    m.pythonSets('frames', []);
+    m.pythonSets('stop_reason', 'finished');
     m.pythonSets('finished', true);
     expect((el.querySelector('.jp-Kernelcore-action-step') as HTMLButtonElement).disabled).toBe(true);
     expect((el.querySelector('.jp-Kernelcore-action-back') as HTMLButtonElement).disabled).toBe(false);
-    expect(el.querySelector('.jp-Kernelcore-position')!.textContent).toBe('finished');
+    expect(el.querySelector('.jp-Kernelcore-position')!.textContent).toBe('end of the run');
+    expect(el.querySelector('.jp-Kernelcore-status')!.textContent).toBe('finished');
     expect(el.querySelectorAll('g.node.jp-Kernelcore-current').length).toBe(0);
     // back in time after the end: the position names an op again and stepping is possible
-    m.pythonSets('position', 'before block 0 op #3 sgd (time travel: event 9)');
+    m.pythonSets('position', 'block 0 op #3 sgd');
+    m.pythonSets('frames', [fr(0, 3, 'sgd')]);
     m.pythonSets('time_travel', 9);
     expect(view.graph.left.nodeEls.get('o0:3')!.classList.contains('jp-Kernelcore-current')).toBe(true);
     expect((el.querySelector('.jp-Kernelcore-action-step') as HTMLButtonElement).disabled).toBe(false);

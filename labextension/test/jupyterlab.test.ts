@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import mimeExtensions, { KernelcoreRenderer } from '../src/mime';
 import { findLastKernelcoreOutput } from '../src/sidebar';
-import { executeText, stepCode } from '../src/kernel';
 import { PROGRAM_MIME, TRACE_MIME } from '../src/schema';
 import { HOSTILE, mlp, trace } from './fixtures';
 import { texts } from './fake-model';
@@ -67,34 +66,5 @@ describe('sidebar and commands', () => {
     expect(findLastKernelcoreOutput(nb)).toEqual({ mime: TRACE_MIME, data: 't1', cell: 1 });
     expect(findLastKernelcoreOutput({ cells: list([]) })).toBeNull();
     expect(findLastKernelcoreOutput(null)).toBeNull();
-  });
-
-  it('runs one expression through active_debugger() and collects its text', async () => {
-    expect(stepCode('step')).toBe('__import__("kernelcore_widgets").active_debugger().step()');
-    expect(stepCode('cont')).toBe('__import__("kernelcore_widgets").active_debugger().cont()');
-    const requests: any[] = [];
-    const kernel = {
-      requestExecute(content: any) {
-        requests.push(content);
-        const future: any = { onIOPub: () => undefined };
-        future.done = Promise.resolve().then(() => {
-          future.onIOPub({ header: { msg_type: 'status' }, content: {} });
-          future.onIOPub({ header: { msg_type: 'stream' }, content: { text: 'paused at block 0 op #1\n' } });
-          future.onIOPub({ header: { msg_type: 'execute_result' }, content: { data: { 'text/plain': "'step'" } } });
-        });
-        return future;
-      }
-    };
-    const r = await executeText(kernel, stepCode('next'));
-    expect(requests[0]).toMatchObject({ code: stepCode('next'), store_history: false, silent: false });
-    expect(r).toEqual({ text: "paused at block 0 op #1\n'step'", error: false });
-    const failing = {
-      requestExecute() {
-        const future: any = { onIOPub: () => undefined };
-        future.done = Promise.resolve().then(() => future.onIOPub({ header: { msg_type: 'error' }, content: { ename: 'AttributeError', evalue: "'NoneType' object has no attribute 'step'" } }));
-        return future;
-      }
-    };
-    expect(await executeText(failing, stepCode('step'))).toEqual({ text: "AttributeError: 'NoneType' object has no attribute 'step'", error: true });
   });
 });

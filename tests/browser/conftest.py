@@ -54,6 +54,15 @@ def lab(tmp_path_factory):
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(base / "config"), JUPYTER_RUNTIME_DIR=str(base / "runtime"),
                PYTHONUNBUFFERED="1")
+    # this checkout's code and its built JupyterLab extension, whatever the venv has installed (an editable
+    # install elsewhere, an older copy under share/jupyter/labextensions): JUPYTER_PATH comes first
+    built = ROOT / "widgets" / "kernelcore_widgets" / "labextension"
+    if (built / "package.json").is_file():
+        ext = base / "data" / "labextensions" / "@kernelcore"
+        ext.mkdir(parents=True)
+        (ext / "labextension").symlink_to(built, target_is_directory=True)
+        env["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(base / "data"), env.get("JUPYTER_PATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), str(ROOT / "widgets"), env.get("PYTHONPATH")) if p)
     # no "would you like news?" toast over the page
     (base / "config" / "labconfig").mkdir()
     (base / "config" / "labconfig" / "page_config.json").write_text(json.dumps(

@@ -260,7 +260,10 @@ def test_debugger_buttons_step_the_session(page, lab):
     view.locator("svg g.node.jp-Kernelcore-current").first.wait_for()
     shot(view, "debugger_t1")
     view.locator("button.jp-Kernelcore-action-cont").click()
-    view.locator(".jp-Kernelcore-position", has_text="finished").wait_for()
+    view.locator(".jp-Kernelcore-position", has_text="end of the run").wait_for()
+    reason = view.locator(".jp-Kernelcore-debugControls .jp-Kernelcore-status")
+    reason.filter(has_text="finished").wait_for()  # traits arrive one by one: wait for this one too
+    assert reason.text_content() == "finished" and "finished" not in position.text_content()  # said once
     shot(view, "debugger_finished")
 
 

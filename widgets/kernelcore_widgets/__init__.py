@@ -4,10 +4,12 @@
 
 The views are ESM modules built from labextension/src/views/ into static/; the JupyterLab extension
 (renderers for kernelcore's MIME types, file viewers, the debugger sidebar) into labextension/; the
-server extension (kernelcore_widgets.server) lets the file viewer open .pdmodel files.
+server extension (kernelcore_widgets.server) lets the file viewer open .pdmodel files. Importing it in a
+kernel registers the `kernelcore.debugger` comm target the debugger sidebar talks to (kernelcore_widgets.comm).
 """
 from __future__ import annotations
 
+from . import comm as _comm
 from ._base import FrontEndNotBuilt
 from .debugger import Debugger, active_debugger
 from .program_graph import ProgramGraph
@@ -18,6 +20,14 @@ from .trace_timeline import TraceTimeline
 
 __all__ = ["Debugger", "FrontEndNotBuilt", "ProgramGraph", "RNNStepper", "ScopeForest", "TraceTimeline",
            "active_debugger", "value_preview"]
+
+
+_comm.register()  # in an IPython kernel: the sidebar can reach the debug session; elsewhere a no-op
+
+
+def load_ipython_extension(_ipython) -> None:
+    """`%load_ext kernelcore_widgets`: registers the debugger sidebar's comm target."""
+    _comm.register()
 
 
 def _jupyter_labextension_paths():

@@ -6,6 +6,7 @@ mixins), plus `position`, `stop_reason`, `finished` and the step commands.
 """
 from __future__ import annotations
 
+import re
 import weakref
 
 import traitlets as t
@@ -20,12 +21,12 @@ from .scope_forest import ForestState
 from .trace_timeline import TimelineState
 
 _active: weakref.ref | None = None
-COMMANDS = ("step", "next", "finish", "step_timestep", "cont", "back")
+COMMANDS = ("step", "next", "finish", "step_timestep", "cont", "back", "back_timestep", "reverse_cont")
 
 
 def active_debugger() -> Debugger:
-    """The Debugger created or displayed last: JupyterLab's kernelcore sidebar runs
-    `active_debugger().step()` (`.next()`, `.cont()`) in the notebook's kernel."""
+    """The Debugger created or displayed last (for Python callers; the sidebar talks to the session through
+    the `kernelcore.debugger` comm, see kernelcore_widgets.comm)."""
     d = _active() if _active is not None else None
     if d is None:
         raise LookupError("no kernelcore Debugger in this kernel yet: show one with "
@@ -39,12 +40,13 @@ def _set_active(d: Debugger) -> None:
 
 
 class Stop:
-    """Where a command left the session; its repr is what the sidebar shows."""
+    """Where a command left the session; its repr is what a caller shows."""
 
-    __slots__ = ("position", "stop_reason", "finished")
+    __slots__ = ("position", "stop_reason", "finished", "frames")
 
-    def __init__(self, position: str, stop_reason: str, finished: bool):
+    def __init__(self, position: str, stop_reason: str, finished: bool, frames: list | None = None):
         self.position, self.stop_reason, self.finished = position, stop_reason, finished
+        self.frames = frames or []
 
     def __repr__(self) -> str:
         return f"{self.position} ({self.stop_reason})"
@@ -53,27 +55,28 @@ class Stop:
 class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
     """`Debugger(session)`: a kc.DebugSession (`kc.debug(program, feed=..., scope=...)`).
 
-    Commands, from the buttons (messages `{"type": "step" | "next" | "finish" | "step_timestep" | "cont" |
-    "back"}`), the sidebar, or Python (`dbg.step()`): each moves the session and refreshes the views.
-    "back" travels back one op through the trace without running anything; "step" from the past steps
-    forward through the record, and any other command returns to the present and runs the session.
+    A thin view over the session: every command is a session move (messages `{"type": "step" | "next" |
+    "finish" | "step_timestep" | "cont" | "back" | "back_timestep" | "reverse_cont"}`, or Python
+    `dbg.step()`), and the views follow the session's cursor, whoever moved it (the sidebar, Python code):
+    the widget listens to the session. In the past (after "back") the graph, forest and timesteps show the
+    state rebuilt from the record; forward moves replay the record and then run on.
     The views' own messages work here too: `select` (with "id": the graph; with "seq": the timeline),
     `open` (the forest), `goto` and `prev` (the timesteps; the RNN panel's "next" is the button "Step t")."""
 
     _esm = STATIC / "Debugger.js"
     _css = STATIC / "Debugger.css"
 
-    position = t.Unicode("").tag(sync=True)
+    position = t.Unicode("").tag(sync=True)       # for display only: str(session.position)
+    frames = t.List().tag(sync=True)              # the cursor as frames: [{block, op, op_type, timestep, scope, end}]
     stop_reason = t.Unicode("").tag(sync=True)
-    finished = t.Bool(False).tag(sync=True)
-    time_travel = t.Int(-1).tag(sync=True)  # the event shown when looking at the past; -1: the present
+    finished = t.Bool(False).tag(sync=True)       # the run has ended
+    time_travel = t.Int(-1).tag(sync=True)        # the pause shown when the cursor is in the past; -1: the present
 
     def __init__(self, session, **kw):
         if not isinstance(session, kc.DebugSession):
             raise TypeError(f"Debugger takes a kc.DebugSession (kc.debug(program, ...)), got {type(session).__name__}")
         super().__init__(**kw)
         self.session = session
-        self._view: kc.TimeView | None = None
         self._init_graph(session.program, scope=session.scope)
         self.update_forest(session.forest())
         self.update_events(session.trace)
@@ -81,6 +84,14 @@ class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
         if self._has_rnn:
             self._init_stepper(session)
         self.observe(self._on_event_selected, "selected_event")
+        me = weakref.ref(self)
+
+        def follow(_sess, me=me):
+            d = me()
+            if d is not None:
+                d.refresh()
+        self._follow = follow
+        session.listeners.append(follow)
         self.refresh()
         _set_active(self)
 
@@ -92,42 +103,62 @@ class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
         return f"<Debugger at {self.position} ({self.stop_reason})>"
 
     # -- the views ------------------------------------------------------------------------------------
-    @staticmethod
-    def _scope_by_id(root, scope_id):
-        return next((s for s in root.walk() if s.id == scope_id), None) if root is not None else None
-
     def refresh(self) -> None:
-        """Show where the session (or the time-travel view) stands."""
+        """Show where the session's cursor stands."""
         self._refresh_session_views()
         if self._has_rnn:
             self.refresh_steps()
 
+    def _cursor_op(self) -> str | None:
+        """The op id the cursor is at (at a sub-block's end: the op that runs the block)."""
+        frames = self.session.position.frames
+        for f in reversed(frames):
+            if not f.at_end:
+                return op_id(f.block, f.op)
+        return None
+
     def _refresh_session_views(self) -> None:
         s = self.session
-        if self._view is not None:
-            v = self._view
-            self.time_travel = v.index
-            events = s.trace.events
-            nxt = next((events[i] for i in range(v.index + 1, len(events)) if events[i].kind == "op_run"), None)
-            if nxt is not None:  # shown as a live pause is: before the op that ran next
-                t_ = f" t={nxt.timestep}" if nxt.timestep is not None else ""
-                self.position = (f"before block {nxt.block} op #{nxt.op} {nxt.op_type}{t_} "
-                                 f"(time travel: event {v.index})")
-                self.point_at(self._scope_by_id(v.root, nxt.scope) or v.root, op_id(nxt.block, nxt.op))
-            else:
-                self.position = f"after the last op (time travel: event {v.index})"
-                self.point_at(v.root)
-            self.update_forest(v.forest())
-        else:
-            self.time_travel = -1
-            self.position = str(s.position)
-            self.update_forest(s.forest())
-            inner = s.position.innermost
-            here = (self._scope_by_id(s.scope, inner.scope) if inner is not None else None) or s.scope
-            self.point_at(here, op_id(inner.block, inner.op) if inner is not None else None)
+        self.time_travel = -1 if s.at_present else s.pause_index
+        self.position = str(s.position)
+        self.frames = s.position.to_json()
+        self.update_forest(s.forest())
+        node = self._cursor_op()
+        self.point_at(s._scope_at(), node)
         self.stop_reason = s.stop_reason
         self.finished = s.finished
         self.update_events()
+
+    def _details_scope(self, node_id: str):
+        """The scope whose values the details of `node_id` show: the cursor's frame in that node's block, else
+        the step scope the op (or, for a var, its block) last ran in, rebuilt; else the run's scope."""
+        s = self.session
+        m = re.match(r"[ov](\d+):(.*)\Z", node_id or "")
+        if m is None:
+            return s._scope_at()
+        block = int(m.group(1))
+        frames = s.position.frames
+        here = next((f for f in reversed(frames) if f.block == block), None)
+        if here is not None:
+            return s._scope_at() if here is frames[-1] else (
+                next((x for x in s.scope.walk() if x.id == here.scope), None) if s.at_present
+                else s.view.scope(here.scope)) or s._scope_at()
+        if block == 0:
+            return s._scope_at()
+        rec, upto = s.record, s.pauses[s.pause_index].index
+        if node_id.startswith("o"):
+            k = rec.last_run_of(block, int(m.group(2)), upto)
+        else:
+            k = next((i for i in range(upto, -1, -1) if rec.events[i].kind == "op_run"
+                      and rec.events[i].block == block), None)
+        if k is None:
+            return s._scope_at()
+        return rec.view(k).scope(rec.events[k].scope) or s._scope_at()
+
+    def _refresh_details(self) -> None:
+        if getattr(self, "session", None) is not None and self.selected:
+            self._scope = self._details_scope(self.selected)
+        super()._refresh_details()
 
     def _on_event_selected(self, change) -> None:
         ev = self.event(change["new"])
@@ -137,29 +168,12 @@ class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
     # -- commands -------------------------------------------------------------------------------------
     def _run(self, command: str) -> Stop:
         s = self.session
-        error = None
         try:
-            if command == "back":
-                self._view = s.back(1, view=self._view)
-            elif self._view is not None and command == "step":
-                self._view = self._forward(self._view)
-            else:
-                self._view = None
-                if not s.finished:
-                    getattr(s, command)()
+            getattr(s, command)()  # the session tells its listeners: this widget refreshes
         except kc.KernelcoreError as e:  # the run failed: the session has ended and says why
-            self._view, error = None, f"error: {e}"
-        self.refresh()
-        if error is not None:
-            self.stop_reason = error
-        return Stop(self.position, self.stop_reason, self.finished)
-
-    def _forward(self, view: kc.TimeView) -> kc.TimeView | None:
-        """The view one op later than `view`, or None (the present) past the last recorded op."""
-        events = self.session.trace.events
-        nxt = next((i for i in range(view.index + 1, len(events)) if events[i].kind == "op_run"), None)
-        later = nxt is not None and any(e.kind == "op_run" for e in events[nxt + 1:])
-        return self.session.goto(nxt) if later else None
+            self.refresh()
+            self.stop_reason = f"error: {e}"
+        return Stop(self.position, self.stop_reason, self.finished, list(self.frames))
 
     def step(self) -> Stop:
         return self._run("step")
@@ -179,6 +193,12 @@ class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
     def back(self) -> Stop:
         return self._run("back")
 
+    def back_timestep(self) -> Stop:
+        return self._run("back_timestep")
+
+    def reverse_cont(self) -> Stop:
+        return self._run("reverse_cont")
+
     def command(self, name: str) -> Stop:
         """Run one command by name."""
         if name not in COMMANDS:
@@ -190,8 +210,8 @@ class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
         table = {name: (lambda _c, name=name: self._run(name)) for name in COMMANDS}
         table["select"] = lambda c: (self._timeline_select(c) if "seq" in c else self._graph_select(c))
         table["open"] = self._forest_open
-        if self._has_rnn:  # a goto may run the session forward: the other views follow, the timestep stays
-            table["goto"] = lambda c: (self._stepper_goto(c), self._refresh_session_views())
+        if self._has_rnn:  # a goto may run the session forward: the other views follow
+            table["goto"] = self._stepper_goto
             table["prev"] = self._stepper_prev
         return table
 

@@ -1,14 +1,16 @@
 """RNNStepper: the timesteps of one recurrent op, one step scope at a time, live or from a record.
 
-Live, over a kc.DebugSession that has not finished: "next" runs the session to the next timestep
-(`session.step_timestep()`), "prev" and "goto" to a timestep already run rebuild it from the session's
-trace (time travel, `session.goto`): no kernel runs again. Replay, over a finished session or a Trace
-recorded with values (`kc.trace(retain="references")`): every timestep is rebuilt from the record.
+A thin view over the engine: the session (kc.DebugSession) says where its cursor is (`position`, structured
+frames), the recorded run (kc.RecordedRun: the session's `record`, or `kc.RecordedRun.from_trace(trace)`)
+says which timesteps ran (`timesteps(block, op, upto)`) and rebuilds any of them (`view(index)`).
+Over a session, the panel follows the session's cursor: the timestep the cursor is in, live when the cursor
+is at the present (mode "live"), rebuilt when it is in the past (mode "replay"). "prev" and "goto" to a
+timestep already run show it as it ended, rebuilt (mode "replay"); "next"/"goto" to a later one move the
+session forward (`session.step_timestep()`).
 
 The variables of a step scope get roles from the recurrent op's attributes: `inputs` (x_t, the slice of
 each sequence), `ex_states` (h_prev, the memory the step reads), `states` (h_new, the memory it leaves
-for the next step) and `outputs` (output, stacked over time outside). The recurrent op binds x_t and
-h_prev with var_create events that carry the values, so a rebuilt step scope holds them too.
+for the next step) and `outputs` (output, stacked over time outside).
 
 Paddle's fused `rnn` op (paddle.nn.LSTM / GRU / SimpleRNN) is stepped the same way: it has no sub-block but
 runs each (layer, direction, timestep) in its own step scope, binding `x_proj` (role x_t), `h_prev` and
@@ -19,11 +21,12 @@ from T-1 down to 0).
 """
 from __future__ import annotations
 
-import re
+import weakref
 
 import traitlets as t
 
 import kernelcore as kc
+from kernelcore.display import parse_node_id
 
 from ._base import STATIC, KCWidget
 from .schema import scope_json
@@ -33,21 +36,6 @@ FUSED_RNN = "rnn"
 STEPPED = (RECURRENT, FUSED_RNN)  # op types whose timesteps the stepper shows
 # the step-scope names of the fused rnn op (kernelcore/ops/rnn.py) by role
 FUSED_ROLES = {"inputs": ["x_proj"], "ex_states": ["h_prev", "c_prev"], "states": ["h", "c"], "outputs": ["h"]}
-_OP_ID = re.compile(r"o(\d+):(\d+)\Z")
-
-
-class _TraceRecord:
-    """What kc.TimeView needs of a session, made from a bare Trace: the run's scope (no values from
-    before the run: feeds and parameters are unknown unless an op wrote them) and the events."""
-
-    def __init__(self, trace: kc.Trace, first_event: int):
-        events = trace.events
-        begin = next((i for i in range(first_event, -1, -1) if events[i].kind == "run_begin"), None)
-        if begin is None:
-            raise ValueError("the trace holds no run_begin event before the recurrent op's steps")
-        self.trace = trace
-        self._initial = [(events[begin].scope, {}, {})]
-        self._initial_events = begin + 1
 
 
 def _op_key(op, program) -> tuple[int, int] | None:
@@ -63,10 +51,10 @@ def _op_key(op, program) -> tuple[int, int] | None:
     if isinstance(op, kc.Operator):
         return op.block.idx, op.idx
     if isinstance(op, str):
-        m = _OP_ID.match(op)
-        if not m:
+        parsed = parse_node_id(op)
+        if parsed is None or parsed[0] != "op":
             raise ValueError(f"op={op!r}: expected an op id like 'o0:3'")
-        return int(m.group(1)), int(m.group(2))
+        return parsed[1], parsed[2]
     if isinstance(op, int):
         return 0, op
     if isinstance(op, tuple) and len(op) == 2:
@@ -89,29 +77,35 @@ class StepperState(t.HasTraits):
     def _init_stepper(self, session_or_trace, op=None, program=None) -> None:
         src = session_or_trace
         if isinstance(src, kc.DebugSession):
-            self._rnn_session, self._rnn_record, program = src, src, src.program
+            self._rnn_session, program = src, src.program
+            trace = src.trace
         elif isinstance(src, kc.Trace):
-            self._rnn_session, self._rnn_record = None, None
+            self._rnn_session, trace = None, src
         else:
             raise TypeError(f"RNNStepper takes a kc.DebugSession or a kc.Trace, got {type(src).__name__}")
-        self._rnn_trace = src.trace if isinstance(src, kc.DebugSession) else src
         self._rnn_program = program
         key = _op_key(op, program)
         if key is None:  # a bare trace without its program: the first recurrent op that ran
-            ev = next((e for e in self._rnn_trace.events if e.kind == "step_begin" and e.op_type in STEPPED), None)
+            ev = next((e for e in trace.events if e.kind == "step_begin" and e.op_type in STEPPED), None)
             if ev is None:
                 raise ValueError("the trace holds no timestep of a recurrent op")
             key = (ev.block, ev.op)
         self._rnn_key = key
         self._rnn_names = self._rnn_role_names()
         self.rnn_op = f"o{key[0]}:{key[1]}"
-        if self._rnn_record is None:
-            first = next((i for i, e in enumerate(self._rnn_trace.events)
+        if self._rnn_session is not None:
+            self._rnn_record = self._rnn_session.record
+        else:
+            first = next((i for i, e in enumerate(trace.events)
                           if e.kind == "step_begin" and (e.block, e.op) == key), None)
             if first is None:
                 raise ValueError(f"the trace holds no timestep of op {self.rnn_op}")
-            self._rnn_record = _TraceRecord(self._rnn_trace, first)
+            self._rnn_record = kc.RecordedRun.from_trace(trace, program, near=first)
+        self._rnn_pinned: int | None = None  # a timestep picked in the panel (shown as it ended)
         self.refresh_steps()
+        completed = self._rnn_completed()
+        if self._rnn_cursor_step() is None and completed:  # a finished record: replay from its first timestep
+            self._show_step(min(completed, key=lambda ts: completed[ts][2]), completed)
 
     # -- what the op says -----------------------------------------------------------------------------
     def _rnn_role_names(self) -> dict:
@@ -125,8 +119,7 @@ class StepperState(t.HasTraits):
         except kc.KernelcoreError as e:
             raise ValueError(f"op o{b}:{i}: {e}") from None
         if op.type == FUSED_RNN:
-            lstm = op.attr("mode", "LSTM") == "LSTM"
-            n = 2 if lstm else 1
+            n = 2 if op.attr("mode", "LSTM") == "LSTM" else 1
             return {**FUSED_ROLES, "ex_states": FUSED_ROLES["ex_states"][:n], "states": FUSED_ROLES["states"][:n],
                     "initial_states": op.input("PreState"), "reverse": False, "sequence": op.input("Input"),
                     "fused": True}
@@ -148,52 +141,44 @@ class StepperState(t.HasTraits):
 
     @property
     def rnn_live(self) -> bool:
-        return self._rnn_session is not None and not self._rnn_session.finished
+        """The session's cursor is at the present of an unfinished run."""
+        s = self._rnn_session
+        return s is not None and not s.finished and s.at_present
 
-    # -- where the record and the session are ----------------------------------------------------------
+    # -- where the record and the session are (the engine answers) ---------------------------------------
+    def _rnn_upto(self) -> int | None:
+        s = self._rnn_session
+        return s.pauses[s.pause_index].index if s is not None else None
+
     def _rnn_completed(self) -> dict[int, tuple[int, int, int]]:
-        """timestep -> (index of its step_end event, step scope id, position in execution order), for the
-        op's latest run."""
-        out: dict[int, tuple[int, int, int]] = {}
-        order = 0
-        self._rnn_pass = ""  # the fused rnn op: which (layer, direction) the latest pass is
-        for i, e in enumerate(self._rnn_trace.events):
-            if e.kind == "scope_push" and (e.block, e.op) == self._rnn_key and e.message:
-                if e.message != self._rnn_pass and out:
-                    out, order = {}, 0  # the fused rnn op starts its next (layer, direction) pass
-                self._rnn_pass = e.message
-            if e.kind in ("step_begin", "step_end") and (e.block, e.op) == self._rnn_key:
-                if e.kind == "step_begin" and out and e.timestep in out:
-                    out, order = {}, 0  # the op runs again (inside a loop): keep the latest run
-                if e.kind == "step_end":
-                    out[e.timestep] = (i, e.scope, order)
-                    order += 1
-        return out
+        """timestep -> (index of its step_end event, step scope id, position in execution order), as of the
+        session's cursor (the whole record for a trace)."""
+        steps = self._rnn_record.timesteps(*self._rnn_key, upto=self._rnn_upto())
+        return {st.t: (st.end, st.scope, st.order) for st in steps if st.end is not None}
 
-    def _rnn_live_step(self) -> tuple[int, int, int] | None:
-        """(timestep, step scope id, op scope id) when the session is paused inside the op."""
-        if not self.rnn_live:
+    def _rnn_cursor_step(self) -> tuple[int, int] | None:
+        """(timestep, step scope id) when the session's cursor is inside the op."""
+        if self._rnn_session is None:
             return None
         frames = self._rnn_session.position.frames
         for d, f in enumerate(frames[:-1]):
             if (f.block, f.op) == self._rnn_key and frames[d + 1].timestep is not None:
-                return frames[d + 1].timestep, frames[d + 1].scope, f.scope
+                return frames[d + 1].timestep, frames[d + 1].scope
         return None
 
-    def _rnn_live_scope(self, scope_id: int):
-        return next((s for s in self._rnn_session.scope.walk() if s.id == scope_id), None)
+    def _rnn_pass(self) -> str:
+        """The fused rnn op: which (layer, direction) pass ran last as of the cursor ("" for recurrent)."""
+        if not self._rnn_names.get("fused"):
+            return ""
+        events, upto = self._rnn_record.events, self._rnn_upto()
+        last = len(events) - 1 if upto is None else upto
+        return next((e.message for e in reversed(events[:last + 1]) if e.kind == "scope_push"
+                     and (e.block, e.op) == self._rnn_key and e.message), "")
 
-    def _rnn_num_steps(self, completed, live_step) -> int:
+    def _rnn_num_steps(self, completed) -> int:
         names = self._rnn_names["sequence"] or self._rnn_names["inputs"]
         if self._rnn_session is not None and names:
-            scope = None
-            if live_step is not None:
-                scope = self._rnn_live_scope(live_step[2])
-            else:
-                pos = self._rnn_session.position.innermost
-                if pos is not None and (pos.block, pos.op) == self._rnn_key:
-                    scope = self._rnn_live_scope(pos.scope)
-            v = (scope or self._rnn_session.scope).find_var(names[0])
+            v = self._rnn_session.scope.find_var(names[0])
             shape = getattr(v.value, "shape", None) if v is not None else None
             if shape:
                 return int(shape[0])
@@ -201,38 +186,41 @@ class StepperState(t.HasTraits):
             v = self._rnn_program.block(self._rnn_key[0]).find_var_recursive(names[0])
             if v is not None and v.shape and v.shape[0] > 0:
                 return int(v.shape[0])
-        seen = set(completed) | ({live_step[0]} if live_step else set())
+        here = self._rnn_cursor_step()
+        seen = set(completed) | ({here[0]} if here else set())
         return max(seen) + 1 if seen else 0
 
     def _rnn_exec_order(self, n: int) -> list[int]:
-        reverse = self._rnn_names["reverse"] or "backward" in getattr(self, "_rnn_pass", "")
+        reverse = self._rnn_names["reverse"] or "backward" in self._rnn_pass()
         return list(range(n - 1, -1, -1)) if reverse else list(range(n))
 
     # -- showing a timestep -----------------------------------------------------------------------------
     def refresh_steps(self) -> None:
-        """Show the live timestep (or keep the shown one) after the session moved."""
+        """Follow the session's cursor: the timestep it is in, else the last one finished before it."""
+        self._rnn_pinned = None
         completed = self._rnn_completed()
-        live_step = self._rnn_live_step()
-        self.mode = "live" if self.rnn_live else "replay"
-        self.num_steps = self._rnn_num_steps(completed, live_step)
-        if live_step is not None:
-            self._show_step(live_step[0], completed, live_step)
+        here = self._rnn_cursor_step()
+        self.num_steps = self._rnn_num_steps(completed)
+        if here is not None:
+            self._show_cursor_step(here, completed)
         elif completed:
             ran = sorted(completed, key=lambda ts: completed[ts][2])  # in execution order
-            shown = self.timestep if self.timestep in completed else ran[-1] if self.rnn_live else ran[0]
-            self._show_step(shown, completed, live_step)
+            shown = ran[-1] if self._rnn_session is not None else \
+                (self.timestep if self.timestep in completed else ran[0])
+            self._show_step(shown, completed)
         else:
+            self.mode = "live" if self.rnn_live else "replay"
             self.timestep, self.step_scope = -1, {}
-            self.memory_flow = self._rnn_flow(completed, live_step)
-            where = f", paused at {self._rnn_session.position}" if self.rnn_live else ""
+            self.memory_flow = self._rnn_flow(completed, None)
+            where = f", paused at {self._rnn_session.position}" if self._rnn_session is not None else ""
             self.status = f"{self.mode}: op {self.rnn_op} has not started a timestep yet{where}"
 
-    def _rnn_flow(self, completed, live_step) -> list[dict]:
+    def _rnn_flow(self, completed, here) -> list[dict]:
         n = self._rnn_names
         steps = sorted(((k, tt) for tt, (_, _, k) in completed.items()))
         ran = [tt for _, tt in steps]
-        if live_step is not None and live_step[0] not in completed:
-            ran.append(live_step[0])
+        if here is not None and here[0] not in completed:
+            ran.append(here[0])
         flow = []
         for k, tt in enumerate(ran):
             for j, to in enumerate(n["ex_states"]):
@@ -240,61 +228,81 @@ class StepperState(t.HasTraits):
                 flow.append({"t": tt, "from": src, "to": to, "from_t": ran[k - 1] if k else None})
         return flow
 
-    def _show_step(self, ts: int, completed, live_step) -> None:
-        roles = self._rnn_roles()
-        if ts in completed:
-            index, scope_id, k = completed[ts]
-            node = kc.TimeView(self._rnn_record, index).forest()[scope_id]  # x_t, h_prev: bound with their values
-            body = scope_json(node, roles=roles)
-            body["event"] = index
-            status = f"{self.mode}: timestep {ts} ({k + 1} of {self.num_steps} run), rebuilt at event {index}"
-        elif live_step is not None and live_step[0] == ts:
-            scope = self._rnn_live_scope(live_step[1])
-            body = scope_json(kc.ScopeForest(scope)[scope.id], roles=roles)
-            status = f"live: timestep {ts} of {self.num_steps}, paused at {self._rnn_session.position}"
-        else:
-            self.status = f"{self.mode}: timestep {ts} has not run" + (" yet" if self.rnn_live else "")
-            return
-        if self._rnn_names.get("fused") and getattr(self, "_rnn_pass", ""):
-            status += "; " + self._rnn_pass.removeprefix("rnn step ")  # "(layer 0, forward)"
+    def _publish(self, ts: int, node, completed, here, status: str) -> None:
+        body = scope_json(node, roles=self._rnn_roles())
         order = {"x_t": 0, "h_prev": 1, "h_new": 2, "output": 3}
         body["vars"].sort(key=lambda v: (order.get(v["role"], 9), v["name"]))
         self.timestep = ts
         self.step_scope = body
-        self.memory_flow = self._rnn_flow(completed, live_step)
-        self.status = status
+        self.memory_flow = self._rnn_flow(completed, here)
+        pass_name = self._rnn_pass()
+        self.status = status + ("; " + pass_name.removeprefix("rnn step ") if pass_name else "")  # "(layer 0, forward)"
+
+    def _show_cursor_step(self, here, completed) -> None:
+        """The timestep the session's cursor is in: its live step scope at the present, rebuilt in the past."""
+        ts, scope_id = here
+        sess = self._rnn_session
+        if sess.at_present:
+            scope = next((x for x in sess.scope.walk() if x.id == scope_id), None)
+            node = kc.ScopeForest(scope)[scope.id]
+            self.mode = "live"
+            status = f"live: timestep {ts} of {self.num_steps}, paused at {sess.position}"
+        else:
+            index = sess.pauses[sess.pause_index].index
+            node = sess.view.forest()[scope_id]
+            self.mode = "replay"
+            status = f"replay: timestep {ts} of {self.num_steps} at {sess.position}, rebuilt at event {index}"
+        self._publish(ts, node, completed, here, status)
+        self.step_scope = {**self.step_scope, "event": sess.pauses[sess.pause_index].index}
+
+    def _show_step(self, ts: int, completed) -> None:
+        """A timestep that has finished, as it ended, rebuilt from the record."""
+        if ts not in completed:
+            self.status = f"{self.mode}: timestep {ts} has not run" + (" yet" if self.rnn_live else "")
+            return
+        index, scope_id, k = completed[ts]
+        node = kc.TimeView(self._rnn_record, index).forest()[scope_id]  # x_t, h_prev: bound with their values
+        self.mode = "replay"
+        self._publish(ts, node, completed, self._rnn_cursor_step(),
+                      f"replay: timestep {ts} ({k + 1} of {self.num_steps} run), rebuilt at event {index}")
+        self.step_scope = {**self.step_scope, "event": index}
 
     # -- moving -----------------------------------------------------------------------------------------
     def goto_timestep(self, ts: int):
-        """Show timestep `ts`: rebuilt from the record if it has run; live, run the session up to it."""
+        """Show timestep `ts`: rebuilt from the record if it has run; else run the session up to it."""
         completed = self._rnn_completed()
-        live_step = self._rnn_live_step()
-        n = self._rnn_num_steps(completed, live_step)
+        n = self._rnn_num_steps(completed)
         if not 0 <= ts < max(n, 1):
             self.status = f"there is no timestep {ts}: the op runs {n} timesteps (0 to {n - 1})"
             return self
+        here = self._rnn_cursor_step()
+        if here is not None and here[0] == ts:
+            self.refresh_steps()
+            return self
+        if ts in completed:
+            self._show_step(ts, completed)
+            self._rnn_pinned = ts
+            return self
+        sess = self._rnn_session
+        if sess is None or sess.finished and sess.at_present:
+            self._show_step(ts, completed)
+            return self
+        order = self._rnn_exec_order(n)
         guard = n + 2
-        while (ts not in completed and self.rnn_live and guard > 0
-               and not (live_step is not None and live_step[0] == ts)):
-            order = self._rnn_exec_order(n)
-            if live_step is not None and order.index(live_step[0]) > order.index(ts):
-                break  # behind the live step and not recorded: cannot happen unless the record dropped it
+        while guard > 0 and not (sess.finished and sess.at_present):
+            here = self._rnn_cursor_step()
+            if here is not None and (here[0] == ts or order.index(here[0]) > order.index(ts)):
+                break
             try:
-                self._rnn_session.step_timestep()
+                sess.step_timestep()
             except kc.KernelcoreError:
                 pass  # the run failed: the session has ended, its stop_reason says why (below)
             guard -= 1
-            completed, live_step = self._rnn_completed(), self._rnn_live_step()
-            reason = self._rnn_session.stop_reason
-            if reason.startswith("breakpoint") or reason.startswith("error"):
+            if sess.stop_reason.startswith(("breakpoint", "error", "watch")):
                 break
-        self.mode = "live" if self.rnn_live else "replay"
-        self.num_steps = self._rnn_num_steps(completed, live_step)
-        if ts not in completed and live_step is not None:
-            ts = live_step[0]  # the run stopped short (a breakpoint): show where it is
-        self._show_step(ts, completed, live_step)
-        if self._rnn_session is not None and self._rnn_session.stop_reason.startswith(("breakpoint", "error")):
-            self.status += f" ({self._rnn_session.stop_reason})"
+        self.refresh_steps()
+        if sess.stop_reason.startswith(("breakpoint", "error", "watch")):
+            self.status += f" ({sess.stop_reason})"
         return self
 
     def next_timestep(self):
@@ -343,6 +351,15 @@ class RNNStepper(StepperState, KCWidget):
     def __init__(self, session_or_trace, op=None, program=None, **kw):
         super().__init__(**kw)
         self._init_stepper(session_or_trace, op, program)
+        if isinstance(session_or_trace, kc.DebugSession):  # follow moves made elsewhere (a cell, the sidebar)
+            me = weakref.ref(self)
+
+            def follow(_sess, me=me):
+                st = me()
+                if st is not None:
+                    st.refresh_steps()
+            self._follow = follow
+            session_or_trace.listeners.append(follow)
 
     goto = StepperState.goto_timestep
     next = StepperState.next_timestep

@@ -5,11 +5,11 @@
  * event selects its op in the graph and reveals its scope in the forest.
  *
  * Traits: those of ProgramGraph, ScopeForest, RNNStepper and TraceTimeline, plus position,
- * stop_reason, finished and time_travel (the event looked at in the past, -1 for the present).
+ * frames, stop_reason, finished and time_travel (the pause looked at in the past, -1 for the present).
  */
 import { button, h } from '../dom';
 import { Listeners, RenderProps, WidgetModel } from '../model';
-import { DebuggerAction, TraceEvent } from '../schema';
+import { DebugFrame, DebuggerAction, frameOps, TraceEvent } from '../schema';
 import { ProgramGraphView } from './ProgramGraph';
 import { RNNStepperView } from './RNNStepper';
 import { ScopeForestView } from './ScopeForest';
@@ -21,19 +21,10 @@ export const ACTIONS: Array<[DebuggerAction, string, string]> = [
   ['finish', 'Finish', 'run until this block ends'],
   ['step_timestep', 'Step t', 'run to the next timestep of the loop'],
   ['cont', 'Continue', 'run to the next breakpoint or the end'],
-  ['back', 'Back', 'go back one event (time travel)']
+  ['back', 'Back', 'go back one op (time travel: nothing runs)'],
+  ['back_timestep', 'Back t', 'go back to the start of the previous timestep'],
+  ['reverse_cont', 'Reverse', 'go back to the previous breakpoint or watch hit']
 ];
-
-/** The op ids named in a position string: each "block B op #I" becomes "oB:I". */
-export function positionOps(position: string): string[] {
-  const out: string[] = [];
-  const re = /block (\d+) op #(\d+)/g;
-  let m: RegExpExecArray | null;
-  while ((m = re.exec(position)) !== null) {
-    out.push(`o${m[1]}:${m[2]}`);
-  }
-  return out;
-}
 
 export class DebuggerView {
   readonly root: HTMLElement;
@@ -76,7 +67,7 @@ export class DebuggerView {
     this.stepper = new RNNStepperView(model, this._rnnBox, { nextMessage: { type: 'step_timestep' } });
     this.timeline = new TraceTimelineView(model, timelineBox);
 
-    this._listeners.onChange(['position', 'stop_reason', 'finished', 'time_travel'], () => this._update());
+    this._listeners.onChange(['position', 'frames', 'stop_reason', 'finished', 'time_travel'], () => this._update());
     this._listeners.onChange(['num_steps'], () => this._updateRnn());
     this._listeners.onChange(['selected_event'], () => this._followEvent());
     this._update();
@@ -89,13 +80,16 @@ export class DebuggerView {
 
   private _update(): void {
     const position = String(this.model.get('position') ?? '');
+    const frames = (this.model.get('frames') ?? []) as DebugFrame[];
     const finished = !!this.model.get('finished');
-    // time_travel >= 0: looking at a past event (the buttons step through the record again)
+    // time_travel >= 0: the cursor looks at a past pause (forward moves replay the record, then run on)
     const past = Number(this.model.get('time_travel') ?? -1) >= 0;
-    this._position.textContent = position || (finished ? 'finished' : '');
-    this._reason.textContent = String(this.model.get('stop_reason') ?? '');
-    this.buttons.forEach((b, action) => (b.disabled = finished && !past && action !== 'back'));
-    this.graph.setCurrent(positionOps(position));
+    const reason = String(this.model.get('stop_reason') ?? '');
+    this._position.textContent = position + (past ? ' (past)' : '');
+    this._reason.textContent = reason === position ? '' : reason;
+    const backwards = new Set<DebuggerAction>(['back', 'back_timestep', 'reverse_cont']);
+    this.buttons.forEach((b, action) => (b.disabled = finished && !past && !backwards.has(action)));
+    this.graph.setCurrent(frameOps(frames));
     this.root.classList.toggle('jp-Kernelcore-finished', finished && !past);
   }
 

@@ -1,0 +1,178 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { CommLike, DebuggerModel, KernelLike } from '../src/debugmodel';
+import { COMM_TARGET, ServerMessage, StateMessage } from '../src/protocol';
+import { KernelcoreSidebar, MOVES } from '../src/sidebar';
+import { texts } from './fake-model';
+
+// Real messages from the kernel side (tests/test_debug_comm.py writes and checks this file).
+const MESSAGES: ServerMessage[] = JSON.parse(readFileSync(resolve(__dirname, 'debug-messages.json'), 'utf8'));
+const STATES = MESSAGES.filter((m): m is StateMessage => m.type === 'state');
+
+afterEach(() => {
+  document.body.textContent = '';
+});
+
+class FakeComm implements CommLike {
+  sent: any[] = [];
+  opened = false;
+  closed = false;
+  onMsg: (msg: { content: { data: any } }) => void = () => undefined;
+  onClose: (msg: unknown) => void = () => undefined;
+  constructor(readonly target: string) {}
+  open(): void {
+    this.opened = true;
+  }
+  send(data: any): void {
+    this.sent.push(data);
+  }
+  close(): void {
+    this.closed = true;
+  }
+  deliver(data: unknown): void {
+    this.onMsg({ content: { data } });
+  }
+}
+
+class FakeKernel implements KernelLike {
+  comms: FakeComm[] = [];
+  private _status: Array<(s: unknown, status: string) => void> = [];
+  statusChanged = {
+    connect: (fn: (s: unknown, status: string) => void) => this._status.push(fn),
+    disconnect: (fn: any) => (this._status = this._status.filter(f => f !== fn))
+  };
+  createComm(target: string): FakeComm {
+    const c = new FakeComm(target);
+    this.comms.push(c);
+    return c;
+  }
+  setStatus(status: string): void {
+    this._status.forEach(f => f(this, status));
+  }
+  get comm(): FakeComm {
+    return this.comms[this.comms.length - 1];
+  }
+}
+
+function connected() {
+  const model = new DebuggerModel();
+  const kernel = new FakeKernel();
+  model.setKernel(kernel);
+  kernel.comm.deliver(STATES[0]);
+  return { model, kernel };
+}
+
+describe('debugger model (the comm)', () => {
+  it('opens the kernelcore.debugger comm and follows the state the kernel pushes', () => {
+    const { model, kernel } = connected();
+    expect(kernel.comm.target).toBe(COMM_TARGET);
+    expect(kernel.comm.opened).toBe(true);
+    expect(model.status).toBe('connected');
+    expect(model.session!.position[0].op_type).toBe('recurrent');
+  });
+
+  it('sends typed requests and resolves them with the matching reply', async () => {
+    const { model, kernel } = connected();
+    const p = model.request('step');
+    const req = kernel.comm.sent[0];
+    expect(req).toMatchObject({ type: 'request', command: 'step', args: {} });
+    kernel.comm.deliver({ type: 'reply', id: req.id + 100, command: 'step', ok: true, error: null, result: null }); // not ours
+    kernel.comm.deliver({ type: 'reply', id: req.id, command: 'step', ok: false, error: 'nope', result: null });
+    expect(await p).toMatchObject({ ok: false, error: 'nope' });
+    kernel.comm.deliver({ junk: true }); // ignored
+    expect(model.status).toBe('connected');
+  });
+
+  it('says when the kernel has no comm target, and when it restarted', async () => {
+    const model = new DebuggerModel();
+    const kernel = new FakeKernel();
+    model.setKernel(kernel);
+    kernel.comm.onClose({});
+    expect(model.status).toBe('no-target');
+    expect(model.statusText).toContain('import kernelcore_widgets');
+    model.reconnect();
+    kernel.comm.deliver(STATES[0]);
+    expect(model.status).toBe('connected');
+    const pending = model.request('cont');
+    kernel.setStatus('restarting');
+    expect(model.status).toBe('restarted');
+    expect(model.session).toBeNull();
+    expect(model.statusText).toBe('kernel restarted; re-run the cell that starts the debug session');
+    expect((await pending).ok).toBe(false);
+    expect((await model.request('step')).error).toContain('kernel restarted');
+    model.setKernel(null, true);
+    expect(model.status).toBe('no-kernel');
+  });
+});
+
+describe('debugger sidebar', () => {
+  function sidebar() {
+    const { model, kernel } = connected();
+    const sb = new KernelcoreSidebar(model);
+    document.body.appendChild(sb.node);
+    return { model, kernel, sb };
+  }
+
+  it('shows the callstack, variables and breakpoints of the real state', () => {
+    const { kernel, sb } = sidebar();
+    const last = STATES[STATES.length - 1];
+    kernel.comm.deliver(last);
+    const s = last.state.session!;
+    const frames = [...sb.node.querySelectorAll('.jp-Kernelcore-frame')].map(e => e.textContent);
+    expect(frames).toEqual(s.callstack.map(f => f.label));
+    expect(sb.node.querySelector('.jp-Kernelcore-dbgPosition')!.textContent).toContain(s.position_text);
+    const scopes = sb.node.querySelectorAll('.jp-Kernelcore-scopeVars');
+    expect(scopes.length).toBe(s.variables.length);
+    const shown = texts(sb.node);
+    expect(shown.some(t => t.includes(s.breakpoints[0].text))).toBe(true);
+    expect(sb.node.querySelectorAll('.jp-Kernelcore-hit').length).toBe(s.hits.length);
+  });
+
+  it('every control sends its command; a variable click asks for provenance, whose links move the cursor', async () => {
+    const { kernel, sb } = sidebar();
+    for (const [cmd] of MOVES) {
+      sb.buttons.get(cmd)!.click();
+    }
+    expect(kernel.comm.sent.map(m => m.command)).toEqual(MOVES.map(m => m[0]));
+    const reply = MESSAGES.find(m => m.type === 'reply' && m.command === 'provenance')!;
+    (sb.node.querySelector('.jp-Kernelcore-var') as HTMLElement).click();
+    const req = kernel.comm.sent[kernel.comm.sent.length - 1];
+    expect(req.command).toBe('provenance');
+    kernel.comm.deliver({ ...reply, id: req.id });
+    await Promise.resolve();
+    await Promise.resolve();
+    const links = sb.node.querySelectorAll('.jp-Kernelcore-originLink');
+    expect(links.length).toBeGreaterThan(0);
+    (links[0] as HTMLElement).click();
+    expect(kernel.comm.sent[kernel.comm.sent.length - 1]).toMatchObject({ command: 'goto_event' });
+  });
+
+  it('adds, toggles and removes breakpoints and watches', () => {
+    const { kernel, sb } = sidebar();
+    (sb.node.querySelector('.jp-Kernelcore-addOpType') as HTMLElement).click();
+    expect(kernel.comm.sent.pop()).toMatchObject({ command: 'break_add', args: { kind: 'op_type' } });
+    (sb.node.querySelector('.jp-Kernelcore-bpVar') as HTMLInputElement).value = 'h';
+    (sb.node.querySelector('.jp-Kernelcore-addWrite') as HTMLElement).click();
+    expect(kernel.comm.sent.pop()).toMatchObject({ command: 'break_add', args: { kind: 'write', var: 'h' } });
+    (sb.node.querySelector('.jp-Kernelcore-watchCond') as HTMLSelectElement).value = 'overflow';
+    (sb.node.querySelector('.jp-Kernelcore-watchHi') as HTMLInputElement).value = '1e4';
+    (sb.node.querySelector('.jp-Kernelcore-addWatch') as HTMLElement).click();
+    expect(kernel.comm.sent.pop()).toMatchObject({ command: 'watch_add', args: { var: 'h', cond: 'overflow', hi: 1e4, lo: null } });
+    kernel.comm.deliver(STATES[STATES.length - 1]);
+    const row = sb.node.querySelector('.jp-Kernelcore-bp') as HTMLElement;
+    const box = row.querySelector('input') as HTMLInputElement;
+    box.checked = false;
+    box.dispatchEvent(new Event('change'));
+    expect(kernel.comm.sent.pop()).toMatchObject({ command: 'break_enable', args: { enabled: false } });
+    (row.querySelector('.jp-Kernelcore-bpRemove') as HTMLElement).click();
+    expect(kernel.comm.sent.pop()).toMatchObject({ command: 'break_remove', args: { id: Number(row.dataset.id) } });
+  });
+
+  it('shows the restart state', () => {
+    const { kernel, sb } = sidebar();
+    kernel.setStatus('restarting');
+    expect(sb.node.querySelector('.jp-Kernelcore-dbgStatus')!.textContent).toBe('kernel restarted; re-run the cell that starts the debug session');
+    expect(sb.buttons.get('step')!.disabled).toBe(true);
+  });
+});

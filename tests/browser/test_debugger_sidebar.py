@@ -1,0 +1,146 @@
+"""The debugger sidebar against a live session in a real JupyterLab: no widget displayed, only
+`kc.debug(...)` in a cell. Continue to a breakpoint, read a variable, step back, reverse-continue to a
+watchpoint hit, follow a provenance chain across two RNN timesteps. Screenshots in out/screenshots/."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lab_helpers import shot
+from test_lab import code_sources, errors_of, exec_sources, open_notebook, run_all, write_notebook
+
+pytestmark = pytest.mark.browser
+
+SESSION = """import kernelcore_widgets  # registers the kernelcore.debugger comm target
+sess = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)
+bp = sess.break_on("tanh")
+wp = sess.watch(h_new.name, "overflow", bound=0.0)  # every write of h_new: a hit per timestep
+prog"""
+
+
+def _sidebar(page):
+    page.evaluate("window.jupyterapp.commands.execute('kernelcore:open-debugger')")
+    sb = page.locator("#jp-kernelcore-debugger")
+    sb.wait_for()
+    return sb
+
+
+def _click(sb, cmd):
+    sb.locator(f"button.jp-Kernelcore-cmd-{cmd}").click()
+
+
+def _where(sb, text):
+    sb.locator(".jp-Kernelcore-dbgPosition", has_text=text).wait_for(timeout=30_000)
+
+
+def test_sidebar_drives_a_live_session(page, lab):
+    setup = code_sources("rnn_step_debugging.ipynb")[0]
+    ns = exec_sources([setup])
+    name = write_notebook(lab, "sidebar_session.ipynb", [setup, SESSION])
+    open_notebook(page, lab, name)
+    assert not errors_of(run_all(page))
+    sb = _sidebar(page)
+    _where(sb, "block 0 op #0 recurrent")
+    shot(sb, "sidebar_start")
+
+    # continue to the breakpoint; read x_t in Variables
+    _click(sb, "cont")
+    _where(sb, "op #3 tanh t=0")
+    assert "breakpoint" in sb.locator(".jp-Kernelcore-dbgReason").text_content()
+    assert sb.locator(".jp-Kernelcore-frame").first.text_content() == "block 1 op #3 tanh t=0"
+    x_row = sb.locator(".jp-Kernelcore-scopeVars[open] .jp-Kernelcore-var[data-name='x']").first
+    x0 = ns["feed"]["x"][0]
+    text = x_row.locator(".jp-Kernelcore-varValue").text_content()
+    assert text.startswith(f"float32[{x0.shape[0]}, {x0.shape[1]}]"), text
+    shot(sb, "sidebar_breakpoint_t0")
+
+    # one op back: the past, rebuilt; forward again replays the record
+    _click(sb, "back")
+    _where(sb, "op #2 elementwise_add t=0")
+    assert "(past" in sb.locator(".jp-Kernelcore-dbgPosition").text_content()
+    shot(sb, "sidebar_back")
+    _click(sb, "cont")
+    _where(sb, "op #3 tanh t=0")
+    _click(sb, "cont")  # the watch: right after tanh wrote h_new at t=0
+    _where(sb, "op #4 assign t=0")
+    _click(sb, "cont")
+    _where(sb, "op #3 tanh t=1")
+    _click(sb, "cont")
+    _where(sb, "op #4 assign t=1")
+    assert "watch" in sb.locator(".jp-Kernelcore-dbgReason").text_content()
+
+    # disable the breakpoint; reverse-continue lands on the previous watch hit (t=0)
+    bp_row = sb.locator(".jp-Kernelcore-bp", has_text="op type 'tanh'")
+    bp_row.locator("input[type=checkbox]").uncheck()
+    page.wait_for_function("() => !document.querySelector('#jp-kernelcore-debugger .jp-Kernelcore-bp input').checked")
+    _click(sb, "reverse_cont")
+    _where(sb, "op #4 assign t=0")
+    status = sb.locator(".jp-Kernelcore-dbgReason").text_content()
+    assert "reverse" in status and "watch" in status and "timestep 0" in status
+    shot(sb, "sidebar_reverse_to_watch")
+
+    # the watch off too; to the start of t=2, then where did h_prev come from? across t=1 and t=0
+    sb.locator(".jp-Kernelcore-bp", has_text="watch").locator("input[type=checkbox]").uncheck()
+    page.wait_for_function("() => Array.from(document.querySelectorAll("
+                           "'#jp-kernelcore-debugger .jp-Kernelcore-bp input')).every(b => !b.checked)")
+    _click(sb, "step_timestep")
+    _where(sb, "t=1")
+    _click(sb, "step_timestep")
+    _where(sb, "op #0 matmul_v2 t=2")
+    mem = ns["prog"].global_block().op(0).attr("ex_states")[0]
+    sb.locator(f".jp-Kernelcore-scopeVars[open] .jp-Kernelcore-var[data-name='{mem}']").first.click()
+    prov = sb.locator(".jp-Kernelcore-provenance")
+    prov.locator(".jp-Kernelcore-originLink").first.wait_for()
+    links = prov.locator(".jp-Kernelcore-originLink").all_text_contents()
+    assert any("written at timestep 1" in t for t in links), links
+    assert any("t=1)" in t for t in links) and any("t=0)" in t for t in links), links
+    shot(sb, "sidebar_provenance")
+    prov.locator(".jp-Kernelcore-originLink", has_text="assign (block 1 op #5 t=0)").first.click()
+    _where(sb, "t=0")
+    assert "(past" in sb.locator(".jp-Kernelcore-dbgPosition").text_content()
+    # the value shown there is h_new of t=0, as NumPy computes it
+    h = np.tanh(ns["feed"]["x"][0] @ ns["scope"].get("w") + ns["feed"]["h0"] @ ns["scope"].get("u"))
+    row = sb.locator(f".jp-Kernelcore-scopeVars[open] .jp-Kernelcore-var[data-name='{ns['h_new'].name}']").first
+    assert row.locator(".jp-Kernelcore-varValue").text_content().startswith(f"float32[{h.shape[0]}, {h.shape[1]}]")
+    shot(sb, "sidebar_provenance_followed")
+    assert not [p for p in page.problems if "kernelcore" in p.lower()], page.problems
+
+
+def test_sidebar_says_when_the_kernel_restarted(page, lab):
+    setup = code_sources("rnn_step_debugging.ipynb")[0]
+    name = write_notebook(lab, "sidebar_restart.ipynb", [setup, SESSION])
+    open_notebook(page, lab, name)
+    assert not errors_of(run_all(page))
+    sb = _sidebar(page)
+    _where(sb, "block 0 op #0 recurrent")
+    page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()")
+    sb.locator(".jp-Kernelcore-dbgStatus", has_text="kernel restarted; re-run the cell").wait_for(timeout=60_000)
+    assert sb.locator("button.jp-Kernelcore-cmd-step").is_disabled()
+    shot(sb, "sidebar_restarted")
+
+
+def test_clicking_an_op_in_the_sidebar_graph_breaks_or_runs_there(page, lab):
+    setup = code_sources("rnn_step_debugging.ipynb")[0]
+    name = write_notebook(lab, "sidebar_graph.ipynb", [setup, SESSION])
+    open_notebook(page, lab, name)
+    assert not errors_of(run_all(page))
+    sb = _sidebar(page)
+    _where(sb, "block 0 op #0 recurrent")
+    graph = sb.locator(".jp-Kernelcore-sidebarView")
+    graph.locator("svg g.node.jp-Kernelcore-op", has_text="elementwise_add").first.click()
+    sb.locator("button.jp-Kernelcore-runToHere").click()
+    _where(sb, "op #2 elementwise_add t=0")
+    graph.locator("svg g.node.jp-Kernelcore-op", has_text="matmul_v2").first.click()
+    sb.locator("button.jp-Kernelcore-breakHere").click()
+    sb.locator(".jp-Kernelcore-bp", has_text="block 1 op #").wait_for()
+    bp_text = sb.locator(".jp-Kernelcore-bp", has_text="block 1 op #").text_content()
+    op = int(bp_text.split("op #")[1].split()[0].rstrip("×"))
+    assert op in (0, 1)
+    _click(sb, "cont")  # the tanh breakpoint first (t=0), the watch on its output, then the op clicked, at t=1
+    _where(sb, "op #3 tanh t=0")
+    _click(sb, "cont")
+    _where(sb, "op #4 assign t=0")
+    _click(sb, "cont")
+    _where(sb, f"op #{op} matmul_v2 t=1")
+    assert sb.locator("svg g.node.jp-Kernelcore-current").count() >= 1  # the graph marks where the run is
+    shot(sb, "sidebar_graph_break_here")

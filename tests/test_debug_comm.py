@@ -1,0 +1,199 @@
+"""The `kernelcore.debugger` comm protocol (kernelcore_widgets/comm.py) driven as the sidebar drives it, every
+message checked against debug_protocol.schema.json, and the schema's names against the TypeScript twin."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+jsonschema = pytest.importorskip("jsonschema")
+pytest.importorskip("anywidget")
+
+import kernelcore as kc  # noqa: E402
+from kernelcore.debug import session_hooks  # noqa: E402
+from kernelcore_widgets import comm  # noqa: E402
+from test_widgets import T, rnn  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = comm.load_schema()
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+def valid(msg, kind):
+    sub = jsonschema.Draft202012Validator({"$ref": f"#/$defs/{kind}", "$defs": SCHEMA["$defs"]})
+    errors = list(sub.iter_errors(msg)) + list(VALIDATOR.iter_errors(msg))
+    assert not errors, [e.message for e in errors][:3]
+    return msg
+
+
+class Sidebar:
+    """A fake browser end: sends schema-checked requests, keeps the schema-checked answers."""
+
+    def __init__(self, session_fn=None):
+        self.got: list[dict] = []
+        self.ch = comm.DebugChannel(self.got.append, session_fn)
+        self.n = 0
+
+    def ask(self, command, **args):
+        self.n += 1
+        req = valid({"type": "request", "id": self.n, "command": command, "args": args}, "Request")
+        before = len(self.got)
+        self.ch.handle(req)
+        new = self.got[before:]
+        reply = valid(new[0], "Reply")
+        assert reply["id"] == self.n and reply["command"] == command
+        for m in new[1:]:
+            valid(m, "StateMessage")
+        self.state = new[-1]["state"]["session"]
+        return reply
+
+
+@pytest.fixture
+def session():
+    prog, scope, feed, last, hs, names = rnn()
+    sess = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)
+    return sess, feed, hs, names
+
+
+def test_no_session_is_a_clear_state():
+    sb = Sidebar(lambda: None)
+    r = sb.ask("state")
+    assert r["ok"] and sb.state is None
+    r = sb.ask("step")
+    assert not r["ok"] and "kc.debug" in r["error"]
+
+
+def test_drive_a_session_through_the_comm(session):
+    sess, feed, hs, names = session
+    sb = Sidebar(lambda: sess)
+    sb.ask("state")
+    assert sb.state["position"][0]["op_type"] == "recurrent" and sb.state["at_present"]
+    r = sb.ask("break_add", kind="write", var=names["h_new"])
+    assert r["ok"] and r["result"]["kind"] == "write"
+    bid = r["result"]["id"]
+    sb.ask("cont")
+    assert "timestep 0" in sb.state["stop_reason"] and sb.state["timestep"] == 0
+    # Variables: the step scope first, with h_new previewed
+    top = sb.state["variables"][0]
+    assert top["visible"] and top["scope"] == sb.state["position"][-1]["scope"]
+    h = next(v for v in top["vars"] if v["name"] == names["h_new"])
+    assert h["preview"]["shape"] == [2, 4]
+    # Callstack: innermost first
+    assert [f["block"] for f in sb.state["callstack"]] == [1, 0]
+    sb.ask("cont")
+    assert "timestep 1" in sb.state["stop_reason"]
+    sb.ask("back")
+    assert not sb.state["at_present"]
+    sb.ask("reverse_cont")
+    assert "timestep 0" in sb.state["stop_reason"]
+    sb.ask("break_enable", id=bid, enabled=False)
+    assert sb.state["breakpoints"][0]["enabled"] is False
+    sb.ask("break_remove", id=bid)
+    assert sb.state["breakpoints"] == []
+    r = sb.ask("watch_add", var=names["h_new"], cond="range", lo=-0.5, hi=0.5)
+    assert r["ok"] and r["result"]["cond"] == "range"
+    sb.ask("present")
+    sb.ask("cont")
+    assert sb.state["hits"] and sb.state["hits"][0]["var"] == names["h_new"]
+    r = sb.ask("provenance", name=names["h_prev"], depth=6)
+    assert r["ok"] and r["result"]["kind"] in ("bound", "op")
+    sb.ask("run_to", block=1, op=2, timestep=T - 1)
+    sb.ask("goto_pause", pause=0)
+    assert sb.state["pause"] == 0
+    sb.ask("run_n", n=3)
+    assert sb.state["pause"] == 3
+    r = sb.ask("goto_pause", pause=10_000)
+    assert not r["ok"] and "no pause" in r["error"]
+    bad = {"type": "request", "id": 99, "command": "run_to", "args": {"block": "x", "op": 1}}  # not schema-valid
+    sb.ch.handle(bad)
+    assert not sb.got[-2]["ok"] and "integer" in sb.got[-2]["error"]
+
+
+def test_moves_from_python_are_pushed(session):
+    sess, *_ = session
+    sb = Sidebar(lambda: sess)
+    sb.ask("state")
+    n = len(sb.got)
+    sess.step()  # a cell moves the session: the sidebar hears of it
+    assert len(sb.got) == n + 1 and sb.got[-1]["type"] == "state"
+    valid(sb.got[-1], "StateMessage")
+    assert sb.got[-1]["state"]["session"]["position"][-1]["block"] == 1
+
+
+def test_the_active_session_is_the_latest_and_new_sessions_are_announced(session):
+    sess, *_ = session
+    assert kc.active_session() is sess
+    sb = Sidebar()
+    sb.ask("state")
+    assert sb.state["id"] == id(sess)
+    prog, scope, feed, last, hs, names = rnn()
+    got = []
+    session_hooks.append(got.append)
+    try:
+        other = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)
+    finally:
+        session_hooks.remove(got.append)
+    assert got == [other]
+    sb.ask("state")
+    assert sb.state["id"] == id(other)
+
+
+def test_malformed_requests_get_an_error_reply():
+    got = []
+    ch = comm.DebugChannel(got.append, lambda: None)
+    ch.handle({"type": "bogus"})
+    ch.handle("not a dict")
+    for m in got:
+        assert m["type"] in ("reply", "state")
+        VALIDATOR.validate(m)
+    assert [m["ok"] for m in got if m["type"] == "reply"] == [False, False]
+
+
+def test_the_typescript_twin_names_every_schema_definition():
+    ts = (ROOT / "labextension" / "src" / "protocol.ts").read_text()
+    for name in SCHEMA["$defs"]:
+        if name in ("FrameFields",):
+            continue
+        assert re.search(rf"export (interface|type) {name}\b", ts), name
+    commands = SCHEMA["$defs"]["Command"]["enum"]
+    assert re.findall(r"'([a-z_]+)'", ts.split("export const COMMANDS")[1].split("]")[0]) == commands
+
+
+def test_comm_target_registration_outside_a_kernel_is_a_no_op():
+    assert comm.register() in (False, True)
+    assert np is not None
+
+
+FIXTURE = ROOT / "labextension" / "test" / "debug-messages.json"
+
+
+def _scenario_messages():
+    prog, scope, feed, last, hs, names = rnn()
+    sess = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)
+    sb = Sidebar(lambda: sess)
+    sb.ask("state")
+    sb.ask("break_add", kind="write", var=names["h_new"])
+    sb.ask("watch_add", var=names["h_new"], cond="range", lo=-0.9, hi=0.9)
+    sb.ask("cont")
+    sb.ask("provenance", name=names["h_prev"], depth=3)
+    sb.ask("step_timestep")
+    sb.ask("provenance", name=names["h_prev"], depth=3)
+    return sb.got
+
+
+def test_the_front_end_fixture_is_real_and_valid():
+    """labextension/test/debug-messages.json (what the vitest sidebar tests replay) is made by this scenario:
+    KC_UPDATE_FIXTURES=1 rewrites it. Here it must exist and hold schema-valid messages of every kind."""
+    import json
+    import os
+    if os.environ.get("KC_UPDATE_FIXTURES"):
+        FIXTURE.write_text(json.dumps(_scenario_messages(), indent=1, allow_nan=False) + "\n")
+    msgs = json.loads(FIXTURE.read_text())
+    for m in msgs:
+        VALIDATOR.validate(m)
+    assert {m["type"] for m in msgs} == {"reply", "state"}
+    assert any(m["type"] == "reply" and m["command"] == "provenance" and m["result"] for m in msgs)
+    fresh = _scenario_messages()
+    assert [(m["type"], m.get("command")) for m in fresh] == [(m["type"], m.get("command")) for m in msgs]
