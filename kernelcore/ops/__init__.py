@@ -3,3 +3,5 @@ from . import activation, math, tensor  # noqa: F401
 from . import nn, loss  # noqa: F401
 from . import control_flow  # noqa: F401  - last: it registers logical_not etc. only where no family did
 from . import optimizer, dropout  # noqa: F401  - training: optimizer updates, dropout
+from . import conv, pool, norm, interp, vision_tensor  # noqa: F401  - vision: convolution, pooling, normalisation, resizing
+from . import activation_extra  # noqa: F401  - after activation: relu6, hard_swish, swish, prelu, ... where no family defined them

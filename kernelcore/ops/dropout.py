@@ -26,7 +26,8 @@ DROPOUT = register_op(
     inputs=[In("X", "the input tensor"),
             In("Seed", "(one int32) a seed that wins over fix_seed/seed", dispensable=True)],
     outputs=[Out("Out", "the result, X's shape and dtype"),
-             Out("Mask", "uint8, X's shape: 1 where X was kept (training mode only)", intermediate=True)],
+             Out("Mask", "uint8, X's shape: 1 where X was kept (training mode only); Paddle's inference programs "
+                 "leave it out", dispensable=True, intermediate=True)],
     attrs=[Attr("dropout_prob", A.FLOAT, "the probability of zeroing an element", 0.5,
                 checks=(Check("in [0, 1]", lambda v: 0.0 <= v <= 1.0),)),
            Attr("is_test", A.BOOLEAN, "true: inference mode whatever the run (false: the run's training "
