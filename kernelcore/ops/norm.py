@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from ..proto.framework_pb2 import AttrType as A
-from ..registry import Attr, Check, In, Out, register_op
+from ..registry import _REGISTRY, Attr, Check, In, Out, register_op
 from ._spatial import attr_or
 
 LAYOUTS = ("NCHW", "NHWC", "NCDHW", "NDHWC", "NC", "NCL", "NLC", "AnyLayout")
@@ -105,10 +105,12 @@ def batch_norm(ctx, ins, attrs):
     global_stats = attrs["use_global_stats"] or (inference and not attrs["trainable_statistics"])
     ct = _f32(x.dtype)
     if global_stats:
-        inv = 1.0 / xp.sqrt(var.astype(ct) + ct(eps))
-        k = scale.astype(ct) * inv
-        b = bias.astype(ct) - mean.astype(ct) * k
-        y = x * _bcast(k, x.ndim, axis).astype(x.dtype) + _bcast(b, x.ndim, axis).astype(x.dtype)
+        # (X - Mean) first, as Paddle does: folding Mean into the offset (X * k + (Bias - Mean * k)) cancels
+        # badly where X is close to Mean, i.e. everywhere once the running statistics fit the data
+        k = scale.astype(ct) / xp.sqrt(var.astype(ct) + ct(eps))
+        y = x - _bcast(mean.astype(x.dtype), x.ndim, axis)
+        y *= _bcast(k.astype(x.dtype), x.ndim, axis)  # `y` is a fresh array of ours
+        y += _bcast(bias.astype(x.dtype), x.ndim, axis)
         zeros = xp.zeros_like(mean)
         return y, mean.copy(), var.copy(), zeros, xp.zeros_like(var), xp.zeros((0,), dtype=x.dtype)
     red = tuple(a for a in range(x.ndim) if a != axis)
@@ -237,53 +239,54 @@ def instance_norm(ctx, ins, attrs):
     return y.astype(x.dtype, copy=False), mean.reshape(-1).astype(x.dtype), inv.reshape(-1).astype(x.dtype)
 
 
-LAYER_NORM = register_op(
-    "layer_norm",
-    "Flatten X to [left, right] at begin_norm_axis; normalise each row: Y = (X - mean) / sqrt(var + epsilon) * "
-    "Scale + Bias, var biased, Scale/Bias of `right` elements. Mean and Variance [left] hold the statistics.",
-    inputs=[In("X", "the input"), In("Scale", "(right) gain", dispensable=True),
-            In("Bias", "(right) offset", dispensable=True)],
-    outputs=[Out("Y", "X's shape and dtype"), Out("Mean", "[left]", intermediate=True),
-             Out("Variance", "[left], biased", intermediate=True)],
-    attrs=[Attr("epsilon", A.FLOAT, "added to the variance", 1e-5),
-           Attr("begin_norm_axis", A.INT, "the first normalised axis, in [1, rank)", 1)])
+if "layer_norm" not in _REGISTRY:  # a transformer family may register it first
+    LAYER_NORM = register_op(
+        "layer_norm",
+        "Flatten X to [left, right] at begin_norm_axis; normalise each row: Y = (X - mean) / sqrt(var + epsilon) * "
+        "Scale + Bias, var biased, Scale/Bias of `right` elements. Mean and Variance [left] hold the statistics.",
+        inputs=[In("X", "the input"), In("Scale", "(right) gain", dispensable=True),
+                In("Bias", "(right) offset", dispensable=True)],
+        outputs=[Out("Y", "X's shape and dtype"), Out("Mean", "[left]", intermediate=True),
+                 Out("Variance", "[left], biased", intermediate=True)],
+        attrs=[Attr("epsilon", A.FLOAT, "added to the variance", 1e-5),
+               Attr("begin_norm_axis", A.INT, "the first normalised axis, in [1, rank)", 1)])
 
 
-def _ln_infer(ic):
-    x = ic.shape("X")
-    b = attr_or(ic, "begin_norm_axis", 1)
-    if not 1 <= b < max(len(x), 2):
-        ic.fail(f"begin_norm_axis must lie in [1, {len(x)}), got {b}")
-    left = -1 if any(d < 0 for d in x[:b]) else math.prod(x[:b])
-    ic.set_output("Y", x, ic.dtype("X"))
-    ic.set_output("Mean", (left,), ic.dtype("X"))
-    ic.set_output("Variance", (left,), ic.dtype("X"))
+    def _ln_infer(ic):
+        x = ic.shape("X")
+        b = attr_or(ic, "begin_norm_axis", 1)
+        if not 1 <= b < max(len(x), 2):
+            ic.fail(f"begin_norm_axis must lie in [1, {len(x)}), got {b}")
+        left = -1 if any(d < 0 for d in x[:b]) else math.prod(x[:b])
+        ic.set_output("Y", x, ic.dtype("X"))
+        ic.set_output("Mean", (left,), ic.dtype("X"))
+        ic.set_output("Variance", (left,), ic.dtype("X"))
 
 
-LAYER_NORM.infer_shape = _ln_infer
+    LAYER_NORM.infer_shape = _ln_infer
 
 
-@LAYER_NORM.kernel()
-def layer_norm(ctx, ins, attrs):
-    x, scale, bias = ins
-    xp = ctx.xp
-    b = attrs["begin_norm_axis"]
-    if not 1 <= b < max(x.ndim, 2):
-        raise ValueError(f"begin_norm_axis must lie in [1, {x.ndim}), got {b}")
-    ct = _f32(x.dtype)
-    left = math.prod(x.shape[:b])
-    xf = x.astype(ct).reshape(left, -1)
-    right = xf.shape[1]
-    for name, v in (("Scale", scale), ("Bias", bias)):
-        if v is not None and v.size != right:
-            raise ValueError(f"{name} must hold {right} elements (the normalised dims {list(x.shape[b:])}), "
-                             f"got shape {list(v.shape)}")
-    mean = xf.mean(axis=1)
-    centred = xf - mean[:, None]
-    var = (centred * centred).mean(axis=1)
-    y = centred / xp.sqrt(var + ct(attrs["epsilon"]))[:, None]
-    if scale is not None:
-        y = y * scale.reshape(1, -1).astype(ct)
-    if bias is not None:
-        y = y + bias.reshape(1, -1).astype(ct)
-    return y.reshape(x.shape).astype(x.dtype, copy=False), mean.astype(x.dtype), var.astype(x.dtype)
+    @LAYER_NORM.kernel()
+    def layer_norm(ctx, ins, attrs):
+        x, scale, bias = ins
+        xp = ctx.xp
+        b = attrs["begin_norm_axis"]
+        if not 1 <= b < max(x.ndim, 2):
+            raise ValueError(f"begin_norm_axis must lie in [1, {x.ndim}), got {b}")
+        ct = _f32(x.dtype)
+        left = math.prod(x.shape[:b])
+        xf = x.astype(ct).reshape(left, -1)
+        right = xf.shape[1]
+        for name, v in (("Scale", scale), ("Bias", bias)):
+            if v is not None and v.size != right:
+                raise ValueError(f"{name} must hold {right} elements (the normalised dims {list(x.shape[b:])}), "
+                                 f"got shape {list(v.shape)}")
+        mean = xf.mean(axis=1)
+        centred = xf - mean[:, None]
+        var = (centred * centred).mean(axis=1)
+        y = centred / xp.sqrt(var + ct(attrs["epsilon"]))[:, None]
+        if scale is not None:
+            y = y * scale.reshape(1, -1).astype(ct)
+        if bias is not None:
+            y = y + bias.reshape(1, -1).astype(ct)
+        return y.reshape(x.shape).astype(x.dtype, copy=False), mean.astype(x.dtype), var.astype(x.dtype)
