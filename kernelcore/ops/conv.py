@@ -70,7 +70,10 @@ def conv_forward(xp, x, w, strides, pads, dils, groups):
 
 
 def _depthwise(xp, xpad, w, strides, dils, outs):
-    """groups == channels: Out[:, o] = sum over kernel offsets of W[o, 0, k] * the shifted input channel o // m."""
+    """groups == channels: Out[:, o] = sum over kernel offsets of W[o, 0, k] * the shifted input channel o // m.
+
+    Small output maps (late layers: 2x2 .. 16x16) run channels-last, so each multiply-add streams over long
+    channel rows instead of rows of a few pixels (7x faster on [8, 576, 4, 4]); large maps stay channels-first."""
     c = xpad.shape[1]
     o = w.shape[0]
     mult = o // c
@@ -78,18 +81,25 @@ def _depthwise(xp, xpad, w, strides, dils, outs):
         xpad = xp.repeat(xpad, mult, axis=1)  # output channel j reads input channel j // mult
     nd = len(outs)
     ks = w.shape[2:]
-    out = None
-    wk_shape = (1, o) + (1,) * nd
-    for offs in itertools.product(*(range(k) for k in ks)):
-        sl = (slice(None), slice(None)) + tuple(
-            slice(offs[i] * dils[i], offs[i] * dils[i] + strides[i] * (outs[i] - 1) + 1, strides[i])
-            for i in range(nd))
-        term = xpad[sl] * w[(slice(None), 0) + offs].reshape(wk_shape)
+    last = math.prod(outs) <= 256
+    if last:
+        xpad = xp.ascontiguousarray(xp.moveaxis(xpad, 1, -1))         # (n, spatial..., o)
+        wk = xp.ascontiguousarray(w.reshape(o, -1).T)                   # (kernel taps, o)
+        lead, tail = (slice(None),), (slice(None),)
+    else:
+        wk = w.reshape(o, -1).T.reshape((-1, 1, o) + (1,) * nd)         # tap t: (1, o, 1, ...)
+        lead, tail = (slice(None), slice(None)), ()
+    out = tmp = None
+    for t, offs in enumerate(itertools.product(*(range(k) for k in ks))):
+        sl = lead + tuple(slice(offs[i] * dils[i], offs[i] * dils[i] + strides[i] * (outs[i] - 1) + 1, strides[i])
+                          for i in range(nd)) + tail
         if out is None:
-            out = term
+            out = xpad[sl] * wk[t]
+            tmp = xp.empty_like(out)
         else:
-            out += term  # `out` is a fresh array of ours
-    return out
+            xp.multiply(xpad[sl], wk[t], out=tmp)
+            out += tmp  # `out` and `tmp` are fresh arrays of ours
+    return xp.ascontiguousarray(xp.moveaxis(out, -1, 1)) if last else out
 
 
 def conv_transpose_forward(xp, x, w, strides, pads, dils, groups, out_sizes):

@@ -57,7 +57,7 @@ MODELS = {
     "lenet": (_vision("LeNet"), [1, 1, 28, 28]),
     "resnet18": (_vision("resnet18"), [2, 3, 64, 64]),
     "mobilenet_v1": (_vision("mobilenet_v1"), [2, 3, 64, 64]),
-    "mobilenet_v2": (_vision("mobilenet_v2"), [2, 3, 64, 64]),
+    "mobilenet_v2": (_vision("mobilenet_v2"), [2, 3, 96, 96]),
     "mobilenet_v3_small": (_vision("mobilenet_v3_small"), [2, 3, 64, 64]),
     "mobilenet_v3_large": (_vision("mobilenet_v3_large"), [2, 3, 64, 64]),
     "squeezenet1_0": (_vision("squeezenet1_0"), [2, 3, 64, 64]),
@@ -71,6 +71,9 @@ MODELS = {
 EXTRA_MODELS = {
     "inception_v3": (_vision("inception_v3", num_classes=10), [1, 3, 96, 96]),
     "resnext50_32x4d": (_vision("resnext50_32x4d", num_classes=10), [1, 3, 64, 64]),
+    # bench/models.py: the benchmark's shapes
+    "resnet18_b8": (_vision("resnet18"), [8, 3, 64, 64]),
+    "mobilenet_v2_b8": (_vision("mobilenet_v2"), [8, 3, 64, 64]),
 }
 
 
