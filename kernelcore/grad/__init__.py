@@ -238,6 +238,7 @@ def install() -> None:
     has_op("feed")  # make sure the forward ops are registered first
     _register_fill_any_like()
     from . import activation, control_flow, loss, math, nn, tensor  # noqa: F401  - each fills GRAD_RULES
+    from . import vision  # noqa: F401  - conv, pool, norm, extra activations, resizing (after the families above)
     for t, r in GRAD_RULES.items():
         if has_op(t):
             get_op_def(t).grad = r
