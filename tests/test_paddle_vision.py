@@ -40,6 +40,7 @@ LAYERS = [
     "bicubic", "bicubic_align_corners", "pad2d_constant", "pad2d_reflect", "pad2d_replicate", "pad2d_circular",
     "flatten"]
 TRAIN_LAYERS = ["batchnorm2d_train", "batchnorm1d_train"]
+TRAIN_STEPS = ["train_cnn"]
 
 
 def _run(python, *args):
@@ -134,7 +135,37 @@ def test_every_case_was_built(zoo):
         d = json.loads(m.read_text())
         ok |= set(d["ok"])
         failed.update(d["failed"])
-    missing = [n for n in MODELS + LAYERS + TRAIN_LAYERS if n not in ok]
+    missing = [n for n in MODELS + LAYERS + TRAIN_LAYERS + TRAIN_STEPS if n not in ok]
     if missing and not PADDLE2.exists():
         missing = [n for n in missing if n not in failed]  # 2.6.2 would have built these
     assert not missing, {n: failed.get(n, "not attempted")[:300] for n in missing}
+
+
+def test_cnn_training_step_matches_paddle(zoo):
+    """Paddle's own training program for a small CNN (conv2d, batch_norm, relu, pool2d, depthwise_conv2d, adaptive
+    average pooling, flatten, linear, cross entropy; their *_grad ops; momentum), run here for one step from
+    Paddle's initial parameters: the loss and every updated persistable (parameters, velocities, running
+    statistics) match Paddle's to 1e-4."""
+    meta, ref = _case(zoo, "train_cnn")
+    prog = kc.load_program(zoo / "train_cnn.main.pb")
+    types = set(meta["op_types"])
+    assert {"conv2d_grad", "batch_norm_grad", "pool2d_grad", "depthwise_conv2d_grad", "momentum"} <= types
+    scope = kc.Scope()
+    for k in ref.files:
+        if k.startswith("init/"):
+            scope.set(k[len("init/"):], ref[k])
+    (loss,) = kc.Executor(kc.CPUPlace()).run(prog, feed={"x": ref["x"], "label": ref["label"]},
+                                             fetch_list=[meta["loss_name"]], scope=scope, training=True)
+    np.testing.assert_allclose(loss, ref["loss"], rtol=1e-4, atol=1e-6)
+    moved = 0
+    for k in ref.files:
+        if k.startswith("after/"):
+            name = k[len("after/"):]
+            got, want = kc.place.to_host(scope.find_var(name).value), ref[k]
+            assert got.shape == want.shape and got.dtype == want.dtype, name
+            # atol 1e-6: the first conv's bias feeds a batch norm, so its exact gradient is 0 and both Paddle and
+            # kernelcore compute float32 rounding noise (~1e-9) for it and its velocity
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=max(1e-4 * float(np.abs(want).max()), 1e-6),
+                                       err_msg=f"train_cnn: {name} after one step")
+            moved += not np.allclose(ref[k], ref[f"init/{name}"])
+    assert moved >= len(meta["parameters"]), "Paddle's step left parameters unchanged: the case tests nothing"

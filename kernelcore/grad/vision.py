@@ -20,8 +20,8 @@ from ..ops import interp as I
 from ..ops import pool as P
 from ..ops._spatial import channel_last
 from ..ops.activation_extra import _sigmoid
-from ..registry import has_op
-from . import standard, wanted
+from ..registry import In, Out, get_op_def, has_op, register_op
+from . import rule, standard, wanted
 
 
 def _first(xp, x, fmt):
@@ -203,19 +203,53 @@ def _norm_backward(xhat, inv, dxhat, axes):
     return inv * (dxhat - dxhat.mean(axis=axes, keepdims=True) - xhat * (dxhat * xhat).mean(axis=axes, keepdims=True))
 
 
-BN_GRAD = standard("batch_norm", ins=("X", "Scale", "Bias", "Mean", "Variance"),
-                   outs=("SavedMean", "SavedVariance"), out_grads=("Y",), in_grads=("X", "Scale", "Bias"),
-                   comment="The gradient of batch_norm. Batch statistics: X@GRAD = Scale * inv / N * (N * Y@GRAD - "
-                           "Bias@GRAD - xhat * Scale@GRAD) with inv = SavedVariance, xhat = (X - SavedMean) * inv; "
-                           "global statistics: X@GRAD = Y@GRAD * Scale / sqrt(Variance + epsilon). Scale@GRAD = "
-                           "sum(Y@GRAD * xhat), Bias@GRAD = sum(Y@GRAD) over all axes but the channel axis.")
+def _bn_grad_infer(ic):
+    for slot in ("X", "Scale", "Bias"):
+        ic.set_output(f"{slot}@GRAD", ic.shape(slot), ic.dtype(slot))
+
+
+def _bn_grad_op():
+    fwd = get_op_def("batch_norm")
+    return register_op(
+        "batch_norm_grad",
+        "The gradient of batch_norm, with Paddle's slots (its maker passes MeanOut/VarianceOut, which are the "
+        "Mean/Variance variables, not Mean/Variance). Batch statistics: X@GRAD = Scale * inv / N * (N * Y@GRAD - "
+        "Bias@GRAD - xhat * Scale@GRAD) with inv = SavedVariance, xhat = (X - SavedMean) * inv; global statistics: "
+        "X@GRAD = Y@GRAD * Scale / sqrt(VarianceOut + epsilon). Scale@GRAD = sum(Y@GRAD * xhat), Bias@GRAD = "
+        "sum(Y@GRAD) over all axes but the channel axis.",
+        inputs=[In("X", "forward input"), In("Scale", "forward input"), In("Bias", "forward input"),
+                In("SavedMean", "forward output: the batch mean"),
+                In("SavedVariance", "forward output: the batch's 1 / sqrt(var + epsilon)"),
+                In("MeanOut", "forward output: the running mean (read with global statistics)", dispensable=True),
+                In("VarianceOut", "forward output: the running variance (read with global statistics)",
+                   dispensable=True),
+                In("ReserveSpace", "cuDNN scratch space (ignored)", dispensable=True),
+                In("Y@GRAD", "the gradient of the loss with respect to Y")],
+        outputs=[Out(f"{s}@GRAD", f"the gradient of the loss with respect to {s}, {s}'s shape", dispensable=True)
+                 for s in ("X", "Scale", "Bias")],
+        attrs=list(fwd.attrs.values()), infer_shape=_bn_grad_infer)
+
+
+BN_GRAD = _bn_grad_op()
+
+
+@rule("batch_norm")
+def batch_norm_grad_rule(g):
+    inputs = {"X": g.input("X"), "Scale": g.input("Scale"), "Bias": g.input("Bias"),
+              "SavedMean": g.output("SavedMean"), "SavedVariance": g.output("SavedVariance"),
+              "MeanOut": g.output("MeanOut"), "VarianceOut": g.output("VarianceOut"),
+              "Y@GRAD": g.output_grad("Y")}
+    if g.output("ReserveSpace"):
+        inputs["ReserveSpace"] = g.output("ReserveSpace")
+    outputs = {f"{s}@GRAD": g.input_grad(s) for s in ("X", "Scale", "Bias")}
+    return [g.grad_op("batch_norm_grad", inputs, outputs, copy_attrs=True)]
 
 
 @BN_GRAD.kernel()
 def batch_norm_grad(ctx, ins, attrs):
     from ..ops.norm import _bcast, _channel_axis
     xp = ctx.xp
-    x, scale, _bias, mean, var, saved_mean, saved_inv, g = ins
+    x, scale, _bias, saved_mean, saved_inv, mean, var, _reserve, g = ins
     axis = _channel_axis(x.ndim, attrs["data_layout"])
     red = tuple(a for a in range(x.ndim) if a != axis)
     inference = attrs["is_test"] or not ctx.training
@@ -233,7 +267,8 @@ def batch_norm_grad(ctx, ins, attrs):
         dx = g * sc * inv
     else:
         dx = _norm_backward(xhat, inv, g * sc, red)
-    return (dx if wanted(ctx, "X@GRAD") else None, dscale.astype(scale.dtype), dbias.astype(scale.dtype))
+    return (dx if wanted(ctx, "X@GRAD") else None, dscale.astype(scale.dtype) if wanted(ctx, "Scale@GRAD") else None,
+            dbias.astype(scale.dtype) if wanted(ctx, "Bias@GRAD") else None)
 
 
 GROUP_NORM_GRAD = standard("group_norm", ins=("X", "Scale", "Bias"), outs=("Mean", "Variance"), out_grads=("Y",),

@@ -309,6 +309,66 @@ def reference_pass(outdir, names):
             print(f"{name}: the saved program's outputs differ from the main program's", flush=True)
 
 
+class SmallCNN(nn.Layer):
+    """conv -> batch norm -> relu -> max pool -> depthwise conv -> relu -> adaptive avg pool -> flatten -> linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2D(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2D(8)
+        self.pool = nn.MaxPool2D(2, 2)
+        self.dw = nn.Conv2D(8, 8, 3, padding=1, groups=8)
+        self.gap = nn.AdaptiveAvgPool2D(1)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x):
+        h = self.pool(F.relu(self.bn(self.conv(x))))
+        h = self.gap(F.relu(self.dw(h)))
+        return self.fc(paddle.flatten(h, 1))
+
+
+def make_train_cnn(outdir, name="train_cnn"):
+    """One Momentum step of SmallCNN on a fixed batch: train_cnn.main.pb / .startup.pb, .npz (x, label, loss,
+    init/<persistable> after startup, after/<persistable> after the step), .json."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = SEED
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope), paddle.static.program_guard(main, startup):
+        paddle.utils.unique_name.switch()
+        x = paddle.static.data("x", [4, 3, 8, 8], "float32")
+        label = paddle.static.data("label", [4, 1], "int64")
+        model = SmallCNN()
+        model.train()
+        loss = paddle.mean(F.cross_entropy(model(x), label))
+        paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9).minimize(loss, startup)
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(startup)
+        pnames = persistables(main)
+        init = {n: np.array(scope.find_var(n).get_tensor()) for n in pnames}
+        feeds = {"x": randn([4, 3, 8, 8], 5), "label": np.random.default_rng(6).integers(0, 5, (4, 1))}
+        (loss_v,) = exe.run(main, feed=feeds, fetch_list=[loss])
+        after = {n: np.array(scope.find_var(n).get_tensor()) for n in pnames}
+    prefix = os.path.join(outdir, name)
+    with open(prefix + ".main.pb", "wb") as f:
+        f.write(main.desc.serialize_to_string())
+    with open(prefix + ".startup.pb", "wb") as f:
+        f.write(startup.desc.serialize_to_string())
+    arrays = dict(feeds, loss=np.asarray(loss_v))
+    for n in pnames:
+        arrays[f"init/{n}"], arrays[f"after/{n}"] = init[n], after[n]
+    np.savez(prefix + ".npz", **arrays)
+    meta = {"case": name, "mode": "train_step", "paddle_version": paddle.__version__, "feed_names": ["x", "label"],
+            "loss_name": loss.name, "parameters": sorted(p.name for p in main.all_parameters()),
+            "op_types": [op.type for op in main.global_block().ops], "persistables": pnames,
+            "ops": op_summary(main)}
+    with open(prefix + ".json", "w") as f:
+        json.dump(meta, f, indent=1)
+    print(f"{name} [{paddle.__version__}]: {sorted({o['type'] for o in meta['ops']})}", flush=True)
+
+
+TRAIN_STEPS = {"train_cnn": make_train_cnn}
+
+
 def main(argv):
     args = [a for a in argv[1:] if not a.startswith("--")]
     if len(args) < 1:
@@ -316,7 +376,7 @@ def main(argv):
         return 2
     outdir = args[0]
     os.makedirs(outdir, exist_ok=True)
-    names = args[1:] or list(ALL_CASES if "--all" in argv else CASES)
+    names = args[1:] or list(ALL_CASES if "--all" in argv else CASES) + list(TRAIN_STEPS)
     if "--reference" in argv:
         reference_pass(outdir, names)
         return 0
@@ -330,16 +390,20 @@ def main(argv):
     manifest = {"ok": [], "failed": {}}
     for name in names:
         try:
-            make_case(outdir, name, ALL_CASES[name])
+            if name in TRAIN_STEPS:
+                TRAIN_STEPS[name](outdir)
+            else:
+                make_case(outdir, name, ALL_CASES[name])
             manifest["ok"].append(name)
         except Exception as e:  # recorded; a second Paddle version may build it
             manifest["failed"][name] = f"{type(e).__name__}: {str(e)[-800:]}"
             print(f"{name} [{paddle.__version__}]: FAILED {manifest['failed'][name][:200]}", flush=True)
     with open(os.path.join(outdir, f"manifest-{paddle.__version__}.json"), "w") as f:
         json.dump(manifest, f, indent=1)
-    if manifest["ok"]:
+    evals = [n for n in manifest["ok"] if n not in TRAIN_STEPS]
+    if evals:
         import subprocess
-        subprocess.run([sys.executable, os.path.abspath(__file__), outdir, *manifest["ok"], "--reference"], check=True)
+        subprocess.run([sys.executable, os.path.abspath(__file__), outdir, *evals, "--reference"], check=True)
     return 0
 
 
