@@ -195,8 +195,12 @@ def main() -> None:
             f"{'(median)':>9s} {'kc/Paddle':>9s} {'torch':>6s} {'kc GFLOP/s':>11s} {'of GEMM':>8s} {'max|diff|':>10s}")
     print(head)
     print("-" * len(head))
-    rows = []
+    rows, one_rows = [], []
     profiles = {}
+    try:
+        from threadpoolctl import threadpool_limits as one_thread
+    except ImportError:
+        one_thread = None
     for name, label in MODELS.items():
         prog, scope, feeds, fetches = kc.load_inference_model(outdir / name)
         ref = np.load(outdir / f"{name}.npz")
@@ -207,15 +211,24 @@ def main() -> None:
         diff = float(np.abs(out - want).max() / np.abs(want).max())
         for _ in range(2):
             exe.run(prog, feed=feed, scope=scope)
-        kc_t, pd_t = [], []
-        for _ in range(repeat):  # windows of `per` runs, kernelcore's and Paddle's in turn
+        kc_t, kc1_t, pd_t = [], [], []
+
+        def window(out):
             for _ in range(PER_WINDOW):
                 t0 = time.perf_counter()
                 exe.run(prog, feed=feed, scope=scope)
-                kc_t.append(time.perf_counter() - t0)
+                out.append(time.perf_counter() - t0)
+
+        for _ in range(repeat):  # windows of PER_WINDOW runs: kernelcore, kernelcore on 1 BLAS thread, Paddle
+            window(kc_t)
+            if one_thread is not None:
+                with one_thread(limits=1, user_api="blas"):
+                    window(kc1_t)
             pd_t += server.times(name, PER_WINDOW)
             gemm.window()
         best, median = min(kc_t), statistics.median(kc_t)
+        if kc1_t:
+            one_rows.append((label, min(kc1_t), statistics.median(kc1_t), min(pd_t)))
         p = {"best": min(pd_t), "median": statistics.median(pd_t)}
         flops = model_flops(prog, feed[feeds[0]].shape[0])
         gf = flops / best / 1e9
@@ -225,6 +238,12 @@ def main() -> None:
         if a.profile:
             profiles[label] = profile(prog, scope, feed)
     server.close()
+    if one_rows:
+        print(f"\nkernelcore with NumPy's BLAS limited to 1 thread (threadpoolctl), as Paddle's executor runs:")
+        for label, b, m, p1 in one_rows:
+            print(f"  {label:24s} best {b * 1e3:8.2f} ms (median {m * 1e3:8.2f}), {b / p1:.2f}x Paddle's best")
+    else:
+        print("\n(threadpoolctl not importable: no 1-BLAS-thread row)")
     g, g_shape = gemm.gflops()
     print(f"NumPy float32 GEMM: {g:.1f} GFLOP/s ({g_shape}, best call, timed in the same windows); "
           f"'of GEMM' = kc GFLOP/s over it: " + ", ".join(f"{label} {gf / g:.0%}" for label, _, _, gf in rows))
