@@ -35,10 +35,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 import kernelcore as kc  # noqa: E402
-from _timing import measure  # noqa: E402
 
 PADDLE = ROOT / ".venv-paddle" / "bin" / "python"
 MODELS = {"resnet18_b8": "ResNet-18", "mobilenet_v2_b8": "MobileNetV2"}

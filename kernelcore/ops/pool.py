@@ -1,10 +1,12 @@
 """Pooling with Paddle's slots and attributes: pool2d, pool3d, max_pool2d_with_index, max_pool3d_with_index.
 
-Pooling windows are rectangles, so every pool is separable: it runs one spatial dim at a time.
+Pooling windows are rectangles, so pools are separable: they can run one spatial dim at a time.
   * average: a contraction with a small (out, in) matrix per dim whose row o holds 1/len (exclusive) or
     1/kernel (inclusive) over window o: one GEMM per dim (`xp.tensordot`), no window buffer;
-  * max: a gather of every window along that dim (`xp.take` with an (out, longest window) index matrix whose
-    short windows repeat their last index), then a max over the window axis;
+  * max, regular windows: the input padded with -inf, then one elementwise maximum per kernel offset over a
+    strided view (9 for 3x3);
+  * max, adaptive windows: a gather of every window along each dim (`xp.take` with an (out, longest window) index
+    matrix whose short windows repeat their last index), then a max over the window axis;
   * max with index (adaptive max pooling): all dims gathered, then one argmax over the joined window axes.
 Window bounds follow Paddle's Pool functors: start = o * stride - pad_before, end = min(start + kernel, in),
 start = max(start, 0); adaptive windows are [floor(o * in / out), ceil((o + 1) * in / out)). The index
