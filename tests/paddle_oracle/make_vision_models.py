@@ -70,7 +70,7 @@ MODELS = {
 # reject inputs smaller than 224x224.)
 EXTRA_MODELS = {
     "inception_v3": (_vision("inception_v3", num_classes=10), [1, 3, 96, 96]),
-    "resnext50_32x4d": (_vision("resnext50_32x4d", num_classes=10), [1, 3, 64, 64]),
+    "resnext50_32x4d": (_vision("resnext50_32x4d", num_classes=10), [2, 3, 96, 96]),
     # bench/models.py: the benchmark's shapes
     "resnet18_b8": (_vision("resnet18"), [8, 3, 64, 64]),
     "mobilenet_v2_b8": (_vision("mobilenet_v2"), [8, 3, 64, 64]),
