@@ -224,6 +224,9 @@ CASES = [
     GCase("select_output", {"X": f64(3, 4), "Mask": np.array([1], np.int32)}, n_out={"Out": 2}, use=("Out_out_1",),
           id="select_output"),
 ]
+from vision_grad_cases import CASES as _VISION  # noqa: E402  - conv, pool, norm, resize, ... (vision ops)
+
+CASES += [GCase(**c) for c in _VISION]
 if kc.registry.has_op("dropout"):
     CASES += [
         GCase("dropout", {"X": f64(4, 5)}, {"dropout_prob": 0.4, "fix_seed": True, "seed": 3}, training=True,

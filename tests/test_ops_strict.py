@@ -168,14 +168,14 @@ def test_strict_namespace_is_cupys_and_numpys_intersection():
     names = {n.split(".", 1)[1] for n in strict_xp.CUPY_NAMES if n.count(".") == 1}
     offered = {n for n in dir(strict_xp.xp) if not n.startswith("_")}
     assert offered <= names
-    submodules = {"random", "linalg", "fft"}  # the ones kernels may reach; others (testing, lib, ...) are left out
+    submodules = {"random", "linalg", "fft", "lib"}  # the ones kernels may reach (lib: for lib.stride_tricks only)
     shared = {n for n in names if hasattr(np, n) and (not isinstance(getattr(np, n), type(np)) or n in submodules)}
     assert offered == shared | {"asnumpy", "get_array_module"}
     assert {"cuda", "ElementwiseKernel", "RawKernel"} <= names - offered
 
 
 # -- static scan: every xp.<name> kernels use exists in CuPy ---------------------------------------------------
-_XP_ATTR = re.compile(r"\bxp\.([A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_][A-Za-z_0-9]*)?)")
+_XP_ATTR = re.compile(r"\bxp\.([A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_][A-Za-z_0-9]*){0,2})")
 
 
 def _xp_uses():
@@ -192,6 +192,10 @@ def _xp_uses():
 
 
 def _exists_in_cupy(dotted: str) -> bool:
+    if f"cupy.{dotted}" in strict_xp.CUPY_NAMES and dotted.count(".") >= 2:
+        return True  # a member of a nested submodule (xp.lib.stride_tricks.as_strided)
+    if dotted.count(".") == 1 and any(n.startswith(f"cupy.{dotted}.") for n in strict_xp.CUPY_NAMES):
+        return True  # a nested submodule itself (xp.lib.stride_tricks)
     head, _, tail = dotted.partition(".")
     if f"cupy.{head}" not in strict_xp.CUPY_NAMES:
         return False

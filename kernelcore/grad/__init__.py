@@ -27,3 +27,4 @@ build a grad sub-block by running the backward machinery over their sub-block (c
 from . import activation, control_flow, loss, math, nn, tensor  # noqa: F401  - each registers its rules
 from . import math_extra, tensor_extra  # noqa: F401  - Transformer/BERT ops
 from . import rnn  # noqa: F401  - rnn_grad (Paddle's fused rnn op)
+from . import vision  # noqa: F401  - conv, pool, norm, activations and the vision models' tensor ops

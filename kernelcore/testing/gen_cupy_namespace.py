@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import cupy
 
-SUBMODULES = ("random", "linalg", "fft")
+SUBMODULES = ("random", "linalg", "fft", "lib.stride_tricks")
 CLASSES = {"ndarray": cupy.ndarray, "ufunc": cupy.ufunc, "random.RandomState": cupy.random.RandomState}
 
 
@@ -66,8 +66,9 @@ def main() -> None:
           f"regenerate with kernelcore/testing/gen_cupy_namespace.py")
     for n in public(cupy):
         print(f"cupy.{n}")
+    import importlib
     for sub in SUBMODULES:
-        for n in public(getattr(cupy, sub)):
+        for n in public(importlib.import_module(f"cupy.{sub}")):
             print(f"cupy.{sub}.{n}")
     for cname, cls in CLASSES.items():
         for n in public(cls, dunders=True):

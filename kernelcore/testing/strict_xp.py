@@ -503,6 +503,9 @@ xp = _build("cupy", np, "kernelcore.testing.strict_xp.xp")
 for _sub in ("random", "linalg", "fft"):
     if _sub in _members("cupy"):
         setattr(xp, _sub, _build(f"cupy.{_sub}", getattr(np, _sub), f"{xp.__name__}.{_sub}"))
+if "lib" in _members("cupy"):  # cupy.lib.stride_tricks: as_strided, sliding_window_view (im2col)
+    xp.lib = types.ModuleType(f"{xp.__name__}.lib", "strict stand-in for cupy.lib")
+    xp.lib.stride_tricks = _build("cupy.lib.stride_tricks", np.lib.stride_tricks, f"{xp.__name__}.lib.stride_tricks")
 
 
 def is_device_array(value) -> bool:

@@ -1,0 +1,267 @@
+"""CNN inference: kernelcore against Paddle's own CPU executor on the same .pdmodel/.pdiparams.
+
+    .venv/bin/python bench/models.py            # ResNet-18 and MobileNetV2, batch 8, 3x64x64 (~1-2 min)
+    .venv/bin/python bench/models.py --quick    # smoke run: fewer repeats, rough figures
+    .venv/bin/python bench/models.py --profile  # also kernelcore's time per op type
+
+Paddle 3.3.1 (.venv-paddle) writes the models (tests/paddle_oracle/make_vision_models.py, cases resnet18_b8 and
+mobilenet_v2_b8) into a temporary directory (or --dir) and times its legacy static Executor on them
+(bench/_paddle_models.py, run in its venv). kernelcore loads the same files, checks its outputs against Paddle's
+(max |diff| / max |Paddle's|). Timing: windows of 3 runs alternate between kernelcore (in this process) and
+Paddle (bench/_paddle_models.py serving runs from its venv), 30 windows each (--quick: 5), so load from other
+processes falls on both alike; the best single run is the figure compared (the median beside it), since the
+machine is shared and the best runs are those other processes left alone.
+
+Throughput: the FLOPs of the convolutions and matrix products (2 * output elements * filter elements per output
+for conv2d/depthwise_conv2d, 2 * M * K * N for matmul_v2/mul; shapes from the program, the batch filled in) over
+kernelcore's best time, against NumPy's float32 GEMM (np.matmul, 1024^3 and an im2col-shaped 256 x 2304 x 2048,
+the better of the two) measured in the same run. PyTorch is not in kernelcore's venv: its column prints "-".
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import kernelcore as kc  # noqa: E402
+
+PADDLE = ROOT / ".venv-paddle" / "bin" / "python"
+MODELS = {"resnet18_b8": "ResNet-18", "mobilenet_v2_b8": "MobileNetV2"}
+TARGET_GEMM_SHARE = 0.30
+PER_WINDOW = 3  # runs per timing window; windows alternate between kernelcore and Paddle
+
+
+def paddle_env():
+    return dict(os.environ, FLAGS_enable_pir_api="0", GLOG_minloglevel="2", PYTHONWARNINGS="ignore")
+
+
+def generate(outdir: Path) -> None:
+    missing = [n for n in MODELS if not (outdir / f"{n}.pdmodel").exists()]
+    if not missing:
+        return
+    r = subprocess.run([str(PADDLE), str(ROOT / "tests" / "paddle_oracle" / "make_vision_models.py"), str(outdir),
+                        *missing], capture_output=True, text=True, env=paddle_env())
+    if r.returncode != 0 or any(not (outdir / f"{n}.pdmodel").exists() for n in missing):
+        sys.exit(f"Paddle could not write the models:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+
+
+class PaddleServer:
+    """bench/_paddle_models.py in Paddle's venv, serving timed runs on request."""
+
+    def __init__(self, outdir: Path):
+        self.p = subprocess.Popen([str(PADDLE), str(ROOT / "bench" / "_paddle_models.py"), str(outdir), *MODELS],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=paddle_env())
+        line = self.p.stdout.readline()
+        if not line:
+            sys.exit(f"Paddle's timing server failed:\n{self.p.stderr.read()[-3000:]}")
+        self.info = json.loads(line)
+
+    def times(self, name: str, count: int) -> list[float]:
+        self.p.stdin.write(f"{name} {count}\n")
+        self.p.stdin.flush()
+        return json.loads(self.p.stdout.readline())
+
+    def close(self):
+        self.p.stdin.write("\n")
+        self.p.stdin.close()
+        self.p.wait(timeout=60)
+
+
+def model_flops(prog, batch: int) -> float:
+    """FLOPs of the convolutions and matrix products, from the program's declared shapes."""
+    block = prog.global_block()
+
+    def shape(name):
+        return [batch if d < 0 else d for d in block.var(name).shape]
+
+    total = 0
+    for op in block.ops:
+        if op.type in ("conv2d", "depthwise_conv2d"):
+            out, w = shape(op.output("Output")[0]), shape(op.input("Filter")[0])
+            total += 2 * math.prod(out) * math.prod(w[1:])
+        elif op.type in ("matmul_v2", "mul"):
+            out, x = shape(op.output("Out")[0]), shape(op.input("X")[0])
+            k = x[-2] if op.type == "matmul_v2" and op.attr("trans_x") else x[-1]
+            total += 2 * math.prod(out) * k
+    return float(total)
+
+
+GEMM_SHAPES = ((1024, 1024, 1024), (256, 2304, 2048))  # the second: ResNet-18's 3x3 256-channel conv, batch 8
+
+
+class Gemm:
+    """NumPy float32 GEMM throughput, timed in the same windows as the models (one call per shape per window)."""
+
+    def __init__(self):
+        rng = np.random.default_rng(0)
+        self.ops = [(rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32))
+                    for m, k, n in GEMM_SHAPES]
+        self.best = [float("inf")] * len(GEMM_SHAPES)
+        for a, b in self.ops:
+            np.matmul(a, b)
+
+    def window(self):
+        for i, (a, b) in enumerate(self.ops):
+            t0 = time.perf_counter()
+            np.matmul(a, b)
+            self.best[i] = min(self.best[i], time.perf_counter() - t0)
+
+    def gflops(self) -> tuple[float, str]:
+        rates = [2 * m * k * n / t / 1e9 for (m, k, n), t in zip(GEMM_SHAPES, self.best)]
+        i = int(np.argmax(rates))
+        m, k, n = GEMM_SHAPES[i]
+        return rates[i], f"{m}x{k} @ {k}x{n}"
+
+
+def profile(prog, scope, feed, runs: int = 10) -> list[tuple[str, float, int]]:
+    """kernelcore's kernel time per op type: each op's best over `runs` traced runs, summed by type (on a shared
+    machine a single run's per-op times mostly measure the other processes)."""
+    exe = kc.Executor(kc.CPUPlace())
+    best, types = {}, {}
+    for _ in range(runs):
+        with kc.trace(retain="none") as tr:
+            exe.run(prog, feed=feed, scope=scope)
+        for ev in tr.events:
+            if ev.kind == "op_run" and ev.dur_ns is not None:
+                best[ev.op] = min(best.get(ev.op, ev.dur_ns), ev.dur_ns)
+                types[ev.op] = ev.op_type
+    per = defaultdict(lambda: [0.0, 0])
+    for op, ns in best.items():
+        per[types[op]][0] += ns / 1e6
+        per[types[op]][1] += 1
+    return sorted(((t, ms, n) for t, (ms, n) in per.items()), key=lambda r: -r[1])
+
+
+def load_avg() -> str:
+    try:
+        return " ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer, shorter repeats (smoke run)")
+    ap.add_argument("--dir", help="where the models are (or go); default: a temporary directory")
+    ap.add_argument("--repeat", type=int, default=None)
+    ap.add_argument("--profile", action="store_true", help="print kernelcore's time per op type")
+    a = ap.parse_args()
+    # many short repeats, best kept: on a shared 2-core machine the best single runs are the ones other
+    # processes left alone (medians are printed beside them)
+    repeat = a.repeat or (5 if a.quick else 30)
+    try:
+        import torch  # noqa: F401
+        torch_note = "PyTorch importable, but no PyTorch port of these programs is timed here"
+    except ImportError:
+        torch_note = "PyTorch: not importable in kernelcore's venv; its column is skipped"
+
+    print(f"machine: {os.cpu_count()} CPUs, load average {load_avg()} (at start)")
+    print(f"versions: kernelcore {getattr(kc, '__version__', '?')}, numpy {np.__version__}")
+    if not PADDLE.exists():
+        sys.exit(f"no Paddle 3.3.1 venv at {PADDLE.parent.parent} (bash tests/paddle_oracle/setup_env.sh): the models "
+                 "are written by Paddle, so this benchmark needs it")
+    tmp = None
+    if a.dir:
+        outdir = Path(a.dir)
+        outdir.mkdir(parents=True, exist_ok=True)
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="kc_bench_models_")
+        outdir = Path(tmp.name)
+    generate(outdir)
+
+    gemm = Gemm()
+    for _ in range(repeat):
+        gemm.window()
+    server = PaddleServer(outdir)
+    print(f"Paddle {server.info['paddle']} legacy static Executor, CPUPlace, {server.info['threads']}")
+    print(torch_note)
+    print()
+    head = (f"{'model (batch 8, 3x64x64)':26s} {'GFLOP':>6s} {'kc ms':>9s} {'(median)':>9s} {'Paddle ms':>10s} "
+            f"{'(median)':>9s} {'kc/Paddle':>9s} {'torch':>6s} {'kc GFLOP/s':>11s} {'of GEMM':>8s} {'max|diff|':>10s}")
+    print(head)
+    print("-" * len(head))
+    rows, one_rows = [], []
+    profiles = {}
+    try:
+        from threadpoolctl import threadpool_limits as one_thread
+    except ImportError:
+        one_thread = None
+    for name, label in MODELS.items():
+        prog, scope, feeds, fetches = kc.load_inference_model(outdir / name)
+        ref = np.load(outdir / f"{name}.npz")
+        feed = {n: ref[n] for n in feeds}
+        exe = kc.Executor(kc.CPUPlace())
+        (out,) = exe.run(prog, feed=feed, scope=scope)
+        want = ref["fetch_0"]
+        diff = float(np.abs(out - want).max() / np.abs(want).max())
+        for _ in range(2):
+            exe.run(prog, feed=feed, scope=scope)
+        kc_t, kc1_t, pd_t = [], [], []
+
+        def window(out):
+            for _ in range(PER_WINDOW):
+                t0 = time.perf_counter()
+                exe.run(prog, feed=feed, scope=scope)
+                out.append(time.perf_counter() - t0)
+
+        for _ in range(repeat):  # windows of PER_WINDOW runs: kernelcore, kernelcore on 1 BLAS thread, Paddle
+            window(kc_t)
+            if one_thread is not None:
+                with one_thread(limits=1, user_api="blas"):
+                    window(kc1_t)
+            pd_t += server.times(name, PER_WINDOW)
+            gemm.window()
+        best, median = min(kc_t), statistics.median(kc_t)
+        if kc1_t:
+            one_rows.append((label, min(kc1_t), statistics.median(kc1_t), min(pd_t)))
+        p = {"best": min(pd_t), "median": statistics.median(pd_t)}
+        flops = model_flops(prog, feed[feeds[0]].shape[0])
+        gf = flops / best / 1e9
+        rows.append((label, best, p["best"], gf))
+        print(f"{label:26s} {flops / 1e9:6.2f} {best * 1e3:9.2f} {median * 1e3:9.2f} {p['best'] * 1e3:10.2f} "
+              f"{p['median'] * 1e3:9.2f} {best / p['best']:9.2f} {'-':>6s} {gf:11.1f} {'':>8s} {diff:10.1e}")
+        if a.profile:
+            profiles[label] = profile(prog, scope, feed)
+    server.close()
+    if one_rows:
+        print(f"\nkernelcore with NumPy's BLAS limited to 1 thread (threadpoolctl), as Paddle's executor runs:")
+        for label, b, m, p1 in one_rows:
+            print(f"  {label:24s} best {b * 1e3:8.2f} ms (median {m * 1e3:8.2f}), {b / p1:.2f}x Paddle's best")
+    else:
+        print("\n(threadpoolctl not importable: no 1-BLAS-thread row)")
+    g, g_shape = gemm.gflops()
+    print(f"NumPy float32 GEMM: {g:.1f} GFLOP/s ({g_shape}, best call, timed in the same windows); "
+          f"'of GEMM' = kc GFLOP/s over it: " + ", ".join(f"{label} {gf / g:.0%}" for label, _, _, gf in rows))
+    rows = [(label, kc_t, pd_t, gf / g) for label, kc_t, pd_t, gf in rows]
+    print()
+    print("Targets")
+    for label, kc_t, pd_t, share in rows:
+        print(f"  {label}: faster than Paddle's CPU executor: {'met' if kc_t < pd_t else 'NOT met'} "
+              f"({kc_t / pd_t:.2f}x its time); >= {TARGET_GEMM_SHARE:.0%} of NumPy's GEMM throughput: "
+              f"{'met' if share >= TARGET_GEMM_SHARE else 'NOT met'} ({share:.0%})")
+    for label, rows_ in profiles.items():
+        total = sum(ms for _, ms, _ in rows_)
+        print(f"\nkernelcore time per op type, {label} (each op's best of 10 traced runs; {total:.1f} ms in all)")
+        for t, ms, n in rows_:
+            print(f"  {t:28s} {ms:8.2f} ms {ms / total:6.1%}  ({n} ops)")
+    print(f"\nload average {load_avg()} (at end)")
+    if tmp is not None:
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()

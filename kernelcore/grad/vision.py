@@ -1,0 +1,513 @@
+"""Gradients of the vision ops (kernelcore/ops/conv.py, pool.py, norm.py, activation_extra.py, vision_tensor.py,
+interp.py).
+
+Convolutions: Input@GRAD is the transposed convolution of Output@GRAD (the forward col2im body), Filter@GRAD one
+GEMM of Output@GRAD with the im2col columns of the input; transposed convolutions swap the two roles. Linear ops
+(average pooling, resizing, padding) apply the transpose of their per-dim matrices. Max pooling sends each output's
+gradient to the first maximum of its window (Paddle's order). Normalisations use the usual closed forms.
+Slots follow Paddle's grad ops where Paddle's maker reads the forward input; group_norm_grad reads X (Paddle's reads
+Y), which the closed form needs anyway.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from ..ops import conv as C
+from ..ops import interp as I
+from ..ops import pool as P
+from ..ops._spatial import channel_last
+from ..ops.activation_extra import _sigmoid
+from ..registry import In, Out, get_op_def, has_op, register_op
+
+from ..backward import rule, standard, wanted
+
+
+def _first(xp, x, fmt):
+    return xp.moveaxis(x, -1, 1) if channel_last(fmt) else x
+
+
+def _last(xp, x, fmt):
+    return xp.ascontiguousarray(xp.moveaxis(x, 1, -1)) if channel_last(fmt) else x
+
+
+# ---------------------------------------------------------------------------
+# convolutions
+# ---------------------------------------------------------------------------
+def conv_filter_grad(xp, x, g, wshape, strides, pads, dils, groups):
+    """dW[o, c, k] = sum over n, p of g[n, o, p] * Xpad[n, c, p * s + k * d] (channels first)."""
+    n, c = x.shape[:2]
+    nd = x.ndim - 2
+    o, cg = wshape[:2]
+    ks = wshape[2:]
+    outs = g.shape[2:]
+    if any(lo or hi for lo, hi in pads):
+        x = xp.pad(x, [(0, 0), (0, 0), *pads])
+    x = xp.ascontiguousarray(x)
+    es = x.strides
+    view = C._strided(xp)(
+        x, shape=(groups, cg, *ks, n, *outs),
+        strides=(cg * es[1], es[1], *(es[2 + i] * dils[i] for i in range(nd)), es[0],
+                 *(es[2 + i] * strides[i] for i in range(nd))))
+    p = math.prod(outs)
+    cols = view.reshape(groups, cg * math.prod(ks), n * p)
+    og = o // groups
+    gm = xp.ascontiguousarray(g.reshape(n, groups, og, p).transpose(1, 2, 0, 3)).reshape(groups, og, n * p)
+    return xp.matmul(gm, cols.transpose(0, 2, 1)).reshape(wshape)
+
+
+def _conv_grad(fwd_type, nd):
+    d = standard(fwd_type, ins=("Input", "Filter"), out_grads=("Output",), in_grads=("Input", "Filter"),
+                 comment=f"The gradient of {fwd_type}: Input@GRAD = the transposed convolution of Output@GRAD "
+                         "with Filter; Filter@GRAD = Output@GRAD times the im2col columns of Input.")
+
+    @d.kernel()
+    def kernel(ctx, ins, attrs):
+        xp = ctx.xp
+        x, w, g = ins
+        fmt, groups = attrs["data_format"], attrs["groups"]
+        x, g = _first(xp, x, fmt), _first(xp, g, fmt)
+        strides, pads, dils = C.conv_geometry(attrs.__getitem__, x.shape[2:], w.shape[2:], nd)
+        dx = dw = None
+        if wanted(ctx, "Input@GRAD"):
+            dx = _last(xp, C.conv_transpose_forward(xp, g, w, strides, pads, dils, groups, list(x.shape[2:])), fmt)
+        if wanted(ctx, "Filter@GRAD"):
+            dw = conv_filter_grad(xp, x, g, w.shape, strides, pads, dils, groups)
+        return dx, dw
+
+    kernel.__name__ = f"{fwd_type}_grad"
+
+
+def _conv_transpose_grad(fwd_type, nd):
+    d = standard(fwd_type, ins=("Input", "Filter"), out_grads=("Output",), in_grads=("Input", "Filter"),
+                 comment=f"The gradient of {fwd_type}: Input@GRAD = the convolution of Output@GRAD with Filter; "
+                         "Filter@GRAD = Input times the im2col columns of Output@GRAD.")
+
+    @d.kernel()
+    def kernel(ctx, ins, attrs):
+        xp = ctx.xp
+        x, w, g = ins
+        fmt, groups = attrs["data_format"], attrs["groups"]
+        x, g = _first(xp, x, fmt), _first(xp, g, fmt)
+        strides, pads, dils = C.conv_geometry(attrs.__getitem__, x.shape[2:], w.shape[2:], nd)
+        dx = dw = None
+        if wanted(ctx, "Input@GRAD"):
+            full = C.conv_forward(xp, g, w, strides, pads, dils, groups)
+            dx = _last(xp, xp.ascontiguousarray(full[(slice(None), slice(None)) +
+                                                     tuple(slice(0, s) for s in x.shape[2:])]), fmt)
+        if wanted(ctx, "Filter@GRAD"):
+            dw = conv_filter_grad(xp, g, x, w.shape, strides, pads, dils, groups)
+        return dx, dw
+
+    kernel.__name__ = f"{fwd_type}_grad"
+
+
+for _t, _nd in (("conv2d", 2), ("depthwise_conv2d", 2), ("conv3d", 3)):
+    _conv_grad(_t, _nd)
+for _t, _nd in (("conv2d_transpose", 2), ("depthwise_conv2d_transpose", 2), ("conv3d_transpose", 3)):
+    _conv_transpose_grad(_t, _nd)
+
+
+# ---------------------------------------------------------------------------
+# pooling
+# ---------------------------------------------------------------------------
+def _scatter_max(xp, x, mask, g):
+    """X@GRAD: each output's gradient added at its max's flat spatial index."""
+    n, c = x.shape[:2]
+    size = math.prod(x.shape[2:])
+    dx = xp.zeros((n * c, size), dtype=g.dtype)
+    rows = xp.arange(n * c).reshape(-1, 1)
+    xp.add.at(dx, (rows, mask.reshape(n * c, -1).astype(xp.int64)), g.reshape(n * c, -1))
+    return dx.reshape(x.shape)
+
+
+def _max_grad_offsets(xp, x, out, g, ksize, strides, pads, outs):
+    """Regular windows: for each kernel offset in row-major order, the outputs whose max sits there (and was not
+    found at an earlier offset) pass their gradient back."""
+    nd = x.ndim - 2
+    widths = [(0, 0), (0, 0)]
+    for d in range(nd):
+        need = (outs[d] - 1) * strides[d] + ksize[d]
+        widths.append((pads[d][0], max(need - x.shape[2 + d] - pads[d][0], 0)))
+    xpad = xp.pad(x, widths, mode="constant", constant_values=x.dtype.type(-xp.inf))
+    gpad = xp.zeros(xpad.shape, dtype=g.dtype)
+    done = xp.zeros(out.shape, dtype=bool)
+    zero = g.dtype.type(0)
+    for offs in itertools.product(*(range(k) for k in ksize)):
+        sl = (slice(None), slice(None)) + tuple(
+            slice(offs[d], offs[d] + strides[d] * (outs[d] - 1) + 1, strides[d]) for d in range(nd))
+        hit = (xpad[sl] == out) & ~done
+        gpad[sl] += xp.where(hit, g, zero)  # `gpad` is ours; windows overlap, so add
+        done |= hit
+    crop = (slice(None), slice(None)) + tuple(slice(lo, lo + x.shape[2 + d]) for d, (lo, _) in
+                                              enumerate(widths[2:]))
+    return xp.ascontiguousarray(gpad[crop])
+
+
+def _pool_grad(fwd_type, nd):
+    d = standard(fwd_type, ins=("X",), outs=("Out",),
+                 comment=f"The gradient of {fwd_type}: average pooling spreads each output's gradient over its "
+                         "window (divided as the forward divided); max pooling gives it to the window's first "
+                         "maximum.")
+
+    @d.kernel()
+    def kernel(ctx, ins, attrs):
+        xp = ctx.xp
+        x, out, g = ins
+        fmt = attrs["data_format"]
+        x, out, g = _first(xp, x, fmt), _first(xp, out, fmt), _first(xp, g, fmt)
+        ksize, strides, pads, outs, adaptive = P.geometry(attrs.get, x.shape[2:], nd)
+        if attrs["pooling_type"] == "avg":
+            dx = g
+            for dim in range(nd):
+                a = 2 + dim
+                m = xp.asarray(P._avg_matrix(x.shape[a], outs[dim], ksize[dim], strides[dim], pads[dim][0],
+                                             adaptive, attrs["exclusive"], g.dtype))
+                dx = xp.moveaxis(xp.tensordot(dx, m, axes=([a], [0])), -1, a)
+            dx = xp.ascontiguousarray(dx)
+        elif adaptive or list(ksize) == list(x.shape[2:]):
+            _, mask = P.max_pool_with_index(xp, x, ksize, strides, pads, outs, adaptive)
+            dx = _scatter_max(xp, x, mask, g)
+        else:
+            dx = _max_grad_offsets(xp, x, out, g, ksize, strides, pads, outs)
+        return (_last(xp, dx, fmt),)
+
+    kernel.__name__ = f"{fwd_type}_grad"
+
+
+def _max_index_grad(fwd_type):
+    d = standard(fwd_type, ins=("X",), outs=("Mask",),
+                 comment=f"The gradient of {fwd_type}: each Out@GRAD element is added to X@GRAD at Mask's index.")
+
+    @d.kernel()
+    def kernel(ctx, ins, attrs):
+        x, mask, g = ins
+        return (_scatter_max(ctx.xp, x, mask, g),)
+
+    kernel.__name__ = f"{fwd_type}_grad"
+
+
+_pool_grad("pool2d", 2)
+_pool_grad("pool3d", 3)
+_max_index_grad("max_pool2d_with_index")
+_max_index_grad("max_pool3d_with_index")
+
+
+# ---------------------------------------------------------------------------
+# normalisation
+# ---------------------------------------------------------------------------
+def _norm_backward(xhat, inv, dxhat, axes):
+    """X@GRAD of xhat = (x - mean) * inv with mean/var over `axes`: inv * (dxhat - mean(dxhat) - xhat *
+    mean(dxhat * xhat))."""
+    return inv * (dxhat - dxhat.mean(axis=axes, keepdims=True) - xhat * (dxhat * xhat).mean(axis=axes, keepdims=True))
+
+
+def _bn_grad_infer(ic):
+    for slot in ("X", "Scale", "Bias"):
+        ic.set_output(f"{slot}@GRAD", ic.shape(slot), ic.dtype(slot))
+
+
+def _bn_grad_op():
+    fwd = get_op_def("batch_norm")
+    return register_op(
+        "batch_norm_grad",
+        "The gradient of batch_norm, with Paddle's slots (its maker passes MeanOut/VarianceOut, which are the "
+        "Mean/Variance variables, not Mean/Variance). Batch statistics: X@GRAD = Scale * inv / N * (N * Y@GRAD - "
+        "Bias@GRAD - xhat * Scale@GRAD) with inv = SavedVariance, xhat = (X - SavedMean) * inv; global statistics: "
+        "X@GRAD = Y@GRAD * Scale / sqrt(VarianceOut + epsilon). Scale@GRAD = sum(Y@GRAD * xhat), Bias@GRAD = "
+        "sum(Y@GRAD) over all axes but the channel axis.",
+        inputs=[In("X", "forward input"), In("Scale", "forward input"), In("Bias", "forward input"),
+                In("SavedMean", "forward output: the batch mean"),
+                In("SavedVariance", "forward output: the batch's 1 / sqrt(var + epsilon)"),
+                In("MeanOut", "forward output: the running mean (read with global statistics)", dispensable=True),
+                In("VarianceOut", "forward output: the running variance (read with global statistics)",
+                   dispensable=True),
+                In("ReserveSpace", "cuDNN scratch space (ignored)", dispensable=True),
+                In("Y@GRAD", "the gradient of the loss with respect to Y")],
+        outputs=[Out(f"{s}@GRAD", f"the gradient of the loss with respect to {s}, {s}'s shape", dispensable=True)
+                 for s in ("X", "Scale", "Bias")],
+        attrs=list(fwd.attrs.values()), infer_shape=_bn_grad_infer)
+
+
+BN_GRAD = _bn_grad_op()
+
+
+@rule("batch_norm")
+def batch_norm_grad_rule(g):
+    inputs = {"X": g.input("X"), "Scale": g.input("Scale"), "Bias": g.input("Bias"),
+              "SavedMean": g.output("SavedMean"), "SavedVariance": g.output("SavedVariance"),
+              "MeanOut": g.output("MeanOut"), "VarianceOut": g.output("VarianceOut"),
+              "Y@GRAD": g.output_grad("Y")}
+    if g.output("ReserveSpace"):
+        inputs["ReserveSpace"] = g.output("ReserveSpace")
+    outputs = {f"{s}@GRAD": g.input_grad(s) for s in ("X", "Scale", "Bias")}
+    return [g.grad_op("batch_norm_grad", inputs, outputs, copy_attrs=True)]
+
+
+@BN_GRAD.kernel()
+def batch_norm_grad(ctx, ins, attrs):
+    from ..ops.norm import _bcast, _channel_axis
+    xp = ctx.xp
+    x, scale, _bias, saved_mean, saved_inv, mean, var, _reserve, g = ins
+    axis = _channel_axis(x.ndim, attrs["data_layout"])
+    red = tuple(a for a in range(x.ndim) if a != axis)
+    inference = attrs["is_test"] or not ctx.training
+    global_stats = attrs["use_global_stats"] or (inference and not attrs["trainable_statistics"])
+    if global_stats:
+        m, inv = mean, 1.0 / xp.sqrt(var + var.dtype.type(attrs["epsilon"]))
+    else:
+        m, inv = saved_mean, saved_inv
+    m, inv = _bcast(m.astype(x.dtype), x.ndim, axis), _bcast(inv.astype(x.dtype), x.ndim, axis)
+    xhat = (x - m) * inv
+    dbias = g.sum(axis=red)
+    dscale = (g * xhat).sum(axis=red)
+    sc = _bcast(scale.astype(x.dtype), x.ndim, axis)
+    if global_stats:
+        dx = g * sc * inv
+    else:
+        dx = _norm_backward(xhat, inv, g * sc, red)
+    return (dx if wanted(ctx, "X@GRAD") else None, dscale.astype(scale.dtype) if wanted(ctx, "Scale@GRAD") else None,
+            dbias.astype(scale.dtype) if wanted(ctx, "Bias@GRAD") else None)
+
+
+GROUP_NORM_GRAD = standard("group_norm", ins=("X", "Scale", "Bias"), outs=("Mean", "Variance"), out_grads=("Y",),
+                           in_grads=("X", "Scale", "Bias"),
+                           comment="The gradient of group_norm (closed form over each (sample, group)).")
+
+
+@GROUP_NORM_GRAD.kernel()
+def group_norm_grad(ctx, ins, attrs):
+    xp = ctx.xp
+    x, scale, bias, mean, var, g = ins
+    last = attrs["data_layout"] in ("NHWC", "NDHWC", "NLC")
+    xc, gc = (xp.moveaxis(x, -1, 1), xp.moveaxis(g, -1, 1)) if last else (x, g)
+    n, c = xc.shape[:2]
+    grp = attrs["groups"]
+    inv = 1.0 / xp.sqrt(var + var.dtype.type(attrs["epsilon"]))
+    xg = xc.reshape(n, grp, -1)
+    xhat = (xg - mean[:, :, None]) * inv[:, :, None]
+    cshape = (1, c) + (1,) * (xc.ndim - 2)
+    dy = gc if scale is None else gc * scale.reshape(cshape)
+    dx = _norm_backward(xhat, inv[:, :, None], dy.reshape(n, grp, -1), (2,)).reshape(xc.shape)
+    red = tuple(a for a in range(xc.ndim) if a != 1)
+    xhat_full = xhat.reshape(xc.shape)
+    dscale = (gc * xhat_full).sum(axis=red) if scale is not None else None
+    dbias = gc.sum(axis=red) if bias is not None else None
+    if last:
+        dx = xp.ascontiguousarray(xp.moveaxis(dx, 1, -1))
+    return dx, dscale, dbias
+
+
+INSTANCE_NORM_GRAD = standard("instance_norm", ins=("X", "Scale", "Bias"), outs=("SavedMean", "SavedVariance"),
+                              out_grads=("Y",), in_grads=("X", "Scale", "Bias"),
+                              comment="The gradient of instance_norm (closed form over each (sample, channel)).")
+
+
+@INSTANCE_NORM_GRAD.kernel()
+def instance_norm_grad(ctx, ins, attrs):
+    x, scale, bias, saved_mean, saved_inv, g = ins
+    n, c = x.shape[:2]
+    xf = x.reshape(n, c, -1)
+    inv = saved_inv.reshape(n, c, 1).astype(x.dtype)
+    xhat = (xf - saved_mean.reshape(n, c, 1).astype(x.dtype)) * inv
+    gf = g.reshape(n, c, -1)
+    dy = gf if scale is None else gf * scale.reshape(1, c, 1)
+    dx = _norm_backward(xhat, inv, dy, (2,)).reshape(x.shape)
+    dscale = (gf * xhat).sum(axis=(0, 2)) if scale is not None else None
+    dbias = gf.sum(axis=(0, 2)) if bias is not None else None
+    return dx, dscale, dbias
+
+
+if not has_op("layer_norm_grad"):  # a transformer family may define it first
+    LAYER_NORM_GRAD = standard("layer_norm", ins=("X", "Scale", "Bias"), outs=("Mean", "Variance"),
+                               out_grads=("Y",), in_grads=("X", "Scale", "Bias"),
+                               comment="The gradient of layer_norm (closed form over each row [left, right]).")
+
+    @LAYER_NORM_GRAD.kernel()
+    def layer_norm_grad(ctx, ins, attrs):
+        xp = ctx.xp
+        x, scale, bias, mean, var, g = ins
+        b = attrs["begin_norm_axis"]
+        left = math.prod(x.shape[:b])
+        xf, gf = x.reshape(left, -1), g.reshape(left, -1)
+        inv = (1.0 / xp.sqrt(var + var.dtype.type(attrs["epsilon"])))[:, None]
+        xhat = (xf - mean[:, None]) * inv
+        dy = gf if scale is None else gf * scale.reshape(1, -1)
+        dx = _norm_backward(xhat, inv, dy, (1,)).reshape(x.shape)
+        dscale = (gf * xhat).sum(axis=0).reshape(scale.shape) if scale is not None else None
+        dbias = gf.sum(axis=0).reshape(bias.shape) if bias is not None else None
+        return dx, dscale, dbias
+
+
+# ---------------------------------------------------------------------------
+# activations: X@GRAD = Out@GRAD * f'(X)
+# ---------------------------------------------------------------------------
+def _c(x, v):
+    return x.dtype.type(v)
+
+
+def _d_softplus(xp, x, beta, threshold):
+    bx = x * _c(x, beta)
+    return xp.where(bx > _c(x, threshold), _c(x, 1), _sigmoid(xp, xp.minimum(bx, _c(x, threshold))))
+
+
+def _d_mish(xp, x, a):
+    t = _c(x, a["threshold"])
+    sp = xp.where(x > t, x, xp.log1p(xp.exp(xp.minimum(x, t))))
+    th = xp.tanh(sp)
+    return th + x * (1 - th * th) * _d_softplus(xp, x, 1.0, a["threshold"])
+
+
+def _d_hard_swish(xp, x, a):
+    off, thr, sc = _c(x, a["offset"]), _c(x, a["threshold"]), _c(x, a["scale"])
+    inner = x + off
+    return xp.where(inner <= 0, _c(x, 0), xp.where(inner >= thr, thr / sc, (2 * x + off) / sc))
+
+
+DERIVATIVES = {
+    "relu6": lambda xp, x, a: ((x > 0) & (x < _c(x, a["threshold"]))).astype(x.dtype),
+    "leaky_relu": lambda xp, x, a: xp.where(x >= 0, _c(x, 1), _c(x, a["alpha"])),
+    "elu": lambda xp, x, a: xp.where(x > 0, _c(x, 1), _c(x, a["alpha"]) * xp.exp(xp.minimum(x, _c(x, 0)))),
+    "hard_swish": _d_hard_swish,
+    "hard_sigmoid": lambda xp, x, a: xp.where((x * _c(x, a["slope"]) + _c(x, a["offset"]) > 0) &
+                                              (x * _c(x, a["slope"]) + _c(x, a["offset"]) < 1),
+                                              _c(x, a["slope"]), _c(x, 0)),
+    "swish": lambda xp, x, a: (lambda s: s + _c(x, a["beta"]) * x * s * (1 - s))(
+        _sigmoid(xp, x * _c(x, a["beta"]))),
+    "silu": lambda xp, x, a: (lambda s: s * (1 + x * (1 - s)))(_sigmoid(xp, x)),
+    "softplus": lambda xp, x, a: _d_softplus(xp, x, a["beta"], a["threshold"]),
+    "mish": _d_mish,
+}
+
+
+def _act_kernel(deriv):
+    def kernel(ctx, ins, attrs):
+        x, g = ins
+        return (g * deriv(ctx.xp, x, attrs),)
+    return kernel
+
+
+for _t, _deriv in DERIVATIVES.items():
+    if has_op(f"{_t}_grad"):
+        continue
+    _d = standard(_t, ins=("X",), comment=f"The gradient of {_t}: X@GRAD = Out@GRAD * {_t}'(X).")
+    _k = _act_kernel(_deriv)
+    _k.__name__ = f"{_t}_grad"
+    _d.kernel()(_k)
+
+
+PRELU_GRAD = standard("prelu", ins=("X", "Alpha"), in_grads=("X", "Alpha"),
+                      comment="The gradient of prelu: X@GRAD = Out@GRAD where X > 0, else Alpha * Out@GRAD; "
+                              "Alpha@GRAD = the sum of X * Out@GRAD where X <= 0, over the dims Alpha is shared "
+                              "along.")
+
+
+@PRELU_GRAD.kernel()
+def prelu_grad(ctx, ins, attrs):
+    from ..ops.activation_extra import _alpha_shape
+    xp = ctx.xp
+    x, alpha, g = ins
+    shape, _ = _alpha_shape(x.shape, attrs["mode"], attrs["data_format"])
+    a = alpha.reshape(shape).astype(x.dtype)
+    pos = x > 0
+    dx = xp.where(pos, g, g * a)
+    contrib = xp.where(pos, g.dtype.type(0), g * x)
+    red = tuple(i for i, s in enumerate(shape) if s == 1)
+    da = contrib.sum(axis=red, keepdims=True).reshape(alpha.shape).astype(alpha.dtype)
+    return dx, da
+
+
+# ---------------------------------------------------------------------------
+# shape ops, padding, resizing
+# ---------------------------------------------------------------------------
+def _reshape_grad(fwd_type):
+    if has_op(f"{fwd_type}_grad"):
+        return
+    d = standard(fwd_type, outs=("XShape",), infer_from={"X@GRAD": ("XShape", True)},
+                 comment=f"The gradient of {fwd_type}: Out@GRAD reshaped to X's shape (XShape without its "
+                         "leading 0).")
+
+    @d.kernel()
+    def kernel(ctx, ins, attrs):
+        xshape, g = ins
+        return (g.reshape(xshape.shape[1:]),)
+
+    kernel.__name__ = f"{fwd_type}_grad"
+
+
+for _t in ("flatten_contiguous_range", "squeeze2", "unsqueeze2"):
+    _reshape_grad(_t)
+
+
+def _apply_transposed(xp, g, mats, first_axis):
+    """X@GRAD of a separable linear map whose dim first_axis + i was mixed by mats[i] (out, in)."""
+    for i, m in enumerate(mats):
+        a = first_axis + i
+        g = xp.moveaxis(xp.tensordot(g, xp.asarray(m.astype(g.dtype)), axes=([a], [0])), -1, a)
+    return xp.ascontiguousarray(g)
+
+
+PAD3D_GRAD = standard("pad3d", ins=("X", "Paddings"),
+                      comment="The gradient of pad3d: the padded positions' gradients return to the input cells "
+                              "they copied (constant mode: dropped).")
+
+
+@PAD3D_GRAD.kernel()
+def pad3d_grad(ctx, ins, attrs):
+    from ..ops.vision_tensor import _host_ints, _pad_widths
+    xp = ctx.xp
+    x, pad_t, g = ins
+    p = _host_ints(pad_t) if pad_t is not None else list(attrs["paddings"])
+    widths = _pad_widths(p, attrs["data_format"])
+    mode = attrs["mode"]
+    if mode == "constant":
+        return (xp.ascontiguousarray(g[tuple(slice(lo, lo + n) for (lo, _), n in zip(widths, x.shape))]),)
+    first = 1 if attrs["data_format"] == "NDHWC" else 2
+    mats = []
+    for d in range(3):
+        (lo, hi), n = widths[first + d], x.shape[first + d]
+        j = np.arange(n + lo + hi) - lo
+        if mode == "reflect":
+            j = np.abs(j)
+            j = np.where(j >= n, 2 * (n - 1) - j, j)
+        elif mode == "replicate":
+            j = np.clip(j, 0, n - 1)
+        else:
+            j = j % n
+        m = np.zeros((n + lo + hi, n))
+        m[np.arange(n + lo + hi), j] = 1
+        mats.append(m)
+    return (_apply_transposed(xp, g, mats, first),)
+
+
+def _interp_grad(fwd_type, method):
+    d = standard(fwd_type, ins=("X", "OutSize", "SizeTensor", "Scale"),
+                 comment=f"The gradient of {fwd_type}: each output's gradient returns to the input taps it was "
+                         "interpolated from, with the same weights.")
+
+    @d.kernel()
+    def kernel(ctx, ins, attrs):
+        xp = ctx.xp
+        x, out_size, size_tensor, scale_t, g = ins
+        last = attrs["data_layout"] in ("NHWC", "NWC", "NDHWC")
+        xc, gc = (xp.moveaxis(x, -1, 1), xp.moveaxis(g, -1, 1)) if last else (x, g)
+        outs, scales = I.out_sizes(xc.shape[2:], attrs.get, size_tensor, out_size, scale_t)
+        mats = []
+        for d_, o in enumerate(outs):
+            i = xc.shape[2 + d_]
+            idx, w = I.taps(method, i, o, scales[d_], attrs["align_corners"], attrs["align_mode"])
+            m = np.zeros((o, i))
+            np.add.at(m, (np.repeat(np.arange(o), idx.shape[1]), idx.reshape(-1)), w.reshape(-1))
+            mats.append(m)
+        dx = _apply_transposed(xp, gc, mats, 2)
+        return (_last(xp, dx, "NHWC" if last else "NCHW"),)
+
+    kernel.__name__ = f"{fwd_type}_grad"
+
+
+for _t, _m in (("nearest_interp_v2", "nearest"), ("linear_interp_v2", "linear"),
+               ("bilinear_interp_v2", "bilinear"), ("trilinear_interp_v2", "trilinear"),
+               ("bicubic_interp_v2", "bicubic")):
+    _interp_grad(_t, _m)

@@ -1,0 +1,124 @@
+"""The activations vision models write: one table row per op (formula, attributes, body(xp, x, attrs)).
+
+Constants are cast to X's dtype before they meet X, so float32 stays float32.
+"""
+from __future__ import annotations
+
+import math
+
+from ..proto.framework_pb2 import AttrType as A
+from ..registry import _REGISTRY, Attr, Check, In, Out, register_op
+from ._infer import same_as
+
+
+def _c(x, v):
+    return x.dtype.type(v)
+
+
+def _sigmoid(xp, x):
+    return 1 / (1 + xp.exp(-x))
+
+
+def _softplus(xp, x, beta, threshold):
+    """Paddle's SoftplusFunctor: x where beta * x > threshold, else log(1 + exp(beta * x)) / beta."""
+    bx = x * _c(x, beta)
+    # exp of the clipped value: the branch not taken must not overflow
+    soft = xp.log1p(xp.exp(xp.minimum(bx, _c(x, threshold)))) / _c(x, beta)
+    return xp.where(bx > _c(x, threshold), x, soft)
+
+
+def _hard_swish(xp, x, a):
+    return x * xp.minimum(xp.maximum(x + _c(x, a["offset"]), _c(x, 0)), _c(x, a["threshold"])) / _c(x, a["scale"])
+
+
+def _mish(xp, x, a):
+    return x * xp.tanh(_softplus(xp, x, 1.0, a["threshold"]))
+
+
+def _elu(xp, x, a):
+    return xp.where(x > 0, x, _c(x, a["alpha"]) * xp.expm1(xp.minimum(x, _c(x, 0))))
+
+
+# op type -> (formula, attrs, body(xp, x, attrs))
+EXTRA = {
+    "relu6": ("Out = min(max(X, 0), threshold)",
+              [Attr("threshold", A.FLOAT, "the upper clip", 6.0)],
+              lambda xp, x, a: xp.clip(x, _c(x, 0), _c(x, a["threshold"]))),
+    "leaky_relu": ("Out = X if X >= 0 else alpha * X",
+                   [Attr("alpha", A.FLOAT, "the slope for negative X", 0.02)],
+                   lambda xp, x, a: xp.where(x >= 0, x, x * _c(x, a["alpha"]))),
+    "elu": ("Out = X if X > 0 else alpha * (exp(X) - 1)",
+            [Attr("alpha", A.FLOAT, "the negative saturation", 1.0)], _elu),
+    "hard_swish": ("Out = X * min(max(X + offset, 0), threshold) / scale",
+                   [Attr("threshold", A.FLOAT, "the upper clip", 6.0),
+                    Attr("scale", A.FLOAT, "the divisor", 6.0),
+                    Attr("offset", A.FLOAT, "added to X before clipping", 3.0)], _hard_swish),
+    "hard_sigmoid": ("Out = min(max(slope * X + offset, 0), 1)",
+                     [Attr("slope", A.FLOAT, "the slope", 0.2), Attr("offset", A.FLOAT, "the offset", 0.5)],
+                     lambda xp, x, a: xp.clip(x * _c(x, a["slope"]) + _c(x, a["offset"]), _c(x, 0), _c(x, 1))),
+    "swish": ("Out = X * sigmoid(beta * X)",
+              [Attr("beta", A.FLOAT, "the sigmoid's slope", 1.0)],
+              lambda xp, x, a: x * _sigmoid(xp, x * _c(x, a["beta"]))),
+    "silu": ("Out = X * sigmoid(X)", [], lambda xp, x, a: x * _sigmoid(xp, x)),
+    "softplus": ("Out = X if beta * X > threshold else log(1 + exp(beta * X)) / beta",
+                 [Attr("beta", A.FLOAT, "the sharpness", 1.0),
+                  Attr("threshold", A.FLOAT, "above it (on beta * X) Out = X", 20.0)],
+                 lambda xp, x, a: _softplus(xp, x, a["beta"], a["threshold"])),
+    "mish": ("Out = X * tanh(softplus(X)), softplus(X) = X where X > threshold",
+             [Attr("threshold", A.FLOAT, "softplus returns X above it", 20.0)], _mish),
+}
+
+
+def _kernel(body):
+    def kernel(ctx, ins, attrs):
+        return (body(ctx.xp, ins[0], attrs),)
+    return kernel
+
+
+for _type, (_formula, _attrs, _body) in EXTRA.items():
+    if _type in _REGISTRY:  # another family may define it first
+        continue
+    _d = register_op(_type, f"{_type} activation: {_formula}, elementwise.",
+                     inputs=[In("X", "the input tensor")], outputs=[Out("Out", "a tensor of X's shape and dtype")],
+                     attrs=_attrs, infer_shape=same_as())
+    _k = _kernel(_body)
+    _k.__name__ = _type
+    _d.kernel()(_k)
+
+
+# ---------------------------------------------------------------------------
+PRELU = register_op(
+    "prelu",
+    "Out = X if X > 0 else Alpha * X, with Alpha one scalar (mode 'all'), one value per channel ('channel') or one "
+    "per element of a sample ('element').",
+    inputs=[In("X", "the input, [N, C, ...] (channels last with data_format NHWC)"),
+            In("Alpha", "'all': 1 element; 'channel': C elements; 'element': prod(X.shape[1:]) elements")],
+    outputs=[Out("Out", "X's shape and dtype")],
+    attrs=[Attr("mode", A.STRING, "'all', 'channel' or 'element'",
+                checks=(Check("'all', 'channel' or 'element'", lambda v: v in ("all", "channel", "element")),)),
+           Attr("data_format", A.STRING, "'NCHW' (channel axis 1) or 'NHWC' (channel axis last)", "NCHW")],
+    infer_shape=same_as())
+
+
+def _alpha_shape(x_shape, mode, fmt):
+    nd = len(x_shape)
+    if mode == "all":
+        return (1,) * nd, 1
+    if mode == "channel":
+        axis = nd - 1 if fmt in ("NHWC", "NDHWC", "NLC") and nd > 2 else 1
+        shape = [1] * nd
+        shape[axis] = x_shape[axis]
+        return tuple(shape), x_shape[axis]
+    return (1, *x_shape[1:]), math.prod(x_shape[1:])
+
+
+@PRELU.kernel()
+def prelu(ctx, ins, attrs):
+    x, alpha = ins
+    xp = ctx.xp
+    shape, size = _alpha_shape(x.shape, attrs["mode"], attrs["data_format"])
+    if alpha.size != size:
+        raise ValueError(f"Alpha must hold {size} element(s) for mode {attrs['mode']!r} and X {list(x.shape)}, "
+                         f"got shape {list(alpha.shape)}")
+    a = alpha.reshape(shape).astype(x.dtype, copy=False)
+    return (xp.where(x > 0, x, x * a),)

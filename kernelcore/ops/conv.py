@@ -1,0 +1,356 @@
+"""Convolutions with Paddle's slots and attributes: conv2d, depthwise_conv2d, conv3d, conv2d_transpose,
+depthwise_conv2d_transpose, conv3d_transpose.
+
+One N-d body serves 2-D and 3-D (Paddle writes conv2d for Conv1D, with unsqueeze2/squeeze2 around it):
+  * grouped/ordinary convolution: im2col through an `as_strided` window view of the padded input, laid out
+    (group, Cin/groups * kernel, batch * output pixels), then one GEMM per group (`xp.matmul` over the group
+    stack): weights (groups, Cout/groups, Cin/groups * kernel) @ columns;
+  * depthwise (groups == Cin, one input channel per group, any channel multiplier): one multiply-add over the
+    whole output per kernel offset (9 for a 3x3 kernel); no GEMM, no column buffer;
+  * transposed convolution: one GEMM (weights^T @ input) to columns, then col2im as one strided add per
+    kernel offset.
+The only Python loops run over groups-free kernel offsets, never over pixels, channels or the batch.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+from ..proto.framework_pb2 import AttrType as A
+from ..registry import Attr, In, Out, register_op
+from ._spatial import attr_or, channel_last, check_ints, conv_out_size, pairs, update_padding
+
+
+def _strided(xp):
+    return xp.lib.stride_tricks.as_strided
+
+
+def _to_channel_first(xp, x):
+    return xp.moveaxis(x, -1, 1)
+
+
+def _to_channel_last(xp, x):
+    return xp.moveaxis(x, 1, -1)
+
+
+# ---------------------------------------------------------------------------
+# the bodies (NC + spatial layout)
+# ---------------------------------------------------------------------------
+def conv_forward(xp, x, w, strides, pads, dils, groups):
+    """Out[n, o, p...] = sum_{c in o's group, k...} W[o, c, k...] * Xpad[n, c, p*s + k*d ...]."""
+    n, c = x.shape[:2]
+    nd = x.ndim - 2
+    o, cg = w.shape[:2]
+    ks = w.shape[2:]
+    if any(lo or hi for lo, hi in pads):
+        x = xp.pad(x, [(0, 0), (0, 0), *pads])
+    outs = [(x.shape[2 + i] - (dils[i] * (ks[i] - 1) + 1)) // strides[i] + 1 for i in range(nd)]
+    if any(v <= 0 for v in outs):
+        raise ValueError(f"the output would be empty: padded input {list(x.shape[2:])}, kernel {list(ks)}, "
+                         f"dilations {dils}, strides {strides}")
+    if groups == c and cg == 1 and c > 1:
+        return _depthwise(xp, x, w, strides, dils, outs)
+    x = xp.ascontiguousarray(x)
+    og, k = o // groups, math.prod(ks)
+    p = math.prod(outs)
+    if all(v == 1 for v in ks) and all(s == 1 for s in strides) and p >= 16:
+        # 1x1, stride 1: the input already is the column matrix, per image (tiny maps take the folded path
+        # below: one GEMM over batch * pixels beats n GEMMs of a few columns, 2x on 2x2 maps)
+        cols = x.reshape(n, groups, cg, p)
+        out = xp.matmul(w.reshape(groups, og, cg), cols)            # (n, groups, og, p): no im2col copy
+        return out.reshape(n, o, *outs)
+    es = x.strides
+    view = _strided(xp)(
+        x, shape=(groups, cg, *ks, n, *outs),
+        strides=(cg * es[1], es[1], *(es[2 + i] * dils[i] for i in range(nd)), es[0],
+                 *(es[2 + i] * strides[i] for i in range(nd))))
+    cols = view.reshape(groups, cg * k, n * p)                       # the im2col copy
+    out = xp.matmul(w.reshape(groups, og, cg * k), cols)              # (groups, og, n * p)
+    out = out.reshape(o, n, p).transpose(1, 0, 2)
+    return xp.ascontiguousarray(out).reshape(n, o, *outs)
+
+
+def _depthwise(xp, xpad, w, strides, dils, outs):
+    """groups == channels: Out[:, o] = sum over kernel offsets of W[o, 0, k] * the shifted input channel o // m.
+
+    Small output maps (late layers: 2x2 .. 16x16) run channels-last, so each multiply-add streams over long
+    channel rows instead of rows of a few pixels (7x faster on [8, 576, 4, 4]); large maps stay channels-first."""
+    c = xpad.shape[1]
+    o = w.shape[0]
+    mult = o // c
+    if mult > 1:
+        xpad = xp.repeat(xpad, mult, axis=1)  # output channel j reads input channel j // mult
+    nd = len(outs)
+    ks = w.shape[2:]
+    last = math.prod(outs) <= 256
+    if last:
+        xpad = xp.ascontiguousarray(xp.moveaxis(xpad, 1, -1))         # (n, spatial..., o)
+        wk = xp.ascontiguousarray(w.reshape(o, -1).T)                   # (kernel taps, o)
+        lead, tail = (slice(None),), (slice(None),)
+    else:
+        wk = w.reshape(o, -1).T.reshape((-1, 1, o) + (1,) * nd)         # tap t: (1, o, 1, ...)
+        lead, tail = (slice(None), slice(None)), ()
+    out = tmp = None
+    for t, offs in enumerate(itertools.product(*(range(k) for k in ks))):
+        sl = lead + tuple(slice(offs[i] * dils[i], offs[i] * dils[i] + strides[i] * (outs[i] - 1) + 1, strides[i])
+                          for i in range(nd)) + tail
+        if out is None:
+            out = xpad[sl] * wk[t]
+            tmp = xp.empty_like(out)
+        else:
+            xp.multiply(xpad[sl], wk[t], out=tmp)
+            out += tmp  # `out` and `tmp` are fresh arrays of ours
+    return xp.ascontiguousarray(xp.moveaxis(out, -1, 1)) if last else out
+
+
+def conv_transpose_forward(xp, x, w, strides, pads, dils, groups, out_sizes):
+    """The gradient of conv_forward with respect to its input: Out = col2im(W^T @ X)."""
+    n, cin = x.shape[:2]
+    nd = x.ndim - 2
+    ins = x.shape[2:]
+    og = w.shape[1]
+    ks = w.shape[2:]
+    cg = cin // groups
+    k, p = math.prod(ks), math.prod(ins)
+    xm = xp.ascontiguousarray(x.reshape(n, groups, cg, p).transpose(1, 2, 0, 3)).reshape(groups, cg, n * p)
+    wm = w.reshape(groups, cg, og * k).transpose(0, 2, 1)
+    cols = xp.matmul(wm, xm).reshape(groups, og, *ks, n, *ins)      # one GEMM per group
+    full = [max((ins[i] - 1) * strides[i] + dils[i] * (ks[i] - 1) + 1, pads[i][0] + out_sizes[i])
+            for i in range(nd)]
+    out = xp.zeros((n, groups, og, *full), dtype=x.dtype)
+    perm = (2, 0, 1) + tuple(range(3, 3 + nd))                       # (groups, og, n, spatial) -> (n, groups, og, ...)
+    for offs in itertools.product(*(range(kk) for kk in ks)):
+        sl = (slice(None),) * 3 + tuple(
+            slice(offs[i] * dils[i], offs[i] * dils[i] + strides[i] * (ins[i] - 1) + 1, strides[i])
+            for i in range(nd))
+        out[sl] += cols[(slice(None), slice(None)) + offs].transpose(perm)   # `out` is ours
+    crop = (slice(None),) * 3 + tuple(slice(pads[i][0], pads[i][0] + out_sizes[i]) for i in range(nd))
+    return xp.ascontiguousarray(out[crop]).reshape(n, groups * og, *out_sizes)
+
+
+# ---------------------------------------------------------------------------
+# attribute handling shared by the kernels and shape inference
+# ---------------------------------------------------------------------------
+def conv_geometry(attrs_get, in_spatial, ksize, nd):
+    """(strides, (before, after) pads, dilations) after Paddle's padding_algorithm."""
+    strides = check_ints("strides", attrs_get("strides"), nd)
+    dils = check_ints("dilations", attrs_get("dilations"), nd)
+    pads = pairs(attrs_get("paddings"), nd)
+    if any(lo < 0 or hi < 0 for lo, hi in pads):
+        raise ValueError(f"paddings must be >= 0, got {list(attrs_get('paddings'))}")
+    pads, dils = update_padding(attrs_get("padding_algorithm"), pads, dils, in_spatial, ksize, strides)
+    return strides, pads, dils
+
+
+def transpose_out_sizes(in_spatial, ksize, strides, pads, dils, output_size, output_padding):
+    nd = len(in_spatial)
+    outs = []
+    for i in range(nd):
+        if in_spatial[i] < 0:
+            outs.append(-1)
+            continue
+        base = (in_spatial[i] - 1) * strides[i] - pads[i][0] - pads[i][1] + dils[i] * (ksize[i] - 1) + 1
+        if output_size:
+            want = list(output_size)[i]
+            if not base <= want < base + strides[i]:
+                raise ValueError(f"output_size {list(output_size)}: dim {i} must lie in [{base}, "
+                                 f"{base + strides[i]}), got {want}")
+            base = want
+        elif output_padding:
+            op = list(output_padding)[i]
+            if not 0 <= op < max(strides[i], dils[i]):
+                raise ValueError(f"output_padding {list(output_padding)}: dim {i} must lie in "
+                                 f"[0, max(stride, dilation)) = [0, {max(strides[i], dils[i])}), got {op}")
+            base += op
+        if base <= 0:
+            raise ValueError(f"the output would be empty: input {list(in_spatial)}, kernel {list(ksize)}")
+        outs.append(base)
+    return outs
+
+
+# ---------------------------------------------------------------------------
+# registration
+# ---------------------------------------------------------------------------
+def _common_attrs(nd, layout_default, transpose=False):
+    one, zero = [1] * nd, [0] * nd
+    attrs = [
+        Attr("strides", A.INTS, "the window's step per spatial dim", one),
+        Attr("paddings", A.INTS, f"zeros added per spatial dim: {nd} values (both sides) or {2 * nd} "
+             "([d0_before, d0_after, d1_before, ...])", zero),
+        Attr("padding_algorithm", A.STRING, "'EXPLICIT' (use paddings), 'SAME' (out = ceil(in / stride), the "
+             "smaller half of the padding before; dilations become 1) or 'VALID' (no padding)", "EXPLICIT"),
+        Attr("groups", A.INT, "channel groups: input and output channels split into `groups` parts, part g of "
+             "the output sees part g of the input only", 1),
+        Attr("dilations", A.INTS, "the spacing between kernel taps per spatial dim", one),
+        Attr("data_format", A.STRING, f"'{layout_default}' (channels first) or channels last "
+             "('NHWC' / 'NDHWC'); 'AnyLayout' = channels first", layout_default),
+        Attr("exhaustive_search", A.BOOLEAN, "cuDNN algorithm search (ignored)", False, extra=True),
+        Attr("workspace_size_MB", A.INT, "cuDNN workspace (ignored)", 512, extra=True),
+        Attr("fuse_relu_before_depthwise_conv", A.BOOLEAN, "Paddle GPU fusion hint (ignored)", False,
+             extra=True),
+        Attr("use_addto", A.BOOLEAN, "cuDNN add-to hint (ignored)", False, extra=True),
+        Attr("force_fp32_output", A.BOOLEAN, "oneDNN int8 hint (ignored)", False, extra=True),
+        Attr("fuse_activation", A.STRING, "oneDNN fusion hint (ignored)", "", extra=True),
+        Attr("fuse_alpha", A.FLOAT, "oneDNN fusion hint (ignored)", 0.0, extra=True),
+        Attr("fuse_beta", A.FLOAT, "oneDNN fusion hint (ignored)", 0.0, extra=True),
+        Attr("fuse_residual_connection", A.BOOLEAN, "oneDNN fusion hint (ignored)", False, extra=True),
+        Attr("Scale_in", A.FLOAT, "oneDNN int8 hint (ignored)", 1.0, extra=True),
+        Attr("Scale_out", A.FLOAT, "oneDNN int8 hint (ignored)", 1.0, extra=True),
+        Attr("Scale_in_eltwise", A.FLOAT, "oneDNN int8 hint (ignored)", 1.0, extra=True),
+        Attr("Scale_weights", A.FLOATS, "oneDNN int8 hint (ignored)", [1.0], extra=True),
+    ]
+    if transpose:
+        attrs += [Attr("output_padding", A.INTS, "extra rows/cols added after the last output position per "
+                       "spatial dim, each < max(stride, dilation); [] = none", []),
+                  Attr("output_size", A.INTS, "the output's spatial size, within [computed, computed + "
+                       "stride) per dim; [] = computed", [])]
+    return attrs
+
+
+def _in_layout(xp, x, fmt):
+    return _to_channel_first(xp, x) if channel_last(fmt) else x
+
+
+def _out_layout(xp, y, fmt):
+    return xp.ascontiguousarray(_to_channel_last(xp, y)) if channel_last(fmt) else y
+
+
+def _check_input(x, w, nd, groups, fmt, transpose):
+    if x.ndim != nd + 2:
+        raise ValueError(f"Input must be {nd + 2}-D (batch, channels and {nd} spatial dims), got shape "
+                         f"{list(x.shape)}")
+    if w.ndim != nd + 2:
+        raise ValueError(f"Filter must be {nd + 2}-D, got shape {list(w.shape)}")
+    if groups <= 0:
+        raise ValueError(f"groups must be > 0, got {groups}")
+    c = x.shape[-1] if channel_last(fmt) else x.shape[1]
+    if c < 0:
+        return
+    if transpose:
+        if w.shape[0] != c:
+            raise ValueError(f"Filter {list(w.shape)} must have Input's {c} channels as dim 0")
+        if c % groups:
+            raise ValueError(f"Input's {c} channels must divide by groups={groups}")
+    else:
+        if w.shape[1] * groups != c:
+            raise ValueError(f"Input has {c} channels but Filter {list(w.shape)} with groups={groups} expects "
+                             f"{w.shape[1] * groups} (Filter dim 1 * groups)")
+        if w.shape[0] % groups:
+            raise ValueError(f"Filter's {w.shape[0]} output channels must divide by groups={groups}")
+
+
+class _Shape:
+    """Shape-only stand-in so _check_input serves shape inference too."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+        self.ndim = len(shape)
+
+
+def _make_conv(op_type, nd, layout, comment):
+    d = register_op(
+        op_type, comment,
+        inputs=[In("Input", f"({nd + 2}-D) the images: [N, C, spatial...] (channels last with data_format)"),
+                In("Filter", f"({nd + 2}-D) [Cout, Cin / groups, kernel...]")],
+        outputs=[Out("Output", "[N, Cout, out spatial...] (channels last with data_format)")],
+        attrs=_common_attrs(nd, layout))
+
+    def infer(ic):
+        x, w = _Shape(ic.shape("Input")), _Shape(ic.shape("Filter"))
+        get = lambda n: attr_or(ic, n, d.attrs[n].default)  # noqa: E731
+        fmt, groups = get("data_format"), get("groups")
+        try:
+            _check_input(x, w, nd, groups, fmt, False)
+            sp = x.shape[1:-1] if channel_last(fmt) else x.shape[2:]
+            strides, pads, dils = conv_geometry(get, sp, w.shape[2:], nd)
+        except ValueError as e:
+            ic.fail(str(e))
+        outs = [conv_out_size(sp[i], w.shape[2 + i], pads[i], strides[i], dils[i]) for i in range(nd)]
+        if any(v == 0 or v < -1 for v in outs):
+            ic.fail(f"the output would be empty: Input {list(x.shape)}, Filter {list(w.shape)}")
+        n = x.shape[0]
+        shape = (n, *outs, w.shape[0]) if channel_last(fmt) else (n, w.shape[0], *outs)
+        ic.set_output("Output", shape, ic.dtype("Input"))
+
+    d.infer_shape = infer
+
+    @d.kernel()
+    def kernel(ctx, ins, attrs):
+        x, w = ins
+        xp = ctx.xp
+        fmt, groups = attrs["data_format"], attrs["groups"]
+        _check_input(x, w, nd, groups, fmt, False)
+        x = _in_layout(xp, x, fmt)
+        strides, pads, dils = conv_geometry(attrs.__getitem__, x.shape[2:], w.shape[2:], nd)
+        return (_out_layout(xp, conv_forward(xp, x, w, strides, pads, dils, groups), fmt),)
+
+    kernel.__name__ = op_type
+    return d
+
+
+def _make_conv_transpose(op_type, nd, layout, comment):
+    d = register_op(
+        op_type, comment,
+        inputs=[In("Input", f"({nd + 2}-D) [N, Cin, spatial...] (channels last with data_format)"),
+                In("Filter", f"({nd + 2}-D) [Cin, Cout / groups, kernel...]"),
+                In("Bias", "oneDNN only: Paddle's CPU and GPU kernels ignore it, and so does kernelcore (Paddle's "
+                   "layers add the bias with elementwise_add)", dispensable=True)],
+        outputs=[Out("Output", "[N, Cout, out spatial...]; out = (in - 1) * stride - pad_before - pad_after + "
+                     "dilation * (kernel - 1) + 1 (+ output_padding), or output_size")],
+        attrs=_common_attrs(nd, layout, transpose=True))
+
+    def geometry(get, x, w):
+        fmt, groups = get("data_format"), get("groups")
+        _check_input(x, w, nd, groups, fmt, True)
+        sp = x.shape[1:-1] if channel_last(fmt) else x.shape[2:]
+        strides, pads, dils = conv_geometry(get, sp, w.shape[2:], nd)
+        outs = transpose_out_sizes(sp, w.shape[2:], strides, pads, dils, get("output_size"),
+                                   get("output_padding"))
+        return strides, pads, dils, outs
+
+    def infer(ic):
+        x, w = _Shape(ic.shape("Input")), _Shape(ic.shape("Filter"))
+        get = lambda n: attr_or(ic, n, d.attrs[n].default)  # noqa: E731
+        try:
+            *_, outs = geometry(get, x, w)
+        except ValueError as e:
+            ic.fail(str(e))
+        cout = w.shape[1] * get("groups")
+        shape = (x.shape[0], *outs, cout) if channel_last(get("data_format")) else (x.shape[0], cout, *outs)
+        ic.set_output("Output", shape, ic.dtype("Input"))
+
+    d.infer_shape = infer
+
+    @d.kernel()
+    def kernel(ctx, ins, attrs):
+        x, w, _bias = ins
+        xp = ctx.xp
+        fmt = attrs["data_format"]
+        strides, pads, dils, outs = geometry(attrs.__getitem__, x, w)
+        x = _in_layout(xp, x, fmt)
+        y = conv_transpose_forward(xp, x, w, strides, pads, dils, attrs["groups"], outs)
+        return (_out_layout(xp, y, fmt),)
+
+    kernel.__name__ = op_type
+    return d
+
+
+CONV_DOC = ("{nd}-D convolution (cross-correlation, as Paddle): Output[n, o, p] = sum over the input channels "
+            "of o's group and the kernel taps k of Filter[o, c, k] * Input_padded[n, c, p * strides + k * "
+            "dilations]. Output size per dim: (in + pad_before + pad_after - (dilation * (kernel - 1) + 1)) "
+            "// stride + 1.")
+CONV2D = _make_conv("conv2d", 2, "NCHW", CONV_DOC.format(nd=2))
+DEPTHWISE_CONV2D = _make_conv(
+    "depthwise_conv2d", 2, "NCHW",
+    CONV_DOC.format(nd=2) + " Paddle writes this type when groups == input channels (each output channel "
+    "reads one input channel); the result is conv2d's.")
+CONV3D = _make_conv("conv3d", 3, "NCDHW", CONV_DOC.format(nd=3))
+TRANSPOSE_DOC = ("{nd}-D transposed convolution (the gradient of conv{nd}d with respect to its input): every "
+                 "input pixel scatters Filter[c, :, k] * Input[n, c, p] to output position p * strides + k * "
+                 "dilations - pad_before, summed over the input channels of the group.")
+CONV2D_TRANSPOSE = _make_conv_transpose("conv2d_transpose", 2, "NCHW", TRANSPOSE_DOC.format(nd=2))
+DEPTHWISE_CONV2D_TRANSPOSE = _make_conv_transpose(
+    "depthwise_conv2d_transpose", 2, "NCHW",
+    TRANSPOSE_DOC.format(nd=2) + " Written by Paddle when groups == input channels; the result is "
+    "conv2d_transpose's.")
+CONV3D_TRANSPOSE = _make_conv_transpose("conv3d_transpose", 3, "NCDHW", TRANSPOSE_DOC.format(nd=3))

@@ -1,0 +1,292 @@
+"""Normalisation with Paddle's slots and attributes: batch_norm, group_norm, instance_norm, layer_norm.
+
+batch_norm follows Paddle's CPU kernel:
+  * statistics mode: global (Mean/Variance are used) when use_global_stats, or in inference mode unless
+    trainable_statistics. Inference mode, as for dropout: the `is_test` attribute, or a run that is not a training
+    run (`Executor.run(..., training=False)`, the default);
+  * batch statistics: mean and the *biased* variance over every axis but the channel axis; then
+    MeanOut = Mean * momentum + batch_mean * (1 - momentum), VarianceOut likewise with the biased variance
+    (Paddle does not apply Bessel's correction), SavedMean = batch_mean, SavedVariance = 1 / sqrt(batch_var +
+    epsilon) (an inverse standard deviation, not a variance);
+  * global statistics: MeanOut/VarianceOut are Mean/Variance unchanged, SavedMean/SavedVariance are zeros.
+Paddle writes MeanOut/VarianceOut to the same variables as Mean/Variance; kernels here return new arrays.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..proto.framework_pb2 import AttrType as A
+from ..registry import _REGISTRY, Attr, Check, In, Out, register_op
+from ._spatial import attr_or
+
+LAYOUTS = ("NCHW", "NHWC", "NCDHW", "NDHWC", "NC", "NCL", "NLC", "AnyLayout")
+
+
+def _channel_axis(ndim, layout):
+    return ndim - 1 if layout in ("NHWC", "NDHWC", "NLC") and ndim > 2 else 1
+
+
+def _bcast(v, ndim, axis):
+    shape = [1] * ndim
+    shape[axis] = -1
+    return v.reshape(shape)
+
+
+def _f32(dtype):
+    """The dtype statistics are computed in: float32 for float16 inputs, else the input's."""
+    return np.float32 if dtype == np.float16 else dtype.type
+
+
+# ---------------------------------------------------------------------------
+# batch_norm
+# ---------------------------------------------------------------------------
+BATCH_NORM = register_op(
+    "batch_norm",
+    "Y = (X - mean) / sqrt(var + epsilon) * Scale + Bias per channel, with the batch's statistics (training) or "
+    "the running Mean/Variance (inference, use_global_stats). Training also updates the running statistics: "
+    "MeanOut = Mean * momentum + batch_mean * (1 - momentum), VarianceOut likewise with the biased batch "
+    "variance; SavedMean is the batch mean and SavedVariance 1 / sqrt(batch_var + epsilon).",
+    inputs=[In("X", "(2-D to 5-D) [N, C, ...] (channels last with data_layout NHWC/NDHWC)"),
+            In("Scale", "(1-D, C) gamma"), In("Bias", "(1-D, C) beta"),
+            In("Mean", "(1-D, C) the running mean"), In("Variance", "(1-D, C) the running variance"),
+            In("MomentumTensor", "(one float) overrides `momentum`", dispensable=True)],
+    outputs=[Out("Y", "X's shape and dtype"),
+             Out("MeanOut", "(C) the updated running mean (Paddle: the same variable as Mean)"),
+             Out("VarianceOut", "(C) the updated running variance (Paddle: the same variable as Variance)"),
+             Out("SavedMean", "(C) the batch mean (zeros with global statistics)", intermediate=True),
+             Out("SavedVariance", "(C) the batch's 1 / sqrt(var + epsilon) (zeros with global statistics)",
+                 intermediate=True),
+             Out("ReserveSpace", "cuDNN scratch space (written empty)", dispensable=True, intermediate=True)],
+    attrs=[Attr("momentum", A.FLOAT, "the running statistics' decay", 0.9),
+           Attr("epsilon", A.FLOAT, "added to the variance", 1e-5,
+                checks=(Check("in [0, 0.001]", lambda v: 0.0 <= v <= 0.0010001),)),
+           Attr("data_layout", A.STRING, "'NCHW' (channels at axis 1) or 'NHWC' (channels last)", "NCHW",
+                checks=(Check(f"one of {list(LAYOUTS)}", lambda v: v in LAYOUTS),)),
+           Attr("is_test", A.BOOLEAN, "inference mode: normalise with Mean/Variance, update nothing", False),
+           Attr("use_global_stats", A.BOOLEAN, "normalise with Mean/Variance even while training", False),
+           Attr("trainable_statistics", A.BOOLEAN, "use batch statistics even when is_test", False),
+           Attr("fuse_with_relu", A.BOOLEAN, "oneDNN fusion hint (ignored)", False, extra=True)])
+
+
+def _bn_infer(ic):
+    x = ic.shape("X")
+    if not 2 <= len(x) <= 5:
+        ic.fail(f"X must be 2-D to 5-D, got shape {list(x)}")
+    c = x[_channel_axis(len(x), attr_or(ic, "data_layout", "NCHW"))]
+    for slot in ("Scale", "Bias", "Mean", "Variance"):
+        s = ic.shape(slot)
+        if len(s) != 1 or (c >= 0 and s[0] >= 0 and s[0] != c):
+            ic.fail(f"{slot} must be 1-D with X's {c} channels, got shape {list(s)}")
+    ic.set_output("Y", x, ic.dtype("X"))
+    for slot, src in (("MeanOut", "Mean"), ("VarianceOut", "Variance"), ("SavedMean", "Mean"),
+                      ("SavedVariance", "Variance")):
+        ic.set_output(slot, (c,), ic.dtype(src))
+    ic.set_output("ReserveSpace", (0,), ic.dtype("X"))
+
+
+BATCH_NORM.infer_shape = _bn_infer
+
+
+@BATCH_NORM.kernel()
+def batch_norm(ctx, ins, attrs):
+    x, scale, bias, mean, var, mom_t = ins
+    xp = ctx.xp
+    if not 2 <= x.ndim <= 5:
+        raise ValueError(f"X must be 2-D to 5-D, got shape {list(x.shape)}")
+    axis = _channel_axis(x.ndim, attrs["data_layout"])
+    c = x.shape[axis]
+    for name, v in (("Scale", scale), ("Bias", bias), ("Mean", mean), ("Variance", var)):
+        if v.shape != (c,):
+            raise ValueError(f"{name} must have shape [{c}] (X's channels), got {list(v.shape)}")
+    eps = attrs["epsilon"]
+    inference = attrs["is_test"] or not ctx.training
+    global_stats = attrs["use_global_stats"] or (inference and not attrs["trainable_statistics"])
+    ct = _f32(x.dtype)
+    if global_stats:
+        # (X - Mean) first, as Paddle does: folding Mean into the offset (X * k + (Bias - Mean * k)) cancels
+        # badly where X is close to Mean, i.e. everywhere once the running statistics fit the data
+        k = scale.astype(ct) / xp.sqrt(var.astype(ct) + ct(eps))
+        y = x - _bcast(mean.astype(x.dtype), x.ndim, axis)
+        y *= _bcast(k.astype(x.dtype), x.ndim, axis)  # `y` is a fresh array of ours
+        y += _bcast(bias.astype(x.dtype), x.ndim, axis)
+        zeros = xp.zeros_like(mean)
+        return y, mean.copy(), var.copy(), zeros, xp.zeros_like(var), xp.zeros((0,), dtype=x.dtype)
+    red = tuple(a for a in range(x.ndim) if a != axis)
+    xc = x.astype(ct)
+    bmean = xc.mean(axis=red)
+    centred = xc - _bcast(bmean, x.ndim, axis)
+    bvar = (centred * centred).mean(axis=red)
+    inv = 1.0 / xp.sqrt(bvar + ct(eps))
+    y = centred * _bcast(inv * scale.astype(ct), x.ndim, axis) + _bcast(bias.astype(ct), x.ndim, axis)
+    if mom_t is not None:
+        m = mom_t.reshape(-1)[:1].astype(mean.dtype)  # stays on the device: no host sync
+    else:
+        m = mean.dtype.type(attrs["momentum"])
+    one = mean.dtype.type(1)
+    mean_out = mean * m + bmean.astype(mean.dtype) * (one - m)
+    var_out = var * m + bvar.astype(var.dtype) * (one - m)
+    return (y.astype(x.dtype, copy=False), mean_out, var_out, bmean.astype(mean.dtype), inv.astype(var.dtype),
+            xp.zeros((0,), dtype=x.dtype))
+
+
+# ---------------------------------------------------------------------------
+# group_norm, instance_norm, layer_norm
+# ---------------------------------------------------------------------------
+GROUP_NORM = register_op(
+    "group_norm",
+    "Split the channels into `groups` groups; normalise each (sample, group) over its channels and spatial "
+    "positions: Y = (X - mean) / sqrt(var + epsilon) * Scale[c] + Bias[c], var biased. Mean and Variance "
+    "[N, groups] hold the statistics.",
+    inputs=[In("X", "[N, C, ...] (channels last with data_layout NHWC)"),
+            In("Scale", "(C) per-channel gain", dispensable=True),
+            In("Bias", "(C) per-channel offset", dispensable=True)],
+    outputs=[Out("Y", "X's shape and dtype"), Out("Mean", "[N, groups]", intermediate=True),
+             Out("Variance", "[N, groups], biased", intermediate=True)],
+    attrs=[Attr("epsilon", A.FLOAT, "added to the variance", 1e-5),
+           Attr("groups", A.INT, "the number of channel groups; must divide C", checks=(Check("> 0",
+                                                                                            lambda v: v > 0),)),
+           Attr("data_layout", A.STRING, "'NCHW' or 'NHWC'", "NCHW")])
+
+
+def _gn_infer(ic):
+    x = ic.shape("X")
+    g = ic.attr("groups")
+    last = attr_or(ic, "data_layout", "NCHW") in ("NHWC", "NDHWC", "NLC")
+    c = x[-1] if last else x[1]
+    if len(x) < 2:
+        ic.fail(f"X must be at least 2-D, got shape {list(x)}")
+    if c >= 0 and g and c % g:
+        ic.fail(f"X's {c} channels must divide by groups={g}")
+    ic.set_output("Y", x, ic.dtype("X"))
+    ic.set_output("Mean", (x[0], g), ic.dtype("X"))
+    ic.set_output("Variance", (x[0], g), ic.dtype("X"))
+
+
+GROUP_NORM.infer_shape = _gn_infer
+
+
+def _affine(xp, y, scale, bias, axis):
+    if scale is not None:
+        y = y * _bcast(scale.astype(y.dtype), y.ndim, axis)
+    if bias is not None:
+        y = y + _bcast(bias.astype(y.dtype), y.ndim, axis)
+    return y
+
+
+@GROUP_NORM.kernel()
+def group_norm(ctx, ins, attrs):
+    x, scale, bias = ins
+    xp = ctx.xp
+    g = attrs["groups"]
+    last = attrs["data_layout"] in ("NHWC", "NDHWC", "NLC")
+    xc = xp.moveaxis(x, -1, 1) if last else x
+    n, c = xc.shape[:2]
+    if c % g:
+        raise ValueError(f"X's {c} channels must divide by groups={g}")
+    ct = _f32(x.dtype)
+    xg = xc.astype(ct).reshape(n, g, -1)
+    mean = xg.mean(axis=2)
+    centred = xg - mean[:, :, None]
+    var = (centred * centred).mean(axis=2)
+    y = (centred / xp.sqrt(var + ct(attrs["epsilon"]))[:, :, None]).reshape(xc.shape)
+    y = _affine(xp, y, scale, bias, 1)
+    if last:
+        y = xp.ascontiguousarray(xp.moveaxis(y, 1, -1))
+    return y.astype(x.dtype, copy=False), mean.astype(x.dtype), var.astype(x.dtype)
+
+
+INSTANCE_NORM = register_op(
+    "instance_norm",
+    "Normalise each (sample, channel) over its spatial positions: Y = (X - mean) / sqrt(var + epsilon) * "
+    "Scale[c] + Bias[c], var biased. SavedMean and SavedVariance [N * C] hold the mean and 1 / sqrt(var + "
+    "epsilon).",
+    inputs=[In("X", "[N, C, spatial...]"), In("Scale", "(C) per-channel gain", dispensable=True),
+            In("Bias", "(C) per-channel offset", dispensable=True)],
+    outputs=[Out("Y", "X's shape and dtype"),
+             Out("SavedMean", "[N * C] the means", dispensable=True, intermediate=True),
+             Out("SavedVariance", "[N * C] 1 / sqrt(var + epsilon)", dispensable=True, intermediate=True)],
+    attrs=[Attr("epsilon", A.FLOAT, "added to the variance", 1e-5)])
+
+
+def _in_infer(ic):
+    x = ic.shape("X")
+    if len(x) < 3:
+        ic.fail(f"X must be at least 3-D ([N, C, spatial...]), got shape {list(x)}")
+    ic.set_output("Y", x, ic.dtype("X"))
+    nc = x[0] * x[1] if x[0] >= 0 and x[1] >= 0 else -1
+    ic.set_output("SavedMean", (nc,), ic.dtype("X"))
+    ic.set_output("SavedVariance", (nc,), ic.dtype("X"))
+
+
+INSTANCE_NORM.infer_shape = _in_infer
+
+
+@INSTANCE_NORM.kernel()
+def instance_norm(ctx, ins, attrs):
+    x, scale, bias = ins
+    xp = ctx.xp
+    if x.ndim < 3:
+        raise ValueError(f"X must be at least 3-D ([N, C, spatial...]), got shape {list(x.shape)}")
+    ct = _f32(x.dtype)
+    n, c = x.shape[:2]
+    xf = x.astype(ct).reshape(n, c, -1)
+    mean = xf.mean(axis=2)
+    centred = xf - mean[:, :, None]
+    inv = 1.0 / xp.sqrt((centred * centred).mean(axis=2) + ct(attrs["epsilon"]))
+    y = _affine(xp, (centred * inv[:, :, None]).reshape(x.shape), scale, bias, 1)
+    return y.astype(x.dtype, copy=False), mean.reshape(-1).astype(x.dtype), inv.reshape(-1).astype(x.dtype)
+
+
+if "layer_norm" not in _REGISTRY:  # a transformer family may register it first
+    LAYER_NORM = register_op(
+        "layer_norm",
+        "Flatten X to [left, right] at begin_norm_axis; normalise each row: Y = (X - mean) / sqrt(var + epsilon) * "
+        "Scale + Bias, var biased, Scale/Bias of `right` elements. Mean and Variance [left] hold the statistics.",
+        inputs=[In("X", "the input"), In("Scale", "(right) gain", dispensable=True),
+                In("Bias", "(right) offset", dispensable=True)],
+        outputs=[Out("Y", "X's shape and dtype"), Out("Mean", "[left]", intermediate=True),
+                 Out("Variance", "[left], biased", intermediate=True)],
+        attrs=[Attr("epsilon", A.FLOAT, "added to the variance", 1e-5),
+               Attr("begin_norm_axis", A.INT, "the first normalised axis, in [1, rank)", 1)])
+
+
+    def _ln_infer(ic):
+        x = ic.shape("X")
+        b = attr_or(ic, "begin_norm_axis", 1)
+        if not 1 <= b < max(len(x), 2):
+            ic.fail(f"begin_norm_axis must lie in [1, {len(x)}), got {b}")
+        left = -1 if any(d < 0 for d in x[:b]) else math.prod(x[:b])
+        ic.set_output("Y", x, ic.dtype("X"))
+        ic.set_output("Mean", (left,), ic.dtype("X"))
+        ic.set_output("Variance", (left,), ic.dtype("X"))
+
+
+    LAYER_NORM.infer_shape = _ln_infer
+
+
+    @LAYER_NORM.kernel()
+    def layer_norm(ctx, ins, attrs):
+        x, scale, bias = ins
+        xp = ctx.xp
+        b = attrs["begin_norm_axis"]
+        if not 1 <= b < max(x.ndim, 2):
+            raise ValueError(f"begin_norm_axis must lie in [1, {x.ndim}), got {b}")
+        ct = _f32(x.dtype)
+        left = math.prod(x.shape[:b])
+        xf = x.astype(ct).reshape(left, -1)
+        right = xf.shape[1]
+        for name, v in (("Scale", scale), ("Bias", bias)):
+            if v is not None and v.size != right:
+                raise ValueError(f"{name} must hold {right} elements (the normalised dims {list(x.shape[b:])}), "
+                                 f"got shape {list(v.shape)}")
+        mean = xf.mean(axis=1)
+        centred = xf - mean[:, None]
+        var = (centred * centred).mean(axis=1)
+        y = centred / xp.sqrt(var + ct(attrs["epsilon"]))[:, None]
+        if scale is not None:
+            y = y * scale.reshape(1, -1).astype(ct)
+        if bias is not None:
+            y = y + bias.reshape(1, -1).astype(ct)
+        return y.reshape(x.shape).astype(x.dtype, copy=False), mean.astype(x.dtype), var.astype(x.dtype)

@@ -1,0 +1,411 @@
+"""Make PaddlePaddle write paddle.vision models and single-layer paddle.nn programs, with reference outputs.
+
+    .venv-paddle/bin/python  tests/paddle_oracle/make_vision_models.py OUTDIR            # Paddle 3.3.1 legacy IR
+    .venv-paddle2/bin/python tests/paddle_oracle/make_vision_models.py OUTDIR --failed   # 2.6.2: what 3.3.1 could not
+
+Every case is built in static mode with fixed seeds (program random_seed, numpy feeds). For case <c> it writes:
+    <c>.pdmodel / <c>.pdiparams   paddle.static.save_inference_model (inference cases)
+    <c>.main.pb                   the unpruned main program (training-mode cases: save_inference_model would set
+                                  is_test=true), with <c>.npz holding init/<var> and after/<var> for persistables
+    <c>.npz                       feed arrays by name and Paddle's executor outputs as fetch_0, fetch_1, ... (for
+                                  inference cases: the saved model's outputs, computed in a fresh process, and
+                                  the main program's as main_fetch_0, ...)
+    <c>.json                      feed/fetch names, op types, the attrs of every non-feed/fetch op, Paddle version
+and OUTDIR/manifest-<paddle version>.json: {"ok": [cases], "failed": {case: error}}. With --failed, only the cases
+some manifest in OUTDIR lists as failed (and no manifest lists as ok) are built. Case names after OUTDIR pick
+cases; --all adds the bigger EXTRA_MODELS.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sys
+import warnings
+
+os.environ.setdefault("FLAGS_enable_pir_api", "0")  # must precede `import paddle`
+if os.environ.get("PYTHONHASHSEED") != "0":
+    os.environ["PYTHONHASHSEED"] = "0"
+    os.execv(sys.executable, [sys.executable] + sys.argv)
+warnings.filterwarnings("ignore")
+
+import numpy as np  # noqa: E402
+import paddle  # noqa: E402
+import paddle.nn as nn  # noqa: E402
+import paddle.nn.functional as F  # noqa: E402
+
+paddle.enable_static()
+SEED = 20261123
+
+
+def randn(shape, seed):
+    return np.random.default_rng(seed).standard_normal(shape).astype("float32")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# cases: name -> (make the layer (called inside program_guard), input shape, mode)
+#   mode "eval": layer.eval(), saved with save_inference_model; "train": layer.train(), main program saved whole
+# ---------------------------------------------------------------------------------------------------------------
+def _vision(fn, **kw):
+    def make():
+        from paddle.vision import models as M
+        return getattr(M, fn)(**kw)
+    return make
+
+
+MODELS = {
+    "lenet": (_vision("LeNet"), [1, 1, 28, 28]),
+    "resnet18": (_vision("resnet18"), [2, 3, 64, 64]),
+    "mobilenet_v1": (_vision("mobilenet_v1"), [2, 3, 64, 64]),
+    "mobilenet_v2": (_vision("mobilenet_v2"), [2, 3, 96, 96]),
+    "mobilenet_v3_small": (_vision("mobilenet_v3_small"), [2, 3, 64, 64]),
+    "mobilenet_v3_large": (_vision("mobilenet_v3_large"), [2, 3, 64, 64]),
+    "squeezenet1_0": (_vision("squeezenet1_0"), [2, 3, 64, 64]),
+    "shufflenet_v2_x0_25": (_vision("shufflenet_v2_x0_25"), [2, 3, 64, 64]),
+    "shufflenet_v2_swish": (_vision("shufflenet_v2_swish"), [2, 3, 96, 96]),
+    "densenet121": (_vision("densenet121"), [2, 3, 64, 64]),
+}
+# Bigger models, built only when named on the command line (or with --all): ~100 MB of parameters each.
+# (AlexNet, VGG and GoogLeNet are left out: their classifiers hold 100-500 MB of weights, and AlexNet/GoogLeNet
+# reject inputs smaller than 224x224.)
+EXTRA_MODELS = {
+    "inception_v3": (_vision("inception_v3", num_classes=10), [1, 3, 96, 96]),
+    "resnext50_32x4d": (_vision("resnext50_32x4d", num_classes=10), [2, 3, 96, 96]),
+    # bench/models.py: the benchmark's shapes
+    "resnet18_b8": (_vision("resnet18"), [8, 3, 64, 64]),
+    "mobilenet_v2_b8": (_vision("mobilenet_v2"), [8, 3, 64, 64]),
+}
+
+
+def _fn(f, **kw):
+    """A functional call as a layer."""
+    class L(nn.Layer):
+        def forward(self, x):
+            return f(x, **kw)
+    return L
+
+
+LAYERS = {
+    # convolutions
+    "conv1d": (lambda: nn.Conv1D(4, 6, 3, stride=2, padding=1), [2, 4, 16]),
+    "conv2d": (lambda: nn.Conv2D(4, 6, 3, stride=2, padding=1), [2, 4, 11, 12]),
+    "conv2d_groups_dilation": (lambda: nn.Conv2D(4, 6, 3, padding=2, dilation=2, groups=2), [2, 4, 10, 9]),
+    "conv2d_same": (lambda: nn.Conv2D(3, 5, 4, stride=2, padding="SAME"), [2, 3, 11, 10]),
+    "conv2d_valid": (lambda: nn.Conv2D(3, 5, (3, 2), stride=(2, 1), padding="VALID"), [2, 3, 11, 10]),
+    "conv2d_asym_pad": (lambda: nn.Conv2D(3, 4, 3, padding=[1, 2, 0, 1], bias_attr=False), [1, 3, 8, 9]),
+    "conv2d_nhwc": (lambda: nn.Conv2D(3, 4, 3, padding=1, data_format="NHWC"), [2, 7, 6, 3]),
+    "conv2d_1x1": (lambda: nn.Conv2D(8, 16, 1), [2, 8, 5, 5]),
+    "depthwise_conv2d": (lambda: nn.Conv2D(4, 8, 3, stride=2, padding=1, groups=4), [2, 4, 9, 9]),
+    "depthwise_conv2d_k5": (lambda: nn.Conv2D(6, 6, 5, padding=2, groups=6, dilation=1), [1, 6, 7, 8]),
+    "conv3d": (lambda: nn.Conv3D(3, 4, 3, stride=(1, 2, 2), padding=1), [2, 3, 5, 8, 8]),
+    "conv2d_transpose": (lambda: nn.Conv2DTranspose(4, 6, 3, stride=2, padding=1, output_padding=1), [2, 4, 5, 6]),
+    "conv2d_transpose_groups": (lambda: nn.Conv2DTranspose(4, 6, 3, stride=2, groups=2, dilation=2),
+                                [1, 4, 4, 5]),
+    "conv1d_transpose": (lambda: nn.Conv1DTranspose(4, 3, 4, stride=2, padding=1), [2, 4, 7]),
+    "conv3d_transpose": (lambda: nn.Conv3DTranspose(3, 2, 3, stride=2, padding=1), [1, 3, 3, 4, 4]),
+    # pools
+    "maxpool2d": (lambda: nn.MaxPool2D(3, 2, 1), [2, 3, 9, 10]),
+    "maxpool2d_ceil": (lambda: nn.MaxPool2D(3, 2, 0, ceil_mode=True), [2, 3, 10, 10]),
+    "avgpool2d_exclusive": (lambda: nn.AvgPool2D(3, 2, 1), [2, 3, 9, 10]),
+    "avgpool2d_inclusive": (lambda: nn.AvgPool2D(3, 2, 1, exclusive=False), [2, 3, 9, 10]),
+    "avgpool2d_ceil": (lambda: nn.AvgPool2D(3, 2, 0, ceil_mode=True), [2, 3, 10, 10]),
+    "avgpool2d_same": (_fn(F.avg_pool2d, kernel_size=3, stride=2, padding="SAME"), [1, 2, 9, 8]),
+    "maxpool2d_valid": (_fn(F.max_pool2d, kernel_size=2, stride=2, padding="VALID"), [1, 2, 9, 8]),
+    "maxpool2d_asym": (_fn(F.max_pool2d, kernel_size=3, stride=1, padding=[0, 1, 1, 2]), [1, 2, 6, 7]),
+    "adaptive_avgpool2d": (lambda: nn.AdaptiveAvgPool2D((3, 4)), [2, 3, 10, 9]),
+    "adaptive_maxpool2d": (lambda: nn.AdaptiveMaxPool2D(3), [2, 3, 10, 9]),
+    "global_avgpool2d": (lambda: nn.AdaptiveAvgPool2D(1), [2, 3, 7, 7]),
+    "maxpool1d": (lambda: nn.MaxPool1D(3, 2, 1), [2, 3, 12]),
+    "avgpool1d": (lambda: nn.AvgPool1D(2, 2), [2, 3, 12]),
+    "maxpool3d": (lambda: nn.MaxPool3D(2, 2), [1, 2, 4, 6, 6]),
+    "avgpool3d": (lambda: nn.AvgPool3D(3, 2, 1), [1, 2, 5, 6, 6]),
+    "adaptive_avgpool3d": (lambda: nn.AdaptiveAvgPool3D(2), [1, 2, 5, 6, 7]),
+    # normalisation
+    "batchnorm2d": (lambda: nn.BatchNorm2D(4), [2, 4, 5, 6]),
+    "batchnorm1d": (lambda: nn.BatchNorm1D(5), [6, 5]),
+    "batchnorm2d_train": (lambda: nn.BatchNorm2D(4, momentum=0.8), [3, 4, 5, 6], "train"),
+    "batchnorm1d_train": (lambda: nn.BatchNorm1D(5), [6, 5, 7], "train"),
+    "groupnorm": (lambda: nn.GroupNorm(2, 6), [2, 6, 4, 5]),
+    "instancenorm2d": (lambda: nn.InstanceNorm2D(3), [2, 3, 5, 6]),
+    "layernorm": (lambda: nn.LayerNorm([5, 6]), [2, 3, 5, 6]),
+    # activations
+    "relu6": (lambda: nn.ReLU6(), [2, 3, 4, 5]),
+    "elu": (lambda: nn.ELU(0.7), [2, 3, 4, 5]),
+    "leaky_relu": (lambda: nn.LeakyReLU(0.1), [2, 3, 4, 5]),
+    "hardswish": (lambda: nn.Hardswish(), [2, 3, 4, 5]),
+    "hardsigmoid": (lambda: nn.Hardsigmoid(), [2, 3, 4, 5]),
+    "swish": (lambda: nn.Swish(), [2, 3, 4, 5]),
+    "silu": (lambda: nn.Silu(), [2, 3, 4, 5]),
+    "softplus": (lambda: nn.Softplus(beta=2.0, threshold=3.0), [2, 3, 4, 5]),
+    "mish": (lambda: nn.Mish(), [2, 3, 4, 5]),
+    "prelu": (lambda: nn.PReLU(), [2, 3, 4, 5]),
+    "prelu_channel": (lambda: nn.PReLU(num_parameters=3, init=0.1), [2, 3, 4, 5]),
+    "dropout_upscale": (lambda: nn.Dropout(0.3), [2, 3, 4, 5]),
+    "dropout_downscale": (lambda: nn.Dropout(0.3, mode="downscale_in_infer"), [2, 3, 4, 5]),
+    # resizing and padding
+    "nearest": (_fn(F.interpolate, scale_factor=2, mode="nearest"), [1, 2, 3, 4]),
+    "nearest_size": (_fn(F.interpolate, size=[5, 7], mode="nearest"), [1, 2, 3, 4]),
+    "bilinear": (_fn(F.interpolate, size=[5, 7], mode="bilinear"), [1, 2, 3, 4]),
+    "bilinear_align_corners": (_fn(F.interpolate, size=[5, 7], mode="bilinear", align_corners=True),
+                               [1, 2, 3, 4]),
+    "bilinear_align_mode1": (_fn(F.interpolate, scale_factor=1.5, mode="bilinear", align_mode=1), [1, 2, 4, 4]),
+    "bilinear_down": (_fn(F.interpolate, size=[3, 2], mode="bilinear"), [1, 2, 7, 5]),
+    "bicubic": (_fn(F.interpolate, size=[6, 9], mode="bicubic"), [1, 2, 4, 5]),
+    "bicubic_align_corners": (_fn(F.interpolate, size=[6, 9], mode="bicubic", align_corners=True), [1, 2, 4, 5]),
+    "pad2d_constant": (lambda: nn.Pad2D([1, 2, 0, 3], value=0.5), [1, 2, 3, 4]),
+    "pad2d_reflect": (lambda: nn.Pad2D([1, 2, 2, 1], mode="reflect"), [1, 2, 4, 5]),
+    "pad2d_replicate": (lambda: nn.Pad2D([1, 2, 2, 1], mode="replicate"), [1, 2, 4, 5]),
+    "pad2d_circular": (lambda: nn.Pad2D([1, 2, 2, 1], mode="circular"), [1, 2, 4, 5]),
+    "flatten": (lambda: nn.Flatten(1, 2), [2, 3, 4, 5]),
+}
+
+CASES = {**MODELS, **LAYERS}
+# Models whose batch norms get running statistics from the feed (calibrate_batch_norms): without, MobileNets'
+# outputs are ~1e-11..1e-17. DenseNet-121 is left out: its outputs are O(1) already.
+CALIBRATE = {"resnet18", "mobilenet_v1", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large",
+             "shufflenet_v2_x0_25", "shufflenet_v2_swish", "resnext50_32x4d"}
+ALL_CASES = {**CASES, **EXTRA_MODELS}
+
+
+def op_summary(program):
+    ops = []
+    for op in program.global_block().ops:
+        if op.type in ("feed", "fetch"):
+            continue
+        attrs = {}
+        for n in sorted(op.attr_names):
+            if n.startswith("op_") or n == "with_quant_attr":
+                continue
+            try:
+                v = op.attr(n)
+                json.dumps(v)
+            except Exception:
+                v = repr(v)
+            attrs[n] = v
+        ops.append({"type": op.type, "inputs": {k: op.input(k) for k in op.input_names},
+                    "outputs": {k: op.output(k) for k in op.output_names}, "attrs": attrs})
+    return ops
+
+
+def persistables(program):
+    return sorted(v.name for v in program.list_vars() if v.persistable and v.name not in ("feed", "fetch"))
+
+
+def calibrate_batch_norms(exe, main, scope, feeds, seed):
+    """Give every batch_norm running statistics near its input's: with the initialisers' Mean 0 / Variance 1,
+    activations of deep random networks shrink to ~1e-17 (MobileNetV1) and a parity test compares noise.
+    One batch_norm at a time, in program order: fetch its input (a pruned run), set Mean = the batch mean +
+    0.1 std * noise, Variance = (the batch variance + 0.1 * its median) * U(0.5, 2) (so a kernel that used batch
+    statistics instead would differ)."""
+    rng = np.random.default_rng(seed)
+    for op in main.global_block().ops:
+        if op.type != "batch_norm":
+            continue
+        (xv,) = exe.run(main, feed=feeds, fetch_list=[op.input("X")[0]], use_prune=True)
+        axis = xv.ndim - 1 if op.attr("data_layout") in ("NHWC", "NDHWC") else 1
+        red = tuple(a for a in range(xv.ndim) if a != axis)
+        mean, var = xv.mean(axis=red), xv.var(axis=red)
+        mean = mean + 0.1 * np.sqrt(var) * rng.standard_normal(mean.shape)
+        # floor: a channel with almost no spread (late 2x2 maps, batch 1) would divide by ~0 and amplify float32
+        # rounding past 1e-4 (ShuffleNetV2-swish reached 3e-3 in float32 against float64, Paddle and kernelcore
+        # alike)
+        var = (var + 0.1 * np.median(var)) * rng.uniform(0.5, 2.0, var.shape)
+        for slot, v in (("Mean", mean), ("Variance", var)):
+            scope.find_var(op.input(slot)[0]).get_tensor().set(v.astype("float32"), paddle.CPUPlace())
+
+
+def randomize_parameters(main, scope, seed):
+    """Single-layer cases: batch_norm running statistics and norm gains/offsets away from their initial 0 / 1,
+    which would hide a kernel that ignored them."""
+    rng = np.random.default_rng(seed)
+    for op in main.global_block().ops:
+        if op.type not in ("batch_norm", "group_norm", "instance_norm", "layer_norm"):
+            continue
+        for slot, make in (("Mean", lambda n: rng.normal(0, 0.5, n)), ("Variance", lambda n: rng.uniform(0.5, 2, n)),
+                           ("Scale", lambda n: rng.uniform(0.5, 1.5, n)), ("Bias", lambda n: rng.normal(0, 0.5, n))):
+            if slot in op.input_names and op.input(slot):
+                t = scope.find_var(op.input(slot)[0]).get_tensor()
+                shape = np.array(t).shape
+                t.set(make(shape).astype("float32"), paddle.CPUPlace())
+
+
+def make_case(outdir, name, spec):
+    make, shape = spec[0], spec[1]
+    mode = spec[2] if len(spec) > 2 else "eval"
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = SEED
+    scope = paddle.static.Scope()
+    prefix = os.path.join(outdir, name)
+    feeds = {"x": randn(shape, abs(hash(name)) % 1000)}
+    with paddle.static.scope_guard(scope), paddle.static.program_guard(main, startup):
+        paddle.utils.unique_name.switch()
+        paddle.seed(SEED)
+        x = paddle.static.data("x", shape, "float32")
+        layer = make()
+        layer.train() if mode == "train" else layer.eval()
+        y = layer(x)
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(startup)
+        if mode == "eval" and name in CALIBRATE:
+            calibrate_batch_norms(exe, main, scope, feeds, SEED)
+        elif name in LAYERS:
+            randomize_parameters(main, scope, SEED)
+        pnames = persistables(main)
+        init = {n: np.array(scope.find_var(n).get_tensor()) for n in pnames}
+        outs = exe.run(main, feed=feeds, fetch_list=[y])
+        after = {n: np.array(scope.find_var(n).get_tensor()) for n in pnames}
+        if mode == "eval":
+            paddle.static.save_inference_model(prefix, [x], [y], exe, program=main)
+    arrays = dict(feeds)
+    for i, o in enumerate(outs):
+        arrays[f"{'main_' if mode == 'eval' else ''}fetch_{i}"] = np.asarray(o)
+    if mode == "eval":
+        prog, feed_names, fetch_names = main, ["x"], [y.name]  # reference_pass() rereads the saved program
+    else:
+        prog, feed_names, fetch_names = main, ["x"], [y.name]
+        with open(prefix + ".main.pb", "wb") as f:
+            f.write(main.desc.serialize_to_string())
+        for n in pnames:
+            arrays[f"init/{n}"], arrays[f"after/{n}"] = init[n], after[n]
+    np.savez(prefix + ".npz", **arrays)
+    summary = op_summary(prog)
+    meta = {"case": name, "mode": mode, "paddle_version": paddle.__version__, "feed_names": list(feed_names),
+            "fetch_names": fetch_names, "fetch_shapes": [list(np.asarray(o).shape) for o in outs],
+            "op_types": [op.type for op in prog.global_block().ops], "persistables": persistables(prog),
+            "ops": summary}
+    with open(prefix + ".json", "w") as f:
+        json.dump(meta, f, indent=1)
+    print(f"{name} [{paddle.__version__}]: {sorted({o['type'] for o in summary})}", flush=True)
+
+
+def reference_pass(outdir, names):
+    """Run every saved inference model as Paddle loads it and store its outputs as fetch_i.
+
+    This runs in a fresh process: in the process that built and ran a main program, Paddle's executor reran
+    DenseNet's *main* program (is_test=false batch norms) when given the reloaded one, so outputs taken there
+    are not the saved program's."""
+    for name in names:
+        prefix = os.path.join(outdir, name)
+        meta = json.load(open(prefix + ".json"))
+        if meta["mode"] != "eval":
+            continue
+        arrays = dict(np.load(prefix + ".npz"))
+        scope = paddle.static.Scope()
+        with paddle.static.scope_guard(scope):
+            exe = paddle.static.Executor(paddle.CPUPlace())
+            prog, feed_names, fetch_targets = paddle.static.load_inference_model(prefix, exe)
+            outs = exe.run(prog, feed={n: arrays[n] for n in feed_names}, fetch_list=fetch_targets)
+        matches = True
+        for i, o in enumerate(outs):
+            arrays[f"fetch_{i}"] = np.asarray(o)
+            matches &= bool(np.allclose(o, arrays[f"main_fetch_{i}"], rtol=1e-5, atol=1e-5))
+        np.savez(prefix + ".npz", **arrays)
+        meta.update(feed_names=list(feed_names), fetch_names=[v.name for v in fetch_targets],
+                    op_types=[op.type for op in prog.global_block().ops], persistables=persistables(prog),
+                    ops=op_summary(prog), main_matches_saved=matches)
+        with open(prefix + ".json", "w") as f:
+            json.dump(meta, f, indent=1)
+        if not matches:
+            print(f"{name}: the saved program's outputs differ from the main program's", flush=True)
+
+
+class SmallCNN(nn.Layer):
+    """conv -> batch norm -> relu -> max pool -> depthwise conv -> relu -> adaptive avg pool -> flatten -> linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2D(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2D(8)
+        self.pool = nn.MaxPool2D(2, 2)
+        self.dw = nn.Conv2D(8, 8, 3, padding=1, groups=8)
+        self.gap = nn.AdaptiveAvgPool2D(1)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x):
+        h = self.pool(F.relu(self.bn(self.conv(x))))
+        h = self.gap(F.relu(self.dw(h)))
+        return self.fc(paddle.flatten(h, 1))
+
+
+def make_train_cnn(outdir, name="train_cnn"):
+    """One Momentum step of SmallCNN on a fixed batch: train_cnn.main.pb / .startup.pb, .npz (x, label, loss,
+    init/<persistable> after startup, after/<persistable> after the step), .json."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = SEED
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope), paddle.static.program_guard(main, startup):
+        paddle.utils.unique_name.switch()
+        x = paddle.static.data("x", [4, 3, 8, 8], "float32")
+        label = paddle.static.data("label", [4, 1], "int64")
+        model = SmallCNN()
+        model.train()
+        loss = paddle.mean(F.cross_entropy(model(x), label))
+        paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9).minimize(loss, startup)
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(startup)
+        pnames = persistables(main)
+        init = {n: np.array(scope.find_var(n).get_tensor()) for n in pnames}
+        feeds = {"x": randn([4, 3, 8, 8], 5), "label": np.random.default_rng(6).integers(0, 5, (4, 1))}
+        (loss_v,) = exe.run(main, feed=feeds, fetch_list=[loss])
+        after = {n: np.array(scope.find_var(n).get_tensor()) for n in pnames}
+    prefix = os.path.join(outdir, name)
+    with open(prefix + ".main.pb", "wb") as f:
+        f.write(main.desc.serialize_to_string())
+    with open(prefix + ".startup.pb", "wb") as f:
+        f.write(startup.desc.serialize_to_string())
+    arrays = dict(feeds, loss=np.asarray(loss_v))
+    for n in pnames:
+        arrays[f"init/{n}"], arrays[f"after/{n}"] = init[n], after[n]
+    np.savez(prefix + ".npz", **arrays)
+    meta = {"case": name, "mode": "train_step", "paddle_version": paddle.__version__, "feed_names": ["x", "label"],
+            "loss_name": loss.name, "parameters": sorted(p.name for p in main.all_parameters()),
+            "op_types": [op.type for op in main.global_block().ops], "persistables": pnames,
+            "ops": op_summary(main)}
+    with open(prefix + ".json", "w") as f:
+        json.dump(meta, f, indent=1)
+    print(f"{name} [{paddle.__version__}]: {sorted({o['type'] for o in meta['ops']})}", flush=True)
+
+
+TRAIN_STEPS = {"train_cnn": make_train_cnn}
+
+
+def main(argv):
+    args = [a for a in argv[1:] if not a.startswith("--")]
+    if len(args) < 1:
+        print(__doc__)
+        return 2
+    outdir = args[0]
+    os.makedirs(outdir, exist_ok=True)
+    names = args[1:] or list(ALL_CASES if "--all" in argv else CASES) + list(TRAIN_STEPS)
+    if "--reference" in argv:
+        reference_pass(outdir, names)
+        return 0
+    if "--failed" in argv:
+        ok, failed = set(), set()
+        for m in glob.glob(os.path.join(outdir, "manifest-*.json")):
+            d = json.load(open(m))
+            ok |= set(d["ok"])
+            failed |= set(d["failed"])
+        names = [n for n in names if n in failed - ok]
+    manifest = {"ok": [], "failed": {}}
+    for name in names:
+        try:
+            if name in TRAIN_STEPS:
+                TRAIN_STEPS[name](outdir)
+            else:
+                make_case(outdir, name, ALL_CASES[name])
+            manifest["ok"].append(name)
+        except Exception as e:  # recorded; a second Paddle version may build it
+            manifest["failed"][name] = f"{type(e).__name__}: {str(e)[-800:]}"
+            print(f"{name} [{paddle.__version__}]: FAILED {manifest['failed'][name][:200]}", flush=True)
+    with open(os.path.join(outdir, f"manifest-{paddle.__version__}.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    evals = [n for n in manifest["ok"] if n not in TRAIN_STEPS]
+    if evals:
+        import subprocess
+        subprocess.run([sys.executable, os.path.abspath(__file__), outdir, *evals, "--reference"], check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

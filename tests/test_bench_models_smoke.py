@@ -1,0 +1,26 @@
+"""bench/models.py --quick runs to the end and prints its table (a smoke test: no timing is asserted; the figures
+live in docs/benchmarks.md). It needs Paddle's venv, which writes the models and is the other column."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADINGS = ("machine:", "Paddle 3.3.1 legacy static Executor", "ResNet-18", "MobileNetV2", "NumPy float32 GEMM:",
+            "Targets", "faster than Paddle's CPU executor")
+
+pytestmark = pytest.mark.paddle
+
+
+def test_models_bench_quick_runs_and_prints_the_table(tmp_path):
+    if not (ROOT / ".venv-paddle" / "bin" / "python").exists():
+        pytest.skip("no Paddle 3.3.1 venv: bench/models.py needs it to write and time the models")
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "models.py"), "--quick", "--repeat", "2", "--dir",
+                        str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
+    missing = [h for h in HEADINGS if h not in p.stdout]
+    assert not missing, f"missing headings {missing} in:\n{p.stdout}"
+    # the outputs were checked against Paddle's: the max|diff| column holds small numbers
+    rows = [line for line in p.stdout.splitlines() if line.startswith(("ResNet-18 ", "MobileNetV2 "))]
+    assert len(rows) == 2 and all(float(r.split()[-1]) < 1e-4 for r in rows), rows
