@@ -392,6 +392,7 @@ class DebugSession:
         self.breakpoints: list[Breakpoint] = []
         self.watches: list[Watch] = []
         self.hits: list[WatchHit] = []
+        self.stop_marks: dict[int, str] = {}  # trace event index -> why a move stopped there (breakpoints, watches)
         self.listeners: list[Callable] = []  # called with the session after every move
         self.stop_reason = "started"
         self.result: list | None = None
@@ -496,6 +497,13 @@ class DebugSession:
         if self.at_present:
             return ScopeForest(self.scope)
         return self.view.forest()
+
+    def to_chrome(self) -> dict:
+        """The session's trace in the Trace Event Format (Trace.to_chrome) with its breakpoint stops and every
+        watchpoint hit as instant events."""
+        marks = [(i, f"stop: {why}") for i, why in sorted(self.stop_marks.items())]
+        marks += [(h.event, f"watch #{h.watch} {h.var}: {h.message}") for h in self.hits]
+        return self.trace.to_chrome(marks)
 
     def __repr__(self) -> str:
         return f"<DebugSession at {self.position} ({self.stop_reason})>"
@@ -613,6 +621,8 @@ class DebugSession:
                 self._cur += 1
             pos = self.position
             hit = self._hit(self._cur)
+            if hit:
+                self.stop_marks[self._pauses[self._cur].index] = hit  # for the exported trace's instants
             if pos.ended:
                 self.stop_reason = (hit + " (then the run finished)") if hit else \
                     ("finished" if self.error is None else f"error: {self.error}")

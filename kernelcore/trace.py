@@ -28,6 +28,7 @@ from .errors import LoadError, TraceError  # noqa: F401  - LoadError: TraceError
 from .events import KINDS, RECORD_HEAD, RECORD_HEAD_ONLY, RECORD_METAS, Event, compact, op_run_event
 from .display import TRACE_EVENT_LIMIT, trace_mimebundle
 from .executor import add_observer, remove_observer
+from .perfetto import to_trace_events
 
 SCHEMA = "kernelcore.trace"
 VERSION = 2
@@ -236,31 +237,14 @@ class Trace:
             raise TraceError(f"{path}: cannot read a trace (JSON nested too deeply)") from None
         return cls.from_json(data, str(path))
 
-    def to_chrome(self) -> dict:
-        """The Chrome trace event format: ops as complete ("X") slices, timesteps as
-        begin/end pairs, scope and variable events as instants; times in µs."""
-        if not self.events:
-            return {"traceEvents": [], "displayTimeUnit": "ns"}
-        t0 = min((e.t_ns - (e.dur_ns or 0)) for e in self.events)
-        out = [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "kernelcore run"}}]
-        for e in self.events:
-            base = {"pid": 1, "tid": 1, "cat": e.kind}
-            args = {k: v for k, v in e.to_json().items() if k not in ("kind", "t_ns", "seq", "dur_ns")}
-            args["seq"] = e.seq
-            if e.kind == "op_run":
-                start = e.t_ns - (e.dur_ns or 0)
-                out.append({**base, "ph": "X", "name": e.op_type, "ts": (start - t0) / 1e3,
-                            "dur": (e.dur_ns or 0) / 1e3, "args": args})
-            elif e.kind in ("step_begin", "step_end"):
-                out.append({**base, "ph": "B" if e.kind == "step_begin" else "E",
-                            "name": f"{e.op_type} t={e.timestep}", "ts": (e.t_ns - t0) / 1e3, "args": args})
-            else:
-                out.append({**base, "ph": "i", "s": "t", "name": e.kind + (f" {e.name}" if e.name else ""),
-                            "ts": (e.t_ns - t0) / 1e3, "args": args})
-        return {"traceEvents": out, "displayTimeUnit": "ns"}
+    def to_chrome(self, marks=()) -> dict:
+        """The Trace Event Format (Perfetto, chrome://tracing): a track per block with ops and nested timesteps,
+        flow arrows from writers to readers, errors and `marks` ((event index, label): breakpoint stops,
+        watchpoint hits) as instants, a live-tensor-bytes counter. See kernelcore/perfetto.py."""
+        return to_trace_events(self.events, marks)
 
-    def save_chrome(self, path) -> None:
-        Path(path).write_text(json.dumps(self.to_chrome()))
+    def save_chrome(self, path, marks=()) -> None:
+        Path(path).write_text(json.dumps(self.to_chrome(marks)))
 
 
 def _nbytes(value) -> int:
