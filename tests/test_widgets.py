@@ -18,7 +18,7 @@ from kernelcore_widgets import schema, server  # noqa: E402
 from kernelcore_widgets._base import FrontEndNotBuilt  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-WIDGETS = (kw.ProgramGraph, kw.ScopeForest, kw.RNNStepper, kw.TraceTimeline, kw.Debugger)
+WIDGETS = (kw.ProgramGraph, kw.ScopeForest, kw.RNNStepper, kw.TraceTimeline, kw.Debugger, kw.TensorViewer)
 T, B, D, H = 5, 2, 3, 4
 
 

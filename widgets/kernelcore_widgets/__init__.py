@@ -1,6 +1,6 @@
 """kernelcore's Jupyter widgets (anywidget) and JupyterLab integration.
 
-    from kernelcore_widgets import ProgramGraph, ScopeForest, RNNStepper, TraceTimeline, Debugger
+    from kernelcore_widgets import ProgramGraph, ScopeForest, RNNStepper, TraceTimeline, Debugger, TensorViewer
 
 The views are ESM modules built from labextension/src/views/ into static/; the JupyterLab extension
 (renderers for kernelcore's MIME types, file viewers, the debugger sidebar) into labextension/; the
@@ -16,9 +16,10 @@ from .program_graph import ProgramGraph
 from .rnn_stepper import RNNStepper
 from .schema import value_preview
 from .scope_forest import ScopeForest
+from .tensor_viewer import TensorViewer
 from .trace_timeline import TraceTimeline
 
-__all__ = ["Debugger", "FrontEndNotBuilt", "ProgramGraph", "RNNStepper", "ScopeForest", "TraceTimeline",
+__all__ = ["Debugger", "FrontEndNotBuilt", "ProgramGraph", "RNNStepper", "ScopeForest", "TensorViewer", "TraceTimeline",
            "active_debugger", "value_preview"]
 
 

@@ -1,0 +1,193 @@
+"""TensorViewer: one tensor, looked at closely.
+
+A 2-D slice of the value (two axes chosen to show, a slider for each other axis), drawn as a heatmap with NaN
+and +-Inf marked; tfdbg2's value classes (negative / zero / positive / NaN / +Inf / -Inf counts); the
+difference from the same variable's previous value (its previous write: the previous timestep for a step
+variable, the previous run for a parameter); and "send to notebook", which binds the value (or the slice)
+to a name in the kernel's namespace.
+
+    TensorViewer(array, name="h")                      # any NumPy/CuPy array
+    TensorViewer(array, previous=older)                # with a diff against `older`
+    TensorViewer.of(session, "h")                      # a debug session's variable, diffed against its last write
+
+Values stay where they live: only the shown slice (at most 256 x 256, strided) and the counts are copied to
+the host, and only when asked.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import traitlets as t
+
+import kernelcore as kc
+from kernelcore.place import place_of, to_host
+from kernelcore.values import health, slice_2d
+
+from ._base import STATIC, KCWidget
+from .schema import json_number
+
+MAX_SIDE = 256  # a slice side past this is strided so the browser gets at most 256 x 256 values
+
+
+def _host_rows(s) -> list:
+    a = np.asarray(to_host(s))
+    if a.dtype.kind == "c":
+        a = np.abs(a)
+    return [[json_number(x) for x in row] for row in a.tolist()]
+
+
+def previous_write(session, name: str):
+    """The two latest values a session's run wrote to `name` up to its cursor (newest first; None where
+    missing), from the trace's op records (the session keeps value references)."""
+    events = session.trace.events
+    upto = session.pauses[session.pause_index].index if session.pauses else len(events) - 1
+    found = []
+    for e in reversed(events[:upto + 1]):
+        if e.kind != "op_run" or not e.values:
+            continue
+        for n, v in e.values:
+            if n == name:
+                found.append(v)
+                break
+        if len(found) == 2:
+            break
+    found += [None] * (2 - len(found))
+    return found[0], found[1]
+
+
+class TensorViewer(KCWidget):
+    """See the module docstring. Messages: `{"type": "view", "axes": [r, c], "index": [...], "diff": bool}`
+    and `{"type": "send", "name": str, "what": "value" | "slice"}`."""
+
+    _esm = STATIC / "TensorViewer.js"
+    _css = STATIC / "TensorViewer.css"
+
+    name = t.Unicode("").tag(sync=True)
+    shape = t.List().tag(sync=True)
+    dtype = t.Unicode("").tag(sync=True)
+    place = t.Unicode("").tag(sync=True)
+    axes = t.List([0, 1]).tag(sync=True)         # [rows axis, cols axis]
+    index = t.List().tag(sync=True)              # one entry per axis; the shown axes' entries are ignored
+    diff = t.Bool(False).tag(sync=True)          # show value - previous
+    has_previous = t.Bool(False).tag(sync=True)
+    slice = t.Dict().tag(sync=True)              # {"rows", "cols", "row_step", "col_step", "data": [[...]], "min", "max"}
+    health = t.Dict().tag(sync=True)             # kernelcore.values.health of the value (or of the diff)
+    status = t.Unicode("").tag(sync=True)
+
+    def __init__(self, value, name: str = "", previous=None, *, namespace: dict | None = None, **kw):
+        super().__init__(**kw)
+        if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+            value = np.asarray(value)
+        if value.dtype.kind not in "biufc":
+            raise TypeError(f"TensorViewer shows numeric tensors; {name or 'the value'} is {value.dtype}")
+        self._value = value
+        self._previous = previous if previous is not None and getattr(previous, "shape", None) == value.shape \
+            else None
+        self._namespace = namespace
+        self.name = name
+        self.shape = [int(d) for d in value.shape]
+        self.dtype = str(value.dtype)
+        self.place = str(place_of(value))
+        self.has_previous = self._previous is not None
+        nd = value.ndim
+        self.index = [0] * nd
+        self.axes = [max(nd - 2, 0), max(nd - 1, 0)]
+        if previous is not None and self._previous is None:
+            self.status = f"the previous value has shape {list(previous.shape)}: no diff"
+        self._draw()
+
+    @classmethod
+    def of(cls, session, name: str, **kw) -> TensorViewer:
+        """`name` as a debug session sees it at its cursor, diffed against the value written before."""
+        if not isinstance(session, kc.DebugSession):
+            raise TypeError(f"TensorViewer.of takes a kc.DebugSession, got {type(session).__name__}")
+        value = session.value(name)
+        latest, older = previous_write(session, name)
+        prev = older if latest is not None and _same(latest, value) else latest
+        return cls(value, name=name, previous=prev, **kw)
+
+    @property
+    def value(self):
+        return self._value
+
+    def shown(self):
+        """The array the view shows: the value, or value - previous in diff mode (on the value's device)."""
+        if self.diff and self._previous is not None:
+            xp = place_of(self._value).xp
+            return xp.subtract(self._value.astype(xp.float64) if self._value.dtype.kind in "biu" else self._value,
+                               self._previous)
+        return self._value
+
+    def _draw(self) -> None:
+        v = self.shown()
+        xp = place_of(v).xp
+        r, c = (int(a) for a in self.axes)
+        s, (rs, cs) = slice_2d(xp, v, r, c, self.index, MAX_SIDE)
+        data = _host_rows(s)
+        flat = [x for row in data for x in row if isinstance(x, (int, float)) and not isinstance(x, bool)]
+        self.slice = {"rows": len(data), "cols": len(data[0]) if data else 0, "row_step": rs, "col_step": cs,
+                      "data": data, "min": min(flat) if flat else None, "max": max(flat) if flat else None}
+        self.health = health(xp, v)
+        what = "value - previous" if self.diff and self._previous is not None else "value"
+        self.status = (f"{what}: axes {r} x {c}" + (f", every {rs}th row / {cs}th column" if rs > 1 or cs > 1 else "")
+                       if v.ndim >= 2 else what)
+
+    def set_view(self, axes=None, index=None, diff=None) -> None:
+        nd = self._value.ndim
+        if axes is not None:
+            r, c = (int(a) for a in axes)
+            if nd >= 2 and (not (0 <= r < nd and 0 <= c < nd) or r == c):
+                raise ValueError(f"axes {list(axes)}: two different axes of a {nd}-d tensor")
+            self.axes = [r, c]
+        if index is not None:
+            if len(index) != nd or any(not 0 <= int(i) < d for i, d in zip(index, self._value.shape)):
+                raise ValueError(f"index {list(index)} does not fit shape {list(self._value.shape)}")
+            self.index = [int(i) for i in index]
+        if diff is not None:
+            self.diff = bool(diff) and self._previous is not None
+        self._draw()
+
+    def send_to_notebook(self, name: str, what: str = "value") -> Any:
+        """Bind the value (what="value") or the shown slice (what="slice") to `name` in the kernel's namespace
+        (a copy on the host)."""
+        if not name.isidentifier():
+            raise ValueError(f"{name!r} is not a Python name")
+        if what == "slice":
+            xp = place_of(self._value).xp
+            r, c = self.axes
+            s, _ = slice_2d(xp, self.shown(), r, c, self.index, max(self.shape or [1]))
+            obj = np.asarray(to_host(s))
+        else:
+            obj = np.array(to_host(self._value))
+        ns = self._namespace
+        if ns is None:
+            from IPython import get_ipython
+            ip = get_ipython()
+            if ip is None:
+                raise RuntimeError("send to notebook needs an IPython kernel (or namespace= when made)")
+            ns = ip.user_ns
+        ns[name] = obj
+        self.status = f"sent the {what} to the notebook as {name!r}"
+        return obj
+
+    # -- messages ----------------------------------------------------------------------------------------
+    def _on_view(self, content) -> None:
+        try:
+            self.set_view(content.get("axes"), content.get("index"), content.get("diff"))
+        except (TypeError, ValueError) as e:
+            self.status = f"cannot show that: {e}"
+
+    def _on_send(self, content) -> None:
+        name, what = content.get("name"), content.get("what", "value")
+        try:
+            self.send_to_notebook(str(name), "slice" if what == "slice" else "value")
+        except (ValueError, RuntimeError) as e:
+            self.status = f"not sent: {e}"
+
+    def _messages(self) -> dict:
+        return {"view": self._on_view, "send": self._on_send}
+
+
+def _same(a, b) -> bool:
+    return a is b or (getattr(a, "shape", None) == getattr(b, "shape", None) and bool((to_host(a) == to_host(b)).all()))
