@@ -51,6 +51,23 @@ class GraphState(t.HasTraits):
     details = t.Dict().tag(sync=True)
     search = t.Unicode("").tag(sync=True)
     collapsed = t.List(t.Unicode()).tag(sync=True)
+    ran = t.Dict().tag(sync=True)       # op id -> {"runs", "ns", "timesteps"} of the last run shown; {}: none
+    run_diff = t.Dict().tag(sync=True)  # op id -> {"var", "max_abs", "max_rel"} where two runs' outputs differ
+
+    def show_run(self, trace, compare=None) -> None:
+        """Overlay what `trace`'s run did: ops executed (counts, time), ops that never ran (left out of `ran`);
+        with `compare` (another trace of the same program, both keeping values), the ops whose outputs differ."""
+        from kernelcore.runs import diff_runs, what_ran
+        trace = getattr(trace, "trace", trace)  # a DebugSession gives its trace
+        self.ran = {op_id(b, i): r.to_json() for (b, i), r in sorted(what_ran(trace).items())}
+        diff = {}
+        if compare is not None:
+            for d in diff_runs(getattr(compare, "trace", compare), trace):
+                key = op_id(d.block, d.op)
+                if key not in diff or d.max_abs > diff[key]["max_abs"]:
+                    diff[key] = {"var": d.var, "max_abs": _finite(d.max_abs), "max_rel": _finite(d.max_rel),
+                                 "timestep": d.timestep}
+        self.run_diff = diff
 
     def _init_graph(self, program, pruned=None, scope=None, side_by_side: bool = False) -> None:
         if side_by_side and pruned is None:
@@ -198,3 +215,8 @@ class ProgramGraph(GraphState, KCWidget):
 
     def _messages(self) -> dict:
         return {"select": self._graph_select}
+
+
+def _finite(x: float):
+    """JSON has no Infinity: an output only one run wrote (or of another shape) differs by "Infinity"."""
+    return x if x != float("inf") else "Infinity"
