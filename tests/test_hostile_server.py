@@ -3,6 +3,7 @@ hidden-file policy, size and time budgets, work off the event loop, no token in 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import sys
 import threading
 import time
@@ -34,7 +35,10 @@ def root(tmp_path):
 
 
 def answer(root, path, **kw):
-    return asyncio.run(server.program_response(root, path, **kw))
+    # on a thread of its own: a session-scoped browser (Playwright's sync API) keeps an event loop running
+    # in this one, and asyncio.run refuses to start inside a running loop
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, server.program_response(root, path, **kw)).result()
 
 
 def test_good_request_is_answered_from_a_worker_thread(root, monkeypatch):

@@ -330,7 +330,7 @@ def test_server_endpoint_answers_json(lab):
     status, body = lab.get("kernelcore/program?path=programs/mlp.pdmodel")
     assert status == 200 and body["schema"] == "kernelcore.program"
     assert {k: v for k, v in body.items() if k != "path"} == program_json(kc.load_program(lab.root / "programs/mlp.pdmodel"))
-    for path, problem in [("../../etc/passwd", "outside"), ("nope.pdmodel", "does not exist"),
-                          ("01_program_graph.ipynb", "not a program")]:
+    for path, want, problem in [("../../etc/passwd", 400, "outside"), ("nope.pdmodel", 404, "does not exist"),
+                                ("01_program_graph.ipynb", 400, "not a program")]:
         status, body = lab.get(f"kernelcore/program?path={quote(path)}")
-        assert status == 400 and problem in body["message"], (path, body)
+        assert status == want and problem in body["message"], (path, status, body)
