@@ -188,3 +188,9 @@ def test_mime_text_is_cut_for_big_programs():
     assert display.program_text_head(main, limit=len(full) + 5) == str(main)
     head = display.program_text_head(main, limit=10).splitlines()
     assert head[:-1] == full[:10] and head[-1] == f"\u2026 {len(full) - 10} more lines (print(program) shows them all)"
+
+
+def test_front_end_fixtures_are_what_python_writes():
+    import make_frontend_fixtures as mf
+    for name in mf.FIXTURES:
+        assert (mf.OUT / name).read_text() == mf.render(name), f"run python tests/make_frontend_fixtures.py ({name})"

@@ -4,7 +4,7 @@
  */
 import { clear, h } from './dom';
 import { ProgramGraphModel } from './graph';
-import { layoutEngine } from './layout';
+import { cancelLayout, layoutEngine, LayoutError } from './layout';
 
 let paneCounter = 0;
 /** Screen pixels per Graphviz point below which a graph opens zoomed in (10pt labels stay readable). */
@@ -39,6 +39,9 @@ export class GraphPane {
   private _vb0: Box | null = null;
   private _vb: Box | null = null;
   private _gen = 0;
+  private _signal: { cancelled: boolean } | null = null;
+  /** Milliseconds the last layout took (DOT built, laid out in the worker, parsed, installed). */
+  lastLayoutMs = 0;
   private _collapsed = new Set<string>();
   private _drag: { x: number; y: number; moved: boolean; id: number } | null = null;
   private _suppressClick = false;
@@ -66,27 +69,140 @@ export class GraphPane {
   }
 
   /** Lay out `graph` with `collapsed` folded. Resolves when the SVG is in place (or an error is shown). */
-  async show(graph: ProgramGraphModel, collapsed: Set<string>): Promise<void> {
+  async show(graph: ProgramGraphModel, collapsed: Set<string>, anchor?: string): Promise<boolean> {
     const gen = ++this._gen;
+    const t0 = performance.now();
+    // a newer layout of this pane supersedes the one in flight: cancel it (queued: dropped; running: stopped)
+    if (this._signal) {
+      cancelLayout(this._signal);
+    }
+    const signal = { cancelled: false };
+    this._signal = signal;
     const keepView = this.graph === graph && this._vb !== null;
+    const before = anchor ? this._screenPos(anchor) : null;
     this.graph = graph;
     this._collapsed = new Set(collapsed);
     let svg: SVGSVGElement;
     try {
       const useDot = graph.nodes.size === 0 && typeof graph.program.dot === 'string' && graph.program.dot.length > 0;
       const dot = useDot ? graph.program.dot! : graph.toDot(this._collapsed, this._prefix);
-      svg = await layoutEngine()(dot);
+      svg = await layoutEngine()(dot, { signal });
     } catch (err) {
-      if (gen === this._gen) {
-        clear(this.canvas);
+      if (gen === this._gen && !(err instanceof LayoutError && err.message === 'cancelled')) {
+        this.canvas.querySelector(':scope > .jp-Kernelcore-error')?.remove();
         this.canvas.appendChild(h('div', { cls: 'jp-Kernelcore-error', text: `graph layout failed: ${String((err as Error)?.message ?? err)}` }));
       }
-      return;
+      return false;
     }
     if (gen !== this._gen) {
-      return; // a newer render won
+      return false; // a newer render won
     }
+    this._signal = null;
     this._install(svg, keepView);
+    if (anchor) {
+      this._keepInView(anchor, before);
+    }
+    this.lastLayoutMs = performance.now() - t0;
+    return true;
+  }
+
+  /** The bounding box of `el` in the SVG's own user units (those of its viewBox). */
+  private _bboxInSvg(el: SVGGraphicsElement): { x: number; y: number; width: number; height: number } | null {
+    const svg = this.svg;
+    try {
+      const b = el.getBBox();
+      const m1 = el.getScreenCTM?.();
+      const m0 = svg?.getScreenCTM?.();
+      if (!m1 || !m0 || !svg?.createSVGPoint) {
+        return null;
+      }
+      const m = m0.inverse().multiply(m1);
+      const pt = svg.createSVGPoint();
+      const xs: number[] = [];
+      const ys: number[] = [];
+      for (const [x, y] of [[b.x, b.y], [b.x + b.width, b.y + b.height]]) {
+        pt.x = x;
+        pt.y = y;
+        const q = pt.matrixTransform(m);
+        xs.push(q.x);
+        ys.push(q.y);
+      }
+      return { x: Math.min(...xs), y: Math.min(...ys), width: Math.abs(xs[1] - xs[0]), height: Math.abs(ys[1] - ys[0]) };
+    } catch {
+      return null;
+    }
+  }
+
+  /** Zoom and pan so the element drawn for `id` fills a readable part of the view. */
+  zoomTo(id: string): void {
+    const el = (this.clusterEls.get(id) ?? this.nodeEls.get(id)) as SVGGraphicsElement | undefined;
+    const bb = el ? this._bboxInSvg(el) : null;
+    const r = this.canvas.getBoundingClientRect();
+    if (!bb || !this._vb || !r.width || !r.height) {
+      this.centerOn(id);
+      return;
+    }
+    // at least 1.2 px per point (labels readable), at most what shows the whole element with a margin
+    const upp = Math.max(Math.min(1 / 1.2, Math.max((bb.width * 1.3) / r.width, (bb.height * 1.3) / r.height)), 1 / 3);
+    const w = r.width * upp;
+    const hgt = r.height * upp;
+    this._vb = { x: bb.x + bb.width / 2 - w / 2, y: bb.y + bb.height / 2 - hgt / 2, w, h: hgt };
+    this._applyViewBox();
+  }
+
+  /** Where the element drawn for `id` (node or cluster id) is on screen, in canvas pixels. */
+  private _screenPos(id: string): [number, number] | null {
+    const el = (this.clusterEls.get(id) ?? this.nodeEls.get(id)) as SVGGraphicsElement | undefined;
+    if (!el?.getBoundingClientRect) {
+      return null;
+    }
+    const r = el.getBoundingClientRect();
+    const c = this.canvas.getBoundingClientRect();
+    if (!r.width && !r.height) {
+      return null;
+    }
+    return [r.left + r.width / 2 - c.left, r.top - c.top];
+  }
+
+  /**
+   * After a re-layout: put what stands for `id` where it was on screen (`before`), or center it; and zoom
+   * out as far as needed (not below MIN_SCALE) to show it whole.
+   */
+  private _keepInView(id: string, before: [number, number] | null): void {
+    const el = (this.clusterEls.get(id) ?? this.nodeEls.get(id)) as SVGGraphicsElement | undefined;
+    if (!el || !this._vb || !el.getBBox) {
+      return;
+    }
+    const bb = this._bboxInSvg(el);
+    if (!bb) {
+      this.centerOn(id);
+      return;
+    }
+    const r = this.canvas.getBoundingClientRect();
+    if (!r.width || !r.height || !bb.width) {
+      this.centerOn(id);
+      return;
+    }
+    // the scale: the current one, or smaller so the opened group fits (never below MIN_SCALE px/pt)
+    let w = this._vb.w;
+    let hgt = this._vb.h;
+    const need = Math.max(bb.width * 1.1 / w, bb.height * 1.1 / hgt);
+    if (need > 1) {
+      const k = Math.min(need, Math.max(1, (r.width / MIN_SCALE) / w));
+      w *= k;
+      hgt *= k;
+    }
+    const upp = Math.max(w / r.width, hgt / r.height);
+    const [sx, sy] = before ?? [r.width / 2, r.height * 0.15];
+    // keep the group's top center at the same screen point when it fits, else its top left
+    const cx = bb.x + bb.width / 2;
+    let x = cx - sx * upp;
+    const y = bb.y - Math.max(8, Math.min(sy, r.height * 0.5)) * upp;
+    if (bb.width > w) {
+      x = bb.x - 8 * upp;
+    }
+    this._vb = { x, y, w: r.width * upp, h: r.height * upp };
+    this._applyViewBox();
   }
 
   private _install(svg: SVGSVGElement, keepView: boolean): void {
@@ -398,6 +514,9 @@ export class GraphPane {
 
   dispose(): void {
     this._gen++;
+    if (this._signal) {
+      cancelLayout(this._signal);
+    }
     clear(this.canvas);
   }
 }
