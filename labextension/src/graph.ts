@@ -672,6 +672,44 @@ export class ProgramGraphModel {
       let b = endpoint(to);
       let sigA = a;
       let sigB = b;
+      if (e.kind === 'data' && this.hierarchical) {
+        // Between stages (forward -> backward, optimize -> forward...) one edge per pair of stages, from
+        // the stage cluster (or its folded node), not one per variable: each would span the whole open
+        // stage and Graphviz's crossing minimisation grows with them. Edges back to an earlier stage do
+        // not constrain the ranks.
+        const sa = this._stageOf(from);
+        const sb = this._stageOf(to);
+        if (sa && sb && sa !== sb) {
+          const lift = (st: string): [string, string] | null => {
+            if (collapsed.has(st)) {
+              return [this.collapsedKey(st), ''];
+            }
+            const rep = this.firstVisibleInside(st, collapsed);
+            return rep ? [endpoint(rep), this.clusters.get(st)!.key] : null;
+          };
+          const la = lift(sa);
+          const lb = lift(sb);
+          if (!la || !lb) {
+            continue;
+          }
+          const sig = `S:${sa}>S:${sb}`;
+          const have = drawn.get(sig);
+          if (have) {
+            have.count++;
+            continue;
+          }
+          const back = this.topClusters.indexOf(sa) > this.topClusters.indexOf(sb);
+          drawn.set(sig, {
+            a: la[0],
+            b: lb[0],
+            kind: 'data',
+            attrs: `${la[1] ? `, ltail=${la[1]}` : ''}${lb[1] ? `, lhead=${lb[1]}` : ''}${back ? ', constraint=false, style=dashed' : ''}, class="jp-Kernelcore-stageedge"`,
+            count: 1,
+            folded: false
+          });
+          continue;
+        }
+      }
       if (e.kind === 'data' && fromFolded !== toFolded && !this.hierarchical) {
         // the open end: a node, or the open group it sits in
         const openEnd = fromFolded ? to : from;
@@ -713,6 +751,19 @@ export class ProgramGraphModel {
     }
     out.push('}');
     return out.join('\n');
+  }
+
+  /** The stage group (version 2) around a visible node key or cluster id, or null. */
+  private _stageOf(v: string): string | null {
+    let c: string | null = this.clusters.has(v) ? v : this.nodes.get(v)?.container ?? null;
+    while (c) {
+      const cl = this.clusters.get(c);
+      if (cl?.gkind === 'stage') {
+        return c;
+      }
+      c = cl?.parent ?? null;
+    }
+    return null;
   }
 
   /** A DOT name inside an expanded cluster to aim a compound edge at. */

@@ -112,3 +112,32 @@ describe('ProgramGraph hierarchy (ProgramJSON version 2)', () => {
     view.dispose();
   });
 });
+
+describe('details side panel', () => {
+  it('names producers and consumers as links that select them', async () => {
+    const el = container();
+    const m = new FakeModel({ program: MLP, pruned_program: null, selected: '', details: {}, search: '', collapsed: [] });
+    const view = new ProgramGraphView(m as never, el, { local: true });
+    await view.ready;
+    const mul = MLP.blocks[0].ops.find(o => o.type === 'mul_grad')!;
+    view.select(mul.id);
+    const panel = el.querySelector('.jp-Kernelcore-graphBody > .jp-Kernelcore-details')!;
+    expect(panel.textContent).toContain('mul_grad');
+    expect(panel.textContent).toContain('differentiates');
+    const links = [...panel.querySelectorAll('button.jp-Kernelcore-link')];
+    const fwd = links.find(b => b.getAttribute('title') === mul.forward)!;
+    expect(fwd).toBeDefined();
+    // a read variable: its link selects it, and its panel lists who writes and reads it
+    const wname = mul.inputs!.Y[0];
+    const w = links.find(b => b.textContent === wname)!;
+    w.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+    expect(m.get('selected')).toBe(`v0:${wname}`);
+    const panel2 = el.querySelector('.jp-Kernelcore-graphBody > .jp-Kernelcore-details')!;
+    expect(panel2.textContent).toMatch(/produced by \(1\)/); // the sgd that updates it
+    expect(panel2.textContent).toMatch(/consumed by \(3\)/); // mul, mul_grad, sgd
+    const readers = [...panel2.querySelectorAll('button.jp-Kernelcore-link')].map(b => b.getAttribute('title'));
+    expect(readers).toContain(mul.id);
+    await view.ready;
+    view.dispose();
+  });
+});

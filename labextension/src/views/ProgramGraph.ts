@@ -8,7 +8,7 @@
  * Traits: program, pruned_program, selected, details, search, collapsed. See docs/frontend-contract.md.
  */
 import { button, clear, h } from '../dom';
-import { localDetails, renderDetails } from '../details';
+import { localDetails, renderNodeDetails } from '../details';
 import { EXPAND_BUDGET, ProgramGraphModel } from '../graph';
 import { GraphPane } from '../graphpane';
 import { Listeners, RenderProps, setTrait, WidgetModel } from '../model';
@@ -483,7 +483,13 @@ export class ProgramGraphView {
     this._details.appendChild(h('div', { cls: 'jp-Kernelcore-detailsHead' }, [h('b', { text: id }), h('span', { cls: 'jp-Kernelcore-muted', text: `  ${source}` })]));
     const d = fromPython ?? local;
     if (d) {
-      this._details.appendChild(renderDetails(d));
+      const onSelect = (nid: string) => {
+        if (g === this.graph) {
+          this.select(nid);
+          this.reveal(nid);
+        }
+      };
+      this._details.appendChild(renderNodeDetails(d, g, onSelect));
     } else {
       this._details.appendChild(h('div', { cls: 'jp-Kernelcore-muted', text: 'not in this program' }));
     }
