@@ -246,7 +246,7 @@ export function renderNodeDetails(d: Record<string, unknown>, g: ProgramGraphMod
   }
   const rest = Object.fromEntries(Object.entries(d).filter(([k]) => !used.has(k)));
   if (Object.keys(rest).length) {
-    const det = h('details', { cls: 'jp-Kernelcore-more' }, [h('summary', { text: 'more' })]);
+    const det = h('details', { cls: 'jp-Kernelcore-more', attrs: { open: '' } }, [h('summary', { text: 'more' })]);
     det.appendChild(renderDetails(rest));
     root.appendChild(det);
   }

@@ -444,11 +444,15 @@ export class ProgramGraphModel {
   }
 
   /**
-   * Clusters that start collapsed: every group but the stages (forward / backward / optimize stay open:
-   * their direct content is bounded by the hierarchy), and every cluster of more than COLLAPSE_THRESHOLD nodes.
+   * Clusters that start collapsed: none in a program of at most COLLAPSE_THRESHOLD nodes; else every group
+   * but the stages (forward / backward / optimize stay open: their direct content is bounded by the
+   * hierarchy), and every cluster of more than COLLAPSE_THRESHOLD nodes.
    */
   defaultCollapsed(): string[] {
     const out: string[] = [];
+    if (this.hierarchical && this.nodes.size <= COLLAPSE_THRESHOLD) {
+      return out; // a small program is drawn whole
+    }
     this.clusters.forEach(c => {
       if (c.gkind ? c.gkind !== 'stage' : c.kind === 'group' || c.total > COLLAPSE_THRESHOLD) {
         out.push(c.id);
@@ -641,10 +645,32 @@ export class ProgramGraphModel {
       }
       return null;
     };
+    // what stands for each node, and the stage around each visible thing, once per container (a big
+    // program has far more edges than groups)
+    const foldOf = new Map<string | null, string | null>();
+    const vis = (nodeKey: string): string => {
+      const c = this.nodes.get(nodeKey)?.container ?? null;
+      let f = foldOf.get(c);
+      if (f === undefined) {
+        f = this.collapsedAround(c, collapsed);
+        foldOf.set(c, f);
+      }
+      return f ?? nodeKey;
+    };
+    const stageMemo = new Map<string | null, string | null>();
+    const stageOf = (v: string): string | null => {
+      const c = this.clusters.has(v) ? v : this.nodes.get(v)?.container ?? null;
+      let st = stageMemo.get(c);
+      if (st === undefined) {
+        st = this._stageOf(v);
+        stageMemo.set(c, st);
+      }
+      return st;
+    };
     type Drawn = { a: string; b: string; kind: GEdge['kind']; attrs: string; count: number; folded: boolean };
     const drawn = new Map<string, Drawn>();
     for (const e of this.edges) {
-      const from = this.visibleFor(e.from, collapsed);
+      const from = vis(e.from);
       let to: string;
       let lhead = '';
       let ltail = '';
@@ -661,7 +687,7 @@ export class ProgramGraphModel {
           lhead = `, lhead=${this.clusters.get(e.to)!.key}`;
         }
       } else {
-        to = this.visibleFor(e.to, collapsed);
+        to = vis(e.to);
       }
       if (from === to) {
         continue;
@@ -677,8 +703,8 @@ export class ProgramGraphModel {
         // the stage cluster (or its folded node), not one per variable: each would span the whole open
         // stage and Graphviz's crossing minimisation grows with them. Edges back to an earlier stage do
         // not constrain the ranks.
-        const sa = this._stageOf(from);
-        const sb = this._stageOf(to);
+        const sa = stageOf(from);
+        const sb = stageOf(to);
         if (sa && sb && sa !== sb) {
           const lift = (st: string): [string, string] | null => {
             if (collapsed.has(st)) {

@@ -273,10 +273,15 @@ export class GraphPane {
     }
     // Nodes hidden in a collapsed cluster are drawn by that cluster's node.
     if (!fromDot) {
+      const around = new Map<string | null, Element | undefined>(); // once per container, not per node
       g.nodes.forEach(n => {
         if (!this.nodeEls.has(n.id)) {
-          const cid = g.collapsedAround(n.container, this._collapsed);
-          const el = cid ? this.clusterEls.get(cid) : undefined;
+          let el = around.get(n.container);
+          if (el === undefined && !around.has(n.container)) {
+            const cid = g.collapsedAround(n.container, this._collapsed);
+            el = cid ? this.clusterEls.get(cid) : undefined;
+            around.set(n.container, el);
+          }
           if (el) {
             this.nodeEls.set(n.id, el);
           }
