@@ -9,6 +9,8 @@ import { cancelLayout, layoutEngine, LayoutError } from './layout';
 let paneCounter = 0;
 /** Screen pixels per Graphviz point below which a graph opens zoomed in (10pt labels stay readable). */
 const MIN_SCALE = 0.6;
+/** Fit shows the whole graph only where labels stay this readable (screen px per Graphviz point). */
+const FIT_MIN = 0.35;
 
 type Box = { x: number; y: number; w: number; h: number };
 type Hit = { type: 'node'; id: string } | { type: 'cluster'; cid: string };
@@ -40,6 +42,7 @@ export class GraphPane {
   private _vb: Box | null = null;
   private _gen = 0;
   private _signal: { cancelled: boolean } | null = null;
+  private _lastFit: string | null = null;
   /** Milliseconds the last layout took (DOT built, laid out in the worker, parsed, installed). */
   lastLayoutMs = 0;
   private _collapsed = new Set<string>();
@@ -69,7 +72,7 @@ export class GraphPane {
   }
 
   /** Lay out `graph` with `collapsed` folded. Resolves when the SVG is in place (or an error is shown). */
-  async show(graph: ProgramGraphModel, collapsed: Set<string>, anchor?: string): Promise<boolean> {
+  async show(graph: ProgramGraphModel, collapsed: Set<string>, anchor?: string, fresh = false): Promise<boolean> {
     const gen = ++this._gen;
     const t0 = performance.now();
     // a newer layout of this pane supersedes the one in flight: cancel it (queued: dropped; running: stopped)
@@ -78,7 +81,7 @@ export class GraphPane {
     }
     const signal = { cancelled: false };
     this._signal = signal;
-    const keepView = this.graph === graph && this._vb !== null;
+    const keepView = !fresh && this.graph === graph && this._vb !== null;
     const before = anchor ? this._screenPos(anchor) : null;
     this.graph = graph;
     this._collapsed = new Set(collapsed);
@@ -365,11 +368,29 @@ export class GraphPane {
     };
   }
 
+  /**
+   * Fit: the whole graph when its labels stay readable at that scale (FIT_MIN px per point); else its
+   * whole width when that is readable, else its top at a readable scale. Fit again right after: the whole
+   * graph whatever the scale.
+   */
   fit(): void {
-    if (this._vb0) {
-      this._vb = { ...this._vb0 };
-      this._applyViewBox();
+    const b0 = this._vb0;
+    if (!b0) {
+      return;
     }
+    const r = this.canvas.getBoundingClientRect();
+    const whole = Math.min(r.width / b0.w, r.height / b0.h);
+    const again = this._lastFit !== null && this._vb !== null && this._lastFit === `${this._vb.x},${this._vb.y},${this._vb.w}`;
+    if (!r.width || !r.height || whole >= FIT_MIN || again) {
+      this._vb = { ...b0 };
+    } else if (r.width / b0.w >= FIT_MIN) {
+      const k = r.width / b0.w;
+      this._vb = { x: b0.x, y: b0.y, w: b0.w, h: r.height / k };
+    } else {
+      this._vb = this._initialView();
+    }
+    this._applyViewBox();
+    this._lastFit = this._vb ? `${this._vb.x},${this._vb.y},${this._vb.w}` : null;
   }
 
   /** Zoom by `k` (<1 zooms in) around the point (px, py) in SVG user units (default: the center). */

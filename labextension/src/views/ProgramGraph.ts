@@ -54,6 +54,7 @@ export class ProgramGraphView {
   private _note!: HTMLElement;
   private _body!: HTMLElement;
   private _anchor: string | undefined = undefined;
+  private _freshView = false;
   /** "Expand all" opens groups while the drawing stays within this many nodes. */
   expandBudget = EXPAND_BUDGET;
   private _focusAfter: string | null = null;
@@ -71,11 +72,19 @@ export class ProgramGraphView {
     const toolbar = h('div', { cls: 'jp-Kernelcore-toolbar' }, [
       this._search,
       this._count,
-      button('Fit', () => this.panes().forEach(p => p.fit()), { cls: 'jp-Kernelcore-fit', title: 'fit the graph in view' }),
+      button('Fit', () => this.panes().forEach(p => p.fit()), { cls: 'jp-Kernelcore-fit', title: 'fit the graph in view where labels stay readable (again: all of it)' }),
       button('+', () => this.panes().forEach(p => p.zoom(0.8)), { title: 'zoom in' }),
       button('\u2212', () => this.panes().forEach(p => p.zoom(1.25)), { title: 'zoom out' }),
       button('Expand all', () => this.expandAll(), { cls: 'jp-Kernelcore-expandAll', title: `unfold groups, outermost first, up to ${EXPAND_BUDGET} nodes at once` }),
-      button('Fold all', () => this._setCollapsed(this.graph?.defaultCollapsed() ?? []), { title: 'fold every group (stages stay open)' }),
+      button(
+        'Fold all',
+        () => {
+          this._freshView = true;
+          this._say('');
+          this._setCollapsed(this.graph?.defaultCollapsed() ?? []);
+        },
+        { title: 'fold every group (stages stay open)' }
+      ),
       this._status
     ]);
     this._crumbs = h('div', { cls: 'jp-Kernelcore-crumbs', attrs: { 'aria-label': 'open groups' } });
@@ -214,6 +223,7 @@ export class ProgramGraphView {
       );
     }
     if (r.opened) {
+      this._freshView = true; // the drawing changes wholesale: start from its top, not the old view box
       this._setCollapsed([...r.collapsed]);
     }
   }
@@ -385,7 +395,9 @@ export class ProgramGraphView {
     this._anchor = undefined;
     const focus = this._focusAfter;
     this._focusAfter = null;
-    const done = await this.left.show(this.graph, collapsed, anchor);
+    const fresh = this._freshView;
+    this._freshView = false;
+    const done = await this.left.show(this.graph, collapsed, anchor, fresh);
     if (!done) {
       return; // superseded by a newer layout (or failed: the pane says why)
     }
