@@ -43,6 +43,10 @@ export class GraphPane {
   private _gen = 0;
   private _signal: { cancelled: boolean } | null = null;
   private _lastFit: string | null = null;
+  /** The overview of the whole drawing with the part in view outlined (shown when not all is in view). */
+  readonly minimap: HTMLElement;
+  private _miniSvg: SVGSVGElement | null = null;
+  private _miniRect: SVGRectElement | null = null;
   /** Milliseconds the last layout took (DOT built, laid out in the worker, parsed, installed). */
   lastLayoutMs = 0;
   private _collapsed = new Set<string>();
@@ -56,7 +60,15 @@ export class GraphPane {
       this.el.appendChild(h('div', { cls: 'jp-Kernelcore-paneTitle', text: title }));
     }
     this.canvas = h('div', { cls: 'jp-Kernelcore-graphCanvas', attrs: { tabindex: '0' } });
-    this.el.appendChild(this.canvas);
+    this.minimap = h('div', { cls: 'jp-Kernelcore-minimap jp-Kernelcore-hidden', attrs: { 'aria-label': 'overview: click to go there' } });
+    const stage = h('div', { cls: 'jp-Kernelcore-canvasStage' }, [this.canvas, this.minimap]);
+    this.el.appendChild(stage);
+    this.minimap.addEventListener('pointerdown', this._onMini);
+    this.minimap.addEventListener('pointermove', ev => {
+      if (ev.buttons & 1) {
+        this._onMini(ev);
+      }
+    });
     this.canvas.addEventListener('wheel', this._onWheel, { passive: false });
     this.canvas.addEventListener('pointerdown', this._onPointerDown);
     this.canvas.addEventListener('pointermove', this._onPointerMove);
@@ -293,6 +305,7 @@ export class GraphPane {
     }
     this.svg = svg;
     this.canvas.appendChild(svg);
+    this._buildMinimap(svg);
   }
 
   /** Put state classes on the drawn elements. */
@@ -338,8 +351,72 @@ export class GraphPane {
     if (svg && this._vb) {
       const b = this._vb;
       svg.setAttribute('viewBox', `${b.x} ${b.y} ${b.w} ${b.h}`);
+      this._updateMinimap();
     }
   }
+
+  /** A copy of the drawing (no ids, no handlers) at overview scale, and a rectangle for the view. */
+  private _buildMinimap(svg: SVGSVGElement): void {
+    clear(this.minimap);
+    this._miniSvg = null;
+    this._miniRect = null;
+    const b0 = this._vb0;
+    if (!b0 || svg.querySelectorAll('g.node').length > 2000) {
+      this.minimap.classList.add('jp-Kernelcore-hidden');
+      return; // (a copy of a huge drawing costs more than it shows)
+    }
+    const copy = svg.cloneNode(true) as SVGSVGElement;
+    copy.querySelectorAll('[id]').forEach(el => el.removeAttribute('id'));
+    copy.querySelectorAll('text, title').forEach(el => el.remove());
+    // plain shapes: none of the drawing's classes, so nothing that finds nodes finds these
+    copy.querySelectorAll('g[class]').forEach(el => {
+      const c = el.getAttribute('class') ?? '';
+      el.setAttribute('class', /\bnode\b/.test(c) ? 'jp-Kernelcore-miniNode' : /\bcluster\b/.test(c) ? 'jp-Kernelcore-miniCluster' : 'jp-Kernelcore-miniEdge');
+    });
+    copy.removeAttribute('id');
+    copy.removeAttribute('class');
+    copy.setAttribute('viewBox', `${b0.x} ${b0.y} ${b0.w} ${b0.h}`);
+    copy.setAttribute('preserveAspectRatio', 'xMidYMid meet');
+    copy.classList.add('jp-Kernelcore-miniSvg');
+    const rect = document.createElementNS('http://www.w3.org/2000/svg', 'rect');
+    rect.setAttribute('class', 'jp-Kernelcore-miniView');
+    copy.appendChild(rect);
+    this.minimap.appendChild(copy);
+    this._miniSvg = copy;
+    this._miniRect = rect;
+    this._updateMinimap();
+  }
+
+  private _updateMinimap(): void {
+    const b = this._vb;
+    const b0 = this._vb0;
+    if (!this._miniRect || !b || !b0) {
+      return;
+    }
+    const all = b.x <= b0.x && b.y <= b0.y && b.x + b.w >= b0.x + b0.w && b.y + b.h >= b0.y + b0.h;
+    this.minimap.classList.toggle('jp-Kernelcore-hidden', all);
+    this._miniRect.setAttribute('x', String(b.x));
+    this._miniRect.setAttribute('y', String(b.y));
+    this._miniRect.setAttribute('width', String(b.w));
+    this._miniRect.setAttribute('height', String(b.h));
+  }
+
+  private _onMini = (ev: PointerEvent) => {
+    const mini = this._miniSvg as (SVGSVGElement & { createSVGPoint?: () => DOMPoint }) | null;
+    const ctm = mini?.getScreenCTM?.();
+    if (!mini || !ctm || !mini.createSVGPoint || !this._vb) {
+      return;
+    }
+    ev.preventDefault();
+    ev.stopPropagation();
+    const pt = mini.createSVGPoint();
+    pt.x = ev.clientX;
+    pt.y = ev.clientY;
+    const p = pt.matrixTransform(ctm.inverse());
+    this._vb.x = p.x - this._vb.w / 2;
+    this._vb.y = p.y - this._vb.h / 2;
+    this._applyViewBox();
+  };
 
   get viewBox(): Box | null {
     return this._vb ? { ...this._vb } : null;

@@ -141,3 +141,21 @@ describe('details side panel', () => {
     view.dispose();
   });
 });
+
+describe('minimap', () => {
+  it('appears when part of the drawing is out of view and outlines the view', async () => {
+    const el = container();
+    const m = new FakeModel({ program: MLP, pruned_program: null, selected: '', details: {}, search: '', collapsed: [] });
+    const view = new ProgramGraphView(m as never, el, { local: true });
+    await view.ready;
+    const mini = view.left.minimap;
+    expect(mini.classList.contains('jp-Kernelcore-hidden')).toBe(true); // all in view
+    // the copy holds no node the view's own queries could mistake for the drawing's
+    expect(mini.querySelectorAll('g.node, svg.jp-Kernelcore-svg, [id]').length).toBe(0);
+    view.left.zoom(0.5);
+    expect(mini.classList.contains('jp-Kernelcore-hidden')).toBe(false);
+    const rect = mini.querySelector('rect.jp-Kernelcore-miniView')!;
+    expect(Number(rect.getAttribute('width'))).toBeCloseTo(view.left.viewBox!.w);
+    view.dispose();
+  });
+});
