@@ -21,6 +21,8 @@ export interface PaneClasses {
   selected?: string;
   current?: Set<string>;
   partner?: Set<string>;
+  /** the forward op of a selected backward op */
+  twin?: Set<string>;
 }
 
 export class GraphPane {
@@ -314,7 +316,7 @@ export class GraphPane {
     if (!this.svg || !g) {
       return;
     }
-    const marks = ['jp-Kernelcore-pruned', 'jp-Kernelcore-match', 'jp-Kernelcore-selected', 'jp-Kernelcore-current', 'jp-Kernelcore-partner'];
+    const marks = ['jp-Kernelcore-pruned', 'jp-Kernelcore-match', 'jp-Kernelcore-selected', 'jp-Kernelcore-current', 'jp-Kernelcore-partner', 'jp-Kernelcore-twin'];
     this.svg.querySelectorAll('.' + marks.join(', .')).forEach(el => el.classList.remove(...marks));
     const mark = (id: string | undefined, cls: string, onlyOwn = false) => {
       if (!id) {
@@ -334,6 +336,7 @@ export class GraphPane {
     s.matches?.forEach(key => mark(g.nodes.get(key)?.id ?? key, 'jp-Kernelcore-match'));
     s.current?.forEach(id => mark(id, 'jp-Kernelcore-current'));
     s.partner?.forEach(id => mark(id, 'jp-Kernelcore-partner'));
+    s.twin?.forEach(id => mark(id, 'jp-Kernelcore-twin'));
     mark(s.selected, 'jp-Kernelcore-selected');
     if (s.removed?.size) {
       for (const e of this._edges) {

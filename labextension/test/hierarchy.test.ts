@@ -159,3 +159,25 @@ describe('minimap', () => {
     view.dispose();
   });
 });
+
+describe('backward -> forward', () => {
+  it('a selected backward op marks the forward op it differentiates', async () => {
+    const el = container();
+    const m = new FakeModel({ program: MLP, pruned_program: null, selected: '', details: {}, search: '', collapsed: [] });
+    const view = new ProgramGraphView(m as never, el, { local: true });
+    await view.ready;
+    const g = view.graph!;
+    const grad = MLP.blocks[0].ops.find(o => o.type === 'relu_grad')!;
+    // open both ends
+    view.reveal(grad.forward!);
+    await view.ready;
+    view.reveal(grad.id);
+    await view.ready;
+    view.select(grad.id);
+    const fwdEl = view.left.nodeEls.get(grad.forward!)!;
+    expect(g.nodes.get(g.byId.get(grad.forward!)!)!.op!.type).toBe('relu');
+    expect(fwdEl.classList.contains('jp-Kernelcore-twin')).toBe(true);
+    expect(view.left.nodeEls.get(grad.id)!.classList.contains('jp-Kernelcore-selected')).toBe(true);
+    view.dispose();
+  });
+});

@@ -453,12 +453,17 @@ export class ProgramGraphView {
         }
       }
     }
+    // a selected backward op lights the forward op it differentiates (ProgramJSON v2 `forward`)
+    const selKey = this.graph?.byId.get(selected);
+    const fwd = selKey ? this.graph?.nodes.get(selKey)?.op?.forward : undefined;
+    const twin = typeof fwd === 'string' ? new Set([fwd]) : new Set<string>();
     this.left.applyClasses({
       removed: this._removed,
       matches: new Set(this._matches),
       selected,
       current: this._current,
-      partner: leftPartner
+      partner: leftPartner,
+      twin
     });
     if (this.right && this.prunedGraph) {
       const q = this._search.value;
