@@ -47,9 +47,6 @@ LONGTASKS_JS = r"""
 })();
 """
 
-FRAME_JS = """() => new Promise(res => requestAnimationFrame(() => { const ch = new MessageChannel();
-  ch.port1.onmessage = () => res(performance.now()); ch.port2.postMessage(0); }))"""
-
 # Run code cell `cell` (index among code cells), resolve when an SVG of the graph is painted in it.
 RUN_CELL_JS = r"""
 async ({ cell, timeoutMs }) => {
@@ -201,7 +198,6 @@ def run(quick: bool = False) -> dict:
     from nbformat.v4 import new_code_cell, new_notebook
     from playwright.sync_api import sync_playwright
 
-    import kernelcore as kc
     from browser_graph import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, LabServer
     from kernelcore.display import program_json
 
