@@ -2,6 +2,9 @@
 
     .venv/bin/python bench/browser_graph.py            # ~6.5 min (the 5,000-op unfold alone takes 15-20 s)
     .venv/bin/python bench/browser_graph.py --quick    # smoke run, ~2.5 min, rough figures, no big unfolds
+    .venv/bin/python bench/browser_graph.py --big      # Paddle's 5,123-op MLP and a 51,230-op program: time to
+                                                       # visible, opening groups, search, expand all, longest
+                                                       # main-thread task (bench/browser_graph_big.py)
 
 Programs: training programs of the digits shape (LSTM encoders over [8, B, 8], a stack of relu fc layers,
 softmax cross entropy, mean, SGD's `minimize`), built with kernelcore's API, with about 100, 1,000 and 5,000
@@ -592,7 +595,7 @@ def run(args) -> dict:
         nodes = sum(len(b["ops"]) + len(b["vars"]) for b in pj["blocks"])
         progs[n] = (prog, pj)
         result["sizes"][n] = {"ops": op_count(prog), "blocks": prog.num_blocks, "nodes": nodes,
-                              "json_bytes": len(json.dumps(pj)), "python_dot_bytes": len(pj["dot"]),
+                              "json_bytes": len(json.dumps(pj)), "python_dot_bytes": len(pj["dot"] or ""),
                               "build_s": time.perf_counter() - t}
         print(f"built {n}: {op_count(prog)} ops, {nodes} ops+vars in {prog.num_blocks} blocks "
               f"({time.perf_counter() - t:.1f} s)", flush=True)
@@ -840,7 +843,17 @@ def main(argv=None) -> int:
     ap.add_argument("--no-dot", action="store_true", help="skip system dot even where it exists")
     ap.add_argument("--json", help="also write the raw figures here")
     ap.add_argument("--save-dot", metavar="DIR", help="write the DOT texts the browser laid out into DIR")
+    ap.add_argument("--big", action="store_true",
+                    help="instead: Paddle's 5,123-op MLP and a 51,230-op synthetic program (bench/browser_graph_big.py)")
     args = ap.parse_args(argv)
+    if args.big:
+        sys.path.insert(0, str(HERE))
+        import browser_graph_big
+        res = browser_graph_big.run(quick=args.quick)
+        browser_graph_big.report(res)
+        if args.json:
+            Path(args.json).write_text(json.dumps(res, indent=1, default=str))
+        return 0
     args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if args.repeat is None:
         args.repeat = 1 if args.quick else 5

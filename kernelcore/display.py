@@ -18,16 +18,17 @@ import shutil
 import subprocess
 
 from . import attrs as attrlib
-from . import dtypes
+from . import dtypes, hierarchy
 from .errors import KernelcoreError
 from .proto import framework_pb2 as pb
 
 PROGRAM_MIME = "application/vnd.kernelcore.program+json"
 TRACE_MIME = "application/vnd.kernelcore.trace+json"
 SCHEMA = "kernelcore.program"
-VERSION = 1
+VERSION = 2
 TRACE_EVENT_LIMIT = 20_000  # events beyond this are cut from the trace MIME bundle
 SVG_NODE_LIMIT = 1_000      # above this, text/html carries no static SVG (system dot gets slow)
+TEXT_LINE_LIMIT = 2_000     # the MIME bundle's text form stops after this many lines
 SVG_TIMEOUT_S = 1.0  # the static fallback's layout budget; past it the fallback is the text alone
 
 VT = pb.VarType
@@ -67,18 +68,19 @@ def parse_node_id(node_id: str) -> tuple | None:
     return None
 
 
-def op_role(op_type: str) -> str:
-    if op_type.endswith("_grad"):
-        return "backward"
-    return "optimize" if op_type in OPTIMIZE_OPS else "forward"
+def op_role(op_type: str, role_attr: int | None = None) -> str:
+    """forward | backward | optimize: from Paddle's `op_role` attribute (kernelcore.hierarchy.role_name);
+    from the op type only where an op carries no such attribute."""
+    return hierarchy.role_name(role_attr, op_type, OPTIMIZE_OPS)
 
 
 def _sub_block_idxs(op_desc) -> list[int]:
     out = []
     for a in op_desc.attrs:
-        if a.type == A.BLOCK:
+        t = a.type
+        if t == _A_BLOCK:
             out.append(a.block_idx)
-        elif a.type == A.BLOCKS:
+        elif t == _A_BLOCKS:
             out.extend(a.blocks_idx)
     return out
 
@@ -123,18 +125,54 @@ def _execution_order(desc):
     return order
 
 
-def _var_kinds(desc, declared: list[set]) -> dict[tuple[int, str], str]:
+def _walk_records(reads):
+    """(block, op index, "in" | "out") in execution order over per-block op records (type, ins, outs,
+    sub-blocks): the same order as _execution_order, without touching the protobuf again."""
+    n = len(reads)
+    seen = bytearray(n)
+    for root in range(n):
+        stack = [(root, 0, False, True)]
+        while stack:
+            b, i, after, fresh = stack.pop()
+            if fresh:
+                if seen[b]:
+                    continue
+                seen[b] = 1
+            recs = reads[b]
+            if after:
+                yield b, i, "out"
+                i += 1
+            if i >= len(recs):
+                continue
+            yield b, i, "in"
+            stack.append((b, i, True, False))
+            for j in reversed(recs[i][3]):
+                if 0 <= j < n:
+                    stack.append((j, 0, False, True))
+
+
+def _var_kinds(desc, declared: list[set], reads=None) -> dict[tuple[int, str], str]:
     """(block, name) -> data|param|grad|tmp|other, by the contract's rules: @GRAD in the name is a
     gradient; is_parameter a parameter; read before any op writes it (a feed) data, written by an op tmp.
     Two refinements for files Paddle writes: a `feed` op's output is data, and a persistable tensor read
     before it is written is a parameter (an inference model's weights are persistable but not marked
-    is_parameter; they come from the parameter file, not from a feed)."""
+    is_parameter; they come from the parameter file, not from a feed). `reads`: per block, per op
+    (type, inputs, outputs, sub-blocks) with inputs/outputs lists of (slot, names), when already read."""
+    if reads is None:
+        reads = [[(op.type, [(s.parameter, list(s.arguments)) for s in op.inputs],
+                   [(s.parameter, list(s.arguments)) for s in op.outputs], _sub_block_idxs(op))
+                  for op in blk.ops] for blk in desc.blocks]
     first: dict[tuple[int, str], str] = {}
-    for b, _, op, phase in _execution_order(desc):
-        slots = op.inputs if phase == "in" else op.outputs
-        what = "read" if phase == "in" else ("fed" if op.type == "feed" else "written")
-        for v in slots:
-            for name in v.arguments:
+    for b, i, phase in _walk_records(reads):
+        rec = reads[b][i]
+        slots = rec[1] if phase == "in" else rec[2]
+        what = "read" if phase == "in" else ("fed" if rec[0] == "feed" else "written")
+        here = declared[b]
+        for _slot, names in slots:
+            for name in names:
+                if name in here:
+                    first.setdefault((b, name), what)
+                    continue
                 d = _declaring_block(desc, declared, b, name)
                 if d is not None:
                     first.setdefault((d, name), what)
@@ -180,41 +218,74 @@ def _jsonable(v, single: bool = False):
     return str(v)
 
 
+# Attribute types as plain ints (a protobuf enum attribute lookup costs a Python call each time).
+_A_BLOCK, _A_BLOCKS = int(A.BLOCK), int(A.BLOCKS)
+_A_FLOATISH = frozenset({int(A.FLOAT), int(A.FLOATS)})
+_A_SCALARISH = frozenset({int(A.SCALAR), int(A.SCALARS)})
+_FIELD = {int(k): v for k, v in attrlib.FIELD.items()}
+_LISTS = frozenset(int(k) for k in attrlib.LISTS)
+_PLAIN = frozenset({int(A.INT), int(A.LONG), int(A.STRING), int(A.BOOLEAN)})
+
+
+def _attr_value(a):
+    t = a.type
+    field = _FIELD.get(t)
+    if field is None or t in _A_SCALARISH:
+        value = attrlib.read(a)  # raises TypeError for an unknown type
+    else:
+        value = getattr(a, field)
+        if t in _PLAIN:
+            return value
+        if t in _LISTS:
+            value = list(value)
+    return _jsonable(value, single=t in _A_FLOATISH)
+
+
 def attrs_json(op_desc) -> dict:
     out = {}
     for a in op_desc.attrs:
         if a.name in HIDDEN_ATTRS:
             continue
         try:
-            value = attrlib.read(a)
+            out[a.name] = _attr_value(a)
         except (TypeError, ValueError) as e:
-            value = f"<unreadable: {e}>"
-        out[a.name] = _jsonable(value, single=a.type in (A.FLOAT, A.FLOATS))
+            out[a.name] = f"<unreadable: {e}>"
     return out
 
 
+_COMMENTS: dict[str, str] = {}
+
+
 def op_comment(op_type: str) -> str:
-    from .registry import get_op_def
-    try:
-        return get_op_def(op_type).comment
-    except KernelcoreError:
-        return ""
+    c = _COMMENTS.get(op_type)
+    if c is None:
+        from .registry import get_op_def
+        try:
+            c = get_op_def(op_type).comment
+        except KernelcoreError:
+            c = ""
+        _COMMENTS[op_type] = c
+    return c
 
 
-def _var_json(b: int, v, kind: str) -> dict:
+_VT_NAMES = {int(v): k for k, v in VT.Type.items()}
+_VT_LOD, _VT_ARRAY, _VT_ROWS = int(VT.LOD_TENSOR), int(VT.LOD_TENSOR_ARRAY), int(VT.SELECTED_ROWS)
+
+
+def _var_json(b: int, v, kind: str, group) -> dict:
     t = v.type
+    tt = t.type
     td = None
-    if t.type == VT.LOD_TENSOR and t.HasField("lod_tensor"):
+    if tt == _VT_LOD and t.HasField("lod_tensor"):
         td = t.lod_tensor.tensor
-    elif t.type == VT.LOD_TENSOR_ARRAY and t.HasField("tensor_array"):
+    elif tt == _VT_ARRAY and t.HasField("tensor_array"):
         td = t.tensor_array.tensor
-    elif t.type == VT.SELECTED_ROWS and t.HasField("selected_rows"):
+    elif tt == _VT_ROWS and t.HasField("selected_rows"):
         td = t.selected_rows
-    type_name = VT.Type.Name(t.type) if t.type in VT.Type.values() else str(t.type)
-    return {"id": var_id(b, v.name), "name": v.name, "type": type_name,
+    return {"id": var_id(b, v.name), "name": v.name, "type": _VT_NAMES.get(tt, str(tt)),
             "dtype": dtypes.type_name(td.data_type) if td is not None else None,
-            "shape": [int(d) for d in td.dims] if td is not None else None,
-            "persistable": bool(v.persistable), "parameter": bool(v.is_parameter), "kind": kind}
+            "shape": list(td.dims) if td is not None else None,
+            "persistable": bool(v.persistable), "parameter": bool(v.is_parameter), "kind": kind, "group": group}
 
 
 def op_supported(op_type: str) -> bool:
@@ -223,26 +294,86 @@ def op_supported(op_type: str) -> bool:
     return has_op(op_type)
 
 
-def _op_json(b: int, i: int, op) -> dict:
-    return {"id": op_id(b, i), "idx": i, "type": op.type, "role": op_role(op.type),
-            "inputs": {s.parameter: list(s.arguments) for s in op.inputs},
-            "outputs": {s.parameter: list(s.arguments) for s in op.outputs},
-            "attrs": attrs_json(op), "sub_blocks": _sub_block_idxs(op), "comment": op_comment(op.type),
-            "unsupported": not op_supported(op.type)}
+def _read_op(op):
+    """One pass over an OpDesc: (type, role attr or None, namescope, inputs, outputs, role_var, attrs JSON,
+    sub-block indices, callsite)."""
+    attrs = {}
+    role = ns = None
+    role_var: list = []
+    subs: list = []
+    site = None
+    for a in op.attrs:
+        name = a.name
+        t = a.type
+        if name == "op_callstack":
+            site = hierarchy.callsite(a.strings)
+            continue
+        if t == _A_BLOCK:
+            subs.append(a.block_idx)
+        elif t == _A_BLOCKS:
+            subs.extend(a.blocks_idx)
+        try:
+            value = _attr_value(a)
+        except (TypeError, ValueError) as e:
+            value = f"<unreadable: {e}>"
+        attrs[name] = value
+        if name == "op_role" and isinstance(value, int):
+            role = value
+        elif name == "op_namescope" and isinstance(value, str):
+            ns = value
+        elif name == "op_role_var" and isinstance(value, list):
+            role_var = value
+    ins = [(s.parameter, list(s.arguments)) for s in op.inputs]
+    outs = [(s.parameter, list(s.arguments)) for s in op.outputs]
+    return op.type, role, ns, ins, outs, role_var, attrs, subs, site
 
 
-def program_json(program, pruned=None) -> dict:
+def program_json(program, pruned=None, dot: bool | None = None) -> dict:
     """The ProgramJSON of the contract for `program`. With `pruned` (the PruneResult of
     `kc.prune(program, ...)`), "pruned" names the ops and variables of `program` that pruning removed
-    and maps the pruned program's op ids to the originals'."""
+    and maps the pruned program's op ids to the originals'. `dot`: whether to write the DOT source
+    (default: only for programs of at most SVG_NODE_LIMIT nodes; the browser builds its own)."""
     desc = program.desc
     declared = [{v.name for v in b.vars} for b in desc.blocks]
-    kinds = _var_kinds(desc, declared)
+    reads = [[_read_op(op) for op in block.ops] for block in desc.blocks]
+    kinds = _var_kinds(desc, declared, [[(r[0], r[3], r[4], r[7]) for r in read] for read in reads])
     blocks = []
+    nodes = 0
     for b, block in enumerate(desc.blocks):
-        blocks.append({"idx": b, "parent": block.parent_idx,
-                       "vars": [_var_json(b, v, kinds[(b, v.name)]) for v in block.vars],
-                       "ops": [_op_json(b, i, op) for i, op in enumerate(block.ops)]})
+        read = reads[b]
+        params = {v.name for v in block.vars if kinds[(b, v.name)] == "param"}
+        b_parent = block.parent_idx
+        while b_parent >= 0 and b_parent < len(desc.blocks):  # parameters seen from a sub-block
+            params.update(n for n in declared[b_parent] if kinds.get((b_parent, n)) == "param")
+            b_parent = desc.blocks[b_parent].parent_idx if b_parent > 0 else -1
+        roles = [hierarchy.role_name(r[1], r[0], OPTIMIZE_OPS) for r in read]
+        groups, inner, fwd = hierarchy.block_groups(
+            b, [(r[0], roles[i], r[2], r[3], r[4], r[5]) for i, r in enumerate(read)], params)
+        ops_json = []
+        first_op: dict[str, int] = {}
+        for i, (typ, _role, _ns, ins, outs, _rv, attrs, subs, site) in enumerate(read):
+            o = {"id": op_id(b, i), "idx": i, "type": typ, "role": roles[i],
+                 "inputs": dict(ins), "outputs": dict(outs), "attrs": attrs, "sub_blocks": subs,
+                 "comment": op_comment(typ), "unsupported": not op_supported(typ), "group": inner[i]}
+            if fwd[i] is not None:
+                o["forward"] = op_id(b, fwd[i])
+            if site is not None:
+                o["callsite"] = site
+            ops_json.append(o)
+            for _s, names in ins:
+                for nm in names:
+                    first_op.setdefault(nm, i)
+            for _s, names in outs:
+                for nm in names:
+                    first_op.setdefault(nm, i)
+        vars_json = []
+        for v in block.vars:
+            kind = kinds[(b, v.name)]
+            i = first_op.get(v.name)
+            vars_json.append(_var_json(b, v, kind, inner[i] if i is not None and kind != "data" else None))
+        nodes += len(ops_json) + len(vars_json)
+        blocks.append({"idx": b, "parent": block.parent_idx, "vars": vars_json, "ops": ops_json,
+                       "groups": groups})
     pruned_json = None
     removed_ops: set[str] = set()
     removed_vars: set[str] = set()
@@ -253,8 +384,10 @@ def program_json(program, pruned=None) -> dict:
             raise TypeError(f"pruned= takes the PruneResult of kc.prune (or its to_json()), got "
                             f"{type(pruned).__name__}")
         removed_ops, removed_vars = set(pruned_json["removed_ops"]), set(pruned_json["removed_vars"])
+    if dot is None:
+        dot = nodes <= SVG_NODE_LIMIT
     return {"schema": SCHEMA, "version": VERSION, "blocks": blocks, "pruned": pruned_json,
-            "dot": program_dot(blocks, removed_ops, removed_vars)}
+            "dot": program_dot(blocks, removed_ops, removed_vars) if dot else None}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -408,11 +541,32 @@ def static_svg(dot: str, timeout: float = SVG_TIMEOUT_S) -> str | None:
 
 # ---------------------------------------------------------------------------------------------------------
 # MIME bundles
+def program_text_head(program, limit: int = TEXT_LINE_LIMIT) -> str:
+    """The program's text form (str(program)), cut after `limit` lines with a line saying how much was
+    left out: a big program's full text costs more to build and send than the graph itself."""
+    desc = program.desc
+    total = sum(1 + len(b.vars) + len(b.ops) for b in desc.blocks)
+    if total <= limit:
+        return str(program)
+    lines = []
+    for b in desc.blocks:
+        if len(lines) >= limit:
+            break
+        block = program.block(b.idx)
+        lines.append(f"block {b.idx} (parent {b.parent_idx}):")
+        for v in sorted(block.vars, key=lambda v: v.name)[: max(0, limit - len(lines))]:
+            lines.append(f"  var {v}")
+        for i in range(min(len(b.ops), max(0, limit - len(lines)))):
+            lines.append(f"  op #{i} {block.op(i)}")
+    return "\n".join(lines) + f"\n\u2026 {total - len(lines)} more lines (print(program) shows them all)"
+
+
 def program_mimebundle(program) -> dict:
     """The program as a Jupyter MIME bundle: the ProgramJSON for the kernelcore renderer, and text and
-    HTML (an escaped <pre>, plus a static SVG where a system `dot` exists) for other front ends."""
+    HTML (an escaped <pre>, plus a static SVG where a system `dot` exists) for other front ends; the text
+    is cut after TEXT_LINE_LIMIT lines."""
     pj = program_json(program)
-    text = str(program)
+    text = program_text_head(program)
     body = f'<pre class="kernelcore-program">{html.escape(text)}</pre>'
     nodes = sum(len(b["ops"]) + len(b["vars"]) for b in pj["blocks"])
     if nodes <= SVG_NODE_LIMIT:

@@ -94,7 +94,7 @@ needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="no system Gr
 def test_program_json_shape_and_ids():
     prog, _ = nested_rnn_program()
     pj = program_json(prog)
-    assert pj["schema"] == "kernelcore.program" and pj["version"] == 1 and pj["pruned"] is None
+    assert pj["schema"] == "kernelcore.program" and pj["version"] == 2 and pj["pruned"] is None
     assert [b["idx"] for b in pj["blocks"]] == [0, 1, 2]
     assert [b["parent"] for b in pj["blocks"]] == [-1, 0, 1]
     for b, block in zip(pj["blocks"], prog.blocks):
@@ -123,7 +123,7 @@ def test_var_kinds_and_op_roles():
     assert kinds["v2:x"] == "data"  # a step input: read in the step before any op there writes it
     v = next(v for v in pj["blocks"][0]["vars"] if v["name"] == HOSTILE)
     assert v == {"id": f"v0:{HOSTILE}", "name": HOSTILE, "type": "LOD_TENSOR", "dtype": "float32", "shape": [4, 4],
-                 "persistable": True, "parameter": True, "kind": "param"}
+                 "persistable": True, "parameter": True, "kind": "param", "group": None}
 
     tj = program_json(training_program())
     roles = {o["type"]: o["role"] for o in tj["blocks"][0]["ops"]}

@@ -63,7 +63,7 @@ def test_display_of_20k_blocks_copies_no_dot_body_per_block(monkeypatch):
     real = graphviz.Digraph._copy_kwargs
     monkeypatch.setattr(graphviz.Digraph, "_copy_kwargs", lambda self, **kw: calls.append(1) or real(self, **kw))
     prog = kc.Program(hc._cond_chain(20_000, nested=False))
-    pj = display.program_json(prog)
+    pj = display.program_json(prog, dot=True)
     assert len(pj["blocks"]) == 20_000
     assert pj["dot"].count("subgraph cluster_") == 19_999
     # graphviz's subgraph() copies the whole parent body each time: quadratic in the block count
@@ -84,7 +84,7 @@ def test_deep_nesting_is_refused_at_load_with_the_limit():
 
 def test_deeply_nested_built_program_displays_and_prunes_without_recursion():
     prog, _ = built("deep_nesting")  # 1,200 levels, beyond Python's recursion limit
-    pj = display.program_json(prog)
+    pj = display.program_json(prog, dot=True)
     assert pj["dot"].count("subgraph cluster_") == 1199
     str(prog)
     with pytest.raises(kc.ProgramError, match="nested"):

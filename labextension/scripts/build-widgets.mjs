@@ -1,6 +1,8 @@
 // The anywidget views: one self-contained ESM file per view (+ its CSS) in
 // widgets/kernelcore_widgets/static/. anywidget loads `_esm` from a string, so nothing may be split
-// into chunks: the Graphviz WASM (inlined in @viz-js/viz) goes into ProgramGraph.js and Debugger.js.
+// into chunks. Graphviz (@viz-js/viz, its WASM inlined) is NOT in them: it is the layout worker
+// kc-layout-worker.js, one classic script written here and into the prebuilt JupyterLab extension's
+// static/ folder, which the server serves; every view on a page shares one worker (src/layout.ts).
 import { build } from 'esbuild';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,6 +27,21 @@ await build({
   banner: { js: `/* kernelcore ${version} view; built from labextension/src/views */` },
   logLevel: 'warning'
 });
+const worker = await build({
+  entryPoints: [join(HERE, 'src', 'layoutworker.ts')],
+  bundle: true,
+  format: 'iife',
+  platform: 'browser',
+  target: ['es2021'],
+  minify: true,
+  write: false,
+  legalComments: 'eof',
+  banner: { js: `/* kernelcore ${version} Graphviz layout worker; built from labextension/src/layoutworker.ts */` },
+  logLevel: 'warning'
+});
+const labStatic = join(REPO, 'widgets', 'kernelcore_widgets', 'labextension', 'static');
+mkdirSync(labStatic, { recursive: true });
+writeFileSync(join(labStatic, 'kc-layout-worker.js'), worker.outputFiles[0].contents);
 const css = await build({
   entryPoints: [join(HERE, 'style', 'base.css')],
   bundle: true,

@@ -14,6 +14,7 @@ export type ContractChecks = [
   Accepts<Views.OpJSON, Wire.OpJSON>,
   Accepts<Views.VarJSON, Wire.VarJSON>,
   Accepts<Views.PrunedJSON, Wire.PrunedJSON>,
+  Accepts<Views.GroupJSON, Wire.GroupJSON>,
   Accepts<Views.TraceJSON, Wire.TraceJSON>,
   Accepts<Views.TraceEvent, Wire.TraceEvent>,
   Accepts<Views.EventIO, Wire.EventIO>,

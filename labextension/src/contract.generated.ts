@@ -4,10 +4,12 @@
 /** A program: kernelcore.display.program_json (schema kernelcore.program). */
 export interface ProgramJSON {
   schema: "kernelcore.program";
+  /** 2: groups, group, forward and callsite */
   version: number;
   blocks: BlockJSON[];
   pruned: PrunedJSON | null;
-  dot: string;
+  /** the DOT source, only for programs of at most 1,000 nodes (the browser builds its own) */
+  dot: string | null;
 }
 
 export interface BlockJSON {
@@ -15,6 +17,22 @@ export interface BlockJSON {
   parent: number;
   vars: VarJSON[];
   ops: OpJSON[];
+  /** parents listed before kids */
+  groups: GroupJSON[];
+}
+
+/** A group of ops in a block: a stage (forward/backward/optimize), a layer (name scope or name prefix), a repeat of alike layers, or a range cut from a big group. */
+export interface GroupJSON {
+  /** group_<block>_<k> */
+  id: string;
+  kind: "stage" | "layer" | "repeat" | "range";
+  label: string;
+  parent: string | null;
+  first: number;
+  last: number;
+  ops: number;
+  /** repeat: how many alike siblings it holds */
+  count?: number;
 }
 
 export interface VarJSON {
@@ -28,6 +46,8 @@ export interface VarJSON {
   persistable: boolean;
   parameter: boolean;
   kind: "data" | "param" | "grad" | "tmp" | "other";
+  /** the innermost group holding it (its first op's); null: block level */
+  group: string | null;
 }
 
 export interface OpJSON {
@@ -44,6 +64,12 @@ export interface OpJSON {
   comment: string;
   /** kernelcore has no definition for this op type: shown, not runnable */
   unsupported: boolean;
+  /** the innermost group holding it; null: block level */
+  group: string | null;
+  /** backward ops: the id of the forward op it differentiates */
+  forward?: string;
+  /** file:line in fn: code, the user's frame of Paddle's op_callstack */
+  callsite?: string;
 }
 
 export interface PrunedJSON {

@@ -6,6 +6,9 @@
  */
 import { BlockJSON, OpJSON, ProgramJSON, ROLES, VAR_KINDS, VarJSON } from './schema';
 
+/** "Expand all" opens groups, outermost first, while the drawing stays within this many nodes. */
+export const EXPAND_BUDGET = 800;
+
 /** A block with more than this many ops+vars is split into groups. */
 export const GROUP_THRESHOLD = 300;
 /** At most this many ops per group. */
@@ -45,6 +48,9 @@ export interface GCluster {
   total: number; // nodes inside, recursively
   owner?: string; // the op id that runs this block
   opCount: number;
+  /** version 2 groups: stage | layer | repeat | range (from the ProgramJSON); absent for index runs */
+  gkind?: string;
+  count?: number; // repeat: how many alike siblings
 }
 
 export interface GEdge {
@@ -115,6 +121,9 @@ export class ProgramGraphModel {
   /** block -> name -> var node key (declared vars) */
   private _declared = new Map<number, Map<string, string>>();
   private _n = 0;
+  private _nGroups = 0;
+  /** true when the program carries version 2 groups (stages, layers, repeats) */
+  hierarchical = false;
 
   constructor(readonly program: ProgramJSON) {
     for (const b of program.blocks ?? []) {
@@ -271,6 +280,12 @@ export class ProgramGraphModel {
     for (const b of blocks) {
       const entry = blockNodes.get(b.idx)!;
       const base = blockContainer(b.idx);
+      if (Array.isArray(b.groups)) {
+        this.hierarchical = true;
+        this._groupsFromJSON(b, base, entry);
+        entry.ops.forEach(n => opContainer.set(n.key, n.container));
+        continue;
+      }
       const big = entry.ops.length + entry.vars.length > GROUP_THRESHOLD;
       if (!big) {
         entry.ops.forEach(n => (n.container = base));
@@ -401,15 +416,141 @@ export class ProgramGraphModel {
     });
   }
 
-  /** Clusters that start collapsed: every group, and every cluster of more than COLLAPSE_THRESHOLD nodes. */
+  /** A block's version 2 groups (ProgramJSON `groups`) as clusters; ops and vars into their `group`. */
+  private _groupsFromJSON(b: BlockJSON, base: string | null, entry: { ops: GNode[]; vars: GNode[] }): void {
+    const mine = new Set<string>();
+    for (const g of b.groups ?? []) {
+      if (!g || typeof g !== 'object' || typeof g.id !== 'string' || this.clusters.has(g.id)) {
+        continue;
+      }
+      mine.add(g.id);
+      const kind = String(g.kind ?? 'layer');
+      this.clusters.set(g.id, {
+        id: g.id,
+        key: `cluster_h${this._nGroups++}`, // the DOT name: a counter, never a string from the file
+        kind: 'group',
+        gkind: ['stage', 'layer', 'repeat', 'range'].includes(kind) ? kind : 'layer',
+        block: b.idx,
+        label: labelText(g.label, 60),
+        parent: null,
+        nodes: [],
+        kids: [],
+        total: 0,
+        opCount: Number.isFinite(Number(g.ops)) ? Number(g.ops) : 0,
+        count: typeof g.count === 'number' ? g.count : undefined
+      });
+    }
+    for (const g of b.groups ?? []) {
+      const c = g && typeof g.id === 'string' && mine.has(g.id) ? this.clusters.get(g.id) : undefined;
+      if (c) {
+        c.parent = typeof g.parent === 'string' && mine.has(g.parent) && g.parent !== g.id ? g.parent : base;
+      }
+    }
+    const place = (gid: unknown) => (typeof gid === 'string' && mine.has(gid) ? gid : base);
+    entry.ops.forEach(n => (n.container = place(n.op?.group)));
+    entry.vars.forEach(n => (n.container = place(n.v?.group)));
+  }
+
+  /**
+   * Clusters that start collapsed: none in a program of at most COLLAPSE_THRESHOLD nodes; else every group
+   * but the stages (forward / backward / optimize stay open: their direct content is bounded by the
+   * hierarchy), and every cluster of more than COLLAPSE_THRESHOLD nodes.
+   */
   defaultCollapsed(): string[] {
     const out: string[] = [];
+    if (this.hierarchical && this.nodes.size <= COLLAPSE_THRESHOLD) {
+      return out; // a small program is drawn whole
+    }
     this.clusters.forEach(c => {
-      if (c.kind === 'group' || c.total > COLLAPSE_THRESHOLD) {
+      if (c.gkind ? c.gkind !== 'stage' : c.kind === 'group' || c.total > COLLAPSE_THRESHOLD) {
         out.push(c.id);
       }
     });
     return out;
+  }
+
+  /** How many nodes the DOT has with `collapsed` folded (a folded cluster is one node). */
+  visibleCount(collapsed: Set<string>): number {
+    let n = this.topNodes.length;
+    const todo = [...this.topClusters];
+    while (todo.length) {
+      const c = this.clusters.get(todo.pop()!)!;
+      if (collapsed.has(c.id)) {
+        n++;
+        continue;
+      }
+      n += c.nodes.length;
+      todo.push(...c.kids);
+    }
+    return n;
+  }
+
+  /**
+   * One step of "expand all" within `budget` nodes: open folded clusters that are in view, outermost
+   * first (breadth-first), each only while the drawing stays within the budget. Returns the new folded
+   * set, how many were opened, and how many folded clusters remain in view.
+   */
+  expandWithin(collapsed: Set<string>, budget = EXPAND_BUDGET): { collapsed: Set<string>; opened: number; left: number; count: number } {
+    const next = new Set(collapsed);
+    let count = this.visibleCount(next);
+    let opened = 0;
+    let frontier = this._foldedInView(next);
+    let left = 0;
+    while (frontier.length) {
+      const later: string[] = [];
+      for (const id of frontier) {
+        const c = this.clusters.get(id)!;
+        const grow = c.nodes.length + c.kids.length - 1;
+        if (count + grow <= budget) {
+          next.delete(id);
+          count += grow;
+          opened++;
+          c.kids.forEach(k => {
+            if (next.has(k)) {
+              later.push(k);
+            } else {
+              // an open kid inside: its folded descendants come into view too
+              later.push(...this._foldedUnder(k, next));
+            }
+          });
+        } else {
+          left++;
+        }
+      }
+      frontier = later;
+    }
+    left = this._foldedInView(next).length;
+    return { collapsed: next, opened, left, count };
+  }
+
+  private _foldedInView(collapsed: Set<string>): string[] {
+    const out: string[] = [];
+    this.topClusters.forEach(id => out.push(...this._foldedUnder(id, collapsed)));
+    return out;
+  }
+
+  /** Folded clusters at `id` or below it with nothing folded in between (those one click opens). */
+  private _foldedUnder(id: string, collapsed: Set<string>): string[] {
+    const out: string[] = [];
+    const todo = [id];
+    while (todo.length) {
+      const c = todo.shift()!;
+      if (collapsed.has(c)) {
+        out.push(c);
+      } else {
+        todo.push(...(this.clusters.get(c)?.kids ?? []));
+      }
+    }
+    return out;
+  }
+
+  /** The labels of the clusters around a node (by program id) or a cluster, outermost first. */
+  pathOf(id: string): Array<{ id: string; label: string }> {
+    const key = this.byId.get(id);
+    const start = key ? this.nodes.get(key)?.container ?? null : this.clusters.has(id) ? id : null;
+    return this.ancestors(start)
+      .reverse()
+      .map(cid => ({ id: cid, label: this.clusters.get(cid)!.label }));
   }
 
   /** The chain of cluster ids around a node or cluster, innermost first. */
@@ -480,15 +621,17 @@ export class ProgramGraphModel {
       const c = this.clusters.get(id)!;
       if (collapsed.has(id)) {
         const what = c.kind === 'group' ? c.label : `${c.label} (${c.opCount} ops)`;
+        const more = c.gkind ? `${c.opCount} op${c.opCount === 1 ? '' : 's'} \u25b8` : `${c.total} nodes \u25b8`;
+        const gk = c.gkind ? ` jp-Kernelcore-gkind-${c.gkind}` : '';
         dotNodes++;
         out.push(
-          `${indent}${this.collapsedKey(id)} [id=${dotQuote(prefix + this.collapsedKey(id))}, class=${dotQuote(`jp-Kernelcore-collapsed jp-Kernelcore-${c.kind}`)}, shape=box3d, style="filled", label=${dotQuote([what, `${c.total} nodes \u25b8`])}];`
+          `${indent}${this.collapsedKey(id)} [id=${dotQuote(prefix + this.collapsedKey(id))}, class=${dotQuote(`jp-Kernelcore-collapsed jp-Kernelcore-${c.kind}${gk}`)}, shape=${c.gkind === 'repeat' ? 'box3d' : 'box'}, style="filled,rounded", label=${dotQuote([what, more])}];`
         );
         return;
       }
       out.push(`${indent}subgraph ${c.key} {`);
       out.push(
-        `${indent}  graph [id=${dotQuote(prefix + c.key)}, class=${dotQuote(`jp-Kernelcore-cluster jp-Kernelcore-${c.kind}`)}, label=${dotQuote(`${c.label} \u25be`)}, style="rounded"];`
+        `${indent}  graph [id=${dotQuote(prefix + c.key)}, class=${dotQuote(`jp-Kernelcore-cluster jp-Kernelcore-${c.kind}${c.gkind ? ` jp-Kernelcore-gkind-${c.gkind}` : ''}`)}, label=${dotQuote(`${c.label} \u25be`)}, style="rounded"];`
       );
       c.nodes.forEach(k => nodeLine(this.nodes.get(k)!, indent + '  '));
       c.kids.forEach(k => emitCluster(k, indent + '  '));
@@ -504,7 +647,9 @@ export class ProgramGraphModel {
     // group to a folded one are one edge (ltail/lhead on the group), which keeps Graphviz's rank
     // constraints few when one group of a big graph is unfolded.
     const endpoint = (v: string): string => (this.clusters.has(v) ? this.collapsedKey(v) : v);
-    const anyGroupOpen = [...this.clusters.values()].some(c => c.kind === 'group' && !collapsed.has(c.id));
+    // (version 1 index runs only: their open group's edges to folded ones are merged; version 2 groups are
+    // bounded by the hierarchy and keep their own edges)
+    const anyGroupOpen = !this.hierarchical && [...this.clusters.values()].some(c => c.kind === 'group' && !collapsed.has(c.id));
     const openGroupOf = (nodeKey: string): string | null => {
       for (const c of this.ancestors(this.nodes.get(nodeKey)?.container ?? null)) {
         if (this.clusters.get(c)?.kind === 'group') {
@@ -513,10 +658,32 @@ export class ProgramGraphModel {
       }
       return null;
     };
+    // what stands for each node, and the stage around each visible thing, once per container (a big
+    // program has far more edges than groups)
+    const foldOf = new Map<string | null, string | null>();
+    const vis = (nodeKey: string): string => {
+      const c = this.nodes.get(nodeKey)?.container ?? null;
+      let f = foldOf.get(c);
+      if (f === undefined) {
+        f = this.collapsedAround(c, collapsed);
+        foldOf.set(c, f);
+      }
+      return f ?? nodeKey;
+    };
+    const stageMemo = new Map<string | null, string | null>();
+    const stageOf = (v: string): string | null => {
+      const c = this.clusters.has(v) ? v : this.nodes.get(v)?.container ?? null;
+      let st = stageMemo.get(c);
+      if (st === undefined) {
+        st = this._stageOf(v);
+        stageMemo.set(c, st);
+      }
+      return st;
+    };
     type Drawn = { a: string; b: string; kind: GEdge['kind']; attrs: string; count: number; folded: boolean };
     const drawn = new Map<string, Drawn>();
     for (const e of this.edges) {
-      const from = this.visibleFor(e.from, collapsed);
+      const from = vis(e.from);
       let to: string;
       let lhead = '';
       let ltail = '';
@@ -533,7 +700,7 @@ export class ProgramGraphModel {
           lhead = `, lhead=${this.clusters.get(e.to)!.key}`;
         }
       } else {
-        to = this.visibleFor(e.to, collapsed);
+        to = vis(e.to);
       }
       if (from === to) {
         continue;
@@ -544,7 +711,45 @@ export class ProgramGraphModel {
       let b = endpoint(to);
       let sigA = a;
       let sigB = b;
-      if (e.kind === 'data' && fromFolded !== toFolded) {
+      if (e.kind === 'data' && this.hierarchical) {
+        // Between stages (forward -> backward, optimize -> forward...) one edge per pair of stages, from
+        // the stage cluster (or its folded node), not one per variable: each would span the whole open
+        // stage and Graphviz's crossing minimisation grows with them. Edges back to an earlier stage do
+        // not constrain the ranks.
+        const sa = stageOf(from);
+        const sb = stageOf(to);
+        if (sa && sb && sa !== sb) {
+          const lift = (st: string): [string, string] | null => {
+            if (collapsed.has(st)) {
+              return [this.collapsedKey(st), ''];
+            }
+            const rep = this.firstVisibleInside(st, collapsed);
+            return rep ? [endpoint(rep), this.clusters.get(st)!.key] : null;
+          };
+          const la = lift(sa);
+          const lb = lift(sb);
+          if (!la || !lb) {
+            continue;
+          }
+          const sig = `S:${sa}>S:${sb}`;
+          const have = drawn.get(sig);
+          if (have) {
+            have.count++;
+            continue;
+          }
+          const back = this.topClusters.indexOf(sa) > this.topClusters.indexOf(sb);
+          drawn.set(sig, {
+            a: la[0],
+            b: lb[0],
+            kind: 'data',
+            attrs: `${la[1] ? `, ltail=${la[1]}` : ''}${lb[1] ? `, lhead=${lb[1]}` : ''}${back ? ', constraint=false, style=dashed' : ''}, class="jp-Kernelcore-stageedge"`,
+            count: 1,
+            folded: false
+          });
+          continue;
+        }
+      }
+      if (e.kind === 'data' && fromFolded !== toFolded && !this.hierarchical) {
         // the open end: a node, or the open group it sits in
         const openEnd = fromFolded ? to : from;
         const grp = openGroupOf(openEnd);
@@ -585,6 +790,19 @@ export class ProgramGraphModel {
     }
     out.push('}');
     return out.join('\n');
+  }
+
+  /** The stage group (version 2) around a visible node key or cluster id, or null. */
+  private _stageOf(v: string): string | null {
+    let c: string | null = this.clusters.has(v) ? v : this.nodes.get(v)?.container ?? null;
+    while (c) {
+      const cl = this.clusters.get(c);
+      if (cl?.gkind === 'stage') {
+        return c;
+      }
+      c = cl?.parent ?? null;
+    }
+    return null;
   }
 
   /** A DOT name inside an expanded cluster to aim a compound edge at. */

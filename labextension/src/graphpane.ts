@@ -4,11 +4,13 @@
  */
 import { clear, h } from './dom';
 import { ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from './graph';
-import { layoutEngine } from './layout';
+import { cancelLayout, layoutEngine, LayoutError } from './layout';
 
 let paneCounter = 0;
 /** Screen pixels per Graphviz point below which a graph opens zoomed in (10pt labels stay readable). */
 const MIN_SCALE = 0.6;
+/** Fit shows the whole graph only where labels stay this readable (screen px per Graphviz point). */
+const FIT_MIN = 0.35;
 
 type Box = { x: number; y: number; w: number; h: number };
 type Hit = { type: 'node'; id: string } | { type: 'cluster'; cid: string };
@@ -19,6 +21,8 @@ export interface PaneClasses {
   selected?: string;
   current?: Set<string>;
   partner?: Set<string>;
+  /** the forward op of a selected backward op */
+  twin?: Set<string>;
 }
 
 export class GraphPane {
@@ -39,6 +43,14 @@ export class GraphPane {
   private _vb0: Box | null = null;
   private _vb: Box | null = null;
   private _gen = 0;
+  private _signal: { cancelled: boolean } | null = null;
+  private _lastFit: string | null = null;
+  /** The overview of the whole drawing with the part in view outlined (shown when not all is in view). */
+  readonly minimap: HTMLElement;
+  private _miniSvg: SVGSVGElement | null = null;
+  private _miniRect: SVGRectElement | null = null;
+  /** Milliseconds the last layout took (DOT built, laid out in the worker, parsed, installed). */
+  lastLayoutMs = 0;
   private _collapsed = new Set<string>();
   private _drag: { x: number; y: number; moved: boolean; id: number } | null = null;
   private _suppressClick = false;
@@ -50,7 +62,15 @@ export class GraphPane {
       this.el.appendChild(h('div', { cls: 'jp-Kernelcore-paneTitle', text: title }));
     }
     this.canvas = h('div', { cls: 'jp-Kernelcore-graphCanvas', attrs: { tabindex: '0' } });
-    this.el.appendChild(this.canvas);
+    this.minimap = h('div', { cls: 'jp-Kernelcore-minimap jp-Kernelcore-hidden', attrs: { 'aria-label': 'overview: click to go there' } });
+    const stage = h('div', { cls: 'jp-Kernelcore-canvasStage' }, [this.canvas, this.minimap]);
+    this.el.appendChild(stage);
+    this.minimap.addEventListener('pointerdown', this._onMini);
+    this.minimap.addEventListener('pointermove', ev => {
+      if (ev.buttons & 1) {
+        this._onMini(ev);
+      }
+    });
     this.canvas.addEventListener('wheel', this._onWheel, { passive: false });
     this.canvas.addEventListener('pointerdown', this._onPointerDown);
     this.canvas.addEventListener('pointermove', this._onPointerMove);
@@ -66,27 +86,140 @@ export class GraphPane {
   }
 
   /** Lay out `graph` with `collapsed` folded. Resolves when the SVG is in place (or an error is shown). */
-  async show(graph: ProgramGraphModel, collapsed: Set<string>): Promise<void> {
+  async show(graph: ProgramGraphModel, collapsed: Set<string>, anchor?: string, fresh = false): Promise<boolean> {
     const gen = ++this._gen;
-    const keepView = this.graph === graph && this._vb !== null;
+    const t0 = performance.now();
+    // a newer layout of this pane supersedes the one in flight: cancel it (queued: dropped; running: stopped)
+    if (this._signal) {
+      cancelLayout(this._signal);
+    }
+    const signal = { cancelled: false };
+    this._signal = signal;
+    const keepView = !fresh && this.graph === graph && this._vb !== null;
+    const before = anchor ? this._screenPos(anchor) : null;
     this.graph = graph;
     this._collapsed = new Set(collapsed);
     let svg: SVGSVGElement;
     try {
       const useDot = graph.nodes.size === 0 && typeof graph.program.dot === 'string' && graph.program.dot.length > 0;
       const dot = useDot ? graph.program.dot! : graph.toDot(this._collapsed, this._prefix);
-      svg = await layoutEngine()(dot);
+      svg = await layoutEngine()(dot, { signal });
     } catch (err) {
-      if (gen === this._gen) {
-        clear(this.canvas);
+      if (gen === this._gen && !(err instanceof LayoutError && err.message === 'cancelled')) {
+        this.canvas.querySelector(':scope > .jp-Kernelcore-error')?.remove();
         this.canvas.appendChild(h('div', { cls: 'jp-Kernelcore-error', text: `graph layout failed: ${String((err as Error)?.message ?? err)}` }));
       }
-      return;
+      return false;
     }
     if (gen !== this._gen) {
-      return; // a newer render won
+      return false; // a newer render won
     }
+    this._signal = null;
     this._install(svg, keepView);
+    if (anchor) {
+      this._keepInView(anchor, before);
+    }
+    this.lastLayoutMs = performance.now() - t0;
+    return true;
+  }
+
+  /** The bounding box of `el` in the SVG's own user units (those of its viewBox). */
+  private _bboxInSvg(el: SVGGraphicsElement): { x: number; y: number; width: number; height: number } | null {
+    const svg = this.svg;
+    try {
+      const b = el.getBBox();
+      const m1 = el.getScreenCTM?.();
+      const m0 = svg?.getScreenCTM?.();
+      if (!m1 || !m0 || !svg?.createSVGPoint) {
+        return null;
+      }
+      const m = m0.inverse().multiply(m1);
+      const pt = svg.createSVGPoint();
+      const xs: number[] = [];
+      const ys: number[] = [];
+      for (const [x, y] of [[b.x, b.y], [b.x + b.width, b.y + b.height]]) {
+        pt.x = x;
+        pt.y = y;
+        const q = pt.matrixTransform(m);
+        xs.push(q.x);
+        ys.push(q.y);
+      }
+      return { x: Math.min(...xs), y: Math.min(...ys), width: Math.abs(xs[1] - xs[0]), height: Math.abs(ys[1] - ys[0]) };
+    } catch {
+      return null;
+    }
+  }
+
+  /** Zoom and pan so the element drawn for `id` fills a readable part of the view. */
+  zoomTo(id: string): void {
+    const el = (this.clusterEls.get(id) ?? this.nodeEls.get(id)) as SVGGraphicsElement | undefined;
+    const bb = el ? this._bboxInSvg(el) : null;
+    const r = this.canvas.getBoundingClientRect();
+    if (!bb || !this._vb || !r.width || !r.height) {
+      this.centerOn(id);
+      return;
+    }
+    // at least 1.2 px per point (labels readable), at most what shows the whole element with a margin
+    const upp = Math.max(Math.min(1 / 1.2, Math.max((bb.width * 1.3) / r.width, (bb.height * 1.3) / r.height)), 1 / 3);
+    const w = r.width * upp;
+    const hgt = r.height * upp;
+    this._vb = { x: bb.x + bb.width / 2 - w / 2, y: bb.y + bb.height / 2 - hgt / 2, w, h: hgt };
+    this._applyViewBox();
+  }
+
+  /** Where the element drawn for `id` (node or cluster id) is on screen, in canvas pixels. */
+  private _screenPos(id: string): [number, number] | null {
+    const el = (this.clusterEls.get(id) ?? this.nodeEls.get(id)) as SVGGraphicsElement | undefined;
+    if (!el?.getBoundingClientRect) {
+      return null;
+    }
+    const r = el.getBoundingClientRect();
+    const c = this.canvas.getBoundingClientRect();
+    if (!r.width && !r.height) {
+      return null;
+    }
+    return [r.left + r.width / 2 - c.left, r.top - c.top];
+  }
+
+  /**
+   * After a re-layout: put what stands for `id` where it was on screen (`before`), or center it; and zoom
+   * out as far as needed (not below MIN_SCALE) to show it whole.
+   */
+  private _keepInView(id: string, before: [number, number] | null): void {
+    const el = (this.clusterEls.get(id) ?? this.nodeEls.get(id)) as SVGGraphicsElement | undefined;
+    if (!el || !this._vb || !el.getBBox) {
+      return;
+    }
+    const bb = this._bboxInSvg(el);
+    if (!bb) {
+      this.centerOn(id);
+      return;
+    }
+    const r = this.canvas.getBoundingClientRect();
+    if (!r.width || !r.height || !bb.width) {
+      this.centerOn(id);
+      return;
+    }
+    // the scale: the current one, or smaller so the opened group fits (never below MIN_SCALE px/pt)
+    let w = this._vb.w;
+    let hgt = this._vb.h;
+    const need = Math.max(bb.width * 1.1 / w, bb.height * 1.1 / hgt);
+    if (need > 1) {
+      const k = Math.min(need, Math.max(1, (r.width / MIN_SCALE) / w));
+      w *= k;
+      hgt *= k;
+    }
+    const upp = Math.max(w / r.width, hgt / r.height);
+    const [sx, sy] = before ?? [r.width / 2, r.height * 0.15];
+    // keep the group's top center at the same screen point when it fits, else its top left
+    const cx = bb.x + bb.width / 2;
+    let x = cx - sx * upp;
+    const y = bb.y - Math.max(8, Math.min(sy, r.height * 0.5)) * upp;
+    if (bb.width > w) {
+      x = bb.x - 8 * upp;
+    }
+    this._vb = { x, y, w: r.width * upp, h: r.height * upp };
+    this._applyViewBox();
   }
 
   private _install(svg: SVGSVGElement, keepView: boolean): void {
@@ -161,10 +294,15 @@ export class GraphPane {
     }
     // Nodes hidden in a collapsed cluster are drawn by that cluster's node.
     if (!fromDot) {
+      const around = new Map<string | null, Element | undefined>(); // once per container, not per node
       g.nodes.forEach(n => {
         if (!this.nodeEls.has(n.id)) {
-          const cid = g.collapsedAround(n.container, this._collapsed);
-          const el = cid ? this.clusterEls.get(cid) : undefined;
+          let el = around.get(n.container);
+          if (el === undefined && !around.has(n.container)) {
+            const cid = g.collapsedAround(n.container, this._collapsed);
+            el = cid ? this.clusterEls.get(cid) : undefined;
+            around.set(n.container, el);
+          }
           if (el) {
             this.nodeEls.set(n.id, el);
           }
@@ -173,6 +311,7 @@ export class GraphPane {
     }
     this.svg = svg;
     this.canvas.appendChild(svg);
+    this._buildMinimap(svg);
   }
 
   /** Put state classes on the drawn elements. */
@@ -181,7 +320,7 @@ export class GraphPane {
     if (!this.svg || !g) {
       return;
     }
-    const marks = ['jp-Kernelcore-pruned', 'jp-Kernelcore-match', 'jp-Kernelcore-selected', 'jp-Kernelcore-current', 'jp-Kernelcore-partner'];
+    const marks = ['jp-Kernelcore-pruned', 'jp-Kernelcore-match', 'jp-Kernelcore-selected', 'jp-Kernelcore-current', 'jp-Kernelcore-partner', 'jp-Kernelcore-twin'];
     this.svg.querySelectorAll('.' + marks.join(', .')).forEach(el => el.classList.remove(...marks));
     const mark = (id: string | undefined, cls: string, onlyOwn = false) => {
       if (!id) {
@@ -201,6 +340,7 @@ export class GraphPane {
     s.matches?.forEach(key => mark(g.nodes.get(key)?.id ?? key, 'jp-Kernelcore-match'));
     s.current?.forEach(id => mark(id, 'jp-Kernelcore-current'));
     s.partner?.forEach(id => mark(id, 'jp-Kernelcore-partner'));
+    s.twin?.forEach(id => mark(id, 'jp-Kernelcore-twin'));
     mark(s.selected, 'jp-Kernelcore-selected');
     if (s.removed?.size) {
       for (const e of this._edges) {
@@ -218,8 +358,72 @@ export class GraphPane {
     if (svg && this._vb) {
       const b = this._vb;
       svg.setAttribute('viewBox', `${b.x} ${b.y} ${b.w} ${b.h}`);
+      this._updateMinimap();
     }
   }
+
+  /** A copy of the drawing (no ids, no handlers) at overview scale, and a rectangle for the view. */
+  private _buildMinimap(svg: SVGSVGElement): void {
+    clear(this.minimap);
+    this._miniSvg = null;
+    this._miniRect = null;
+    const b0 = this._vb0;
+    if (!b0 || svg.querySelectorAll('g.node').length > 2000) {
+      this.minimap.classList.add('jp-Kernelcore-hidden');
+      return; // (a copy of a huge drawing costs more than it shows)
+    }
+    const copy = svg.cloneNode(true) as SVGSVGElement;
+    copy.querySelectorAll('[id]').forEach(el => el.removeAttribute('id'));
+    copy.querySelectorAll('text, title').forEach(el => el.remove());
+    // plain shapes: none of the drawing's classes, so nothing that finds nodes finds these
+    copy.querySelectorAll('g[class]').forEach(el => {
+      const c = el.getAttribute('class') ?? '';
+      el.setAttribute('class', /\bnode\b/.test(c) ? 'jp-Kernelcore-miniNode' : /\bcluster\b/.test(c) ? 'jp-Kernelcore-miniCluster' : 'jp-Kernelcore-miniEdge');
+    });
+    copy.removeAttribute('id');
+    copy.removeAttribute('class');
+    copy.setAttribute('viewBox', `${b0.x} ${b0.y} ${b0.w} ${b0.h}`);
+    copy.setAttribute('preserveAspectRatio', 'xMidYMid meet');
+    copy.classList.add('jp-Kernelcore-miniSvg');
+    const rect = document.createElementNS('http://www.w3.org/2000/svg', 'rect');
+    rect.setAttribute('class', 'jp-Kernelcore-miniView');
+    copy.appendChild(rect);
+    this.minimap.appendChild(copy);
+    this._miniSvg = copy;
+    this._miniRect = rect;
+    this._updateMinimap();
+  }
+
+  private _updateMinimap(): void {
+    const b = this._vb;
+    const b0 = this._vb0;
+    if (!this._miniRect || !b || !b0) {
+      return;
+    }
+    const all = b.x <= b0.x && b.y <= b0.y && b.x + b.w >= b0.x + b0.w && b.y + b.h >= b0.y + b0.h;
+    this.minimap.classList.toggle('jp-Kernelcore-hidden', all);
+    this._miniRect.setAttribute('x', String(b.x));
+    this._miniRect.setAttribute('y', String(b.y));
+    this._miniRect.setAttribute('width', String(b.w));
+    this._miniRect.setAttribute('height', String(b.h));
+  }
+
+  private _onMini = (ev: PointerEvent) => {
+    const mini = this._miniSvg as (SVGSVGElement & { createSVGPoint?: () => DOMPoint }) | null;
+    const ctm = mini?.getScreenCTM?.();
+    if (!mini || !ctm || !mini.createSVGPoint || !this._vb) {
+      return;
+    }
+    ev.preventDefault();
+    ev.stopPropagation();
+    const pt = mini.createSVGPoint();
+    pt.x = ev.clientX;
+    pt.y = ev.clientY;
+    const p = pt.matrixTransform(ctm.inverse());
+    this._vb.x = p.x - this._vb.w / 2;
+    this._vb.y = p.y - this._vb.h / 2;
+    this._applyViewBox();
+  };
 
   get viewBox(): Box | null {
     return this._vb ? { ...this._vb } : null;
@@ -248,11 +452,29 @@ export class GraphPane {
     };
   }
 
+  /**
+   * Fit: the whole graph when its labels stay readable at that scale (FIT_MIN px per point); else its
+   * whole width when that is readable, else its top at a readable scale. Fit again right after: the whole
+   * graph whatever the scale.
+   */
   fit(): void {
-    if (this._vb0) {
-      this._vb = { ...this._vb0 };
-      this._applyViewBox();
+    const b0 = this._vb0;
+    if (!b0) {
+      return;
     }
+    const r = this.canvas.getBoundingClientRect();
+    const whole = Math.min(r.width / b0.w, r.height / b0.h);
+    const again = this._lastFit !== null && this._vb !== null && this._lastFit === `${this._vb.x},${this._vb.y},${this._vb.w}`;
+    if (!r.width || !r.height || whole >= FIT_MIN || again) {
+      this._vb = { ...b0 };
+    } else if (r.width / b0.w >= FIT_MIN) {
+      const k = r.width / b0.w;
+      this._vb = { x: b0.x, y: b0.y, w: b0.w, h: r.height / k };
+    } else {
+      this._vb = this._initialView();
+    }
+    this._applyViewBox();
+    this._lastFit = this._vb ? `${this._vb.x},${this._vb.y},${this._vb.w}` : null;
   }
 
   /** Zoom by `k` (<1 zooms in) around the point (px, py) in SVG user units (default: the center). */
@@ -402,6 +624,9 @@ export class GraphPane {
 
   dispose(): void {
     this._gen++;
+    if (this._signal) {
+      cancelLayout(this._signal);
+    }
     clear(this.canvas);
   }
 }

@@ -24,6 +24,8 @@ export interface VarJSON {
   persistable?: boolean;
   parameter?: boolean;
   kind?: VarKind | string;
+  /** version 2: the innermost group holding it (null: block level) */
+  group?: string | null;
 }
 
 export interface OpJSON {
@@ -38,6 +40,26 @@ export interface OpJSON {
   comment?: string;
   /** kernelcore has no definition (so no kernel) for this op type: the program can be shown, not run. */
   unsupported?: boolean;
+  /** version 2: the innermost group holding it (null: block level) */
+  group?: string | null;
+  /** version 2, backward ops: the id of the forward op it differentiates */
+  forward?: string;
+  /** version 2: "file:line in fn: code", the user's frame of Paddle's op_callstack */
+  callsite?: string;
+}
+
+export type GroupKind = 'stage' | 'layer' | 'repeat' | 'range';
+
+/** version 2: a group of ops in a block (docs/frontend-contract.md), parents listed before kids. */
+export interface GroupJSON {
+  id: string; // group_<block>_<k>
+  kind: GroupKind | string;
+  label: string;
+  parent: string | null;
+  first: number;
+  last: number;
+  ops: number;
+  count?: number; // repeat: how many alike siblings
 }
 
 export interface BlockJSON {
@@ -45,6 +67,7 @@ export interface BlockJSON {
   parent: number;
   vars: VarJSON[];
   ops: OpJSON[];
+  groups?: GroupJSON[];
 }
 
 export interface PrunedJSON {
@@ -58,7 +81,7 @@ export interface ProgramJSON {
   version: number;
   blocks: BlockJSON[];
   pruned?: PrunedJSON | null;
-  dot?: string;
+  dot?: string | null;
 }
 
 export type PreviewKind = 'heatmap' | 'sparkline' | 'scalar';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import ProgramGraphWidget, { ProgramGraphView } from '../src/views/ProgramGraph';
 import { dotQuote, ProgramGraphModel } from '../src/graph';
-import { vizLayout } from '../src/layout';
+import { vizLayout } from '../src/vizdirect';
 import { chain, HOSTILE, HOSTILE_OP, mlp, withSubBlock } from './fixtures';
 import { container, FakeModel, flush, texts } from './fake-model';
 

@@ -4,3 +4,7 @@ HTMLCanvasElement.prototype.getContext = (() => null) as unknown as typeof HTMLC
 if (typeof (globalThis as any).DragEvent === 'undefined') {
   (globalThis as any).DragEvent = class DragEvent extends MouseEvent {};
 }
+// jsdom has no Web Worker: the views lay out with Graphviz on the test's thread (the same WASM build).
+import { setLayoutEngine } from '../src/layout';
+import { vizLayout } from '../src/vizdirect';
+setLayoutEngine(vizLayout);

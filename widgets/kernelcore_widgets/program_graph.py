@@ -6,7 +6,7 @@ import os
 import traitlets as t
 
 import kernelcore as kc
-from kernelcore.display import op_id, op_role, parse_node_id, program_json, var_id
+from kernelcore.display import op_id, parse_node_id, program_json, var_id
 
 from ._base import STATIC, KCWidget
 from .schema import value_preview
@@ -166,13 +166,26 @@ class GraphState(t.HasTraits):
                 spec = opdef.attr_spec(name)
                 if spec is not None and spec.comment:
                     attr_comments[name] = spec.comment
-        d = {"id": node_id, "kind": "op", "type": op.type, "block": b, "idx": i, "role": op_role(op.type),
+        d = {"id": node_id, "kind": "op", "type": op.type, "block": b, "idx": i, "role": op_json["role"],
              "comment": op_json["comment"], "attrs": op_json["attrs"], "attr_comments": attr_comments,
              "inputs": ins, "outputs": outs, "slot_comments": {**in_comments, **out_comments},
              "sub_blocks": op_json["sub_blocks"], "known": opdef is not None}
+        for key in ("callsite", "forward"):
+            if key in op_json:
+                d[key] = op_json[key]
+        d["layer"] = self._group_path(b, op_json.get("group"))
         if self._pruned is not None:
             d["removed"] = node_id in self.program["pruned"]["removed_ops"]
         return d
+
+    def _group_path(self, b: int, gid) -> list:
+        """The labels of group `gid` and the groups around it, outermost first."""
+        groups = {g["id"]: g for g in self.program["blocks"][b].get("groups", ())}
+        out = []
+        while gid is not None and gid in groups and len(out) < 1000:
+            out.append(groups[gid]["label"])
+            gid = groups[gid]["parent"]
+        return out[::-1]
 
     def _describe_var(self, b: int, name: str, node_id: str) -> dict:
         prog = self._program

@@ -12,7 +12,7 @@ preview is asked for) and `scope_json` (ScopeJSON: a scope's variables with prev
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, Optional, TypedDict
+from typing import Any, Literal, NotRequired, Optional, TypedDict
 
 import numpy as np
 
@@ -23,7 +23,7 @@ SAMPLE_SIDE = 16  # a sample holds at most SAMPLE_SIDE x SAMPLE_SIDE values
 
 
 # --------------------------------------------------------------------------------------------------------
-# ProgramJSON (schema "kernelcore.program", version 1): kernelcore.display.program_json builds it.
+# ProgramJSON (schema "kernelcore.program", version 2): kernelcore.display.program_json builds it.
 class VarJSON(TypedDict):
     id: str                 # "v<block>:<name>", the declaring block
     name: str
@@ -33,6 +33,7 @@ class VarJSON(TypedDict):
     persistable: bool
     parameter: bool
     kind: Literal["data", "param", "grad", "tmp", "other"]
+    group: Optional[str]    # the innermost GroupJSON holding it (its first op's), None: block level
 
 
 class OpJSON(TypedDict):
@@ -46,6 +47,20 @@ class OpJSON(TypedDict):
     sub_blocks: list
     comment: str            # the OpProto comment from the registry ("" for ops kernelcore lacks)
     unsupported: bool       # kernelcore has no definition (so no kernel) for this op type: shown, cannot run
+    group: Optional[str]    # the innermost GroupJSON holding it, None: block level
+    forward: NotRequired[str]   # backward ops: the id of the forward op it differentiates
+    callsite: NotRequired[str]  # "file:line in fn: code" from Paddle's op_callstack (the user's frame)
+
+
+class GroupJSON(TypedDict):
+    id: str                 # "group_<block>_<k>"
+    kind: Literal["stage", "layer", "repeat", "range"]
+    label: str              # "forward", "fc_3", "encoder", "fc ×640", "fc_0 … fc_47 (48)"
+    parent: Optional[str]   # the enclosing group, None: the block itself
+    first: int              # the smallest and largest op index inside
+    last: int
+    ops: int                # ops inside, all levels
+    count: NotRequired[int]  # repeat: how many alike siblings it holds
 
 
 class BlockJSON(TypedDict):
@@ -53,6 +68,7 @@ class BlockJSON(TypedDict):
     parent: int
     vars: list              # [VarJSON]
     ops: list               # [OpJSON]
+    groups: list            # [GroupJSON], parents before kids
 
 
 class PrunedJSON(TypedDict):
@@ -66,7 +82,7 @@ class ProgramJSON(TypedDict):
     version: int
     blocks: list            # [BlockJSON]
     pruned: Optional[PrunedJSON]
-    dot: str
+    dot: Optional[str]      # None above SVG_NODE_LIMIT nodes (the browser builds its own DOT)
 
 
 # --------------------------------------------------------------------------------------------------------

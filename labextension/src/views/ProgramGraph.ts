@@ -8,8 +8,8 @@
  * Traits: program, pruned_program, selected, details, search, collapsed. See docs/frontend-contract.md.
  */
 import { button, clear, h } from '../dom';
-import { localDetails, renderDetails } from '../details';
-import { ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from '../graph';
+import { localDetails, renderNodeDetails } from '../details';
+import { EXPAND_BUDGET, ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from '../graph';
 import { GraphPane } from '../graphpane';
 import { Listeners, RenderProps, setTrait, WidgetModel } from '../model';
 import { isProgramJSON, ProgramJSON, PrunedJSON } from '../schema';
@@ -50,6 +50,14 @@ export class ProgramGraphView {
   private _awaiting: string | null = null;
   private _quiet = false;
   private _searchTimer: ReturnType<typeof setTimeout> | null = null;
+  private _crumbs!: HTMLElement;
+  private _note!: HTMLElement;
+  private _body!: HTMLElement;
+  private _anchor: string | undefined = undefined;
+  private _freshView = false;
+  /** "Expand all" opens groups while the drawing stays within this many nodes. */
+  expandBudget = EXPAND_BUDGET;
+  private _focusAfter: string | null = null;
 
   constructor(
     readonly model: WidgetModel,
@@ -64,17 +72,28 @@ export class ProgramGraphView {
     const toolbar = h('div', { cls: 'jp-Kernelcore-toolbar' }, [
       this._search,
       this._count,
-      button('Fit', () => this.panes().forEach(p => p.fit()), { cls: 'jp-Kernelcore-fit', title: 'fit the graph in view' }),
+      button('Fit', () => this.panes().forEach(p => p.fit()), { cls: 'jp-Kernelcore-fit', title: 'fit the graph in view where labels stay readable (again: all of it)' }),
       button('+', () => this.panes().forEach(p => p.zoom(0.8)), { title: 'zoom in' }),
       button('\u2212', () => this.panes().forEach(p => p.zoom(1.25)), { title: 'zoom out' }),
-      button('Expand all', () => this._setCollapsed([]), { title: 'unfold every cluster' }),
-      button('Fold big', () => this._setCollapsed(this.graph?.defaultCollapsed() ?? []), { title: 'fold groups and large clusters' }),
+      button('Expand all', () => this.expandAll(), { cls: 'jp-Kernelcore-expandAll', title: `unfold groups, outermost first, up to ${EXPAND_BUDGET} nodes at once` }),
+      button(
+        'Fold all',
+        () => {
+          this._freshView = true;
+          this._say('');
+          this._setCollapsed(this.graph?.defaultCollapsed() ?? []);
+        },
+        { title: 'fold every group (stages stay open)' }
+      ),
       this._status
     ]);
+    this._crumbs = h('div', { cls: 'jp-Kernelcore-crumbs', attrs: { 'aria-label': 'open groups' } });
+    this._note = h('div', { cls: 'jp-Kernelcore-note', attrs: { role: 'status' } });
     this._panes = h('div', { cls: 'jp-Kernelcore-graphPanes' });
     this.left = this._makePane('left');
     this._details = h('div', { cls: 'jp-Kernelcore-details' });
-    this.root.append(toolbar, this._panes, this._legend(), this._details);
+    this._body = h('div', { cls: 'jp-Kernelcore-graphBody' }, [this._panes, this._details]);
+    this.root.append(toolbar, this._crumbs, this._note, this._body, this._legend());
     el.appendChild(this.root);
 
     this._search.value = String(model.get('search') ?? '');
@@ -88,10 +107,12 @@ export class ProgramGraphView {
     });
     this._search.addEventListener('keydown', ev => {
       if (ev.key === 'Enter' && this._matches.length && this.graph) {
-        this._matchCursor = (this._matchCursor + 1) % this._matches.length;
+        const step = ev.shiftKey ? -1 : 1;
+        this._matchCursor = (this._matchCursor + step + this._matches.length) % this._matches.length;
         const n = this.graph.nodes.get(this._matches[this._matchCursor]);
         if (n) {
-          this.left.centerOn(n.id);
+          this._count.textContent = `${this._matchCursor + 1} of ${this._matches.length}`;
+          this.reveal(n.id);
         }
       }
     });
@@ -161,6 +182,7 @@ export class ProgramGraphView {
         } else {
           cur.add(cid);
         }
+        this._anchor = cid; // keep what was clicked where it was on screen
         this._setCollapsed([...cur]);
       } else {
         if (this._rightCollapsed.has(cid)) {
@@ -181,6 +203,95 @@ export class ProgramGraphView {
 
   private _setCollapsed(list: string[]): void {
     setTrait(this.model, 'collapsed', list);
+  }
+
+  /** "Expand all": open folded groups outermost first while the drawing stays within EXPAND_BUDGET nodes. */
+  expandAll(): void {
+    const g = this.graph;
+    if (!g) {
+      return;
+    }
+    const cur = new Set(idsOf(this.model.get('collapsed')));
+    const r = g.expandWithin(cur, this.expandBudget);
+    if (r.left === 0) {
+      this._say(r.opened ? '' : 'everything is open');
+    } else {
+      const total = g.nodes.size;
+      this._say(
+        `Opened ${r.opened} group${r.opened === 1 ? '' : 's'}; ${r.left} stay folded: all of this program is ${total.toLocaleString()} nodes, ` +
+          `more than ${this.expandBudget} can be drawn at once and stay readable. Open groups one by one, or search.`
+      );
+    }
+    if (r.opened) {
+      this._freshView = true; // the drawing changes wholesale: start from its top, not the old view box
+      this._setCollapsed([...r.collapsed]);
+    }
+  }
+
+  /** Open the groups around program id `id`, lay out, and zoom to it. */
+  reveal(id: string): void {
+    const g = this.graph;
+    if (!g) {
+      return;
+    }
+    const cur = new Set(idsOf(this.model.get('collapsed')));
+    const around = g.pathOf(id).map(p => p.id);
+    const closed = around.filter(c => cur.has(c));
+    if (closed.length === 0) {
+      this.left.zoomTo(id);
+      this._focus(id);
+      return;
+    }
+    closed.forEach(c => cur.delete(c));
+    this._focusAfter = id;
+    this._setCollapsed([...cur]);
+  }
+
+  private _focus(id: string): void {
+    this.left.applyClasses({ removed: this._removed, matches: new Set(this._matches), selected: String(this.model.get('selected') ?? ''), current: this._current });
+    this._crumbsFor(id);
+  }
+
+  private _say(text: string): void {
+    this._note.textContent = text;
+    this._note.classList.toggle('jp-Kernelcore-hidden', !text);
+  }
+
+  /** Breadcrumbs: the groups around `id` (a node's program id or a group id); a click zooms to one. */
+  private _crumbsFor(id: string | null): void {
+    clear(this._crumbs);
+    const g = this.graph;
+    if (!g || !id) {
+      return;
+    }
+    const path = g.pathOf(id);
+    const blockOf = /^[ov](\d+):/.exec(id);
+    const items: HTMLElement[] = [h('span', { cls: 'jp-Kernelcore-crumb jp-Kernelcore-muted', text: `block ${blockOf ? blockOf[1] : g.clusters.get(id)?.block ?? 0}` })];
+    for (const p of path) {
+      items.push(h('span', { cls: 'jp-Kernelcore-crumbSep', text: '\u203a' }));
+      items.push(button(p.label, () => this._zoomToGroup(p.id), { cls: 'jp-Kernelcore-crumb', title: 'show this group' }));
+    }
+    if (g.byId.has(id)) {
+      items.push(h('span', { cls: 'jp-Kernelcore-crumbSep', text: '\u203a' }));
+      items.push(h('span', { cls: 'jp-Kernelcore-crumb jp-Kernelcore-crumbHere', text: g.nodes.get(g.byId.get(id)!)!.name }));
+    }
+    this._crumbs.append(...items);
+  }
+
+  private _zoomToGroup(cid: string): void {
+    const cur = new Set(idsOf(this.model.get('collapsed')));
+    const g = this.graph;
+    if (!g) {
+      return;
+    }
+    const closed = g.ancestors(g.clusters.get(cid)?.parent ?? null).filter(c => cur.has(c));
+    if (closed.length) {
+      closed.forEach(c => cur.delete(c));
+      this._focusAfter = cid;
+      this._setCollapsed([...cur]);
+    } else {
+      this.left.zoomTo(cid);
+    }
   }
 
   private _pruned(): PrunedJSON | null {
@@ -280,9 +391,24 @@ export class ProgramGraphView {
     }
     const collapsed = new Set(idsOf(this.model.get('collapsed')));
     this._status.textContent = 'laying out\u2026';
-    await this.left.show(this.graph, collapsed);
+    const anchor = this._anchor;
+    this._anchor = undefined;
+    const focus = this._focusAfter;
+    this._focusAfter = null;
+    const fresh = this._freshView;
+    this._freshView = false;
+    const done = await this.left.show(this.graph, collapsed, anchor, fresh);
+    if (!done) {
+      return; // superseded by a newer layout (or failed: the pane says why)
+    }
     this._status.textContent = this._summary();
     this._restyle();
+    if (focus) {
+      this.left.zoomTo(focus);
+      this._crumbsFor(focus);
+    } else if (anchor) {
+      this._crumbsFor(anchor);
+    }
   }
 
   private async _renderRight(): Promise<void> {
@@ -327,12 +453,17 @@ export class ProgramGraphView {
         }
       }
     }
+    // a selected backward op lights the forward op it differentiates (ProgramJSON v2 `forward`)
+    const selKey = this.graph?.byId.get(selected);
+    const fwd = selKey ? this.graph?.nodes.get(selKey)?.op?.forward : undefined;
+    const twin = typeof fwd === 'string' ? new Set([fwd]) : new Set<string>();
     this.left.applyClasses({
       removed: this._removed,
       matches: new Set(this._matches),
       selected,
       current: this._current,
-      partner: leftPartner
+      partner: leftPartner,
+      twin
     });
     if (this.right && this.prunedGraph) {
       const q = this._search.value;
@@ -347,6 +478,9 @@ export class ProgramGraphView {
 
   private _showDetails(): void {
     const selected = String(this.model.get('selected') ?? '');
+    if (selected) {
+      this._crumbsFor(selected);
+    }
     if (!selected) {
       clear(this._details);
       return;
@@ -366,7 +500,13 @@ export class ProgramGraphView {
     this._details.appendChild(h('div', { cls: 'jp-Kernelcore-detailsHead' }, [h('b', { text: id }), h('span', { cls: 'jp-Kernelcore-muted', text: `  ${source}` })]));
     const d = fromPython ?? local;
     if (d) {
-      this._details.appendChild(renderDetails(d));
+      const onSelect = (nid: string) => {
+        if (g === this.graph) {
+          this.select(nid);
+          this.reveal(nid);
+        }
+      };
+      this._details.appendChild(renderNodeDetails(d, g, onSelect));
     } else {
       this._details.appendChild(h('div', { cls: 'jp-Kernelcore-muted', text: 'not in this program' }));
     }

@@ -9,6 +9,7 @@
 import { clear, formatNs, formatShape, h, short } from '../dom';
 import { Listeners, RenderProps, setTrait, WidgetModel } from '../model';
 import { TraceEvent, TraceFilter } from '../schema';
+import { TimeAxis } from '../timeaxis';
 
 const ROW_H = 22;
 const DEFAULT_VIEW_H = 320;
@@ -72,6 +73,8 @@ export class TraceTimelineView {
   private _maxDur = 0;
   private _lastRange = '';
   private _eventsSeen: unknown = undefined;
+  /** the events on a time axis (zoom, pan, nested timesteps); a click selects like a row does */
+  readonly axis = new TimeAxis();
 
   constructor(
     readonly model: WidgetModel,
@@ -99,13 +102,16 @@ export class TraceTimelineView {
       h('div', { cls: 'jp-Kernelcore-toolbar' }, [this._kind, this._op, this._scope, this._count]),
       (this._note = h('div', { cls: 'jp-Kernelcore-note' })),
       this._summary,
+      this.axis.el,
       this._viewport,
       this._detail
     );
     el.appendChild(this.root);
     this._listeners.onChange(['events', 'truncated'], () => this.refresh());
     this._listeners.onChange(['filter'], () => this.refresh());
+    this.axis.onSelect = seq => this.select(seq);
     this._listeners.onChange(['selected_event'], () => {
+      this.axis.select(Number(this.model.get('selected_event') ?? -1));
       this._lastRange = '';
       this._drawRows();
       this._drawDetail();
@@ -134,6 +140,7 @@ export class TraceTimelineView {
     if (events !== this._eventsSeen) {
       this._eventsSeen = events;
       this._fillControls(events);
+      this.axis.setEvents(events);
     }
     const f = this.filter;
     this._kind.value = f.kind ?? '';

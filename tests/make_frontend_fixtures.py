@@ -1,0 +1,46 @@
+"""Write the ProgramJSON fixtures the front end's unit tests read (labextension/test/data/), from programs
+kernelcore builds, so the TypeScript tests see what Python really writes. tests/test_hierarchy.py checks
+the committed files are current:  python tests/make_frontend_fixtures.py"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import kernelcore as kc  # noqa: E402
+from kernelcore.display import program_json  # noqa: E402
+
+OUT = ROOT / "labextension" / "test" / "data"
+
+
+def mlp_v2(layers: int = 50) -> dict:
+    """A training MLP of `layers` relu fc layers (forward, backward, optimize stages; repeats; ranges)."""
+    L = kc.layers
+    main, startup = kc.Program(), kc.Program()
+    with kc.program_guard(main, startup):
+        h = L.data("x", [-1, 4])
+        for _ in range(layers):
+            h = L.fc(h, 4, act="relu")
+        kc.optimizer.SGD(learning_rate=0.1).minimize(L.mean(h), startup)
+    pj = program_json(main, dot=False)
+    for b in pj["blocks"]:  # what the graph tests do not read, left out to keep the file small
+        for o in b["ops"]:
+            o["attrs"], o["comment"] = {}, ""
+    return pj
+
+
+FIXTURES = {"mlp_v2.json": mlp_v2}
+
+
+def render(name: str) -> str:
+    return json.dumps(FIXTURES[name](), indent=None, separators=(",", ":"), sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name in FIXTURES:
+        (OUT / name).write_text(render(name))
+        print(OUT / name)
