@@ -23,7 +23,17 @@ export interface PaneClasses {
   partner?: Set<string>;
   /** the forward op of a selected backward op */
   twin?: Set<string>;
+  /** "what ran" overlay: ops the last run never executed (greyed) */
+  notRun?: Set<string>;
+  /** "what ran" overlay: op id -> heat level 1..4 by the time it took */
+  heat?: Map<string, number>;
+  /** run diff: ops whose outputs differ between two runs */
+  differs?: Set<string>;
 }
+
+export const HEAT_LEVELS = 4;
+export const RUN_MARKS = ['jp-Kernelcore-notRun', 'jp-Kernelcore-differs',
+  ...Array.from({ length: HEAT_LEVELS }, (_, i) => `jp-Kernelcore-heat${i + 1}`)];
 
 export class GraphPane {
   readonly el: HTMLElement;
@@ -320,7 +330,7 @@ export class GraphPane {
     if (!this.svg || !g) {
       return;
     }
-    const marks = ['jp-Kernelcore-pruned', 'jp-Kernelcore-match', 'jp-Kernelcore-selected', 'jp-Kernelcore-current', 'jp-Kernelcore-partner', 'jp-Kernelcore-twin'];
+    const marks = ['jp-Kernelcore-pruned', 'jp-Kernelcore-match', 'jp-Kernelcore-selected', 'jp-Kernelcore-current', 'jp-Kernelcore-partner', 'jp-Kernelcore-twin', ...RUN_MARKS];
     this.svg.querySelectorAll('.' + marks.join(', .')).forEach(el => el.classList.remove(...marks));
     const mark = (id: string | undefined, cls: string, onlyOwn = false) => {
       if (!id) {
@@ -341,6 +351,9 @@ export class GraphPane {
     s.current?.forEach(id => mark(id, 'jp-Kernelcore-current'));
     s.partner?.forEach(id => mark(id, 'jp-Kernelcore-partner'));
     s.twin?.forEach(id => mark(id, 'jp-Kernelcore-twin'));
+    s.notRun?.forEach(id => mark(id, 'jp-Kernelcore-notRun', true));
+    s.heat?.forEach((level, id) => mark(id, `jp-Kernelcore-heat${level}`, true));
+    s.differs?.forEach(id => mark(id, 'jp-Kernelcore-differs'));
     mark(s.selected, 'jp-Kernelcore-selected');
     if (s.removed?.size) {
       for (const e of this._edges) {

@@ -10,7 +10,7 @@
 import { button, clear, h } from '../dom';
 import { localDetails, renderNodeDetails } from '../details';
 import { EXPAND_BUDGET, ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from '../graph';
-import { GraphPane } from '../graphpane';
+import { GraphPane, HEAT_LEVELS } from '../graphpane';
 import { Listeners, RenderProps, setTrait, WidgetModel } from '../model';
 import { isProgramJSON, ProgramJSON, PrunedJSON } from '../schema';
 
@@ -136,6 +136,7 @@ export class ProgramGraphView {
       this._showDetails();
     });
     this._listeners.onChange(['details'], () => this._showDetails());
+    this._listeners.onChange(['ran', 'run_diff'], () => this._restyle());
     this.ready = this._rebuild();
   }
 
@@ -463,7 +464,8 @@ export class ProgramGraphView {
       selected,
       current: this._current,
       partner: leftPartner,
-      twin
+      twin,
+      ...runOverlay(this.graph, this.model.get('ran'), this.model.get('run_diff'))
     });
     if (this.right && this.prunedGraph) {
       const q = this._search.value;
@@ -490,7 +492,8 @@ export class ProgramGraphView {
       !this.options.local && details && typeof details === 'object' && Object.keys(details).length > 0 && (details.id === undefined ? this._awaiting !== selected : String(details.id) === selected)
         ? (details as Record<string, unknown>)
         : null;
-    this._renderDetailsFor(this.graph, selected, fromPython);
+    const run = runLine(this.model.get('ran'), this.model.get('run_diff'), selected);
+    this._renderDetailsFor(this.graph, selected, fromPython && run ? { ...fromPython, ...run } : fromPython ?? null);
   }
 
   private _renderDetailsFor(g: ProgramGraphModel | null, id: string, fromPython: Record<string, unknown> | null): void {
@@ -545,3 +548,51 @@ async function render({ model, el }: RenderProps): Promise<() => void> {
 }
 
 export default { render };
+
+/** The "what ran" overlay of a run (traits `ran`: op id -> {runs, ns, timesteps}; `run_diff`: op id -> the
+ * largest difference of its outputs from another run): ops that never ran, a heat level by time, ops whose
+ * outputs differ. Nothing when no run is shown. */
+export function runOverlay(
+  graph: ProgramGraphModel | null,
+  ran: unknown,
+  runDiff: unknown
+): { notRun?: Set<string>; heat?: Map<string, number>; differs?: Set<string> } {
+  const r = ran && typeof ran === 'object' ? (ran as Record<string, { runs?: number; ns?: number }>) : {};
+  const d = runDiff && typeof runDiff === 'object' ? Object.keys(runDiff as object) : [];
+  if (!graph || (Object.keys(r).length === 0 && d.length === 0)) {
+    return {};
+  }
+  const notRun = new Set<string>();
+  const heat = new Map<string, number>();
+  if (Object.keys(r).length) {
+    const most = Math.max(1, ...Object.values(r).map(x => Number(x?.ns ?? 0)));
+    graph.nodes.forEach(n => {
+      if (!n.op) {
+        return;
+      }
+      const run = r[n.id];
+      if (!run) {
+        notRun.add(n.id);
+      } else {
+        heat.set(n.id, Math.max(1, Math.ceil((HEAT_LEVELS * Number(run.ns ?? 0)) / most)));
+      }
+    });
+  }
+  return { notRun, heat, differs: new Set(d) };
+}
+
+/** What the shown run did with op `id`, for its details ({} when no run is shown). */
+export function runLine(ran: unknown, runDiff: unknown, id: string): Record<string, string> | null {
+  const r = ran && typeof ran === 'object' ? (ran as Record<string, { runs?: number; ns?: number; timesteps?: number }>)[id] : undefined;
+  const d = runDiff && typeof runDiff === 'object' ? (runDiff as Record<string, { var?: string; max_abs?: unknown }>)[id] : undefined;
+  if (!ran || typeof ran !== 'object' || Object.keys(ran as object).length === 0) {
+    return d ? { differs: `${String(d.var ?? '')}: max |diff| ${String(d.max_abs)}` } : null;
+  }
+  const out: Record<string, string> = {
+    ran: r ? `${r.runs} time${r.runs === 1 ? '' : 's'}${r.timesteps ? ` in ${r.timesteps} timesteps` : ''}, ${((r.ns ?? 0) / 1e6).toFixed(3)} ms` : 'not in the last run'
+  };
+  if (d) {
+    out.differs = `${String(d.var ?? '')}: max |diff| ${String(d.max_abs)}`;
+  }
+  return out;
+}
