@@ -161,7 +161,7 @@ class RunState:
 
     __slots__ = ("executor", "program", "place", "xp", "training", "observers", "seq", "pausing",
                  "keep_values", "keep_shapes", "check_nan_inf", "place_name", "op_sinks", "record_mode",
-                 "event_observers")
+                 "event_observers", "plain_sinks")
 
     def __init__(self, executor, program, place, training, observers, pausing=False):
         self.executor, self.program, self.place = executor, program, place
@@ -180,14 +180,15 @@ class RunState:
             # observers that take compact records (a Trace) hand out the callable that stores them
             self.op_sinks = tuple(o.op_recorder(self.record_mode) for o in observers if hasattr(o, "op_recorder"))
             self.event_observers = tuple(o for o in observers if not hasattr(o, "op_recorder"))
+            self.plain_sinks = tuple(o.plain_recorder() if hasattr(o, "plain_recorder") else o for o in observers)
         else:
             self.keep_values = self.keep_shapes = False
             self.record_mode = RECORD_HEAD_ONLY
-            self.op_sinks = self.event_observers = ()
+            self.op_sinks = self.event_observers = self.plain_sinks = ()
         self.check_nan_inf = False
 
     def emit_var_create(self, scope_id: int, block: int, name: str) -> None:
-        self.deliver(events.var_create(self.next_seq(), _perf(), scope_id, block, name))
+        self.deliver_plain(events.var_create(self.next_seq(), _perf(), scope_id, block, name))
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -212,6 +213,12 @@ class RunState:
     def deliver(self, ev: Event) -> None:
         for o in self.observers:
             o(ev)
+
+    def deliver_plain(self, ev: Event) -> None:
+        """An event with no values and no inputs/outputs (scope and step events, variable creations): an
+        observer that keeps events as they come (a Trace) takes it through its list's own append."""
+        for sink in self.plain_sinks:
+            sink(ev)
 
 
 class ExecContext:
@@ -243,7 +250,7 @@ class ExecContext:
                                            "timestep": timestep, "what": message})
         run = self.run
         if run.observers:
-            run.deliver(events.scope_push(run.next_seq(), _perf(), kid.id, op.block, op.idx, op.type, self.scope.id,
+            run.deliver_plain(events.scope_push(run.next_seq(), _perf(), kid.id, op.block, op.idx, op.type, self.scope.id,
                                           timestep, message))
         return kid
 
@@ -261,14 +268,14 @@ class ExecContext:
         run = self.run
         if run.observers:
             for s in reversed(list(scope.walk())):
-                run.deliver(events.scope_drop(run.next_seq(), _perf(), s.id, s.parent.id if s.parent else None))
+                run.deliver_plain(events.scope_drop(run.next_seq(), _perf(), s.id, s.parent.id if s.parent else None))
         scope.drop()
 
     def step_event(self, kind: str, timestep: int, scope: Scope) -> None:
         run = self.run
         if run.observers:
             op = self.op
-            run.deliver(events.step(kind, run.next_seq(), _perf(), scope.id, op.block, op.idx, op.type, timestep))
+            run.deliver_plain(events.step(kind, run.next_seq(), _perf(), scope.id, op.block, op.idx, op.type, timestep))
 
     def inner_step(self, step, scope: Scope, timestep: int | None = None) -> ExecContext | None:
         """For a kernel that computes its timesteps itself (the fused rnn op, no sub-block): the context
@@ -458,7 +465,7 @@ def _names_from_template(run, prepared, scope, observed) -> dict | None:
             scope.var(n)
             created.append(n)
     if observed and created:  # a step scope's locals: one event for the batch, not one per name
-        run.deliver(events.vars_create(run.next_seq(), _perf(), scope.id, prepared.block_idx, tuple(created)))
+        run.deliver_plain(events.vars_create(run.next_seq(), _perf(), scope.id, prepared.block_idx, tuple(created)))
     return names
 
 

@@ -91,6 +91,11 @@ class Trace:
             return self._items.append
         return self.record_op
 
+    def plain_recorder(self):
+        """What takes events that carry no values and no inputs/outputs (scope, step and creation events):
+        they are kept as they come, so the list's own append."""
+        return self._items.append
+
     def _record_head(self, rec) -> None:
         self._items.append(rec[:RECORD_HEAD])
 
