@@ -24,3 +24,16 @@ def test_models_bench_quick_runs_and_prints_the_table(tmp_path):
     # the outputs were checked against Paddle's: the max|diff| column holds small numbers
     rows = [line for line in p.stdout.splitlines() if line.startswith(("ResNet-18 ", "MobileNetV2 "))]
     assert len(rows) == 2 and all(float(r.split()[-1]) < 1e-4 for r in rows), rows
+
+
+def test_lstm_bench_quick_matches_paddle_and_prints_both_rows():
+    if not (ROOT / ".venv-paddle" / "bin" / "python").exists():
+        pytest.skip("no Paddle 3.3.1 venv: bench/lstm_models.py needs it to write and time the LSTM")
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "lstm_models.py"), "--quick"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
+    assert "inference" in p.stdout and "training step (SGD)" in p.stdout
+    diff = float(p.stdout.split("max|diff| / max|Paddle|:")[1].split(";")[0])
+    assert diff < 1e-4, p.stdout
+    ours, theirs = (float(x) for x in p.stdout.split("first training loss ")[1].splitlines()[0].split(" vs Paddle "))
+    assert abs(ours - theirs) <= 1e-4 * max(1.0, abs(theirs)), p.stdout
