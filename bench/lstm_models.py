@@ -5,7 +5,8 @@ kernelcore beside Paddle's own CPU executor on the same program, inference and o
 
 Paddle 3.3.1 (.venv-paddle, bench/_paddle_lstm.py) writes the programs and times its Executor (one thread, its
 default); kernelcore then loads the same files, checks its output (inference) and loss (training step) against
-Paddle's, and times itself. Best and median of the repeats; ratios are kernelcore / Paddle.
+Paddle's, and times itself; where PyTorch is importable, its nn.LSTM with the same weights is checked and timed
+too (its default threads). Best and median of the repeats; ratios are kernelcore / the other.
 """
 from __future__ import annotations
 
@@ -71,6 +72,7 @@ def main() -> int:
         (loss0,) = exe.run(main_p, feed={"x": tr["x"]}, fetch_list=[p["loss"]], scope=tscope, training=True)
         kc_train = timed(lambda: exe.run(main_p, feed={"x": tr["x"]}, fetch_list=[p["loss"]], scope=tscope,
                                          training=True), repeat)
+    torch_rows = torch_lstm(p, prog, scope, ref, main_p, tr, repeat)
     print(f"2-layer LSTM, batch {p['B']}, {p['T']} steps, input {p['I']}, hidden {p['H']}; Paddle {p['paddle']} "
           f"legacy Executor; best (median) of {repeat}; load average {os.getloadavg()[0]:.2f}")
     print(f"  output max|diff| / max|Paddle|: {diff:.1e}; first training loss {float(loss0):.8g} vs Paddle "
@@ -78,7 +80,65 @@ def main() -> int:
     for what, k, q in (("inference", kc_inf, p["infer_s"]), ("training step (SGD)", kc_train, p["train_s"])):
         print(f"  {what:20s} kernelcore {min(k) * 1e3:8.1f} ms ({statistics.median(k) * 1e3:8.1f})   Paddle "
               f"{min(q) * 1e3:8.1f} ms ({statistics.median(q) * 1e3:8.1f})   kernelcore / Paddle {min(k) / min(q):.2f}")
+    if torch_rows is None:
+        print("  PyTorch: not importable here; its column is skipped")
+    else:
+        t_inf, t_train, t_diff, t_loss, threads = torch_rows
+        print(f"  PyTorch {__import__('torch').__version__} nn.LSTM with the same weights ({threads} threads): output "
+              f"max|diff| / max|Paddle| {t_diff:.1e}, first loss {t_loss:.8g}")
+        for what, k, q in (("inference", kc_inf, t_inf), ("training step (SGD)", kc_train, t_train)):
+            print(f"  {what:20s} kernelcore {min(k) * 1e3:8.1f} ms   PyTorch {min(q) * 1e3:8.1f} ms ("
+                  f"{statistics.median(q) * 1e3:8.1f})   kernelcore / PyTorch {min(k) / min(q):.2f}")
     return 0
+
+
+def torch_lstm(p, prog, scope, ref, main_p, tr, repeat):
+    """PyTorch's nn.LSTM with the program's weights (Paddle's WeightList: every layer's w_ih, w_hh, then every
+    layer's b_ih, b_hh; gates i, f, g, o as PyTorch's): inference and one SGD step on mean(out)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+
+    def build(weights):
+        L = 2
+        lstm = torch.nn.LSTM(p["I"], p["H"], num_layers=L, batch_first=True)
+        with torch.no_grad():
+            for k in range(L):
+                for name, i in ((f"weight_ih_l{k}", 2 * k), (f"weight_hh_l{k}", 2 * k + 1),
+                                (f"bias_ih_l{k}", 2 * L + 2 * k), (f"bias_hh_l{k}", 2 * L + 2 * k + 1)):
+                    getattr(lstm, name).copy_(torch.from_numpy(np.ascontiguousarray(weights[i])))
+        return lstm
+
+    def weight_names(program):
+        op = next(o for o in program.global_block().ops if o.type == "rnn")
+        return op.input("WeightList")
+
+    lstm = build([np.asarray(scope.get(n)) for n in weight_names(prog)])
+    x = torch.from_numpy(ref["x"])
+    with torch.no_grad():
+        out = lstm(x)[0].numpy()
+    diff = float(np.abs(out - ref["fetch_0"]).max() / np.abs(ref["fetch_0"]).max())
+
+    def infer():
+        with torch.no_grad():
+            lstm(x)
+    t_inf = timed(infer, repeat)
+    tl = build([tr[f"init/{n}"] for n in weight_names(main_p)])
+    opt = torch.optim.SGD(tl.parameters(), lr=p["lr"])
+    xt = torch.from_numpy(tr["x"])
+    losses = []
+
+    def step():
+        opt.zero_grad()
+        loss = tl(xt)[0].mean()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    step()  # the first step's loss, compared with Paddle's
+    first = losses[0]
+    t_train = timed(step, repeat)
+    return t_inf, t_train, diff, first, torch.get_num_threads()
 
 
 if __name__ == "__main__":
