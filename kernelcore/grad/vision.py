@@ -320,27 +320,6 @@ def instance_norm_grad(ctx, ins, attrs):
     return dx, dscale, dbias
 
 
-if not has_op("layer_norm_grad"):  # a transformer family may define it first
-    LAYER_NORM_GRAD = standard("layer_norm", ins=("X", "Scale", "Bias"), outs=("Mean", "Variance"),
-                               out_grads=("Y",), in_grads=("X", "Scale", "Bias"),
-                               comment="The gradient of layer_norm (closed form over each row [left, right]).")
-
-    @LAYER_NORM_GRAD.kernel()
-    def layer_norm_grad(ctx, ins, attrs):
-        xp = ctx.xp
-        x, scale, bias, mean, var, g = ins
-        b = attrs["begin_norm_axis"]
-        left = math.prod(x.shape[:b])
-        xf, gf = x.reshape(left, -1), g.reshape(left, -1)
-        inv = (1.0 / xp.sqrt(var + var.dtype.type(attrs["epsilon"])))[:, None]
-        xhat = (xf - mean[:, None]) * inv
-        dy = gf if scale is None else gf * scale.reshape(1, -1)
-        dx = _norm_backward(xhat, inv, dy, (1,)).reshape(x.shape)
-        dscale = (gf * xhat).sum(axis=0).reshape(scale.shape) if scale is not None else None
-        dbias = gf.sum(axis=0).reshape(bias.shape) if bias is not None else None
-        return dx, dscale, dbias
-
-
 # ---------------------------------------------------------------------------
 # activations: X@GRAD = Out@GRAD * f'(X)
 # ---------------------------------------------------------------------------

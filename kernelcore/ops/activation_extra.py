@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from ..proto.framework_pb2 import AttrType as A
-from ..registry import _REGISTRY, Attr, Check, In, Out, register_op
+from ..registry import Attr, Check, In, Out, register_op
 from ._infer import same_as
 
 
@@ -76,8 +76,6 @@ def _kernel(body):
 
 
 for _type, (_formula, _attrs, _body) in EXTRA.items():
-    if _type in _REGISTRY:  # another family may define it first
-        continue
     _d = register_op(_type, f"{_type} activation: {_formula}, elementwise.",
                      inputs=[In("X", "the input tensor")], outputs=[Out("Out", "a tensor of X's shape and dtype")],
                      attrs=_attrs, infer_shape=same_as())

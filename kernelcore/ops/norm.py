@@ -1,4 +1,4 @@
-"""Normalisation with Paddle's slots and attributes: batch_norm, group_norm, instance_norm, layer_norm.
+"""Normalisation with Paddle's slots and attributes: batch_norm, group_norm, instance_norm (layer_norm: norm_seq.py).
 
 batch_norm follows Paddle's CPU kernel:
   * statistics mode: global (Mean/Variance are used) when use_global_stats, or in inference mode unless
@@ -13,12 +13,11 @@ Paddle writes MeanOut/VarianceOut to the same variables as Mean/Variance; kernel
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
 from ..proto.framework_pb2 import AttrType as A
-from ..registry import _REGISTRY, Attr, Check, In, Out, register_op
+from ..registry import Attr, Check, In, Out, register_op
 from ._spatial import attr_or
 
 LAYOUTS = ("NCHW", "NHWC", "NCDHW", "NDHWC", "NC", "NCL", "NLC", "AnyLayout")
@@ -132,7 +131,7 @@ def batch_norm(ctx, ins, attrs):
 
 
 # ---------------------------------------------------------------------------
-# group_norm, instance_norm, layer_norm
+# group_norm, instance_norm
 # ---------------------------------------------------------------------------
 GROUP_NORM = register_op(
     "group_norm",
@@ -237,56 +236,3 @@ def instance_norm(ctx, ins, attrs):
     inv = 1.0 / xp.sqrt((centred * centred).mean(axis=2) + ct(attrs["epsilon"]))
     y = _affine(xp, (centred * inv[:, :, None]).reshape(x.shape), scale, bias, 1)
     return y.astype(x.dtype, copy=False), mean.reshape(-1).astype(x.dtype), inv.reshape(-1).astype(x.dtype)
-
-
-if "layer_norm" not in _REGISTRY:  # a transformer family may register it first
-    LAYER_NORM = register_op(
-        "layer_norm",
-        "Flatten X to [left, right] at begin_norm_axis; normalise each row: Y = (X - mean) / sqrt(var + epsilon) * "
-        "Scale + Bias, var biased, Scale/Bias of `right` elements. Mean and Variance [left] hold the statistics.",
-        inputs=[In("X", "the input"), In("Scale", "(right) gain", dispensable=True),
-                In("Bias", "(right) offset", dispensable=True)],
-        outputs=[Out("Y", "X's shape and dtype"), Out("Mean", "[left]", intermediate=True),
-                 Out("Variance", "[left], biased", intermediate=True)],
-        attrs=[Attr("epsilon", A.FLOAT, "added to the variance", 1e-5),
-               Attr("begin_norm_axis", A.INT, "the first normalised axis, in [1, rank)", 1)])
-
-
-    def _ln_infer(ic):
-        x = ic.shape("X")
-        b = attr_or(ic, "begin_norm_axis", 1)
-        if not 1 <= b < max(len(x), 2):
-            ic.fail(f"begin_norm_axis must lie in [1, {len(x)}), got {b}")
-        left = -1 if any(d < 0 for d in x[:b]) else math.prod(x[:b])
-        ic.set_output("Y", x, ic.dtype("X"))
-        ic.set_output("Mean", (left,), ic.dtype("X"))
-        ic.set_output("Variance", (left,), ic.dtype("X"))
-
-
-    LAYER_NORM.infer_shape = _ln_infer
-
-
-    @LAYER_NORM.kernel()
-    def layer_norm(ctx, ins, attrs):
-        x, scale, bias = ins
-        xp = ctx.xp
-        b = attrs["begin_norm_axis"]
-        if not 1 <= b < max(x.ndim, 2):
-            raise ValueError(f"begin_norm_axis must lie in [1, {x.ndim}), got {b}")
-        ct = _f32(x.dtype)
-        left = math.prod(x.shape[:b])
-        xf = x.astype(ct).reshape(left, -1)
-        right = xf.shape[1]
-        for name, v in (("Scale", scale), ("Bias", bias)):
-            if v is not None and v.size != right:
-                raise ValueError(f"{name} must hold {right} elements (the normalised dims {list(x.shape[b:])}), "
-                                 f"got shape {list(v.shape)}")
-        mean = xf.mean(axis=1)
-        centred = xf - mean[:, None]
-        var = (centred * centred).mean(axis=1)
-        y = centred / xp.sqrt(var + ct(attrs["epsilon"]))[:, None]
-        if scale is not None:
-            y = y * scale.reshape(1, -1).astype(ct)
-        if bias is not None:
-            y = y + bias.reshape(1, -1).astype(ct)
-        return y.reshape(x.shape).astype(x.dtype, copy=False), mean.astype(x.dtype), var.astype(x.dtype)

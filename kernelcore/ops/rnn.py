@@ -35,8 +35,7 @@ import numpy as np
 
 from ..errors import KernelcoreError
 from ..proto.framework_pb2 import AttrType as A
-from ..proto.framework_pb2 import VarType as VT
-from ..registry import _REGISTRY, Attr, Check, In, Out, larger_than, one_of, register_op
+from ..registry import Attr, Check, In, Out, larger_than, one_of, register_op
 
 MODES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 CELL_TYPES = {"LSTM": "lstm_cell", "GRU": "gru_cell", "RNN_TANH": "rnn_tanh_cell", "RNN_RELU": "rnn_relu_cell"}
@@ -45,29 +44,6 @@ _now = time.perf_counter_ns
 
 class RnnError(KernelcoreError, ValueError):
     """The rnn op was given inputs that do not fit its attributes (the executor adds the op)."""
-
-
-# ---------------------------------------------------------------------------------------------------------
-# shape
-def _infer_shape_op(ic):
-    ic.set_output("Out", [len(ic.shape("Input"))], VT.INT32)
-
-
-if "shape" not in _REGISTRY:  # a tensor-op family imported first may have it
-    SHAPE = register_op(
-        "shape",
-        "Out = the shape of Input, as a 1-D int32 tensor (Paddle writes it before the rnn op to read the batch "
-        "size).",
-        inputs=[In("Input", "any tensor")],
-        outputs=[Out("Out", "int32 [Input's rank]")],
-        infer_shape=_infer_shape_op)
-
-    @SHAPE.kernel()
-    def shape(ctx, ins, attrs):
-        x = ins[0]
-        if x is None or not hasattr(x, "shape"):
-            raise RnnError(f"Input must be a tensor, got {type(x).__name__}")
-        return (ctx.xp.asarray(np.array(x.shape, dtype=np.int32)),)  # the shape is host metadata: no sync
 
 
 # ---------------------------------------------------------------------------------------------------------
