@@ -251,7 +251,8 @@ class RecordedRun:
         for e in self.events[self.first_event:upto + 1]:
             if e.kind == "scope_push":
                 parent[e.scope], names[e.scope] = e.parent_scope, set()
-                origin[e.scope] = {"op": e.op_type, "block": e.block, "op_idx": e.op, "timestep": e.timestep}
+                origin[e.scope] = {"op": e.op_type, "block": e.block, "op_idx": e.op, "timestep": e.timestep,
+                                   "what": e.message}
             elif e.kind == "var_create" and e.scope in names:
                 names[e.scope].add(e.name)
         return parent, names, origin
@@ -316,6 +317,8 @@ class RecordedRun:
                 op = self.program.block(b).op(op_idx)
             except KernelcoreError:
                 op = None
+        if op is not None and op.type == "rnn" and depth > 0:
+            return self._bound_fused(o, op, name, step_scope, i, depth, facts, org)
         if op is None or op.type != "recurrent" or depth <= 0:
             o.note = "bound by the loop op"
             return o
@@ -342,6 +345,36 @@ class RecordedRun:
                     o.inputs.append(self._origin(src, outer, self._begin_of(step_scope, i), depth - 1, facts))
             return o
         o.note = "bound by the loop op"
+        return o
+
+    # the fused rnn op (ops/rnn.py): each (layer, direction) pass binds x_proj, and h_prev / c_prev from the
+    # h / c its previous step wrote (the initial state PreState at the pass's first step)
+    _FUSED_MEMORY = {"h_prev": ("h", 0), "c_prev": ("c", 1)}
+
+    def _bound_fused(self, o, op, name, step_scope, i, depth, facts, org) -> Origin:
+        parent, _, origin = facts
+        events = self.events
+        outer = parent.get(step_scope)
+        begin = self._begin_of(step_scope, i)
+        if name in self._FUSED_MEMORY:
+            src, k = self._FUSED_MEMORY[name]
+            prev = next((e for e in reversed(events[:begin + 1]) if e.kind == "step_end" and (e.block, e.op) ==
+                         (org.get("block"), org.get("op_idx")) and origin.get(e.scope, {}).get("what") == org.get("what")),
+                        None)
+            if prev is not None:
+                o.note = f"memory: {src!r} written at timestep {prev.timestep}"
+                o.inputs.append(self._origin(src, prev.scope, events.index(prev), depth - 1, facts))
+            else:
+                inits = op.input("PreState")
+                o.note = "memory at the pass's first timestep: the initial state" + (f" {inits[k]!r}" if k < len(inits) else "")
+                if k < len(inits):
+                    o.inputs.append(self._origin(inits[k], outer, begin, depth - 1, facts))
+            return o
+        if name == "x_proj":
+            o.note = f"timestep {org.get('timestep')} of the input projection (Input @ W_ih + b)"
+            o.inputs.append(self._origin(op.input("Input")[0], outer, begin, depth - 1, facts))
+            return o
+        o.note = "bound by the rnn op"
         return o
 
     def _begin_of(self, step_scope, i) -> int:

@@ -339,3 +339,27 @@ def test_nan_breakpoint_stops_after_the_step_that_made_it():
     assert "lstm_cell" in sess.stop_reason and "at timestep 2" in sess.stop_reason
     assert sess.position.innermost.timestep == 3  # paused before the next step
     assert np.isnan(sess.value("h_prev")[1]).all() and not np.isnan(sess.value("h_prev")[0]).any()
+
+
+def test_provenance_follows_the_fused_rnn_memory_back_to_the_initial_state():
+    prog, feed, _, fetch = rnn_program("LSTM", 1, T=4)
+    sess = kc.debug(prog, feed=feed, fetch_list=fetch, scope=kc.Scope())
+    for _ in range(3):
+        sess.step_timestep()
+    assert sess.position.innermost.timestep == 2
+    o = sess.provenance("h_prev", depth=8)
+    assert o.kind == "bound" and "written at timestep 1" in o.note
+    w = o.inputs[0]
+    assert (w.kind, w.name, w.op_type, w.timestep) == ("op", "h", "lstm_cell", 1)
+    chain = o.chain()
+    assert any(c.op_type == "lstm_cell" and c.timestep == 0 for c in chain)  # two timesteps back
+    first = [c for c in chain if c.kind == "bound" and c.name == "h_prev" and c.timestep == 0]
+    assert first and "initial state" in first[0].note
+    pre = op_input(prog, "PreState")[0]
+    assert any(c.kind == "initial" and c.name == pre for c in chain)
+    assert any(c.kind == "initial" and c.name == "x" for c in chain)  # x_proj comes from the op's Input
+
+
+def op_input(prog, slot):
+    op = next(o for o in prog.global_block().ops if o.type == "rnn")
+    return op.input(slot)

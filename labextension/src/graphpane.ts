@@ -29,10 +29,12 @@ export interface PaneClasses {
   heat?: Map<string, number>;
   /** run diff: ops whose outputs differ between two runs */
   differs?: Set<string>;
+  /** a provenance trail: the ops a value came from */
+  trail?: Set<string>;
 }
 
 export const HEAT_LEVELS = 4;
-export const RUN_MARKS = ['jp-Kernelcore-notRun', 'jp-Kernelcore-differs',
+export const RUN_MARKS = ['jp-Kernelcore-notRun', 'jp-Kernelcore-differs', 'jp-Kernelcore-trail',
   ...Array.from({ length: HEAT_LEVELS }, (_, i) => `jp-Kernelcore-heat${i + 1}`)];
 
 export class GraphPane {
@@ -354,6 +356,7 @@ export class GraphPane {
     s.notRun?.forEach(id => mark(id, 'jp-Kernelcore-notRun', true));
     s.heat?.forEach((level, id) => mark(id, `jp-Kernelcore-heat${level}`, true));
     s.differs?.forEach(id => mark(id, 'jp-Kernelcore-differs'));
+    s.trail?.forEach(id => mark(id, 'jp-Kernelcore-trail'));
     mark(s.selected, 'jp-Kernelcore-selected');
     if (s.removed?.size) {
       for (const e of this._edges) {

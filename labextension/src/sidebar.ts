@@ -300,6 +300,16 @@ export class KernelcoreSidebar extends Widget {
       return wrap;
     };
     this._prov.appendChild(node(o, 0));
+    // the same trail in the graph: every op the value came from
+    const trail: string[] = [];
+    const walk = (x: Origin) => {
+      if ((x.kind === 'op' || x.kind === 'bound') && x.block !== null && x.op !== null) {
+        trail.push(`o${x.block}:${x.op}`);
+      }
+      x.inputs.forEach(walk);
+    };
+    walk(o);
+    this._graph?.setTrail(trail);
   }
 
   private _renderBreakpoints(s: Session): void {

@@ -94,6 +94,10 @@ def test_sidebar_drives_a_live_session(page, lab):
     links = prov.locator(".jp-Kernelcore-originLink").all_text_contents()
     assert any("written at timestep 1" in t for t in links), links
     assert any("t=1)" in t for t in links) and any("t=0)" in t for t in links), links
+    # the same trail is outlined in the sidebar's graph: the step block's ops that wrote the value
+    trail = sb.locator(".jp-Kernelcore-sidebarView svg g.node.jp-Kernelcore-trail")
+    trail.first.wait_for()
+    assert trail.count() >= 2
     shot(sb, "sidebar_provenance")
     prov.locator(".jp-Kernelcore-originLink", has_text="assign (block 1 op #5 t=0)").first.click()
     _where(sb, "t=0")

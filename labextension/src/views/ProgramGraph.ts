@@ -40,6 +40,7 @@ export class ProgramGraphView {
   private _matches: string[] = [];
   private _matchCursor = -1;
   private _current = new Set<string>();
+  private _trail = new Set<string>();
   private _hover: { side: 'left' | 'right'; id: string } | null = null;
   private _removed = new Set<string>();
   private _toOrig = new Map<string, string>(); // pruned id -> original id
@@ -155,6 +156,12 @@ export class ProgramGraphView {
   }
 
   /** Mark the ops the debugger stands at. */
+  /** Ops to outline as a provenance trail (the writers a value came from); empty clears it. */
+  setTrail(ids: Iterable<string>): void {
+    this._trail = new Set(ids);
+    this._restyle();
+  }
+
   setCurrent(ids: Iterable<string>): void {
     this._current = new Set(ids);
     this._restyle();
@@ -465,6 +472,7 @@ export class ProgramGraphView {
       current: this._current,
       partner: leftPartner,
       twin,
+      trail: this._trail,
       ...runOverlay(this.graph, this.model.get('ran'), this.model.get('run_diff'))
     });
     if (this.right && this.prunedGraph) {
