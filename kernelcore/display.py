@@ -98,36 +98,14 @@ def _declaring_block(desc, declared: list[set], block: int, name: str) -> int | 
 def _execution_order(desc):
     """(block, op index, op desc, "in" | "out") in the order a run meets them: an op's inputs are read
     ("in"), then the blocks it runs, then its outputs are written ("out"). Blocks no op runs come last.
-    Iterative (an explicit stack), so nesting depth costs no Python recursion."""
-    n = len(desc.blocks)
-    seen = bytearray(n)
-    order = []
-    for root in range(n):
-        stack = [(root, 0, False, True)]  # (block, op index, that op's "out" is due, a fresh walk of block)
-        while stack:
-            b, i, after, fresh = stack.pop()
-            if fresh:
-                if seen[b]:
-                    continue
-                seen[b] = 1
-            ops = desc.blocks[b].ops
-            if after:
-                order.append((b, i, ops[i], "out"))
-                i += 1
-            if i >= len(ops):
-                continue
-            op = ops[i]
-            order.append((b, i, op, "in"))
-            stack.append((b, i, True, False))
-            for j in reversed(_sub_block_idxs(op)):
-                if 0 <= j < n:
-                    stack.append((j, 0, False, True))
-    return order
+    Iterative (an explicit stack, _walk_records), so nesting depth costs no Python recursion."""
+    reads = [[(None, None, None, _sub_block_idxs(op)) for op in blk.ops] for blk in desc.blocks]
+    return [(b, i, desc.blocks[b].ops[i], phase) for b, i, phase in _walk_records(reads)]
 
 
 def _walk_records(reads):
     """(block, op index, "in" | "out") in execution order over per-block op records (type, ins, outs,
-    sub-blocks): the same order as _execution_order, without touching the protobuf again."""
+    sub-blocks; only the sub-blocks are read here), each block once, an explicit stack in place of recursion."""
     n = len(reads)
     seen = bytearray(n)
     for root in range(n):

@@ -14,6 +14,7 @@ import pytest
 
 import kernelcore as kc
 from kernelcore.display import TRACE_EVENT_LIMIT, program_json
+from test_debug import rnn_program as debug_rnn_program
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "kernelcore" / "contract.schema.json").read_text())
@@ -38,24 +39,10 @@ def training_program():
 
 
 def rnn_program(T=3, B=2, D=3, H=4):
-    prog = kc.Program()
-    with kc.program_guard(prog):
-        g = prog.global_block()
-        x = g.create_var("x", [T, B, D])
-        h0 = g.create_var("h0", [B, H])
-        w = g.create_parameter("w", [D, H])
-        r = kc.layers.StaticRNN()
-        with r.step():
-            x_t = r.step_input(x)
-            h_prev = r.memory(init=h0)
-            h_new = kc.op.tanh(kc.op.elementwise_add(kc.op.matmul_v2(x_t, w), h_prev))
-            r.update_memory(h_prev, h_new)
-            r.step_output(h_new)
-        out = r()
-    rng = np.random.default_rng(0)
+    """test_debug's StaticRNN program with its parameter set in a scope: (program, scope, feed, output)."""
+    prog, feed, out, _ = debug_rnn_program(T, B, D, H)
     scope = kc.Scope()
-    scope.set("w", rng.standard_normal((D, H)).astype(np.float32))
-    feed = {"x": rng.standard_normal((T, B, D)).astype(np.float32), "h0": np.zeros((B, H), np.float32)}
+    scope.set("w", np.random.default_rng(0).standard_normal((D, H)).astype(np.float32))
     return prog, scope, feed, out
 
 

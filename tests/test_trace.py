@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
+from test_contract import rnn_program
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "trace_small.json"
 
@@ -176,25 +177,8 @@ def test_a_version_1_trace_still_loads():
 def test_step_scopes_report_their_locals_in_one_event_per_timestep():
     """From the second timestep on, a step block's locals are created by one vars_create event (the first
     timestep resolves names one by one); time travel rebuilds them all, and the JSON round trip keeps them."""
-    T, B, D, H = 4, 2, 3, 5
-    prog = kc.Program()
-    with kc.program_guard(prog):
-        g = prog.global_block()
-        x = g.create_var("x", [T, B, D])
-        h0 = g.create_var("h0", [B, H])
-        w = g.create_parameter("w", [D, H])
-        rnn = kc.layers.StaticRNN()
-        with rnn.step():
-            x_t = rnn.step_input(x)
-            h = rnn.memory(init=h0)
-            h_new = kc.op.tanh(kc.op.elementwise_add(kc.op.matmul_v2(x_t, w), h))
-            rnn.update_memory(h, h_new)
-            rnn.step_output(h_new)
-        out = rnn()
-    rng = np.random.default_rng(0)
-    scope = kc.Scope()
-    scope.set("w", rng.standard_normal((D, H)).astype(np.float32))
-    feed = {"x": rng.standard_normal((T, B, D)).astype(np.float32), "h0": np.zeros((B, H), np.float32)}
+    T = 4
+    prog, scope, feed, out = rnn_program(T=T)
     with kc.trace() as tr:
         kc.Executor().run(prog, feed, [out], scope)
     batches = [e for e in tr.events if e.kind == "vars_create"]

@@ -435,7 +435,8 @@ PAD3D_GRAD = standard("pad3d", ins=("X", "Paddings"),
 
 @PAD3D_GRAD.kernel()
 def pad3d_grad(ctx, ins, attrs):
-    from ..ops.vision_tensor import _host_ints, _pad_widths
+    from ..ops.tensor import _host_ints
+    from ..ops.vision_tensor import _pad_widths
     xp = ctx.xp
     x, pad_t, g = ins
     p = _host_ints(pad_t) if pad_t is not None else list(attrs["paddings"])

@@ -89,6 +89,16 @@ def _one_int(t, what: str) -> int:
     return vals[0]
 
 
+def ints_operand(tensor_list, tensor, attr_value, list_slot: str) -> list:
+    """Integers an op takes as one-element tensors (`list_slot`), else as a 1-D tensor, else as its attribute:
+    the priority of reshape2's ShapeTensor / Shape, expand_v2's, tile's and unsqueeze2's (a list given wins)."""
+    if tensor_list:
+        return [_one_int(t, f"each {list_slot} entry") for t in tensor_list]
+    if tensor is not None:
+        return _host_ints(tensor)
+    return attr_value
+
+
 # -- shapes given by attribute or by tensor (fill_constant, uniform_random, gaussian_random) --------
 SHAPE_TENSOR_SLOTS = [
     In("ShapeTensor", "(1-D int32/int64 tensor) the output's shape; overrides `shape`", dispensable=True),
@@ -479,12 +489,7 @@ RESHAPE2.infer_shape = _reshape2_infer
 @RESHAPE2.kernel()
 def reshape2(ctx, ins, attrs):
     x, shape_t, shape_list = ins
-    if shape_list:
-        shape = [_one_int(t, "each ShapeTensor entry") for t in shape_list]
-    elif shape_t is not None:
-        shape = _host_ints(shape_t)
-    else:
-        shape = attrs["shape"]
+    shape = ints_operand(shape_list, shape_t, attrs["shape"], "ShapeTensor")
     return (x.reshape(reshape_dims(shape, x.shape)), _xshape(ctx.xp, x))
 
 

@@ -18,7 +18,7 @@ from ..registry import Attr, In, Out, register_op
 from ._infer import normalize_axis
 from .loss import _INDEX_DTYPES, _arg_max_shape
 from .math import _fail
-from .tensor import NUMPY_DTYPE, XSHAPE, _host_ints, _one_int, _set_xshape, _xshape
+from .tensor import NUMPY_DTYPE, XSHAPE, _one_int, _set_xshape, _xshape, ints_operand
 
 VT = dtypes.VT
 
@@ -158,11 +158,7 @@ UNSQUEEZE2.infer_shape = _unsqueeze_infer
 
 
 def _axes_from(attrs, axes_t, axes_list):
-    if axes_list:
-        return [_one_int(t, "each AxesTensorList entry") for t in axes_list]
-    if axes_t is not None:
-        return _host_ints(axes_t)
-    return attrs["axes"]
+    return ints_operand(axes_list, axes_t, attrs["axes"], "AxesTensorList")
 
 
 @UNSQUEEZE2.kernel()
@@ -280,12 +276,7 @@ EXPAND_V2.infer_shape = _expand_infer
 @EXPAND_V2.kernel()
 def expand_v2(ctx, ins, attrs):
     x, shape_t, shape_list = ins
-    if shape_list:
-        target = [_one_int(t, "each expand_shapes_tensor entry") for t in shape_list]
-    elif shape_t is not None:
-        target = _host_ints(shape_t)
-    else:
-        target = attrs["shape"]
+    target = ints_operand(shape_list, shape_t, attrs["shape"], "expand_shapes_tensor")
     return (ctx.xp.broadcast_to(x, expand_dims(x.shape, target)).copy(),)
 
 
@@ -349,12 +340,7 @@ TILE.infer_shape = _tile_infer
 @TILE.kernel()
 def tile(ctx, ins, attrs):
     x, reps_t, reps_list = ins
-    if reps_list:
-        reps = [_one_int(t, "each repeat_times_tensor entry") for t in reps_list]
-    elif reps_t is not None:
-        reps = _host_ints(reps_t)
-    else:
-        reps = attrs["repeat_times"]
+    reps = ints_operand(reps_list, reps_t, attrs["repeat_times"], "repeat_times_tensor")
     _, reps = tile_reps(x.ndim, reps)
     return (ctx.xp.tile(x, reps),)
 

@@ -5,16 +5,10 @@ unsqueeze2 -> (conv2d | pool2d | pad3d) -> squeeze2.
 from __future__ import annotations
 
 
-import numpy as np
-
-from ..place import to_host
 from ..proto.framework_pb2 import AttrType as A
 from ..registry import Attr, Check, In, Out, register_op
 from ._spatial import attr_or
-
-
-def _host_ints(t):
-    return [int(v) for v in np.asarray(to_host(t)).reshape(-1)]
+from .tensor import _host_ints
 
 
 # ---------------------------------------------------------------------------
