@@ -15,7 +15,7 @@ before the first op) is the engine object every rebuilt view comes from; `TimeVi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from .errors import KernelcoreError, OpRunError
 from .executor import ExecContext, Executor
@@ -31,8 +31,7 @@ END_OF_BLOCK = "end of block"
 _BLOCK_WRITERS = frozenset({"while", "conditional_block"})  # the op_type of the pause after a sub-block's last op
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):  # a NamedTuple, not a frozen dataclass: one is made per level at every pause
     """One level of the block/op stack: the op about to run in a block (op_type END_OF_BLOCK: the block's
     last op has run; `op` is then the number of ops in the block)."""
     block: int
@@ -97,8 +96,7 @@ def _position(ctx: ExecContext | None) -> Position:
     return Position(tuple(reversed(frames)))
 
 
-@dataclass(frozen=True)
-class Pause:
+class Pause(NamedTuple):
     """A place the run stopped: right after trace event `index`, at `position`."""
     index: int
     position: Position
@@ -575,10 +573,13 @@ class DebugSession:
         """Why pause i stops a move (a breakpoint or a watch), judged from the events that led to it."""
         if i <= 0:
             return None
-        events = self.trace.events
         live = [b for b in self.breakpoints if b.enabled]
         watches = [w for w in self.watches if w.enabled]
-        for k in range(self._pauses[i - 1].index + 1, self._pauses[i].index + 1):
+        # only write/NaN breakpoints and watches look at what ran; without them the records are left as
+        # they are, to be turned into events when someone reads the trace
+        by_events = watches or any(b.write is not None or b.nan for b in live)
+        events = self.trace.events if by_events else ()
+        for k in range(self._pauses[i - 1].index + 1, self._pauses[i].index + 1) if by_events else ():
             ev = events[k]
             if ev.kind != "op_run":
                 continue

@@ -58,45 +58,54 @@ class Event(NamedTuple):
         return cls(**kw)
 
 
-# -- one constructor per kind: the only way events are made (positional inside: some fire per timestep) ----
+# -- one constructor per kind: the only way events are made. Some fire per timestep, so each builds the
+# whole 18-field tuple itself (tuple.__new__), skipping the NamedTuple's Python-level __new__.
+_new = tuple.__new__
+
+
 def run_begin(seq: int, t: int, scope: int, message: str) -> Event:
-    return Event(seq, "run_begin", t, scope, 0, None, None, None, None, (), (), None, None, None, None, message)
+    return _new(Event, (seq, "run_begin", t, scope, 0, None, None, None, None, (), (), None, None, None, None,
+                        message, (), None))
 
 
 def run_end(seq: int, t: int, scope: int) -> Event:
-    return Event(seq, "run_end", t, scope, 0)
+    return _new(Event, (seq, "run_end", t, scope, 0, None, None, None, None, (), (), None, None, None, None,
+                        None, (), None))
 
 
 def scope_push(seq: int, t: int, scope: int, block: int, op: int, op_type: str, parent_scope: int,
                timestep: int | None, message: str) -> Event:
-    return Event(seq, "scope_push", t, scope, block, op, op_type, None, None, (), (), None, None, parent_scope,
-                 timestep, message)
+    return _new(Event, (seq, "scope_push", t, scope, block, op, op_type, None, None, (), (), None, None,
+                        parent_scope, timestep, message, (), None))
 
 
 def scope_drop(seq: int, t: int, scope: int, parent_scope: int | None) -> Event:
-    return Event(seq, "scope_drop", t, scope, None, None, None, None, None, (), (), None, None, parent_scope)
+    return _new(Event, (seq, "scope_drop", t, scope, None, None, None, None, None, (), (), None, None,
+                        parent_scope, None, None, (), None))
 
 
 def var_create(seq: int, t: int, scope: int, block: int, name: str, op: int | None = None,
                op_type: str | None = None, values=None) -> Event:
     """`values`: ((name, value),) when an op bound the variable and values are retained."""
-    return Event(seq, "var_create", t, scope, block, op, op_type, name, None, (), (), None, None, None, None, None,
-                 (), values)
+    return _new(Event, (seq, "var_create", t, scope, block, op, op_type, name, None, (), (), None, None, None,
+                        None, None, (), values))
 
 
 def vars_create(seq: int, t: int, scope: int, block: int, names: tuple) -> Event:
-    return Event(seq, "vars_create", t, scope, block, None, None, None, None, (), (), None, None, None, None, None,
-                 names)
+    return _new(Event, (seq, "vars_create", t, scope, block, None, None, None, None, (), (), None, None, None,
+                        None, None, names, None))
 
 
 def step(kind: str, seq: int, t: int, scope: int, block: int, op: int, op_type: str, timestep: int) -> Event:
     """step_begin / step_end of one timestep of a control-flow op."""
-    return Event(seq, kind, t, scope, block, op, op_type, None, None, (), (), None, None, None, timestep)
+    return _new(Event, (seq, kind, t, scope, block, op, op_type, None, None, (), (), None, None, None, timestep,
+                        None, (), None))
 
 
 def error(seq: int, t: int, scope: int | None, block: int | None, op: int | None, op_type: str | None,
           name: str | None, message: str, timestep: int | None) -> Event:
-    return Event(seq, "error", t, scope, block, op, op_type, name, None, (), (), None, None, None, timestep, message)
+    return _new(Event, (seq, "error", t, scope, block, op, op_type, name, None, (), (), None, None, None,
+                        timestep, message, (), None))
 
 
 _OPTIONAL = [f for f in Event._fields if f not in ("seq", "kind", "t_ns", "values")]
@@ -130,11 +139,31 @@ def _io(pairs, metas) -> tuple:
 #       op.in_pairs + op.out_pairs, by reference (kernels never mutate, so they are as they were)
 #   (seq, t_end, dur, prepared op, scope id, timestep, place, META, *metas)   compacted: (shape, dtype)
 #       for each, the values released (trace.py does this in batches under the "shapes" policy)
+#   (seq, t_end, dur, prepared op, scope id, timestep, place, BlockRun, flat) derived: `flat` holds
+#       (shape, dtype, shape, dtype, ...) of the op's outputs, then of the inputs its block could not
+#       know otherwise; the other inputs' metadata is recovered when the record is read (op.in_sources)
 #   (seq, t_end, dur, prepared op, scope id, timestep, place)                 no shapes kept
 META = object()
 RECORD_HEAD = 7
 # What the executor puts in a record, by what its observers keep (the strongest wins)
 RECORD_HEAD_ONLY, RECORD_METAS, RECORD_VALUES = "head", "metas", "values"
+# Where a derived record finds an input's (shape, dtype) (PreparedOp.in_sources entries, by kind):
+FROM_RECORD = 0   # (FROM_RECORD, i): in the record itself, the i-th after the outputs
+FROM_WRITER = 1   # (FROM_WRITER, k, j): output j of op k of the same block run, which wrote it last
+FROM_START = 2    # (FROM_START, c): the c-th of what the block run read before any op of it ran
+
+
+class BlockRun:
+    """One run of a block, shared by its ops' derived records. An input written earlier in the same run
+    need not be measured again when the op runs: its (shape, dtype) is the writer's output, and a value
+    no op of the run wrote before reading it is as it was when the run began (`at_start`).
+    `outputs` fills in as the records are read, in order."""
+
+    __slots__ = ("at_start", "outputs")
+
+    def __init__(self, at_start: tuple):
+        self.at_start = at_start  # (shape, dtype, shape, dtype, ...) of what the block reads first
+        self.outputs: dict = {}
 
 
 def meta_of(value) -> tuple:
@@ -145,13 +174,40 @@ def meta_of(value) -> tuple:
 
 
 def compact(rec) -> tuple:
-    if len(rec) == RECORD_HEAD or rec[RECORD_HEAD] is META:
+    if len(rec) == RECORD_HEAD or rec[RECORD_HEAD] is META or type(rec[RECORD_HEAD]) is BlockRun:
         return rec
     metas = []
     for v in rec[RECORD_HEAD:]:  # inlined meta_of, dtype names resolved only when read: this runs per op
         dt = getattr(v, "dtype", None)
         metas.append((v.shape, dt) if dt is not None else (None, type(v).__name__ if v is not None else None))
     return rec[:RECORD_HEAD] + (META, *metas)
+
+
+def flat_metas(variables) -> tuple:
+    """(shape, dtype, shape, dtype, ...) of the Variables' values (what a derived record holds)."""
+    out = []
+    for var in variables:
+        out.extend(meta_of(var.value))
+    return tuple(out)
+
+
+def _derived_metas(op, run: BlockRun, flat) -> tuple[list, list]:
+    pairs = list(zip(flat[0::2], flat[1::2]))
+    n_out = len(op.out_pairs)
+    outs = pairs[:n_out]
+    run.outputs[op.idx] = outs
+    ins = []
+    for src in op.in_sources:
+        kind = src[0]
+        if kind == FROM_RECORD:
+            ins.append(pairs[n_out + src[1]])
+        elif kind == FROM_WRITER:
+            written = run.outputs.get(src[1])
+            ins.append(written[src[2]] if written is not None else (None, None))
+        else:
+            c = 2 * src[1]
+            ins.append((run.at_start[c], run.at_start[c + 1]))
+    return ins, outs
 
 
 def op_run_event(rec, keep_values: bool = False) -> Event:
@@ -163,11 +219,14 @@ def op_run_event(rec, keep_values: bool = False) -> Event:
     elif rec[RECORD_HEAD] is META:
         metas = rec[RECORD_HEAD + 1:]
         ins, outs = _io(op.in_pairs, metas[:n_in]), _io(op.out_pairs, metas[n_in:])
+    elif type(rec[RECORD_HEAD]) is BlockRun:
+        in_metas, out_metas = _derived_metas(op, rec[RECORD_HEAD], rec[RECORD_HEAD + 1])
+        ins, outs = _io(op.in_pairs, in_metas), _io(op.out_pairs, out_metas)
     else:
         vals = rec[RECORD_HEAD:]
         metas = [meta_of(v) for v in vals]
         ins, outs = _io(op.in_pairs, metas[:n_in]), _io(op.out_pairs, metas[n_in:])
         if keep_values:
             values = tuple((name, v) for (_, name), v in zip(op.out_pairs, vals[n_in:]))
-    return Event(seq, "op_run", t1, scope_id, op.block, op.idx, op.type, None, dur, ins, outs,
-                 op.kernel_name, place, None, timestep, None, (), values)
+    return _new(Event, (seq, "op_run", t1, scope_id, op.block, op.idx, op.type, None, dur, ins, outs,
+                        op.kernel_name, place, None, timestep, None, (), values))

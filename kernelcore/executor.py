@@ -25,7 +25,7 @@ from . import dtypes
 from .errors import (DtypeError, FeedError, KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError,
                      ShapeError)
 from . import events
-from .events import (META, RECORD_HEAD_ONLY, RECORD_METAS, RECORD_VALUES, Event, meta_of,
+from .events import (META, RECORD_HEAD_ONLY, RECORD_METAS, RECORD_VALUES, BlockRun, Event, flat_metas, meta_of,
                      op_run_event)
 from .place import CPUPlace, GPUPlace, to_host
 from .program import Program, Variable as ProgramVariable, check_structure
@@ -56,7 +56,8 @@ class PreparedOp:
     """An op ready to run: kernel chosen, attributes parsed, slot names resolved."""
 
     __slots__ = ("type", "block", "idx", "opdef", "kernel", "kernel_name", "attrs", "ins", "outs",
-                 "is_gen", "in_names", "out_names", "in_pairs", "out_pairs", "in_dtypes", "in_shapes", "fast")
+                 "is_gen", "in_names", "out_names", "in_pairs", "out_pairs", "in_dtypes", "in_shapes", "fast",
+                 "in_sources", "recorded")
 
     def __init__(self, program: Program, block_idx: int, idx: int, desc: pb.OpDesc, place):
         self.type, self.block, self.idx = desc.type, block_idx, idx
@@ -112,7 +113,7 @@ def _first_input_dtype(program: Program, block_idx: int, names) -> str | None:
 
 class PreparedBlock:
     __slots__ = ("program", "block_idx", "ops", "var_descs", "_bound", "feed_ops", "feed_decls", "layout",
-                 "first_uses", "declared", "template", "__weakref__")
+                 "first_uses", "declared", "template", "read_at_start", "__weakref__")
 
     def __init__(self, program: Program, block_idx: int, place):
         self.program, self.block_idx = program, block_idx
@@ -144,6 +145,37 @@ class PreparedBlock:
             single = outs_spec[0] if len(outs_spec) == 1 and type(outs_spec[0]) is str else None
             self.layout.append((op, ins_spec, outs_spec, simple, tuple(op.in_names) + tuple(op.out_names), single))
         self.template = None  # (parent scope, its chain versions, outer name -> Variable, local names, set)
+        self.read_at_start = _plan_derived_records(self.ops)
+
+
+def _plan_derived_records(ops) -> tuple:
+    """Decide, once per block, where a traced run finds each input's (shape, dtype) (events.BlockRun):
+    from the op in the same block run that wrote it last (no control-flow op in between, which could
+    have written it from a sub-block), from what the run read when it began (nothing before it in the
+    block wrote it, and no control-flow op ran before it), or else measured when the op runs. Sets each
+    op's `in_sources` and `recorded` (the input names measured, after its outputs) and returns the names
+    read at the start of the run. Only outputs and the last kind are measured per op: in a chain, one
+    value per op instead of three."""
+    last_writer: dict[str, tuple] = {}   # name -> (op index, output position, control-flow ops up to it)
+    at_start: dict[str, int] = {}
+    control_flow = 0                     # control-flow ops seen so far
+    for i, op in enumerate(ops):
+        sources, recorded = [], []
+        for name in op.in_names:
+            w = last_writer.get(name)
+            if w is not None and w[2] == control_flow:  # no control-flow op between writer and reader
+                sources.append((events.FROM_WRITER, w[0], w[1]))
+            elif w is None and control_flow == 0:
+                sources.append((events.FROM_START, at_start.setdefault(name, len(at_start))))
+            else:
+                sources.append((events.FROM_RECORD, len(recorded)))
+                recorded.append(name)
+        op.in_sources, op.recorded = tuple(sources), tuple(recorded)
+        if op.is_gen:
+            control_flow += 1
+        for j, name in enumerate(op.out_names):
+            last_writer[name] = (i, j, control_flow)
+    return tuple(at_start)
 
 
 def _chain_versions(scope: Scope) -> tuple:
@@ -161,7 +193,7 @@ class RunState:
 
     __slots__ = ("executor", "program", "place", "xp", "training", "observers", "seq", "pausing",
                  "keep_values", "keep_shapes", "check_nan_inf", "place_name", "op_sinks", "record_mode",
-                 "event_observers", "plain_sinks")
+                 "event_observers", "plain_sinks", "take_record")
 
     def __init__(self, executor, program, place, training, observers, pausing=False):
         self.executor, self.program, self.place = executor, program, place
@@ -181,10 +213,14 @@ class RunState:
             self.op_sinks = tuple(o.op_recorder(self.record_mode) for o in observers if hasattr(o, "op_recorder"))
             self.event_observers = tuple(o for o in observers if not hasattr(o, "op_recorder"))
             self.plain_sinks = tuple(o.plain_recorder() if hasattr(o, "plain_recorder") else o for o in observers)
+            # what the loop hands each op record to: with one Trace and nothing else, its list's append
+            self.take_record = (self.op_sinks[0] if len(self.op_sinks) == 1 and not self.event_observers
+                                else self._fan_out)
         else:
             self.keep_values = self.keep_shapes = False
             self.record_mode = RECORD_HEAD_ONLY
             self.op_sinks = self.event_observers = self.plain_sinks = ()
+            self.take_record = self._fan_out
         self.check_nan_inf = False
 
     def emit_var_create(self, scope_id: int, block: int, name: str) -> None:
@@ -203,6 +239,9 @@ class RunState:
         rec = (head + (META, *[meta_of(v) for v in values]) if mode is RECORD_METAS else
                head + tuple(values) if mode is RECORD_VALUES else head)
         self.seq += 1
+        self.take_record(rec)
+
+    def _fan_out(self, rec) -> None:
         for sink in self.op_sinks:
             sink(rec)
         if self.event_observers:
@@ -261,8 +300,12 @@ class ExecContext:
         run = self.run
         if run.observers:
             op = self.op
-            run.deliver(events.var_create(run.next_seq(), _perf(), scope.id, op.block, name, op.idx, op.type,
-                                          ((name, value),) if run.keep_values else None))
+            if run.keep_values:
+                run.deliver(events.var_create(run.next_seq(), _perf(), scope.id, op.block, name, op.idx, op.type,
+                                              ((name, value),)))
+            else:
+                run.deliver_plain(events.var_create(run.next_seq(), _perf(), scope.id, op.block, name, op.idx,
+                                                    op.type))
 
     def drop_scope(self, scope: Scope) -> None:
         run = self.run
@@ -325,9 +368,10 @@ class ExecContext:
 def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool):
     """Create the block's variables in `scope` and resolve every op's names to Variables."""
     cached = prepared._bound
-    if cached is not None and cached[0]() is scope and cached[1] == _chain_versions(scope):
-        return cached[2]
     observed = bool(run.observers)
+    if (cached is not None and cached[0]() is scope and cached[1] == _chain_versions(scope)
+            and (cached[4] or not observed)):
+        return cached[2], cached[3]
     names = _names_from_template(run, prepared, scope, observed) if not root_block else None
     if names is None:
         names = _resolve_names(run, prepared, scope, root_block, observed)
@@ -342,9 +386,27 @@ def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool
                       tuple([names[x] for x in n]) if n is not None else None for n in outs_spec])
         single_var = names[single] if single is not None else None
         bound.append((op, None if op.is_gen else _runner(op, ins, outs, simple, single_var), ins, outs,
-                      tuple([names[n] for n in io_names])))
-    prepared._bound = (_forget_with(scope, prepared, "_bound"), _chain_versions(scope), bound)
-    return bound
+                      tuple([names[n] for n in io_names]),
+                      # what a traced run measures per op (events.BlockRun); unobserved runs need none
+                      tuple([names[n] for n in op.out_names]) + tuple([names[n] for n in op.recorded])
+                      if observed else None))
+    at_start = tuple([names[n] for n in prepared.read_at_start])
+    prepared._bound = (_forget_with(scope, prepared, "_bound"), _chain_versions(scope), bound, at_start, observed)
+    return bound, at_start
+
+
+def _measure(variables: tuple) -> tuple:
+    """(shape, dtype, shape, dtype, ...) of the values a derived record measures (events.BlockRun)
+    when there are several; the loop reads a single one inline."""
+    try:
+        out = []
+        for var in variables:
+            v = var.value
+            out.append(v.shape)
+            out.append(v.dtype)
+        return tuple(out)
+    except AttributeError:  # a value that is not an array (a list, a number, nothing)
+        return flat_metas(variables)
 
 
 def _runner(op: PreparedOp, in_vars: tuple, out_vars: tuple, simple: bool, single):
@@ -485,11 +547,17 @@ def _read(entry):
 def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int, end: int | None,
                 timestep: int | None = None, parent: ExecContext | None = None) -> Iterator:
     """The one loop. A generator; yields only when a debugger asked to pause."""
-    bound = _bind(run, prepared, scope, parent is None)
+    bound, at_start = _bind(run, prepared, scope, parent is None)
     ctx = ExecContext(run, scope, prepared.block_idx, timestep, parent)
     observers = run.observers
     pausing = run.pausing
-    for op, step, in_vars, out_vars, io_vars in (bound[begin:end] if (begin or end is not None) else bound):
+    if observers:
+        mode, scope_id, place_name, take_record = run.record_mode, scope.id, run.place_name, run.take_record
+        block_run = None
+        if mode is RECORD_METAS and not begin:  # the whole block runs: records derive what they can
+            block_run = BlockRun(_measure(at_start))
+    for op, step, in_vars, out_vars, io_vars, measured in (bound[begin:end] if (begin or end is not None)
+                                                            else bound):
         if pausing:
             ctx.op = op
             yield ctx  # the debugger reads the position from ctx (op, block, timestep, parent chain)
@@ -511,25 +579,29 @@ def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int
             # The hot path records a compact tuple; observers that take it (the Trace) turn it
             # into an Event only when someone looks (events.op_run_event).
             t1 = _perf()  # RunState.record_op_run does the same for a kernel's own steps; inlined: the hot path
-            mode = run.record_mode
-            if mode is RECORD_METAS:
+            if block_run is not None:  # outputs' (shape, dtype), and of the inputs nothing else tells
+                if len(measured) == 1:
+                    v = measured[0].value
+                    try:
+                        meta = (v.shape, v.dtype)
+                    except AttributeError:
+                        meta = flat_metas(measured)
+                else:
+                    meta = _measure(measured)
+                rec = (run.seq, t1, t1 - t0, op, scope_id, timestep, place_name, block_run, meta)
+            elif mode is RECORD_METAS:
                 try:  # (shape, dtype) of each value, read in C: no Python frame per value
-                    rec = (run.seq, t1, t1 - t0, op, scope.id, timestep, run.place_name, META,
+                    rec = (run.seq, t1, t1 - t0, op, scope_id, timestep, place_name, META,
                            *map(_SHAPE_DTYPE, io_vars))
                 except AttributeError:  # a value that is not an array (a list, a number, nothing)
-                    rec = (run.seq, t1, t1 - t0, op, scope.id, timestep, run.place_name, META,
+                    rec = (run.seq, t1, t1 - t0, op, scope_id, timestep, place_name, META,
                            *[meta_of(v.value) for v in io_vars])
             elif mode is RECORD_VALUES:  # references: kernels never mutate, so they stay as they were
-                rec = (run.seq, t1, t1 - t0, op, scope.id, timestep, run.place_name, *[v.value for v in io_vars])
+                rec = (run.seq, t1, t1 - t0, op, scope_id, timestep, place_name, *[v.value for v in io_vars])
             else:
-                rec = (run.seq, t1, t1 - t0, op, scope.id, timestep, run.place_name)
+                rec = (run.seq, t1, t1 - t0, op, scope_id, timestep, place_name)
             run.seq += 1
-            for sink in run.op_sinks:
-                sink(rec)
-            if run.event_observers:
-                ev = op_run_event(rec)
-                for o in run.event_observers:
-                    o(ev)
+            take_record(rec)
         if run.check_nan_inf:
             _check_finite(run, ctx, op, in_vars, out_vars)
     if pausing and parent is not None:
