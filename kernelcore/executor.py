@@ -550,17 +550,22 @@ def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int
     bound, at_start = _bind(run, prepared, scope, parent is None)
     ctx = ExecContext(run, scope, prepared.block_idx, timestep, parent)
     observers = run.observers
-    pausing = run.pausing
+    pausing, check_nan_inf = run.pausing, run.check_nan_inf
     if observers:
         mode, scope_id, place_name, take_record = run.record_mode, scope.id, run.place_name, run.take_record
         block_run = None
         if mode is RECORD_METAS and not begin:  # the whole block runs: records derive what they can
             block_run = BlockRun(_measure(at_start))
+    # The event counter lives in a local while plain ops run (they report nothing themselves) and goes
+    # back to `run.seq` wherever anything else may count: a pause, a control-flow kernel, an error, the end.
+    seq = run.seq
     for op, step, in_vars, out_vars, io_vars, measured in (bound[begin:end] if (begin or end is not None)
                                                             else bound):
         if pausing:
             ctx.op = op
+            run.seq = seq
             yield ctx  # the debugger reads the position from ctx (op, block, timestep, parent chain)
+            seq = run.seq
         if observers:
             t0 = _perf()
         try:
@@ -568,12 +573,18 @@ def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int
                 step(ctx)
             else:  # a control-flow kernel: it runs its sub-blocks through this same loop
                 ctx.op = op
+                run.seq = seq
                 _write(out_vars, (yield from op.kernel(ctx, [_read(e) for e in in_vars], op.attrs)))
+                seq = run.seq
         except KernelcoreError as e:
+            if step is not None:
+                run.seq = seq
             if isinstance(e, OpRunError):
                 raise
             raise _op_error(run, ctx, op, in_vars, e) from e
         except Exception as e:
+            if step is not None:
+                run.seq = seq
             raise _op_error(run, ctx, op, in_vars, e) from e
         if observers:
             # The hot path records a compact tuple; observers that take it (the Trace) turn it
@@ -588,22 +599,24 @@ def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int
                         meta = flat_metas(measured)
                 else:
                     meta = _measure(measured)
-                rec = (run.seq, t1, t1 - t0, op, scope_id, timestep, place_name, block_run, meta)
+                rec = (seq, t1, t1 - t0, op, scope_id, timestep, place_name, block_run, meta)
             elif mode is RECORD_METAS:
                 try:  # (shape, dtype) of each value, read in C: no Python frame per value
-                    rec = (run.seq, t1, t1 - t0, op, scope_id, timestep, place_name, META,
+                    rec = (seq, t1, t1 - t0, op, scope_id, timestep, place_name, META,
                            *map(_SHAPE_DTYPE, io_vars))
                 except AttributeError:  # a value that is not an array (a list, a number, nothing)
-                    rec = (run.seq, t1, t1 - t0, op, scope_id, timestep, place_name, META,
+                    rec = (seq, t1, t1 - t0, op, scope_id, timestep, place_name, META,
                            *[meta_of(v.value) for v in io_vars])
             elif mode is RECORD_VALUES:  # references: kernels never mutate, so they stay as they were
-                rec = (run.seq, t1, t1 - t0, op, scope_id, timestep, place_name, *[v.value for v in io_vars])
+                rec = (seq, t1, t1 - t0, op, scope_id, timestep, place_name, *[v.value for v in io_vars])
             else:
-                rec = (run.seq, t1, t1 - t0, op, scope_id, timestep, place_name)
-            run.seq += 1
+                rec = (seq, t1, t1 - t0, op, scope_id, timestep, place_name)
+            seq += 1
             take_record(rec)
-        if run.check_nan_inf:
+        if check_nan_inf:
+            run.seq = seq
             _check_finite(run, ctx, op, in_vars, out_vars)
+    run.seq = seq
     if pausing and parent is not None:
         ctx.op = None
         yield ctx  # the end of a sub-block: its scope (a timestep's results) is still there to look at

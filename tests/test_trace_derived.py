@@ -127,3 +127,35 @@ def test_a_sub_block_write_the_control_flow_op_does_not_list_is_measured():
     feed = {"x0": np.ones((2, 3), np.float32)}
     tr = _agree(lambda: kc.Executor().run(prog, feed=feed, scope=kc.Scope()))
     assert tr.filter("op_run")[-1].inputs == (("X", "t", (3, 2), "float32"),)
+
+
+@pytest.mark.parametrize("retain", ["none", "shapes", "references"])
+def test_events_are_numbered_in_order_through_sub_blocks_pauses_and_errors(retain):
+    """Plain ops count events in a local; whatever else reports (control-flow kernels, pauses, errors)
+    must see the same count: the seqs of a run are 0, 1, 2, ... with no gap and no repeat."""
+    prog, out, _ = rnn_program(3, 2, 3)
+    fused, fused_feed, _, fused_fetch = fused_rnn_program(T=3)
+    runs = [lambda: kc.Executor().run(prog, feed=rnn_feed(3, 2, 3), fetch_list=[out], scope=kc.Scope(),
+                                      training=True),
+            lambda: kc.Executor().run(while_program(3), feed={"x0": np.ones((2, 3), np.float32)},
+                                      scope=kc.Scope(), training=True),
+            lambda: kc.Executor().run(fused, feed=fused_feed, fetch_list=fused_fetch, scope=kc.Scope())]
+    for run in runs:
+        with kc.trace(retain) as tr:
+            run()
+        assert [e.seq for e in tr.events] == list(range(len(tr.events)))
+    session = kc.debug(prog, rnn_feed(3, 2, 3), [out], kc.Scope())
+    while not session.finished:
+        session.step()
+    assert [e.seq for e in session.trace.events] == list(range(len(session.trace.events)))
+    bad = kc.Program()
+    b = bad.global_block()
+    b.create_var("x", [2])
+    b.append_op("scale", {"X": ["x"]}, {"Out": ["y"]}, {"scale": 2.0})
+    b.create_var("missing_value", [2])
+    b.append_op("relu", {"X": ["missing_value"]}, {"Out": ["z"]})  # declared, never given a value
+    with kc.trace(retain) as tr:
+        with pytest.raises(kc.OpRunError):
+            kc.Executor().run(bad, feed={"x": np.ones(2, np.float32)}, scope=kc.Scope())
+    assert [e.kind for e in tr.events][-2:] == ["error", "run_end"]
+    assert [e.seq for e in tr.events] == list(range(len(tr.events)))
