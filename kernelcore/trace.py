@@ -78,8 +78,9 @@ class Trace:
         self._pending = 0
         return items
 
-    # Under "shapes", op records hold value references for at most WINDOW ops before they
-    # are replaced by (shape, dtype): the hot path stays cheap and memory stays bounded.
+    # Under "shapes" the executor measures what it needs itself (events.BlockRun). Only when another
+    # observer of the same run wants the values do records arrive holding references; they then hold
+    # them for at most WINDOW ops before they are replaced by (shape, dtype), so memory stays bounded.
     WINDOW = 256
 
     def op_recorder(self, record_mode: str):
