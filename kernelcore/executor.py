@@ -193,7 +193,7 @@ class RunState:
 
     __slots__ = ("executor", "program", "place", "xp", "training", "observers", "seq", "pausing",
                  "keep_values", "keep_shapes", "check_nan_inf", "place_name", "op_sinks", "record_mode",
-                 "event_observers", "plain_sinks", "take_record")
+                 "event_observers", "plain_sinks", "take_record", "take_plain")
 
     def __init__(self, executor, program, place, training, observers, pausing=False):
         self.executor, self.program, self.place = executor, program, place
@@ -216,11 +216,13 @@ class RunState:
             # what the loop hands each op record to: with one Trace and nothing else, its list's append
             self.take_record = (self.op_sinks[0] if len(self.op_sinks) == 1 and not self.event_observers
                                 else self._fan_out)
+            self.take_plain = self.plain_sinks[0] if len(self.plain_sinks) == 1 else self.deliver_plain
         else:
             self.keep_values = self.keep_shapes = False
             self.record_mode = RECORD_HEAD_ONLY
             self.op_sinks = self.event_observers = self.plain_sinks = ()
             self.take_record = self._fan_out
+            self.take_plain = self.deliver_plain
         self.check_nan_inf = False
 
     def emit_var_create(self, scope_id: int, block: int, name: str) -> None:
@@ -289,8 +291,8 @@ class ExecContext:
                                            "timestep": timestep, "what": message})
         run = self.run
         if run.observers:
-            run.deliver_plain(events.scope_push(run.next_seq(), _perf(), kid.id, op.block, op.idx, op.type, self.scope.id,
-                                          timestep, message))
+            run.take_plain(events.scope_push(run.next_seq(), _perf(), kid.id, op.block, op.idx, op.type,
+                                             self.scope.id, timestep, message))
         return kid
 
     def bind_var(self, scope: Scope, name: str, value) -> None:
@@ -304,21 +306,21 @@ class ExecContext:
                 run.deliver(events.var_create(run.next_seq(), _perf(), scope.id, op.block, name, op.idx, op.type,
                                               ((name, value),)))
             else:
-                run.deliver_plain(events.var_create(run.next_seq(), _perf(), scope.id, op.block, name, op.idx,
+                run.take_plain(events.var_create(run.next_seq(), _perf(), scope.id, op.block, name, op.idx,
                                                     op.type))
 
     def drop_scope(self, scope: Scope) -> None:
         run = self.run
         if run.observers:
             for s in reversed(list(scope.walk())):
-                run.deliver_plain(events.scope_drop(run.next_seq(), _perf(), s.id, s.parent.id if s.parent else None))
+                run.take_plain(events.scope_drop(run.next_seq(), _perf(), s.id, s.parent.id if s.parent else None))
         scope.drop()
 
     def step_event(self, kind: str, timestep: int, scope: Scope) -> None:
         run = self.run
         if run.observers:
             op = self.op
-            run.deliver_plain(events.step(kind, run.next_seq(), _perf(), scope.id, op.block, op.idx, op.type, timestep))
+            run.take_plain(events.step(kind, run.next_seq(), _perf(), scope.id, op.block, op.idx, op.type, timestep))
 
     def inner_step(self, step, scope: Scope, timestep: int | None = None) -> ExecContext | None:
         """For a kernel that computes its timesteps itself (the fused rnn op, no sub-block): the context
@@ -527,7 +529,7 @@ def _names_from_template(run, prepared, scope, observed) -> dict | None:
             scope.var(n)
             created.append(n)
     if observed and created:  # a step scope's locals: one event for the batch, not one per name
-        run.deliver_plain(events.vars_create(run.next_seq(), _perf(), scope.id, prepared.block_idx, tuple(created)))
+        run.take_plain(events.vars_create(run.next_seq(), _perf(), scope.id, prepared.block_idx, tuple(created)))
     return names
 
 
