@@ -571,7 +571,7 @@ class DebugSession:
     # -- breakpoints and watches, checked at a pause ---------------------------------------------------
     def _hit(self, i: int) -> str | None:
         """Why pause i stops a move (a breakpoint or a watch), judged from the events that led to it."""
-        if i <= 0:
+        if i <= 0 or not (self.breakpoints or self.watches):
             return None
         live = [b for b in self.breakpoints if b.enabled]
         watches = [w for w in self.watches if w.enabled]

@@ -114,10 +114,14 @@ class Trace:
             if self.retain == "copies":
                 rec = rec[:RECORD_HEAD] + tuple(_copy(v) for v in rec[RECORD_HEAD:])
             n_out = len(rec[3].out_pairs)
-            self.retained_bytes += sum(_nbytes(v) for v in rec[len(rec) - n_out:]) if n_out else 0
+            if n_out == 1:
+                self.retained_bytes += _nbytes(rec[-1])
+            elif n_out:
+                self.retained_bytes += sum(_nbytes(v) for v in rec[len(rec) - n_out:])
             self._with_values.append(len(items))
             items.append(rec)
-            self._enforce_cap()
+            if self.max_bytes is not None:
+                self._enforce_cap()
 
     def _compact_pending(self) -> None:
         items = self._items
