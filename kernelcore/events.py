@@ -135,14 +135,14 @@ def _io(pairs, metas) -> tuple:
 
 
 # The executor's compact op record, turned into an Event only when someone looks:
-#   (seq, t_end, dur, prepared op, scope id, timestep, place, *values)       raw: the values of
+#   (seq, t_end, t_start, prepared op, scope id, timestep, place, *values)       raw: the values of
 #       op.in_pairs + op.out_pairs, by reference (kernels never mutate, so they are as they were)
-#   (seq, t_end, dur, prepared op, scope id, timestep, place, META, *metas)   compacted: (shape, dtype)
+#   (seq, t_end, t_start, prepared op, scope id, timestep, place, META, *metas)   compacted: (shape, dtype)
 #       for each, the values released (trace.py does this in batches under the "shapes" policy)
-#   (seq, t_end, dur, prepared op, scope id, timestep, place, BlockRun, flat) derived: `flat` holds
-#       (shape, dtype, shape, dtype, ...) of the op's outputs, then of the inputs its block could not
+#   (seq, t_end, t_start, prepared op, scope id, timestep, place, BlockRun, *flat) derived: `flat` is
+#       shape, dtype, shape, dtype, ... of the op's outputs, then of the inputs its block could not
 #       know otherwise; the other inputs' metadata is recovered when the record is read (op.in_sources)
-#   (seq, t_end, dur, prepared op, scope id, timestep, place)                 no shapes kept
+#   (seq, t_end, t_start, prepared op, scope id, timestep, place)                 no shapes kept
 META = object()
 RECORD_HEAD = 7
 # What the executor puts in a record, by what its observers keep (the strongest wins)
@@ -211,7 +211,7 @@ def _derived_metas(op, run: BlockRun, flat) -> tuple[list, list]:
 
 
 def op_run_event(rec, keep_values: bool = False) -> Event:
-    seq, t1, dur, op, scope_id, timestep, place = rec[:RECORD_HEAD]
+    seq, t1, t0, op, scope_id, timestep, place = rec[:RECORD_HEAD]
     n_in = len(op.in_pairs)
     values = None
     if len(rec) == RECORD_HEAD:
@@ -220,7 +220,7 @@ def op_run_event(rec, keep_values: bool = False) -> Event:
         metas = rec[RECORD_HEAD + 1:]
         ins, outs = _io(op.in_pairs, metas[:n_in]), _io(op.out_pairs, metas[n_in:])
     elif type(rec[RECORD_HEAD]) is BlockRun:
-        in_metas, out_metas = _derived_metas(op, rec[RECORD_HEAD], rec[RECORD_HEAD + 1])
+        in_metas, out_metas = _derived_metas(op, rec[RECORD_HEAD], rec[RECORD_HEAD + 1:])
         ins, outs = _io(op.in_pairs, in_metas), _io(op.out_pairs, out_metas)
     else:
         vals = rec[RECORD_HEAD:]
@@ -228,5 +228,5 @@ def op_run_event(rec, keep_values: bool = False) -> Event:
         ins, outs = _io(op.in_pairs, metas[:n_in]), _io(op.out_pairs, metas[n_in:])
         if keep_values:
             values = tuple((name, v) for (_, name), v in zip(op.out_pairs, vals[n_in:]))
-    return _new(Event, (seq, "op_run", t1, scope_id, op.block, op.idx, op.type, None, dur, ins, outs,
+    return _new(Event, (seq, "op_run", t1, scope_id, op.block, op.idx, op.type, None, t1 - t0, ins, outs,
                         op.kernel_name, place, None, timestep, None, (), values))

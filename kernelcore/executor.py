@@ -236,7 +236,7 @@ class RunState:
         """Report one op run (or a kernel's own piece of work) with `values` (its inputs' then its outputs'
         values) as the loop does, in the record form the observers want (events.RECORD_*)."""
         t1 = _perf()
-        head = (self.seq, t1, t1 - t0, op, scope_id, timestep, self.place_name)
+        head = (self.seq, t1, t0, op, scope_id, timestep, self.place_name)
         mode = self.record_mode
         rec = (head + (META, *[meta_of(v) for v in values]) if mode is RECORD_METAS else
                head + tuple(values) if mode is RECORD_VALUES else head)
@@ -389,12 +389,17 @@ def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool
         single_var = names[single] if single is not None else None
         bound.append((op, None if op.is_gen else _runner(op, ins, outs, simple, single_var), ins, outs,
                       tuple([names[n] for n in io_names]),
-                      # what a traced run measures per op (events.BlockRun); unobserved runs need none
-                      tuple([names[n] for n in op.out_names]) + tuple([names[n] for n in op.recorded])
-                      if observed else None))
+                      # what a traced run measures per op (events.BlockRun): a lone Variable, or a tuple of
+                      # them; unobserved runs need none
+                      _measured(tuple([names[n] for n in op.out_names + list(op.recorded)])) if observed
+                      else None))
     at_start = tuple([names[n] for n in prepared.read_at_start])
     prepared._bound = (_forget_with(scope, prepared, "_bound"), _chain_versions(scope), bound, at_start, observed)
     return bound, at_start
+
+
+def _measured(variables: tuple):
+    return variables[0] if len(variables) == 1 else variables
 
 
 def _measure(variables: tuple) -> tuple:
@@ -593,26 +598,25 @@ def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int
             # into an Event only when someone looks (events.op_run_event).
             t1 = _perf()  # RunState.record_op_run does the same for a kernel's own steps; inlined: the hot path
             if block_run is not None:  # outputs' (shape, dtype), and of the inputs nothing else tells
-                if len(measured) == 1:
-                    v = measured[0].value
-                    try:
-                        meta = (v.shape, v.dtype)
-                    except AttributeError:
-                        meta = flat_metas(measured)
+                if type(measured) is tuple:
+                    rec = (seq, t1, t0, op, scope_id, timestep, place_name, block_run) + _measure(measured)
                 else:
-                    meta = _measure(measured)
-                rec = (seq, t1, t1 - t0, op, scope_id, timestep, place_name, block_run, meta)
+                    v = measured.value
+                    try:
+                        rec = (seq, t1, t0, op, scope_id, timestep, place_name, block_run, v.shape, v.dtype)
+                    except AttributeError:  # a value that is not an array (a list, a number, nothing)
+                        rec = (seq, t1, t0, op, scope_id, timestep, place_name, block_run, *meta_of(v))
             elif mode is RECORD_METAS:
                 try:  # (shape, dtype) of each value, read in C: no Python frame per value
-                    rec = (seq, t1, t1 - t0, op, scope_id, timestep, place_name, META,
+                    rec = (seq, t1, t0, op, scope_id, timestep, place_name, META,
                            *map(_SHAPE_DTYPE, io_vars))
                 except AttributeError:  # a value that is not an array (a list, a number, nothing)
-                    rec = (seq, t1, t1 - t0, op, scope_id, timestep, place_name, META,
+                    rec = (seq, t1, t0, op, scope_id, timestep, place_name, META,
                            *[meta_of(v.value) for v in io_vars])
             elif mode is RECORD_VALUES:  # references: kernels never mutate, so they stay as they were
-                rec = (seq, t1, t1 - t0, op, scope_id, timestep, place_name, *[v.value for v in io_vars])
+                rec = (seq, t1, t0, op, scope_id, timestep, place_name, *[v.value for v in io_vars])
             else:
-                rec = (seq, t1, t1 - t0, op, scope_id, timestep, place_name)
+                rec = (seq, t1, t0, op, scope_id, timestep, place_name)
             seq += 1
             take_record(rec)
         if check_nan_inf:
