@@ -108,6 +108,8 @@ export class KernelcoreSidebar extends Widget {
   private _opTypes: HTMLSelectElement;
   private _shownScope: number | null = null;
   readonly buttons = new Map<Command, HTMLButtonElement>();
+  /** Opens the tensor viewer for a variable (the plugin puts it in the main area); none: no "View" action. */
+  onViewTensor: ((name: string, scope: number) => void) | null = null;
 
   constructor(
     readonly model: IKernelcoreDebuggerModel,
@@ -273,6 +275,12 @@ export class KernelcoreSidebar extends Widget {
         ]);
         row.dataset.name = v.name;
         row.addEventListener('click', () => void this.run('provenance', { name: v.name, depth: 6 }));
+        const open = this.onViewTensor;
+        if (open && v.kind === 'tensor') {
+          const view = button('View', () => open(v.name, sc.scope), { cls: 'jp-Kernelcore-varView', title: 'open the tensor viewer: the value at the cursor, following it' });
+          view.addEventListener('click', ev => ev.stopPropagation()); // not also a provenance click
+          row.appendChild(view);
+        }
         box.appendChild(row);
       }
       this._vars.appendChild(box);
