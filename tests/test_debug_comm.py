@@ -260,3 +260,35 @@ def test_tensor_panel_follows_the_cursor_and_says_when_the_variable_is_missing(s
     assert not r["ok"] and "not a Python name" in r["error"]
     r = sb.ask("tensor_send", name="no_such_var", target="y")
     assert not r["ok"] and "no tensor 'no_such_var'" in r["error"]
+
+
+def test_the_comm_runs_every_request_on_the_main_shell():
+    """ipykernel 7 routes a comm's messages to the subshell that last sent on it (`_reply_subshell_for`); the
+    debugger's comm sends from other handlers too (a breakpoint added from a graph widget), so it pins its
+    requests to the main shell, where the cells drive the same session."""
+    class FakeComm:
+        def __init__(self):
+            self.sent, self.handlers = [], {}
+            self._reply_subshell_id = "a-widget-subshell"
+
+        def _reply_subshell_for(self, data, default):
+            return self._reply_subshell_id
+
+        def send(self, m):
+            self.sent.append(m)
+
+        def on_msg(self, f):
+            self.handlers["msg"] = f
+
+        def on_close(self, f):
+            self.handlers["close"] = f
+
+    c = FakeComm()
+    comm._open(c, {})
+    try:
+        assert c._reply_subshell_for({"type": "request"}, "the-comms-subshell") is None
+        assert c.sent and c.sent[-1]["type"] == "state"
+        c.handlers["msg"]({"content": {"data": {"type": "request", "id": 1, "command": "state", "args": {}}}})
+        assert c.sent[-2]["type"] == "reply" and c.sent[-2]["ok"]
+    finally:
+        c.handlers["close"]({})

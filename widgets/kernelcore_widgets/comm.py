@@ -354,7 +354,18 @@ def _on_new_session(_sess) -> None:
         ch.push()
 
 
+def _main_shell(_data, _default):
+    return None
+
+
 def _open(comm, open_msg) -> None:
+    # Every request on this comm runs on the kernel's main shell, in order with the cells. JupyterLab 4.6 sends
+    # comm messages over kernel subshells (one per comm target) and ipykernel 7 routes them to the subshell
+    # that last sent on the comm: a breakpoint added from a ProgramGraph widget's handler, or a subshell that
+    # JupyterLab deleted when the comm reconnected, left the sidebar's next request waiting forever. The session
+    # is a generator that cells drive too: one thread must drive it.
+    if hasattr(comm, "_reply_subshell_for"):
+        comm._reply_subshell_for = _main_shell
     ch = DebugChannel(lambda m: comm.send(m))
     _channels.add(ch)
     pair = (comm, ch)
