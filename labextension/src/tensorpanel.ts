@@ -81,6 +81,10 @@ export class TensorPanel extends Widget {
     this.node.dataset.exists = String(v.exists);
     this.node.dataset.pause = String(v.pause);
     const m = this.local;
+    const cell = this.node.querySelector('.jp-Kernelcore-tvCell');
+    if (cell) {
+      cell.textContent = ''; // the hovered cell's value was the old one
+    }
     if (!v.exists) {
       m.set('slice', {});
       m.set('health', {});
