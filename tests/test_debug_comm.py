@@ -202,7 +202,8 @@ def test_the_front_end_fixture_is_real_and_valid():
 # -- the sidebar's tensor panel: a variable's value at the cursor over the comm ------------------------------
 def part(obj, kind):
     """`obj` checked against one definition of the schema (a reply's result)."""
-    errors = list(jsonschema.Draft202012Validator({"$ref": f"#/$defs/{kind}", "$defs": SCHEMA["$defs"]}).iter_errors(obj))
+    sub = jsonschema.Draft202012Validator({"$ref": f"#/$defs/{kind}", "$defs": SCHEMA["$defs"]})
+    errors = list(sub.iter_errors(obj))
     assert not errors, [e.message for e in errors][:3]
     return obj
 

@@ -45,7 +45,7 @@ def test_break_here_from_the_widget_reaches_the_sidebar_and_stops_the_run_there(
     ch = comm.DebugChannel(got.append, lambda: sess)
     ch.push()  # the sidebar is connected (its listener is on the session)
     g = _graph(prog, lambda: sess)
-    assert g.debug["live"] and "paused at block 0 op #0 recurrent" in g.debug["text"]
+    assert g.debug["live"] and "live debug session" in g.debug["text"]
     n = len(got)
     g.handle_message({"type": "debug", "action": "break_op", "block": 1, "op": 2})
     assert g.debug["ok"] and "block 1 op #2" in g.debug["text"]
@@ -86,5 +86,5 @@ def test_a_session_started_after_the_widget_turns_the_actions_on():
     before = kc.active_session()
     sess = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)
     assert kc.active_session() is sess and before is not sess
-    assert g.debug["live"] and "paused at" in g.debug["text"]
+    assert g.debug["live"] and "live debug session" in g.debug["text"]
     g.close()

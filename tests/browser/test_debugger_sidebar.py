@@ -180,8 +180,9 @@ def test_keyboard_shortcuts_move_the_session(page, lab):
         page.keyboard.press(keys)
         want = str(ref.position) + ("" if ref.at_present else "  (past")
         page.wait_for_function(
-            "([want, reason]) => { const p = document.querySelector('#jp-kernelcore-debugger .jp-Kernelcore-dbgPosition');"
-            " const r = document.querySelector('#jp-kernelcore-debugger .jp-Kernelcore-dbgReason');"
+            "([want, reason]) => { const sb = document.querySelector('#jp-kernelcore-debugger');"
+            " const p = sb.querySelector('.jp-Kernelcore-dbgPosition');"
+            " const r = sb.querySelector('.jp-Kernelcore-dbgReason');"
             " return p && p.textContent.startsWith(want) && r && r.textContent === reason; }",
             arg=[want, ref.stop_reason], timeout=30_000)
         after = sb.locator(".jp-Kernelcore-dbgReason").text_content(), \

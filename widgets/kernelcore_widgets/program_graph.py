@@ -260,8 +260,8 @@ class ProgramGraph(GraphState, KCWidget):
         if why is not None:
             self.debug = {"live": False, "text": why, "ok": ok if text is not None else True}
             return
-        where = "the run has ended" if sess.finished else f"paused at {sess.position}"
-        self.debug = {"live": True, "text": text or f"live debug session: {where}", "ok": ok}
+        self.debug = {"live": True, "ok": ok, "text": text or "live debug session (the one the sidebar drives): "
+                      "breakpoints added here show in its Breakpoints panel"}
 
     def debug_action(self, action: str, **args) -> str:
         """What the graph's buttons do (a `{"type": "debug", "action": ...}` message): "break_op" (block, op),
