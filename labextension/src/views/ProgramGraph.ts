@@ -5,7 +5,10 @@
  * search highlights names; wheel zooms, drag pans. With `pruned` the removed parts are greyed, and with
  * a `pruned_program` the two are drawn side by side, a hover lighting the partner on the other side.
  *
- * Traits: program, pruned_program, selected, details, search, collapsed. See docs/frontend-contract.md.
+ * The details panel offers debug actions (debugactions.ts): an op's "Break here" / "Run to here", a variable's
+ * "Break on write" / "Watch...", sent as `debug` messages and answered in the `debug` trait.
+ *
+ * Traits: program, pruned_program, selected, details, search, collapsed, debug. See docs/frontend-contract.md.
  */
 import { DebugActions, renderActions, targetOf, WidgetDebugActions } from '../debugactions';
 import { button, clear, h } from '../dom';
