@@ -4,7 +4,8 @@
  *
  * Sections: controls (step, next, finish, step t, continue, back, back t, reverse, run N, run to here),
  * Callstack (frames innermost first; a click shows that frame's scope in Variables), Variables (the scope
- * forest at the cursor, values previewed; a click on a variable asks where its value came from),
+ * forest at the cursor, values previewed; a click on a variable asks where its value came from, its "View"
+ * opens the tensor viewer in the main area through `onViewTensor`: tensorpanel.ts),
  * Provenance (the chain of writers, each a button that moves the cursor right after that op), Breakpoints
  * and watches (enable/disable/remove; add by op type, by a write, NaN, or a watch condition), Hits, and
  * the program of the notebook's last kernelcore output (click an op: break there or run to it).
@@ -279,7 +280,8 @@ export class KernelcoreSidebar extends Widget {
         if (open && v.kind === 'tensor') {
           const view = button('View', () => open(v.name, sc.scope), { cls: 'jp-Kernelcore-varView', title: 'open the tensor viewer: the value at the cursor, following it' });
           view.addEventListener('click', ev => ev.stopPropagation()); // not also a provenance click
-          row.appendChild(view);
+          row.classList.add('jp-Kernelcore-hasView');
+          row.insertBefore(view, row.firstChild); // floats right, on the name's line
         }
         box.appendChild(row);
       }
