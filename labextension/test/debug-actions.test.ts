@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { ModelDebugActions } from '../src/debugactions';
 import { CommLike, DebuggerModel, KernelLike } from '../src/debugmodel';
 import { ServerMessage, StateMessage, TensorView } from '../src/protocol';
+import { KernelcoreSidebar } from '../src/sidebar';
 import { TensorPanel } from '../src/tensorpanel';
 import ProgramGraphWidget from '../src/views/ProgramGraph';
 import { mlp } from './fixtures';
@@ -173,5 +174,24 @@ describe('the tensor panel (sidebar Variables -> View)', () => {
     panel.local.send({ type: 'view', axes: [1, 0], index: [0, 0], diff: true });
     expect(comm.sent[comm.sent.length - 1]).toMatchObject({ command: 'tensor', args: { axes: [1, 0], diff: true } });
     panel.dispose();
+  });
+});
+
+describe('the sidebar offers View on each tensor', () => {
+  it('calls onViewTensor with the name and scope, not a provenance request', () => {
+    const { model, comm } = connected();
+    const sb = new KernelcoreSidebar(model);
+    const opened: Array<[string, number]> = [];
+    sb.onViewTensor = (name, scope) => opened.push([name, scope]);
+    const withVars = STATES.find(m => m.state.session?.variables.some(sc => sc.vars.some(v => v.kind === 'tensor')))!;
+    comm.deliver(withVars);
+    const buttons = sb.node.querySelectorAll('button.jp-Kernelcore-varView');
+    const tensors = withVars.state.session!.variables.flatMap(sc => sc.vars.filter(v => v.kind === 'tensor').map(v => [v.name, sc.scope]));
+    expect(buttons.length).toBe(tensors.length);
+    const n = comm.sent.length;
+    (buttons[0] as HTMLButtonElement).click();
+    expect(opened).toEqual([tensors[0]]);
+    expect(comm.sent.length).toBe(n); // no provenance request for this click
+    sb.dispose();
   });
 });
