@@ -180,6 +180,7 @@ def _scenario_messages():
     sb.ask("provenance", name=names["h_prev"], depth=3)
     sb.ask("step_timestep")
     sb.ask("provenance", name=names["h_prev"], depth=3)
+    sb.ask("tensor", name="x")  # the tensor panel: x_t of this timestep, seen from the cursor
     return sb.got
 
 
@@ -195,6 +196,7 @@ def test_the_front_end_fixture_is_real_and_valid():
         VALIDATOR.validate(m)
     assert {m["type"] for m in msgs} == {"reply", "state"}
     assert any(m["type"] == "reply" and m["command"] == "provenance" and m["result"] for m in msgs)
+    assert any(m["type"] == "reply" and m["command"] == "tensor" and m["result"]["exists"] for m in msgs)
     fresh = _scenario_messages()
     assert [(m["type"], m.get("command")) for m in fresh] == [(m["type"], m.get("command")) for m in msgs]
 

@@ -150,10 +150,14 @@ describe('the tensor panel (sidebar Variables -> View)', () => {
     document.body.appendChild(panel.node);
     const ask = comm.sent[comm.sent.length - 1];
     expect(ask).toMatchObject({ command: 'tensor', args: { name: 'h', scope: 3, diff: false } });
-    reply(comm, view({}));
+    // what the kernel really answered (tests/test_debug_comm.py's scenario)
+    const real = (MESSAGES.find(m => m.type === 'reply' && m.command === 'tensor') as any).result as TensorView;
+    reply(comm, real);
     await tick();
-    expect(panel.local.get('slice').data).toEqual([[1, 2], [3, 4]]);
-    expect(panel.node.textContent).toContain('positive 4');
+    expect(panel.local.get('slice').data).toEqual(real.slice!.data);
+    expect(panel.local.get('shape')).toEqual(real.shape);
+    expect(panel.node.textContent).toContain(`positive ${real.health!.positive}`);
+    expect(panel.node.dataset.exists).toBe('true');
     const n = comm.sent.length;
     comm.deliver(STATES[0]); // the same cursor: nothing to ask
     expect(comm.sent.length).toBe(n);
