@@ -88,3 +88,22 @@ def test_a_session_started_after_the_widget_turns_the_actions_on():
     assert kc.active_session() is sess and before is not sess
     assert g.debug["live"] and "live debug session" in g.debug["text"]
     g.close()
+
+
+def test_debug_actions_run_on_the_main_shell_and_selection_stays_where_it_was():
+    """A ProgramGraph's debug messages drive the session: the kernel must run them on its main shell (with the
+    cells and the sidebar's comm), while a click that only selects a node may stay on the widgets' subshell."""
+    from kernelcore_widgets.program_graph import _is_debug_message
+
+    class FakeComm:
+        def _reply_subshell_for(self, data, default):
+            return "the-widgets-subshell"
+
+    c = FakeComm()
+    comm.pin_to_main_shell(c, _is_debug_message)
+    debug = {"method": "custom", "content": {"type": "debug", "action": "break_op", "block": 1, "op": 2}}
+    select = {"method": "custom", "content": {"type": "select", "id": "o1:2"}}
+    assert c._reply_subshell_for(debug, "x") is None
+    assert c._reply_subshell_for(select, "x") == "the-widgets-subshell"
+    assert c._reply_subshell_for({"method": "update", "state": {}}, "x") == "the-widgets-subshell"
+    comm.pin_to_main_shell(object())  # a comm without subshell routing: nothing to do

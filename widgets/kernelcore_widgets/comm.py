@@ -354,18 +354,28 @@ def _on_new_session(_sess) -> None:
         ch.push()
 
 
-def _main_shell(_data, _default):
-    return None
+def pin_to_main_shell(comm, when: Callable[[dict], bool] | None = None) -> None:
+    """Have the kernel run `comm`'s messages from the browser (those `when(data)` accepts; all by default) on
+    its main shell, in order with the cells.
+
+    JupyterLab 4.6 sends comm messages over kernel subshells (one per comm target), and ipykernel 7 routes a
+    comm's messages to the subshell that last sent on that comm (`_reply_subshell_for`): a breakpoint added
+    from a ProgramGraph widget's handler, or a subshell JupyterLab deleted when the comm reconnected, left the
+    sidebar's next request waiting forever. And a debug session is a generator that cells drive too: one
+    thread must drive it. A no-op with kernels that have no such routing."""
+    route = getattr(comm, "_reply_subshell_for", None)
+    if route is None:
+        return
+
+    def main_shell(data, default, route=route):
+        if when is None or when(data):
+            return None  # the main shell
+        return route(data, default)
+    comm._reply_subshell_for = main_shell
 
 
 def _open(comm, open_msg) -> None:
-    # Every request on this comm runs on the kernel's main shell, in order with the cells. JupyterLab 4.6 sends
-    # comm messages over kernel subshells (one per comm target) and ipykernel 7 routes them to the subshell
-    # that last sent on the comm: a breakpoint added from a ProgramGraph widget's handler, or a subshell that
-    # JupyterLab deleted when the comm reconnected, left the sidebar's next request waiting forever. The session
-    # is a generator that cells drive too: one thread must drive it.
-    if hasattr(comm, "_reply_subshell_for"):
-        comm._reply_subshell_for = _main_shell
+    pin_to_main_shell(comm)
     ch = DebugChannel(lambda m: comm.send(m))
     _channels.add(ch)
     pair = (comm, ch)

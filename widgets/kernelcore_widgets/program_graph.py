@@ -11,6 +11,7 @@ from kernelcore.debug import active_session, session_hooks
 from kernelcore.display import op_id, parse_node_id, program_json, var_id
 
 from ._base import STATIC, KCWidget
+from .comm import pin_to_main_shell
 from .schema import value_preview
 
 
@@ -234,6 +235,9 @@ class ProgramGraph(GraphState, KCWidget):
         self._session_fn = (lambda: session) if session is not None else active_session
         self._hook = _weak_hook(self)
         session_hooks.append(self._hook)  # a session started later makes the actions live
+        # the debug actions drive the session: on the main shell, in order with the cells and the sidebar
+        # (selecting nodes stays on the widgets' subshell, answered while a cell runs)
+        pin_to_main_shell(getattr(self, "comm", None), _is_debug_message)
         self._say_debug()
 
     def close(self) -> None:
@@ -300,6 +304,12 @@ class ProgramGraph(GraphState, KCWidget):
                 self.debug = {**self.debug, "text": f"not done: {self.debug['text']}"}
             return
         self._say_debug(text)
+
+
+def _is_debug_message(data) -> bool:
+    """An ipywidgets custom message carrying {"type": "debug", ...}."""
+    content = data.get("content") if isinstance(data, dict) else None
+    return isinstance(content, dict) and content.get("type") == "debug"
 
 
 def _int_arg(args: dict, key: str) -> int:
