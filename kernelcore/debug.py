@@ -424,7 +424,7 @@ class DebugSession:
         self.watches: list[Watch] = []
         self.hits: list[WatchHit] = []
         self.stop_marks: dict[int, str] = {}  # trace event index -> why a move stopped there (breakpoints, watches)
-        self.listeners: list[Callable] = []  # called with the session after every move
+        self.listeners: list[Callable] = []  # called with the session after every move and breakpoint change
         self.stop_reason = "started"
         self.result: list | None = None
         self.error: KernelcoreError | None = None
@@ -584,7 +584,10 @@ class DebugSession:
             if ev.kind != "op_run":
                 continue
             for b in live:
-                if b.write is not None and any(name == b.write for _, name, _, _ in ev.outputs):
+                if b.write is not None and ev.op_type not in _BLOCK_WRITERS \
+                        and any(name == b.write for _, name, _, _ in ev.outputs):
+                    # (a while / conditional_block op only lists what its sub-block already wrote: the write
+                    # stopped there, after the sub-block's op)
                     return f"breakpoint {b}: written by op {ev.op_type!r} (block {ev.block}, op #{ev.op})" + \
                         (f" at timestep {ev.timestep}" if ev.timestep is not None else "")
                 if b.nan and _has_non_finite(ev, self):
@@ -833,14 +836,17 @@ class DebugSession:
         if op is not None and block is None:
             bp.block = 0
         self.breakpoints.append(bp)
+        self._notify()
         return bp
 
     def remove_breakpoint(self, bid: int) -> None:
         self.breakpoints = [b for b in self.breakpoints if b.id != bid]
         self.watches = [w for w in self.watches if w.id != bid]
+        self._notify()
 
     def clear_breakpoints(self) -> None:
         self.breakpoints = []
+        self._notify()
 
     def watch(self, var: str | None = None, cond: str = "nan", *, op_type: str | None = None,
               lo: float | None = None, hi: float | None = None, bound: float | None = None) -> Watch:
@@ -850,6 +856,7 @@ class DebugSession:
                                   f"(retain={self.trace.retain!r}): start it with retain='references'")
         w = make_watch(self._new_id(), var, cond, op_type, lo, hi, bound)
         self.watches.append(w)
+        self._notify()
         return w
 
     # -- time travel and provenance ------------------------------------------------------------------------

@@ -180,6 +180,7 @@ def _scenario_messages():
     sb.ask("provenance", name=names["h_prev"], depth=3)
     sb.ask("step_timestep")
     sb.ask("provenance", name=names["h_prev"], depth=3)
+    sb.ask("tensor", name="x")  # the tensor panel: x_t of this timestep, seen from the cursor
     return sb.got
 
 
@@ -195,5 +196,102 @@ def test_the_front_end_fixture_is_real_and_valid():
         VALIDATOR.validate(m)
     assert {m["type"] for m in msgs} == {"reply", "state"}
     assert any(m["type"] == "reply" and m["command"] == "provenance" and m["result"] for m in msgs)
+    assert any(m["type"] == "reply" and m["command"] == "tensor" and m["result"]["exists"] for m in msgs)
     fresh = _scenario_messages()
     assert [(m["type"], m.get("command")) for m in fresh] == [(m["type"], m.get("command")) for m in msgs]
+
+
+# -- the sidebar's tensor panel: a variable's value at the cursor over the comm ------------------------------
+def part(obj, kind):
+    """`obj` checked against one definition of the schema (a reply's result)."""
+    sub = jsonschema.Draft202012Validator({"$ref": f"#/$defs/{kind}", "$defs": SCHEMA["$defs"]})
+    errors = list(sub.iter_errors(obj))
+    assert not errors, [e.message for e in errors][:3]
+    return obj
+
+
+def test_tensor_panel_follows_the_cursor_and_says_when_the_variable_is_missing(session):
+    sess, feed, hs, names = session
+    ns = {}
+    got = []
+    ch = comm.DebugChannel(got.append, lambda: sess, namespace=ns)
+    sb = Sidebar(lambda: sess)
+    sb.ch = ch
+    sb.got = got
+    h = names["h_new"]
+    r = sb.ask("tensor", name=h)  # before the run: no scope holds h_new yet
+    assert r["ok"] and r["result"]["exists"] is False and "does not exist at" in r["result"]["status"]
+    part(r["result"], "TensorView")
+    sb.ask("break_add", kind="write", var=h)
+    sb.ask("cont")  # after tanh wrote h_new at t=0
+    r = sb.ask("tensor", name=h)
+    v = part(r["result"], "TensorView")
+    assert v["exists"] and v["shape"] == [2, 4] and v["scope"] == sb.state["position"][-1]["scope"]
+    np.testing.assert_allclose(np.array(v["slice"]["data"], np.float32), hs[0], rtol=1e-5)
+    assert v["health"]["total"] == 8 and v["has_previous"] is False
+    sb.ask("cont")  # t=1: the same request shows the new value, and a diff against t=0's write
+    v = sb.ask("tensor", name=h, diff=True)["result"]
+    assert v["has_previous"] and v["diff"] and v["position_text"].endswith("t=1")
+    np.testing.assert_allclose(np.array(v["slice"]["data"]), hs[1] - hs[0], rtol=1e-4, atol=1e-6)
+    v = sb.ask("tensor", name=h, axes=[1, 0], index=[0, 0])["result"]  # transposed
+    np.testing.assert_allclose(np.array(v["slice"]["data"], np.float32), hs[1].T, rtol=1e-5)
+    sb.ask("back")  # the past: the value rebuilt from the record
+    sb.ask("reverse_cont")
+    v = sb.ask("tensor", name=h)["result"]
+    np.testing.assert_allclose(np.array(v["slice"]["data"], np.float32), hs[0], rtol=1e-5)
+    # inside the step scope, "x" is the step's slice x_t (the name the op sees)
+    x = sb.ask("tensor", name="x")["result"]
+    assert x["shape"] == [2, 3]
+    np.testing.assert_array_equal(np.array(x["slice"]["data"], np.float32), feed["x"][0])
+    # before the run, the whole sequence: the slider's index picks the slice
+    sb.ask("goto_pause", pause=0)
+    x = sb.ask("tensor", name="x", axes=[1, 2], index=[2, 0, 0])["result"]
+    np.testing.assert_array_equal(np.array(x["slice"]["data"], np.float32), feed["x"][2])
+    r = sb.ask("tensor", name="x", axes=[1, 1])
+    assert r["ok"] and r["result"]["axes"] != [1, 1]  # not two different axes: the default view instead
+    r = sb.ask("tensor", name="")
+    assert not r["ok"] and "name" in r["error"]
+    # send to notebook: the value, or the shown slice
+    sb.ask("tensor_send", name="x", target="x_2", what="slice", axes=[1, 2], index=[2, 0, 0])
+    np.testing.assert_array_equal(ns["x_2"], feed["x"][2])
+    sb.ask("reverse_cont")  # back to h_new's write at t=0 (the write breakpoint)
+    sb.ask("cont")
+    r = sb.ask("tensor_send", name=h, target="h_t0")
+    assert r["ok"] and part(r["result"], "TensorSent")["sent"] == "h_t0"
+    np.testing.assert_allclose(ns["h_t0"], hs[0], rtol=1e-5)
+    r = sb.ask("tensor_send", name=h, target="not a name")
+    assert not r["ok"] and "not a Python name" in r["error"]
+    r = sb.ask("tensor_send", name="no_such_var", target="y")
+    assert not r["ok"] and "no tensor 'no_such_var'" in r["error"]
+
+
+def test_the_comm_runs_every_request_on_the_main_shell():
+    """ipykernel 7 routes a comm's messages to the subshell that last sent on it (`_reply_subshell_for`); the
+    debugger's comm sends from other handlers too (a breakpoint added from a graph widget), so it pins its
+    requests to the main shell, where the cells drive the same session."""
+    class FakeComm:
+        def __init__(self):
+            self.sent, self.handlers = [], {}
+            self._reply_subshell_id = "a-widget-subshell"
+
+        def _reply_subshell_for(self, data, default):
+            return self._reply_subshell_id
+
+        def send(self, m):
+            self.sent.append(m)
+
+        def on_msg(self, f):
+            self.handlers["msg"] = f
+
+        def on_close(self, f):
+            self.handlers["close"] = f
+
+    c = FakeComm()
+    comm._open(c, {})
+    try:
+        assert c._reply_subshell_for({"type": "request"}, "the-comms-subshell") is None
+        assert c.sent and c.sent[-1]["type"] == "state"
+        c.handlers["msg"]({"content": {"data": {"type": "request", "id": 1, "command": "state", "args": {}}}})
+        assert c.sent[-2]["type"] == "reply" and c.sent[-2]["ok"]
+    finally:
+        c.handlers["close"]({})

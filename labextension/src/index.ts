@@ -10,13 +10,15 @@
  * The MIME renderers (outputs and *.kctrace.json files) are the separate mimeExtension in mime.ts.
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, MainAreaWidget } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
+import { setDebuggerModel } from './debugactions';
 import { DebuggerModel } from './debugmodel';
 import { PROGRAM_FACTORY, PROGRAM_FILE_TYPE, ProgramFileFactory } from './fileviewer';
 import { Command } from './protocol';
 import { KernelcoreSidebar } from './sidebar';
+import { TensorPanel } from './tensorpanel';
 import { IKernelcoreDebuggerModel } from './tokens';
 
 export const PLUGIN_ID = '@kernelcore/labextension:plugin';
@@ -32,6 +34,7 @@ export namespace CommandIDs {
   export const backTimestep = 'kernelcore:back-timestep';
   export const reverseCont = 'kernelcore:reverse-continue';
   export const runN = 'kernelcore:run-n';
+  export const viewTensor = 'kernelcore:view-tensor';
 }
 
 /** [command id, protocol command, label, shortcut] */
@@ -134,8 +137,41 @@ const debuggerPlugin: JupyterFrontEndPlugin<void> = {
       const panel = tracker?.currentWidget ?? null;
       return panel ? { name: panel.context.path, nb: (panel.content.model as any) ?? null } : null;
     };
+    // programs drawn as outputs or files (the MIME renderer, the file viewer) act on the live session through
+    // the model this plugin was given
+    setDebuggerModel(model);
     const sidebar = new KernelcoreSidebar(model, current);
     sidebar.title.icon = kernelcoreIcon;
+    // the tensor viewer in the main area, one panel per variable name, following the session's cursor
+    const tensors = new Map<string, MainAreaWidget<TensorPanel>>();
+    const viewTensor = (name: string, scope: number | null) => {
+      let w = tensors.get(name);
+      if (!w || w.isDisposed) {
+        const panel = new TensorPanel(model, name, scope);
+        w = new MainAreaWidget({ content: panel });
+        w.id = `${panel.id}-area`;
+        w.title.label = panel.title.label;
+        w.title.caption = panel.title.caption;
+        w.title.icon = kernelcoreIcon;
+        w.title.closable = true;
+        w.addClass('jp-Kernelcore-tensorArea');
+        tensors.set(name, w);
+        w.disposed.connect(() => tensors.delete(name));
+        app.shell.add(w, 'main', { mode: 'split-right' });
+      }
+      app.shell.activateById(w.id);
+    };
+    sidebar.onViewTensor = viewTensor;
+    app.commands.addCommand(CommandIDs.viewTensor, {
+      label: 'Kernelcore: View a tensor at the debugger\'s cursor',
+      isEnabled: () => !!model.session,
+      execute: args => {
+        const name = String((args as any)?.name ?? '');
+        if (name) {
+          viewTensor(name, typeof (args as any)?.scope === 'number' ? (args as any).scope : null);
+        }
+      }
+    });
     app.shell.add(sidebar, 'right', { rank: 900 });
     restorer?.add(sidebar, 'kernelcore-debugger');
     const refreshSoon = (() => {

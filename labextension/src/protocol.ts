@@ -27,7 +27,9 @@ export const COMMANDS = [
   'break_enable',
   'break_remove',
   'watch_add',
-  'provenance'
+  'provenance',
+  'tensor',
+  'tensor_send'
 ] as const;
 export type Command = (typeof COMMANDS)[number];
 
@@ -54,6 +56,12 @@ export interface Request {
     hi?: number | null;
     name?: string;
     depth?: number;
+    scope?: number | null;
+    axes?: number[] | null;
+    index?: number[] | null;
+    diff?: boolean;
+    target?: string;
+    what?: 'value' | 'slice';
   };
 }
 
@@ -137,6 +145,32 @@ export interface Origin {
   inputs: Origin[];
 }
 
+/** The tensor panel's view of one variable at the cursor (`tensor`): the TensorViewer's traits. */
+export interface TensorView {
+  name: string;
+  exists: boolean;
+  scope: number | null;
+  position_text: string;
+  pause: number;
+  shape: number[];
+  dtype: string;
+  place: string;
+  axes: number[];
+  index: number[];
+  diff: boolean;
+  has_previous: boolean;
+  slice: { rows: number; cols: number; row_step: number; col_step: number; data: unknown[][]; min: unknown; max: unknown } | null;
+  health: { negative: number; zero: number; positive: number; nan: number; pos_inf: number; neg_inf: number; total: number } | null;
+  status: string;
+}
+
+/** What `tensor_send` bound in the kernel's namespace. */
+export interface TensorSent {
+  sent: string;
+  what: 'value' | 'slice';
+  name: string;
+}
+
 export interface Session {
   id: number;
   position: Frame[];
@@ -167,7 +201,7 @@ export interface Reply {
   command: string;
   ok: boolean;
   error: string | null;
-  result: null | Breakpoint | Watch | Origin;
+  result: null | Breakpoint | Watch | Origin | TensorView | TensorSent;
 }
 
 export interface StateMessage {

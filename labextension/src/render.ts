@@ -3,6 +3,7 @@
  * ProgramGraph view, a trace as the TraceTimeline view. Used by the MIME renderers, the file viewer
  * and the sidebar.
  */
+import { modelActions } from './debugactions';
 import { h } from './dom';
 import { LocalModel } from './model';
 import { isProgramJSON, isTraceJSON, ProgramJSON, TraceJSON } from './schema';
@@ -26,13 +27,16 @@ export function traceNote(trace: TraceJSON): string | undefined {
   return n > 0 ? `truncated: the first ${trace.events.length} events are shown, ${n} more were left out` : undefined;
 }
 
-/** Render a program into `host`; resolves when laid out. */
+/**
+ * Render a program into `host`; resolves when laid out. Its details panel gets the debug actions over the
+ * plugin's debugger model (the active notebook kernel's live session) when the plugin has started.
+ */
 export async function showProgram(host: HTMLElement, data: unknown): Promise<Disposable> {
   if (!isProgramJSON(data)) {
     host.appendChild(h('div', { cls: 'jp-Kernelcore-error', text: 'not a kernelcore program (expected schema "kernelcore.program")' }));
     return { dispose: () => undefined };
   }
-  const view = new ProgramGraphView(programModel(data), host, { local: true });
+  const view = new ProgramGraphView(programModel(data), host, { local: true, debug: modelActions() });
   await view.ready;
   return view;
 }

@@ -4,7 +4,8 @@
  *
  * Sections: controls (step, next, finish, step t, continue, back, back t, reverse, run N, run to here),
  * Callstack (frames innermost first; a click shows that frame's scope in Variables), Variables (the scope
- * forest at the cursor, values previewed; a click on a variable asks where its value came from),
+ * forest at the cursor, values previewed; a click on a variable asks where its value came from, its "View"
+ * opens the tensor viewer in the main area through `onViewTensor`: tensorpanel.ts),
  * Provenance (the chain of writers, each a button that moves the cursor right after that op), Breakpoints
  * and watches (enable/disable/remove; add by op type, by a write, NaN, or a watch condition), Hits, and
  * the program of the notebook's last kernelcore output (click an op: break there or run to it).
@@ -108,6 +109,8 @@ export class KernelcoreSidebar extends Widget {
   private _opTypes: HTMLSelectElement;
   private _shownScope: number | null = null;
   readonly buttons = new Map<Command, HTMLButtonElement>();
+  /** Opens the tensor viewer for a variable (the plugin puts it in the main area); none: no "View" action. */
+  onViewTensor: ((name: string, scope: number) => void) | null = null;
 
   constructor(
     readonly model: IKernelcoreDebuggerModel,
@@ -273,6 +276,13 @@ export class KernelcoreSidebar extends Widget {
         ]);
         row.dataset.name = v.name;
         row.addEventListener('click', () => void this.run('provenance', { name: v.name, depth: 6 }));
+        const open = this.onViewTensor;
+        if (open && v.kind === 'tensor') {
+          const view = button('View', () => open(v.name, sc.scope), { cls: 'jp-Kernelcore-varView', title: 'open the tensor viewer: the value at the cursor, following it' });
+          view.addEventListener('click', ev => ev.stopPropagation()); // not also a provenance click
+          row.classList.add('jp-Kernelcore-hasView');
+          row.insertBefore(view, row.firstChild); // floats right, on the name's line
+        }
         box.appendChild(row);
       }
       this._vars.appendChild(box);

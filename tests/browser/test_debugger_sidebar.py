@@ -150,3 +150,44 @@ def test_clicking_an_op_in_the_sidebar_graph_breaks_or_runs_there(page, lab):
     _where(sb, f"op #{op} matmul_v2 t=1")
     assert sb.locator("svg g.node.jp-Kernelcore-current").count() >= 1  # the graph marks where the run is
     shot(sb, "sidebar_graph_break_here")
+
+
+# the sidebar's shortcuts (index.ts MOVE_COMMANDS), pressed with the notebook focused; each is checked against
+# the same move made on an in-process session of the same program
+SHORTCUTS = [("Control+Shift+F11", "step"), ("Control+Shift+F10", "next"), ("Control+Shift+F8", "step_timestep"),
+             ("Alt+Shift+F10", "back"), ("Alt+Shift+F8", "back_timestep"), ("Control+Shift+F12", "finish"),
+             ("Alt+Shift+F9", "reverse_cont"), ("Control+Shift+F9", "cont")]
+
+
+def test_keyboard_shortcuts_move_the_session(page, lab):
+    import kernelcore as kc
+    setup = code_sources("rnn_step_debugging.ipynb")[0]
+    ns = exec_sources([setup])
+    ref = kc.debug(ns["prog"], feed=ns["feed"], fetch_list=[ns["last"]], scope=ns["scope"])
+    session = "import kernelcore_widgets\nsess = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)"
+    name = write_notebook(lab, "sidebar_keys.ipynb", [setup, session])
+    open_notebook(page, lab, name)
+    assert not errors_of(run_all(page))
+    sb = _sidebar(page)
+    _where(sb, "block 0 op #0 recurrent")
+    page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-InputPrompt").click()
+    page.keyboard.press("Escape")  # command mode: the notebook has the focus
+    seen = []
+    for keys, move in SHORTCUTS:
+        before = sb.locator(".jp-Kernelcore-dbgReason").text_content(), \
+            sb.locator(".jp-Kernelcore-dbgPosition").text_content()
+        getattr(ref, move)()
+        page.keyboard.press(keys)
+        want = str(ref.position) + ("" if ref.at_present else "  (past")
+        page.wait_for_function(
+            "([want, reason]) => { const sb = document.querySelector('#jp-kernelcore-debugger');"
+            " const p = sb.querySelector('.jp-Kernelcore-dbgPosition');"
+            " const r = sb.querySelector('.jp-Kernelcore-dbgReason');"
+            " return p && p.textContent.startsWith(want) && r && r.textContent === reason; }",
+            arg=[want, ref.stop_reason], timeout=30_000)
+        after = sb.locator(".jp-Kernelcore-dbgReason").text_content(), \
+            sb.locator(".jp-Kernelcore-dbgPosition").text_content()
+        assert after != before, (keys, move, after)
+        seen.append((keys, after[1]))
+    assert seen[-1][1].startswith("end of the run")
+    shot(sb, "sidebar_after_shortcuts")

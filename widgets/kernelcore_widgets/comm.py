@@ -25,7 +25,10 @@ from typing import Callable
 import kernelcore as kc
 from kernelcore.debug import active_session, session_hooks
 
+from kernelcore.place import place_of
+
 from .schema import value_preview
+from .tensor_viewer import check_view, diff_base, draw, send_value
 
 TARGET = "kernelcore.debugger"
 SCHEMA_PATH = Path(__file__).with_name("debug_protocol.schema.json")
@@ -131,8 +134,9 @@ class DebugChannel:
     """One sidebar's connection. `send(msg)` delivers a message to the browser; `session()` finds the
     session to drive (by default the one started last)."""
 
-    def __init__(self, send: Callable[[dict], None], session: Callable | None = None):
+    def __init__(self, send: Callable[[dict], None], session: Callable | None = None, namespace: dict | None = None):
         self._send = send
+        self._namespace = namespace  # where "send to notebook" binds names (None: the IPython user namespace)
         self._session = session or active_session
         self._bound = None  # weakref to the session whose listeners hold our follow()
         self._quiet = False
@@ -237,12 +241,107 @@ class DebugChannel:
             w = sess.watch(args.get("var") or None, str(args.get("cond") or ""), op_type=args.get("op_type") or None,
                            lo=_num(args, "lo"), hi=_num(args, "hi"))
             return w.to_json()
+        elif command == "tensor":
+            return tensor_json(sess, *_tensor_args(args))
+        elif command == "tensor_send":
+            return self._tensor_send(sess, args)
         elif command == "provenance":
             depth = args.get("depth", 4)
             return sess.provenance(str(args.get("name") or ""), depth if isinstance(depth, int) else 4).to_json()
         else:
             raise ProtocolError(f"unknown command {command!r:.40}")
         return None
+
+
+    def _tensor_send(self, sess, args) -> dict:
+        target, what = args.get("target"), args.get("what", "value")
+        if what not in ("value", "slice"):
+            raise ProtocolError(f"'what' must be 'value' or 'slice', got {what!r:.40}")
+        name, scope, axes, index, diff = _tensor_args(args)
+        value, _sid = _find_value(sess, name, scope)
+        if value is None:
+            raise ProtocolError(f"no tensor {name!r} at {sess.position}: nothing to send")
+        if what == "slice":
+            axes, index = check_view([int(d) for d in value.shape], axes, index)
+            prev = diff_base(sess, name, value) if diff else None
+            shown = _diff(value, prev) if prev is not None else value
+            send_value(shown, str(target), self._namespace, (axes, index))
+        else:
+            send_value(value, str(target), self._namespace)
+        return {"sent": str(target), "what": what, "name": name}
+
+
+# -- the tensor panel: one variable's value at the cursor ------------------------------------------------------
+def _tensor_args(args) -> tuple:
+    name = args.get("name")
+    if not isinstance(name, str) or not name:
+        raise ProtocolError(f"'name' must be a variable name, got {name!r:.40}")
+    scope = args.get("scope")
+    scope = scope if isinstance(scope, int) and not isinstance(scope, bool) else None
+    axes, index = args.get("axes"), args.get("index")
+    for key, v in (("axes", axes), ("index", index)):
+        if v is not None and (not isinstance(v, list) or not all(isinstance(i, int) for i in v)):
+            raise ProtocolError(f"{key!r} must be a list of integers, got {v!r:.40}")
+    return name, scope, axes, index, bool(args.get("diff"))
+
+
+def _find_value(sess, name: str, scope: int | None):
+    """`name`'s tensor at the cursor and the id of the scope holding it: as the cursor's op sees it, else in
+    scope `scope` (where the panel was opened from), else in the last scope of the forest holding it.
+    (None, None) when no scope holds a tensor of that name."""
+    forest = sess.forest()
+    inner = sess.position.innermost
+    sid = inner.scope if inner is not None else (forest.roots[0] if forest.roots else None)
+    chain = []
+    while sid is not None and sid in forest:
+        chain.append(sid)
+        sid = forest[sid].parent
+    order = chain + ([scope] if scope is not None and scope in forest else [])
+    order += [n.id for n in reversed(list(forest)) if n.id not in order]
+    for sid in order:
+        node = forest[sid]
+        info = node.vars.get(name)
+        if info is not None and info.kind == "tensor":
+            v = node._values.get(name)
+            if hasattr(v, "shape") and hasattr(v, "dtype"):
+                return v, sid
+    return None, None
+
+
+def _diff(value, prev):
+    xp = place_of(value).xp
+    return xp.subtract(value.astype(xp.float64) if value.dtype.kind in "biu" else value, prev)
+
+
+def tensor_json(sess, name: str, scope: int | None = None, axes=None, index=None, diff: bool = False) -> dict:
+    """What the sidebar's tensor panel shows of `name` at the session's cursor (a TensorView of the schema):
+    the TensorViewer's traits, the scope the value is from, and `exists` false (with a status saying so) when
+    no scope holds it at this position."""
+    where = str(sess.position)
+    value, sid = _find_value(sess, name, scope)
+    out = {"name": name, "exists": value is not None, "scope": sid, "position_text": where, "pause": sess.pause_index,
+           "shape": [], "dtype": "", "place": "", "axes": [0, 1], "index": [], "diff": False,
+           "has_previous": False, "slice": None, "health": None}
+    if value is None:
+        out["status"] = f"{name!r} does not exist at {where}"
+        return out
+    if value.dtype.kind not in "biufc":
+        out["status"] = f"{name!r} is {value.dtype}: the tensor viewer shows numeric tensors"
+        return out
+    shape = [int(d) for d in value.shape]
+    try:
+        axes, index = check_view(shape, axes, index)
+    except ValueError:  # the variable changed shape since the panel asked (another timestep): start over
+        axes, index = check_view(shape)
+    prev = diff_base(sess, name, value)
+    if prev is not None and getattr(prev, "shape", None) != value.shape:
+        prev = None
+    diff = diff and prev is not None
+    d = draw(_diff(value, prev) if diff else value, axes, index, diff)
+    out.update(shape=shape, dtype=str(value.dtype), place=str(place_of(value)), axes=axes, index=index, diff=diff,
+               has_previous=prev is not None, slice=d["slice"], health=d["health"],
+               status=d["status"] + f" (scope {sid}, at {where})")
+    return out
 
 
 # -- the kernel side ---------------------------------------------------------------------------------------------
@@ -255,7 +354,28 @@ def _on_new_session(_sess) -> None:
         ch.push()
 
 
+def pin_to_main_shell(comm, when: Callable[[dict], bool] | None = None) -> None:
+    """Have the kernel run `comm`'s messages from the browser (those `when(data)` accepts; all by default) on
+    its main shell, in order with the cells.
+
+    JupyterLab 4.6 sends comm messages over kernel subshells (one per comm target), and ipykernel 7 routes a
+    comm's messages to the subshell that last sent on that comm (`_reply_subshell_for`): a breakpoint added
+    from a ProgramGraph widget's handler, or a subshell JupyterLab deleted when the comm reconnected, left the
+    sidebar's next request waiting forever. And a debug session is a generator that cells drive too: one
+    thread must drive it. A no-op with kernels that have no such routing."""
+    route = getattr(comm, "_reply_subshell_for", None)
+    if route is None:
+        return
+
+    def main_shell(data, default, route=route):
+        if when is None or when(data):
+            return None  # the main shell
+        return route(data, default)
+    comm._reply_subshell_for = main_shell
+
+
 def _open(comm, open_msg) -> None:
+    pin_to_main_shell(comm)
     ch = DebugChannel(lambda m: comm.send(m))
     _channels.add(ch)
     pair = (comm, ch)

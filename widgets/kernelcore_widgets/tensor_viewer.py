@@ -37,6 +37,68 @@ def _host_rows(s) -> list:
     return [[json_number(x) for x in row] for row in a.tolist()]
 
 
+def draw(v, axes, index, diff: bool = False) -> dict:
+    """What the view shows of array `v` (the value, or value - previous when `diff`): the slice on `axes` at
+    `index` (at most MAX_SIDE x MAX_SIDE, strided), the value classes and a status line. Shared by the widget
+    and the sidebar's tensor panel (comm.py)."""
+    xp = place_of(v).xp
+    r, c = (int(a) for a in axes)
+    s, (rs, cs) = slice_2d(xp, v, r, c, index, MAX_SIDE)
+    data = _host_rows(s)
+    flat = [x for row in data for x in row if isinstance(x, (int, float)) and not isinstance(x, bool)]
+    what = "value - previous" if diff else "value"
+    return {"slice": {"rows": len(data), "cols": len(data[0]) if data else 0, "row_step": rs, "col_step": cs,
+                      "data": data, "min": min(flat) if flat else None, "max": max(flat) if flat else None},
+            "health": health(xp, v),
+            "status": (f"{what}: axes {r} x {c}" + (f", every {rs}th row / {cs}th column" if rs > 1 or cs > 1 else "")
+                       if v.ndim >= 2 else what)}
+
+
+def check_view(shape, axes=None, index=None) -> tuple[list, list]:
+    """(axes, index) for a tensor of `shape`: the given ones checked (ValueError naming what does not fit),
+    else the defaults (the last two axes, index 0 everywhere)."""
+    nd = len(shape)
+    if axes is None:
+        axes = [max(nd - 2, 0), max(nd - 1, 0)]
+    r, c = (int(a) for a in axes)
+    if nd >= 2 and (not (0 <= r < nd and 0 <= c < nd) or r == c):
+        raise ValueError(f"axes {list(axes)}: two different axes of a {nd}-d tensor")
+    if index is None:
+        index = [0] * nd
+    if len(index) != nd or any(not 0 <= int(i) < d for i, d in zip(index, shape)):
+        raise ValueError(f"index {list(index)} does not fit shape {list(shape)}")
+    return [r, c], [int(i) for i in index]
+
+
+def diff_base(session, name: str, value):
+    """The value `name` held before `value` in a session's run (its previous write), or None."""
+    latest, older = previous_write(session, name)
+    return older if latest is not None and _same(latest, value) else latest
+
+
+def send_value(value, name: str, namespace: dict | None = None, slice_of: tuple | None = None):
+    """Bind a host copy of `value` (or, with slice_of=(axes, index), of its full-size 2-D slice there) to
+    `name` in `namespace` (the IPython kernel's user namespace by default). Returns the bound object."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"{name!r} is not a Python name")
+    if slice_of is not None:
+        xp = place_of(value).xp
+        (r, c), index = slice_of
+        s, _ = slice_2d(xp, value, r, c, index, max([int(d) for d in value.shape] or [1]))
+        obj = np.asarray(to_host(s))
+    else:
+        obj = np.array(to_host(value))
+    ns = namespace
+    if ns is None:
+        from IPython import get_ipython
+        ip = get_ipython()
+        if ip is None:
+            raise RuntimeError("send to notebook needs an IPython kernel (or a namespace)")
+        ns = ip.user_ns
+    ns[name] = obj
+    return obj
+
+
 def previous_write(session, name: str):
     """The two latest values a session's run wrote to `name` up to its cursor (newest first; None where
     missing), from the trace's op records (the session keeps value references)."""
@@ -103,9 +165,7 @@ class TensorViewer(KCWidget):
         if not isinstance(session, kc.DebugSession):
             raise TypeError(f"TensorViewer.of takes a kc.DebugSession, got {type(session).__name__}")
         value = session.value(name)
-        latest, older = previous_write(session, name)
-        prev = older if latest is not None and _same(latest, value) else latest
-        return cls(value, name=name, previous=prev, **kw)
+        return cls(value, name=name, previous=diff_base(session, name, value), **kw)
 
     @property
     def value(self):
@@ -120,18 +180,8 @@ class TensorViewer(KCWidget):
         return self._value
 
     def _draw(self) -> None:
-        v = self.shown()
-        xp = place_of(v).xp
-        r, c = (int(a) for a in self.axes)
-        s, (rs, cs) = slice_2d(xp, v, r, c, self.index, MAX_SIDE)
-        data = _host_rows(s)
-        flat = [x for row in data for x in row if isinstance(x, (int, float)) and not isinstance(x, bool)]
-        self.slice = {"rows": len(data), "cols": len(data[0]) if data else 0, "row_step": rs, "col_step": cs,
-                      "data": data, "min": min(flat) if flat else None, "max": max(flat) if flat else None}
-        self.health = health(xp, v)
-        what = "value - previous" if self.diff and self._previous is not None else "value"
-        self.status = (f"{what}: axes {r} x {c}" + (f", every {rs}th row / {cs}th column" if rs > 1 or cs > 1 else "")
-                       if v.ndim >= 2 else what)
+        d = draw(self.shown(), self.axes, self.index, self.diff and self._previous is not None)
+        self.slice, self.health, self.status = d["slice"], d["health"], d["status"]
 
     def set_view(self, axes=None, index=None, diff=None) -> None:
         nd = self._value.ndim
@@ -151,23 +201,10 @@ class TensorViewer(KCWidget):
     def send_to_notebook(self, name: str, what: str = "value") -> Any:
         """Bind the value (what="value") or the shown slice (what="slice") to `name` in the kernel's namespace
         (a copy on the host)."""
-        if not name.isidentifier():
-            raise ValueError(f"{name!r} is not a Python name")
         if what == "slice":
-            xp = place_of(self._value).xp
-            r, c = self.axes
-            s, _ = slice_2d(xp, self.shown(), r, c, self.index, max(self.shape or [1]))
-            obj = np.asarray(to_host(s))
+            obj = send_value(self.shown(), name, self._namespace, (self.axes, self.index))
         else:
-            obj = np.array(to_host(self._value))
-        ns = self._namespace
-        if ns is None:
-            from IPython import get_ipython
-            ip = get_ipython()
-            if ip is None:
-                raise RuntimeError("send to notebook needs an IPython kernel (or namespace= when made)")
-            ns = ip.user_ns
-        ns[name] = obj
+            obj = send_value(self._value, name, self._namespace)
         self.status = f"sent the {what} to the notebook as {name!r}"
         return obj
 

@@ -5,8 +5,12 @@
  * search highlights names; wheel zooms, drag pans. With `pruned` the removed parts are greyed, and with
  * a `pruned_program` the two are drawn side by side, a hover lighting the partner on the other side.
  *
- * Traits: program, pruned_program, selected, details, search, collapsed. See docs/frontend-contract.md.
+ * The details panel offers debug actions (debugactions.ts): an op's "Break here" / "Run to here", a variable's
+ * "Break on write" / "Watch...", sent as `debug` messages and answered in the `debug` trait.
+ *
+ * Traits: program, pruned_program, selected, details, search, collapsed, debug. See docs/frontend-contract.md.
  */
+import { DebugActions, renderActions, targetOf, WidgetDebugActions } from '../debugactions';
 import { button, clear, h } from '../dom';
 import { localDetails, renderNodeDetails } from '../details';
 import { EXPAND_BUDGET, ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from '../graph';
@@ -17,6 +21,8 @@ import { isProgramJSON, ProgramJSON, PrunedJSON } from '../schema';
 export interface ProgramGraphOptions {
   /** No kernel behind the model: details come from the ProgramJSON only, and no message is sent. */
   local?: boolean;
+  /** Where "Break here" / "Run to here" / "Break on write" / "Watch..." go (none: no such actions). */
+  debug?: DebugActions | null;
 }
 
 function idsOf(list: unknown): string[] {
@@ -59,6 +65,9 @@ export class ProgramGraphView {
   /** "Expand all" opens groups while the drawing stays within this many nodes. */
   expandBudget = EXPAND_BUDGET;
   private _focusAfter: string | null = null;
+  private _actions: HTMLElement | null = null;
+  private _actionsFor: string | null = null;
+  private _offDebug: (() => void) | null = null;
 
   constructor(
     readonly model: WidgetModel,
@@ -138,7 +147,26 @@ export class ProgramGraphView {
     });
     this._listeners.onChange(['details'], () => this._showDetails());
     this._listeners.onChange(['ran', 'run_diff'], () => this._restyle());
+    const debug = options.debug;
+    if (debug) {
+      this._offDebug = debug.onChange(() => this._renderActions());
+    }
     this.ready = this._rebuild();
+  }
+
+  /** The debug actions of the node whose details are shown (none for the pruned side's own nodes). */
+  private _renderActions(): void {
+    const debug = this.options.debug;
+    if (!debug || !this._actions) {
+      return;
+    }
+    const g = this.graph;
+    const id = this._actionsFor;
+    const nameOf = (nid: string) => {
+      const key = g?.byId.get(nid);
+      return key ? g?.nodes.get(key)?.name ?? null : null;
+    };
+    renderActions(this._actions, debug, id && g?.byId.has(id) ? targetOf(id, nameOf) : null);
   }
 
   panes(): GraphPane[] {
@@ -509,6 +537,12 @@ export class ProgramGraphView {
     const local = g ? localDetails(g, id) : null;
     const source = fromPython ? 'from Python' : this.options.local ? 'from the program (no kernel)' : 'from the program';
     this._details.appendChild(h('div', { cls: 'jp-Kernelcore-detailsHead' }, [h('b', { text: id }), h('span', { cls: 'jp-Kernelcore-muted', text: `  ${source}` })]));
+    if (this.options.debug) {
+      this._actions = h('div', { cls: 'jp-Kernelcore-debugActions' });
+      this._actionsFor = g === this.graph ? id : null;
+      this._details.appendChild(this._actions);
+      this._renderActions();
+    }
     const d = fromPython ?? local;
     if (d) {
       const onSelect = (nid: string) => {
@@ -540,6 +574,8 @@ export class ProgramGraphView {
 
   dispose(): void {
     this._listeners.dispose();
+    this._offDebug?.();
+    this._offDebug = null;
     if (this._searchTimer) {
       clearTimeout(this._searchTimer);
     }
@@ -550,7 +586,7 @@ export class ProgramGraphView {
 
 /** anywidget entry point. */
 async function render({ model, el }: RenderProps): Promise<() => void> {
-  const view = new ProgramGraphView(model, el);
+  const view = new ProgramGraphView(model, el, { debug: new WidgetDebugActions(model) });
   await view.ready;
   return () => view.dispose();
 }

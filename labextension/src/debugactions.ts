@@ -1,0 +1,214 @@
+/**
+ * Breakpoints from any program graph. The graph's details panel gets actions for the selected node: an op
+ * "Break here" / "Run to here", a variable "Break on write" / "Watch...". Where they go depends on where the
+ * graph is drawn:
+ *  - a ProgramGraph widget in a notebook (anywidget: no Lab tokens): a `{type: "debug", action, ...}` message to
+ *    its Python side, which acts on the kernel's live debug session and answers in the `debug` trait
+ *    ({live, text, ok}); the session tells its listeners, so the sidebar's Breakpoints panel updates;
+ *  - a program rendered as a cell output or opened as a file (the labextension): requests over the debugger
+ *    model (IKernelcoreDebuggerModel, the `kernelcore.debugger` comm), which the plugin hands to the renderers
+ *    through `setDebuggerModel`.
+ * With no live session the actions are disabled and the panel says why.
+ */
+import { button, clear, h } from './dom';
+import { WidgetModel } from './model';
+import { Breakpoint, Watch, WatchCond } from './protocol';
+import { IKernelcoreDebuggerModel } from './tokens';
+
+export type DebugAction =
+  | { action: 'break_op'; block: number; op: number }
+  | { action: 'run_to'; block: number; op: number }
+  | { action: 'break_write'; var: string }
+  | { action: 'watch'; var: string; cond: WatchCond; lo: number | null; hi: number | null };
+
+export interface DebugActions {
+  /** A live session takes the actions now. */
+  readonly live: boolean;
+  /** The session's state, the last action's outcome, or why the actions are off. */
+  readonly text: string;
+  /** Whether the last action worked. */
+  readonly ok: boolean;
+  act(a: DebugAction): void;
+  /** Call `cb` whenever live / text change; returns what disconnects it. */
+  onChange(cb: () => void): () => void;
+}
+
+export const WATCH_CONDS: WatchCond[] = ['nan', 'overflow', 'zero', 'range', 'unchanged', 'grad_norm', 'update_ratio'];
+
+/** The ProgramGraph widget's actions: messages to its Python side, answered in the `debug` trait. */
+export class WidgetDebugActions implements DebugActions {
+  constructor(private _model: WidgetModel) {}
+
+  private get _state(): { live?: boolean; text?: string; ok?: boolean } {
+    const d = this._model.get('debug');
+    return d && typeof d === 'object' ? d : {};
+  }
+
+  get live(): boolean {
+    return !!this._state.live;
+  }
+
+  get text(): string {
+    return String(this._state.text ?? '');
+  }
+
+  get ok(): boolean {
+    return this._state.ok !== false;
+  }
+
+  act(a: DebugAction): void {
+    this._model.send({ type: 'debug', ...a });
+  }
+
+  onChange(cb: () => void): () => void {
+    const fn = () => cb();
+    this._model.on('change:debug', fn);
+    return () => this._model.off('change:debug', fn);
+  }
+}
+
+/** The labextension's actions: requests over the debugger model (the active notebook kernel's session). */
+export class ModelDebugActions implements DebugActions {
+  private _last: { text: string; ok: boolean } | null = null;
+  private _seen: number | null = null;
+  private _cbs = new Set<() => void>();
+
+  constructor(private _dbg: IKernelcoreDebuggerModel) {}
+
+  get live(): boolean {
+    return this._dbg.status === 'connected' && !!this._dbg.session;
+  }
+
+  get text(): string {
+    const s = this._dbg.session;
+    if (!this.live || !s) {
+      return `no live debug session: ${this._dbg.statusText || 'not connected to the kernel'}`;
+    }
+    if (this._last && this._seen === s.id) {
+      return this._last.text;
+    }
+    return `live debug session: ${s.finished && s.at_present ? 'the run has ended' : `paused at ${s.position_text}`}`;
+  }
+
+  get ok(): boolean {
+    return this._last?.ok ?? true;
+  }
+
+  act(a: DebugAction): void {
+    const req: [Parameters<IKernelcoreDebuggerModel['request']>[0], Record<string, unknown>] =
+      a.action === 'break_op'
+        ? ['break_add', { kind: 'op', block: a.block, op: a.op }]
+        : a.action === 'run_to'
+          ? ['run_to', { block: a.block, op: a.op }]
+          : a.action === 'break_write'
+            ? ['break_add', { kind: 'write', var: a.var }]
+            : ['watch_add', { var: a.var, cond: a.cond, lo: a.lo, hi: a.hi }];
+    void this._dbg.request(req[0], req[1]).then(r => {
+      this._seen = this._dbg.session?.id ?? null;
+      if (!r.ok) {
+        this._last = { text: `not done: ${r.error ?? 'failed'}`, ok: false };
+      } else if (a.action === 'run_to') {
+        this._last = { text: `ran to ${this._dbg.session?.position_text ?? '?'}`, ok: true };
+      } else {
+        const x = r.result as Breakpoint | Watch | null;
+        this._last = { text: `added ${a.action === 'watch' ? 'watch' : 'breakpoint'} ${x?.text ?? ''}`.trim(), ok: true };
+      }
+      this._cbs.forEach(cb => cb());
+    });
+  }
+
+  onChange(cb: () => void): () => void {
+    const slot = () => cb();
+    this._dbg.changed.connect(slot);
+    this._cbs.add(cb);
+    return () => {
+      this._dbg.changed.disconnect(slot);
+      this._cbs.delete(cb);
+    };
+  }
+}
+
+// -- the model the labextension's plugin provides, for renderers that cannot ask for tokens ------------------
+let _model: IKernelcoreDebuggerModel | null = null;
+
+/** Called by the debugger plugin with the IKernelcoreDebuggerModel it received. */
+export function setDebuggerModel(model: IKernelcoreDebuggerModel | null): void {
+  _model = model;
+}
+
+/** Actions over the plugin's debugger model (null before the plugin started, e.g. in tests). */
+export function modelActions(): DebugActions | null {
+  return _model ? new ModelDebugActions(_model) : null;
+}
+
+export type ActionTarget = { kind: 'op'; block: number; op: number; label: string } | { kind: 'var'; name: string };
+
+/**
+ * The action bar for `target` into `host` (emptied first): buttons disabled without a live session, a note
+ * saying the session's state or the last outcome, and for a variable a small watch form ("Watch...").
+ */
+export function renderActions(host: HTMLElement, d: DebugActions, target: ActionTarget | null): void {
+  clear(host);
+  if (!target) {
+    host.classList.add('jp-Kernelcore-hidden');
+    return;
+  }
+  host.classList.remove('jp-Kernelcore-hidden');
+  const off = !d.live;
+  const buttons: HTMLButtonElement[] = [];
+  const add = (b: HTMLButtonElement) => {
+    b.disabled = off;
+    buttons.push(b);
+    return b;
+  };
+  const row = h('div', { cls: 'jp-Kernelcore-toolbar jp-Kernelcore-debugActionBar' });
+  if (target.kind === 'op') {
+    const { block, op } = target;
+    row.append(
+      h('span', { cls: 'jp-Kernelcore-muted', text: `${target.label}: ` }),
+      add(button('Break here', () => d.act({ action: 'break_op', block, op }), { cls: 'jp-Kernelcore-breakHere', title: 'stop before this op (each time it runs)' })),
+      add(button('Run to here', () => d.act({ action: 'run_to', block, op }), { cls: 'jp-Kernelcore-runToHere', title: 'run the live session until it reaches this op' }))
+    );
+    host.appendChild(row);
+  } else {
+    const name = target.name;
+    const form = h('div', { cls: 'jp-Kernelcore-toolbar jp-Kernelcore-watchForm jp-Kernelcore-hidden' });
+    const cond = h('select', { cls: 'jp-Kernelcore-watchFormCond', attrs: { 'aria-label': 'watch condition' } });
+    WATCH_CONDS.forEach(c => cond.appendChild(h('option', { text: c, attrs: { value: c } })));
+    const lo = h('input', { cls: 'jp-Kernelcore-watchFormLo', attrs: { type: 'text', placeholder: 'lo', size: '5', 'aria-label': 'lo' } });
+    const hi = h('input', { cls: 'jp-Kernelcore-watchFormHi', attrs: { type: 'text', placeholder: 'hi / bound', size: '7', 'aria-label': 'hi' } });
+    const num = (i: HTMLInputElement) => {
+      const v = i.value.trim();
+      const n = Number(v);
+      return v === '' || !Number.isFinite(n) ? null : n;
+    };
+    form.append(
+      cond,
+      lo,
+      hi,
+      add(button('Add watch', () => d.act({ action: 'watch', var: name, cond: cond.value as WatchCond, lo: num(lo), hi: num(hi) }), { cls: 'jp-Kernelcore-watchAdd', title: 'pause when a write of this variable meets the condition' }))
+    );
+    row.append(
+      h('span', { cls: 'jp-Kernelcore-muted', text: `${name}: ` }),
+      add(button('Break on write', () => d.act({ action: 'break_write', var: name }), { cls: 'jp-Kernelcore-breakOnWrite', title: 'pause right after any op writes this variable' })),
+      add(button('Watch\u2026', () => form.classList.toggle('jp-Kernelcore-hidden'), { cls: 'jp-Kernelcore-watchVar', title: 'pause when a write meets a condition (NaN, zero, a range...)' }))
+    );
+    host.append(row, form);
+  }
+  const note = h('div', { cls: ['jp-Kernelcore-debugNote', d.live ? '' : 'jp-Kernelcore-muted', d.ok ? '' : 'jp-Kernelcore-error'], text: d.text });
+  note.dataset.live = String(d.live);
+  host.appendChild(note);
+}
+
+/** What the actions act on for program id `id` (an op or a var node), from the graph's own names. */
+export function targetOf(id: string, nameOf: (id: string) => string | null): ActionTarget | null {
+  const op = /^o(\d+):(\d+)$/.exec(id);
+  if (op) {
+    return { kind: 'op', block: Number(op[1]), op: Number(op[2]), label: `${nameOf(id) ?? 'op'} #${op[2]} of block ${op[1]}` };
+  }
+  const v = /^v(\d+):(.+)$/.exec(id);
+  if (v) {
+    return { kind: 'var', name: nameOf(id) ?? v[2] };
+  }
+  return null;
+}

@@ -1,0 +1,143 @@
+/**
+ * The tensor viewer opened from the sidebar's Variables ("View"): views/TensorViewer.ts over a local model that
+ * the `kernelcore.debugger` comm feeds (`tensor`: the slice and value classes of a variable at the session's
+ * cursor; `tensor_send`: "send to notebook"). It follows the cursor: after every move of the session it asks
+ * again, and says so when the variable does not exist at the new position. index.ts puts it in a
+ * MainAreaWidget.
+ */
+import { Widget } from '@lumino/widgets';
+import { h } from './dom';
+import { LocalModel } from './model';
+import { TensorSent, TensorView } from './protocol';
+import { IKernelcoreDebuggerModel } from './tokens';
+import { TensorViewerView } from './views/TensorViewer';
+
+export class TensorPanel extends Widget {
+  readonly local: LocalModel;
+  readonly view: TensorViewerView;
+  private _where: HTMLElement;
+  private _asked: string | null = null; // the cursor (session id, pause) the shown value is from
+  private _busy = false;
+  private _again = false;
+
+  constructor(
+    private _dbg: IKernelcoreDebuggerModel,
+    readonly varName: string,
+    readonly scope: number | null
+  ) {
+    super();
+    this.addClass('jp-Kernelcore-tensorPanel');
+    this.id = `jp-kernelcore-tensor-${encodeURIComponent(varName).replace(/[^A-Za-z0-9_-]/g, '_')}`;
+    this.title.label = `${varName} (tensor)`;
+    this.title.caption = `${varName}: its value at the kernelcore debugger's cursor`;
+    this._where = h('div', { cls: 'jp-Kernelcore-tpWhere jp-Kernelcore-muted' });
+    this.node.appendChild(this._where);
+    this.local = new LocalModel({ name: varName, shape: [], dtype: '', place: '', axes: [0, 1], index: [], diff: false, has_previous: false, slice: {}, health: {}, status: 'asking the kernel\u2026' });
+    this.local.onSend = content => this._fromView(content);
+    this.view = new TensorViewerView(this.local, this.node);
+    this._dbg.changed.connect(this._follow, this);
+    void this.fetch();
+  }
+
+  /** Ask for the value at the cursor (with the view's axes, index and diff). */
+  async fetch(change: { axes?: number[]; index?: number[]; diff?: boolean } = {}): Promise<void> {
+    const s = this._dbg.session;
+    if (!s) {
+      this._where.textContent = this._dbg.statusText || 'no debug session';
+      this.node.dataset.exists = 'false';
+      return;
+    }
+    if (this._busy) {
+      this._again = true; // one more when this one is answered (the cursor moved meanwhile)
+      return;
+    }
+    this._busy = true;
+    this._asked = `${s.id}:${s.pause}`;
+    const args = {
+      name: this.varName,
+      scope: this.scope,
+      axes: change.axes ?? (this.local.get('axes') as number[]),
+      index: change.index ?? ((this.local.get('index') as number[])?.length ? (this.local.get('index') as number[]) : null),
+      diff: change.diff ?? !!this.local.get('diff')
+    };
+    try {
+      const r = await this._dbg.request('tensor', args);
+      if (!r.ok || !r.result) {
+        this.local.set('status', `cannot show ${this.varName}: ${r.error ?? 'no answer'}`);
+        return;
+      }
+      this._apply(r.result as TensorView);
+    } finally {
+      this._busy = false;
+      if (this._again) {
+        this._again = false;
+        void this.fetch();
+      }
+    }
+  }
+
+  private _apply(v: TensorView): void {
+    this._where.textContent = `at ${v.position_text}` + (v.exists && v.scope !== null ? `, scope ${v.scope}` : '');
+    this.node.dataset.exists = String(v.exists);
+    this.node.dataset.pause = String(v.pause);
+    const m = this.local;
+    const cell = this.node.querySelector('.jp-Kernelcore-tvCell');
+    if (cell) {
+      cell.textContent = ''; // the hovered cell's value was the old one
+    }
+    if (!v.exists) {
+      m.set('slice', {});
+      m.set('health', {});
+      m.set('shape', []);
+      m.set('has_previous', false);
+      m.set('status', v.status);
+      return;
+    }
+    for (const key of ['shape', 'dtype', 'place', 'axes', 'index', 'diff', 'has_previous'] as const) {
+      m.set(key, v[key]);
+    }
+    m.set('slice', v.slice ?? {});
+    m.set('health', v.health ?? {});
+    m.set('status', v.status);
+  }
+
+  private _fromView(content: any): void {
+    if (content?.type === 'view') {
+      void this.fetch({ axes: content.axes, index: content.index, diff: !!content.diff });
+    } else if (content?.type === 'send') {
+      const what = content.what === 'slice' ? 'slice' : 'value';
+      void this._dbg
+        .request('tensor_send', {
+          name: this.varName,
+          scope: this.scope,
+          target: String(content.name ?? ''),
+          what,
+          axes: this.local.get('axes'),
+          index: this.local.get('index'),
+          diff: !!this.local.get('diff')
+        })
+        .then(r => {
+          const sent = r.result as TensorSent | null;
+          this.local.set('status', r.ok && sent ? `sent the ${sent.what} to the notebook as '${sent.sent}'` : `not sent: ${r.error ?? 'failed'}`);
+        });
+    }
+  }
+
+  /** After every state the kernel pushes: a new cursor means a new value. */
+  private _follow(): void {
+    const s = this._dbg.session;
+    const at = s ? `${s.id}:${s.pause}` : null;
+    if (at !== this._asked) {
+      void this.fetch();
+    }
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._dbg.changed.disconnect(this._follow, this);
+    this.view.dispose();
+    super.dispose();
+  }
+}
