@@ -5,7 +5,8 @@ Kinds, in the order a run produces them:
   scope_push / scope_drop a scope made or dropped by an op (step scopes, branches)
   var_create             a variable created in a scope (with its value when an op bound it)
   vars_create            several variables created at once in a step scope (`names`): a control-flow
-                         op's step block binding its locals, one event per timestep instead of one per name
+                         op's step block binding its locals, or the op binding a timestep's inputs and
+                         states (`op` set; values not retained), one event instead of one per name
   op_run                 an op ran: inputs/outputs as (slot, name, shape, dtype), kernel, time
   step_begin / step_end  one timestep of a recurrent or while op
   error                  an op failed; `message` says why
@@ -91,8 +92,11 @@ def var_create(seq: int, t: int, scope: int, block: int, name: str, op: int | No
                         None, None, (), values))
 
 
-def vars_create(seq: int, t: int, scope: int, block: int, names: tuple) -> Event:
-    return _new(Event, (seq, "vars_create", t, scope, block, None, None, None, None, (), (), None, None, None,
+def vars_create(seq: int, t: int, scope: int, block: int, names: tuple, op: int | None = None,
+                op_type: str | None = None) -> Event:
+    """Several variables made in a scope at once: a step block's locals, or (`op`, `op_type`: the op that
+    bound them) a control-flow op's step inputs and carried states when no values are retained."""
+    return _new(Event, (seq, "vars_create", t, scope, block, op, op_type, None, None, (), (), None, None, None,
                         None, None, names, None))
 
 

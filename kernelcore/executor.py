@@ -309,6 +309,21 @@ class ExecContext:
                 run.take_plain(events.var_create(run.next_seq(), _perf(), scope.id, op.block, name, op.idx,
                                                     op.type))
 
+    def bind_vars(self, scope: Scope, names, values) -> None:
+        """bind_var for several names at once (a timestep's inputs and carried states): one vars_create
+        event when no values are retained, else a var_create per name carrying its value."""
+        run = self.run
+        if run.observers and run.keep_values:
+            for name, value in zip(names, values):
+                self.bind_var(scope, name, value)
+            return
+        for name, value in zip(names, values):
+            scope.var(name).value = value
+        if run.observers:
+            op = self.op
+            run.take_plain(events.vars_create(run.next_seq(), _perf(), scope.id, op.block, tuple(names), op.idx,
+                                              op.type))
+
     def drop_scope(self, scope: Scope) -> None:
         run = self.run
         if run.observers:

@@ -182,12 +182,16 @@ def test_step_scopes_report_their_locals_in_one_event_per_timestep():
     prog, scope, feed, out = rnn_program(T=T)
     with kc.trace() as tr:
         kc.Executor().run(prog, feed, [out], scope)
-    batches = [e for e in tr.events if e.kind == "vars_create"]
+    batches = [e for e in tr.events if e.kind == "vars_create" and e.op is None]  # the block's own locals
     assert len(batches) == T - 1
+    bound = [e for e in tr.events if e.kind == "vars_create" and e.op is not None]  # what the op gave each step
+    assert len(bound) == T and all(e.op_type == "recurrent" and len(e.names) >= 2 for e in bound)
     pushes = [e for e in tr.events if e.kind == "scope_push"]
     first_locals = {e.name for e in tr.events if e.kind == "var_create" and e.scope == pushes[0].scope
                     and e.values is None and e.op is None}
     for b in batches:
         assert set(b.names) == first_locals  # the same locals, every timestep
     back = kc.Trace.from_json(json.loads(json.dumps(tr.to_json())))
-    assert [e.names for e in back.events if e.kind == "vars_create"] == [b.names for b in batches]
+    assert [e.names for e in back.events if e.kind == "vars_create" and e.op is None] == [b.names for b in batches]
+    assert [(e.names, e.op) for e in back.events if e.kind == "vars_create" and e.op is not None] == \
+        [(b.names, b.op) for b in bound]

@@ -20,7 +20,9 @@ L = kc.layers
 
 
 def _seen(tr):
-    return [(e.kind, e.block, e.op, e.op_type, e.timestep, e.inputs, e.outputs) for e in tr.events]
+    """What the op records say (creation events differ by design: without values, a timestep's bound
+    variables are one vars_create)."""
+    return [(e.block, e.op, e.op_type, e.timestep, e.inputs, e.outputs) for e in tr.events if e.kind == "op_run"]
 
 
 def _agree(run):

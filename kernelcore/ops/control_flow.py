@@ -194,6 +194,7 @@ def recurrent(ctx, ins, attrs):
             raise ControlFlowError(f"the initial state for {name!r} holds no value")
 
     keep = ctx.training and attrs["is_train"]
+    step_names = list(in_names) + list(ex_states)  # what each step scope is given, in this order
     _drop_previous(ctx, "step_scopes")
     xp, block, reverse = ctx.xp, attrs["sub_block"], attrs["reverse"]
     outs = [None] * len(out_names)
@@ -205,12 +206,10 @@ def recurrent(ctx, ins, attrs):
             s = ctx.new_scope("recurrent step", t)
             live.append(s)
             ctx.step_event("step_begin", t, s)
-            for name, x in zip(in_names, seqs):
-                _bind(ctx, s, name, x[t])  # a view: kernels never mutate their inputs
+            bound = [x[t] for x in seqs]  # views: kernels never mutate their inputs
             if ex_states:
-                values = inits if prev is None else [_state_of(prev, n, t) for n in states]
-                for name, v in zip(ex_states, values):
-                    _bind(ctx, s, name, v)
+                bound += inits if prev is None else [_state_of(prev, n, t) for n in states]
+            ctx.bind_vars(s, step_names, bound)
             yield from ctx.run_block(block, s, timestep=t)
             for k, name in enumerate(out_names):
                 v = s.find_var(name)

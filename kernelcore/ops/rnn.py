@@ -292,12 +292,8 @@ def rnn(ctx, ins, attrs):
                     s = ctx.new_scope(what, t)
                     live.append(s)
                     ctx.step_event("step_begin", t, s)
-                    ctx.bind_var(s, "x_proj", x_proj[t])
-                    ctx.bind_var(s, "h_prev", h)
-                    if lstm:
-                        ctx.bind_var(s, "c_prev", c)
-                    if masks is not None:
-                        ctx.bind_var(s, "mask", masks[t])
+                    given = [x_proj[t], h] + ([c] if lstm else []) + ([masks[t]] if masks is not None else [])
+                    ctx.bind_vars(s, step.in_names, given)  # x_proj, h_prev (, c_prev) (, mask)
                     _create(ctx, s, step.out_names)
                     pause = ctx.inner_step(step, s, t)
                     if pause is not None:
@@ -316,8 +312,7 @@ def rnn(ctx, ins, attrs):
                     for name, v in zip(step.out_names, results):
                         s.find_var(name).value = v
                     if ctx.run.observers:
-                        in_vals = [x_proj[t], h] + ([c] if lstm else []) + ([masks[t]] if masks is not None else [])
-                        ctx.step_ran(step, s, t, t0, in_vals + results)
+                        ctx.step_ran(step, s, t, t0, given + results)
                     h, c = h_new, c_new
                     ctx.step_event("step_end", t, s)
                     if reserve is not None:
