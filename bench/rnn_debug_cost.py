@@ -8,6 +8,7 @@ run to the end (pausing machinery on, no breakpoints); a session stepped op by o
 session stepped timestep by timestep. Ratios are to the untraced run in the same process.
 """
 import argparse
+import os
 import platform
 import time
 
@@ -53,14 +54,18 @@ def build_lstm(T=60, B=16, D=64, H=64):
     return prog, scope, feed, out
 
 
-def best(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
+def best_in_turn(rows, repeat):
+    """Best time of each (name, fn), the rows timed in turn (row 1, row 2, ..., row 1, ...) so that a burst
+    of load from other processes falls on all of them alike instead of on whichever ran then."""
+    for _, fn in rows:
         fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+    times = {name: [] for name, _ in rows}
+    for _ in range(repeat):
+        for name, fn in rows:
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
+    return [(name, min(times[name])) for name, _ in rows]
 
 
 def main():
@@ -69,55 +74,58 @@ def main():
     ap.add_argument("--steps", type=int, default=100)
     args = ap.parse_args()
     T, B, D, H = args.steps, 32, 64, 128
-    repeat = 2 if args.quick else 7
+    repeat = 2 if args.quick else 15
     prog, scope, feed, out = build(T, B, D, H)
     exe = kc.Executor()
     print(f"kernelcore {kc.__version__}, numpy {np.__version__}, Python {platform.python_version()}, "
-          f"{platform.machine()}")
-    print(f"simple RNN: T={T} steps, batch {B}, input {D}, hidden {H}; best of {repeat}\n")
+          f"{platform.machine()}; 1-min load average {os.getloadavg()[0]:.2f} at start")
+    print(f"simple RNN: T={T} steps, batch {B}, input {D}, hidden {H}; best of {repeat}, the rows timed in turn\n")
 
-    base = best(lambda: exe.run(prog, feed, [out], scope), repeat)
-    rows = [("untraced run", base)]
-    for retain in ("none", "shapes", "references"):
+    def untraced():
+        exe.run(prog, feed, [out], scope)
+
+    def traced_with(retain):
         def traced():
             with kc.trace(retain):
                 exe.run(prog, feed, [out], scope)
-        rows.append((f"traced, retain={retain}", best(traced, repeat)))
-    rows.append(("debug session, run to end", best(lambda: kc.debug(prog, feed, [out], scope).run_to_end(), repeat)))
+        return traced
 
     def step_ops():
         s = kc.debug(prog, feed, [out], scope)
         while not s.finished:
             s.step()
-    rows.append(("debug session, step() per op", best(step_ops, repeat)))
 
     def step_t():
         s = kc.debug(prog, feed, [out], scope)
         while not s.finished:
             s.step_timestep()
-    rows.append(("debug session, step_timestep()", best(step_t, repeat)))
 
+    rows = best_in_turn([("untraced run", untraced)]
+                        + [(f"traced, retain={r}", traced_with(r)) for r in ("none", "shapes", "references")]
+                        + [("debug session, run to end", lambda: kc.debug(prog, feed, [out], scope).run_to_end()),
+                           ("debug session, step() per op", step_ops),
+                           ("debug session, step_timestep()", step_t)], repeat)
+    base = rows[0][1]
     print(f"{'what':34} {'ms':>9} {'ratio':>7}")
     for name, t in rows:
         print(f"{name:34} {t * 1e3:9.3f} {t / base:7.2f}")
     n_ops = T * 4 + 1
     s = kc.debug(prog, feed, [out], scope)
-    t0 = time.perf_counter()
     n = 0
     while not s.finished:
         s.step()
         n += 1
-    per = (time.perf_counter() - t0) / n
+    per = dict(rows)["debug session, step() per op"] / n  # the best of the in-turn runs, per step
     print(f"\none debug step (one op run, position and breakpoints checked): {per * 1e6:.1f} µs "
           f"over {n} steps (~{n_ops} ops)")
 
     lprog, lscope, lfeed, lout = build_lstm()
-    lbase = best(lambda: exe.run(lprog, lfeed, [lout], lscope), repeat)
 
     def ltraced():
         with kc.trace():
             exe.run(lprog, lfeed, [lout], lscope)
-    lt = best(ltraced, repeat)
+    (_, lbase), (_, lt) = best_in_turn([("untraced", lambda: exe.run(lprog, lfeed, [lout], lscope)),
+                                        ("traced", ltraced)], repeat)
     print(f"\nLSTM (kc.layers.lstm): T=60 steps, batch 16, input 64, hidden 64; best of {repeat}")
     print(f"{'untraced run':34} {lbase * 1e3:9.3f} {1:7.2f}")
     print(f"{'traced, default retention':34} {lt * 1e3:9.3f} {lt / lbase:7.2f}")

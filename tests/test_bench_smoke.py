@@ -19,3 +19,14 @@ def test_executor_overhead_quick_runs_and_prints_the_table():
     assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
     missing = [h for h in HEADINGS if h not in p.stdout]
     assert not missing, f"missing headings {missing} in:\n{p.stdout}"
+
+
+def test_rnn_debug_cost_quick_runs_and_prints_every_row():
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "rnn_debug_cost.py"), "--quick", "--steps", "10"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
+    rows = ("untraced run", "traced, retain=none", "traced, retain=shapes", "traced, retain=references",
+            "debug session, run to end", "debug session, step() per op", "debug session, step_timestep()",
+            "one debug step", "LSTM (kc.layers.lstm)", "traced, default retention")
+    missing = [r for r in rows if r not in p.stdout]
+    assert not missing, f"missing rows {missing} in:\n{p.stdout}"
