@@ -213,27 +213,45 @@ def bench_all(a) -> dict:
     assert kernel_chain()[0, 0] == n + 1
     r["kernel"] = us(measure(kernel_chain, **opts), n)
 
-    # (b, c) kernelcore: the chain, its zero-op twin (same feeds) and the fixed-cost program
+    # (b, c) kernelcore: the chain, its zero-op twin (same feeds) and the fixed-cost program. Every row of a
+    # chain is timed in turn with the others (measure_interleaved): a per-op figure is a difference of two
+    # runs and a traced ratio a quotient of two differences, and load that comes and goes between rows
+    # timed one after another skews both.
     exe = kc.Executor(kc.CPUPlace())
+
+    def runner(prog, feed, fl, scope, mode):
+        if mode is None:
+            def run():
+                return exe.run(prog, feed=feed, fetch_list=fl, scope=scope)
+        else:  # a trace per run, as `with kc.trace() as tr: exe.run(...)` is written
+            def run():
+                with kc.trace(retain=mode):
+                    return exe.run(prog, feed=feed, fetch_list=fl, scope=scope)
+        return run
+
+    def time_chains(progs, feeds, modes, prefix, check):
+        keys, fns = [], []
+        for mode in modes:
+            for key, (prog, fetch) in progs.items():
+                exe.prepare(prog)
+                run = runner(prog, feeds[key], [fetch], kc.Scope(), mode)
+                out = run()
+                if key == "chain":
+                    check(out)
+                keys.append(f"{prefix}:{mode or 'off'}:{key}")
+                fns.append(run)
+        for k, pair in zip(keys, measure_interleaved(fns, repeat=a.repeat * 3, min_s=a.min_s / 3)):
+            r[k] = us(pair)
+        for mode in modes:
+            c, z = r[f"{prefix}:{mode or 'off'}:chain"], r[f"{prefix}:{mode or 'off'}:chain0"]
+            r[f"{prefix}:{mode or 'off'}"] = tuple((ci - zi) / n for ci, zi in zip(c, z))
+
+    def check_add(out):
+        assert float(out[0][0, 0]) == n + 1, out
+
     progs = {"chain": chain_program(n), "chain0": chain_program(0), "fixed": chain_program(0, with_y=False)}
     feeds = {"chain": {"x": one, "y": one}, "chain0": {"x": one, "y": one}, "fixed": {"x": one}}
-    for mode in (None,) + TRACE_MODES:
-        for key, (prog, fetch) in progs.items():
-            scope, feed, fl = kc.Scope(), feeds[key], [fetch]
-            exe.prepare(prog)
-            if mode is None:
-                def run(prog=prog, feed=feed, fl=fl, scope=scope):
-                    return exe.run(prog, feed=feed, fetch_list=fl, scope=scope)
-            else:  # a trace per run, as `with kc.trace() as tr: exe.run(...)` is written
-                def run(prog=prog, feed=feed, fl=fl, scope=scope, mode=mode):
-                    with kc.trace(retain=mode):
-                        return exe.run(prog, feed=feed, fetch_list=fl, scope=scope)
-            out = run()
-            if key == "chain":
-                assert float(out[0][0, 0]) == n + 1, out
-            r[f"kc:{mode or 'off'}:{key}"] = us(measure(run, **opts))
-        c, z = r[f"kc:{mode or 'off'}:chain"], r[f"kc:{mode or 'off'}:chain0"]
-        r[f"kc:{mode or 'off'}"] = tuple((ci - zi) / n for ci, zi in zip(c, z))
+    time_chains(progs, feeds, (None,) + TRACE_MODES, "kc", check_add)
 
     # the scale chain: h = scale(h) against np.multiply(h, s) with a prebuilt float32 scalar
     s32 = np.float32(SCALE)
@@ -244,24 +262,12 @@ def bench_all(a) -> dict:
             h = np.multiply(h, s32)
         return h
     r["numpy_scale"] = us(measure(numpy_scale_chain, **opts), n)
+
+    def check_scale(out):
+        np.testing.assert_allclose(out[0], numpy_scale_chain(), rtol=1e-5)
+
     sprogs = {"chain": chain_program(n, op="scale"), "chain0": chain_program(0, op="scale")}
-    for mode in (None, DEFAULT_RETAIN):
-        for key, (prog, fetch) in sprogs.items():
-            scope, feed, fl = kc.Scope(), feeds[key], [fetch]
-            exe.prepare(prog)
-            if mode is None:
-                def run(prog=prog, feed=feed, fl=fl, scope=scope):
-                    return exe.run(prog, feed=feed, fetch_list=fl, scope=scope)
-            else:
-                def run(prog=prog, feed=feed, fl=fl, scope=scope, mode=mode):
-                    with kc.trace(retain=mode):
-                        return exe.run(prog, feed=feed, fetch_list=fl, scope=scope)
-            out = run()
-            if key == "chain":
-                np.testing.assert_allclose(out[0], numpy_scale_chain(), rtol=1e-5)
-            r[f"kc_scale:{mode or 'off'}:{key}"] = us(measure(run, **opts))
-        c, z = r[f"kc_scale:{mode or 'off'}:chain"], r[f"kc_scale:{mode or 'off'}:chain0"]
-        r[f"kc_scale:{mode or 'off'}"] = tuple((ci - zi) / n for ci, zi in zip(c, z))
+    time_chains(sprogs, feeds, (None, DEFAULT_RETAIN), "kc_scale", check_scale)
 
     # MLP at batch 256
     r["mlp_stand_ins"] = ensure_mlp_ops()
@@ -334,7 +340,8 @@ def report(r: dict, a) -> str:
     L.append(f"machine:  {machine()}")
     L.append(f"versions: Python {platform.python_version()}, NumPy {np.__version__}, kernelcore {kc.__version__}, "
              f"PyTorch {torch_v}, Paddle {paddle_v}")
-    L.append(f"timing:   warm-up, then best and median of {a.repeat} repeats of >= {a.min_s:g} s each; "
+    L.append(f"timing:   warm-up, then best and median of {a.repeat} repeats of >= {a.min_s:g} s each (kernelcore's "
+             f"chain rows: {a.repeat * 3} windows of >= {a.min_s / 3:g} s, every row of a chain in turn); "
              f"gc on{'; QUICK MODE: figures are rough' if a.quick else ''}")
     L.append(f"load:     1-min load average {r['load'][0]:.2f} at start, {r['load'][1]:.2f} at end "
              f"(other processes share these cores; best-of figures resist that, medians less)")
