@@ -127,7 +127,7 @@ def rnn_grad(ctx, ins, attrs):
     for layer in range(layers - 1, -1, -1):
         layer_in = reserve.layer_inputs[layer]
         n_in = layer_in.shape[2]
-        d_in = xp.zeros(layer_in.shape, dtype=dt)
+        d_in = None  # the sum over directions of each direction's input gradient
         for di in range(D - 1, -1, -1):
             k = layer * D + di
             w_ih, w_hh, b_hh = weights[2 * k], weights[2 * k + 1], weights[half + 2 * k + 1]
@@ -164,7 +164,8 @@ def rnn_grad(ctx, ins, attrs):
             d_weights[2 * k + 1] = dhw_flat.T @ h_prev_all.reshape(T * B, H)
             d_weights[half + 2 * k] = flat.sum(axis=0)
             d_weights[half + 2 * k + 1] = dhw_flat.sum(axis=0) if mode == "GRU" else d_weights[half + 2 * k].copy()
-            d_in = d_in + (flat @ w_ih).reshape(T, B, n_in)
+            d_dir = (flat @ w_ih).reshape(T, B, n_in)
+            d_in = d_dir if d_in is None else d_in + d_dir
             d_h0[k], d_c0[k] = dh, dc
         scale = reserve.dropout_masks[layer] if layer < len(reserve.dropout_masks) else None
         if scale is not None:
