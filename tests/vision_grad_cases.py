@@ -32,6 +32,17 @@ CASES = [
          attrs={"paddings": [0, 1, 1, 0], "data_format": "NHWC"}, id="conv2d_grad_nhwc"),
     dict(op="depthwise_conv2d", inputs={"Input": f64(2, 3, 5, 5), "Filter": f64(6, 1, 3, 3)},
          attrs={"groups": 3, "strides": [2, 2], "paddings": [1, 1]}, id="depthwise_conv2d_grad"),
+    # stride 1: Input@GRAD as a convolution with the flipped filter (grouped, dilated, asymmetric; depthwise with a
+    # channel multiplier), and the col2im fallbacks (a pad wider than the kernel's reach; a filter large beside
+    # the gradient)
+    dict(op="conv2d", inputs={"Input": f64(2, 4, 6, 5), "Filter": f64(6, 2, 3, 2)},
+         attrs={"groups": 2, "paddings": [2, 1, 0, 1], "dilations": [2, 1]}, id="conv2d_grad_stride1_groups"),
+    dict(op="depthwise_conv2d", inputs={"Input": f64(2, 3, 6, 5), "Filter": f64(6, 1, 3, 3)},
+         attrs={"groups": 3, "paddings": [2, 1], "dilations": [2, 1]}, id="depthwise_conv2d_grad_stride1"),
+    dict(op="conv2d", inputs={"Input": f64(1, 4, 4, 5), "Filter": f64(4, 2, 2, 2)},
+         attrs={"groups": 2, "paddings": [2, 0]}, id="conv2d_grad_stride1_wide_pad"),
+    dict(op="conv2d", inputs={"Input": f64(1, 4, 2, 3), "Filter": f64(8, 4, 3, 3)},
+         attrs={"paddings": [1, 1]}, id="conv2d_grad_stride1_large_filter"),
     dict(op="conv3d", inputs={"Input": f64(1, 2, 3, 4, 3), "Filter": f64(2, 2, 2, 2, 2)},
          attrs={"paddings": [1, 0, 1]}, id="conv3d_grad"),
     dict(op="conv2d_transpose", inputs={"Input": f64(1, 4, 3, 3), "Filter": f64(4, 2, 3, 3)},
