@@ -59,12 +59,13 @@ def conv_filter_grad(xp, x, g, wshape, strides, pads, dils, groups):
     return xp.matmul(gm, cols.transpose(0, 2, 1)).reshape(wshape)
 
 
-def conv_input_grad(xp, g, w, strides, pads, dils, groups, in_sizes):
+def conv_input_grad(xp, g, w, strides, pads, dils, groups, in_sizes, in_channels):
     """Input@GRAD of conv_forward (channels first). Stride 1: a plain convolution of Output@GRAD with the filter
     flipped in space and transposed per group (in <-> out channels), padded by dilation * (kernel - 1) - pad on
     each side; that takes the forward's im2col + GEMM path (or its 1x1 GEMM, or its depthwise multiply-adds)
-    instead of a GEMM to columns and a col2im scatter. Strides > 1 (or a pad wider than the kernel's reach): the
-    transposed convolution (col2im), as it is where the filter is large beside the gradient."""
+    instead of a GEMM to columns and a col2im scatter. Depthwise at strides > 1: one multiply-add per tap. Other
+    strides > 1 (or a pad wider than the kernel's reach): the transposed convolution (col2im), as it is where the
+    filter is large beside the gradient."""
     nd = g.ndim - 2
     ks = w.shape[2:]
     # the flipped filter is a copy: worth it while the filter is small beside the gradient (late layers with
@@ -77,7 +78,34 @@ def conv_input_grad(xp, g, w, strides, pads, dils, groups, in_sizes):
             wt = xp.flip(w.reshape(groups, og, cg, *ks).swapaxes(1, 2), axis=tuple(range(3, 3 + nd)))
             wt = xp.ascontiguousarray(wt).reshape(groups * cg, og, *ks)
             return C.conv_forward(xp, g, wt, [1] * nd, full, dils, groups)
+    if groups == in_channels and w.shape[1] == 1 and groups > 1:
+        return _depthwise_input_grad(xp, g, w, strides, pads, dils, in_channels, in_sizes)
     return C.conv_transpose_forward(xp, g, w, strides, pads, dils, groups, in_sizes)
+
+
+def _depthwise_input_grad(xp, g, w, strides, pads, dils, c, in_sizes):
+    """Input@GRAD of a depthwise convolution at any stride: per kernel tap, Output@GRAD times that tap's weight
+    per channel, added at the tap's strided window of the padded input (one multiply-add per tap; no GEMM of
+    one-channel groups and no column buffer). A channel multiplier m sums output channels c*m .. c*m+m-1."""
+    n, o = g.shape[:2]
+    outs = g.shape[2:]
+    nd = len(outs)
+    ks = w.shape[2:]
+    mult = o // c
+    full = [max((outs[i] - 1) * strides[i] + dils[i] * (ks[i] - 1) + 1, pads[i][0] + in_sizes[i])
+            for i in range(nd)]
+    dxpad = xp.zeros((n, c, *full), dtype=g.dtype)
+    wk = w.reshape(o, -1)
+    for t, offs in enumerate(itertools.product(*(range(k) for k in ks))):
+        sl = (slice(None), slice(None)) + tuple(
+            slice(offs[i] * dils[i], offs[i] * dils[i] + strides[i] * (outs[i] - 1) + 1, strides[i])
+            for i in range(nd))
+        part = g * wk[:, t].reshape((1, o) + (1,) * nd)
+        if mult > 1:
+            part = part.reshape(n, c, mult, *outs).sum(axis=2)
+        dxpad[sl] += part  # `dxpad` is ours; windows overlap, so add
+    crop = (slice(None), slice(None)) + tuple(slice(pads[i][0], pads[i][0] + in_sizes[i]) for i in range(nd))
+    return xp.ascontiguousarray(dxpad[crop])
 
 
 def _conv_grad(fwd_type, nd):
@@ -94,7 +122,8 @@ def _conv_grad(fwd_type, nd):
         strides, pads, dils = C.conv_geometry(attrs.__getitem__, x.shape[2:], w.shape[2:], nd)
         dx = dw = None
         if wanted(ctx, "Input@GRAD"):
-            dx = _last(xp, conv_input_grad(xp, g, w, strides, pads, dils, groups, list(x.shape[2:])), fmt)
+            dx = _last(xp, conv_input_grad(xp, g, w, strides, pads, dils, groups, list(x.shape[2:]), x.shape[1]),
+                       fmt)
         if wanted(ctx, "Filter@GRAD"):
             dw = conv_filter_grad(xp, x, g, w.shape, strides, pads, dils, groups)
         return dx, dw
