@@ -341,6 +341,11 @@ def main() -> int:
     first = servers[threads[0]].info
     print(f"versions: numpy {np.__version__}, torch {torch.__version__ if torch else '- (not importable)'}, Paddle "
           f"{first['paddle']} (legacy static Executor, CPUPlace)")
+    if threadpool_limits is not None:
+        from threadpoolctl import threadpool_info
+        blas = [f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')} kernels)"
+                for i in threadpool_info() if i.get("user_api") == "blas"]
+        print(f"NumPy's BLAS: {', '.join(blas) or '?'}")
     print("threads per row: kernelcore = NumPy's OpenBLAS limited by threadpoolctl" +
           ("" if threadpool_limits else " (NOT importable: kernelcore runs its default threads)") +
           "; PyTorch = torch.set_num_threads; Paddle = FLAGS_paddle_num_threads/OMP/MKL_NUM_THREADS")
