@@ -385,7 +385,8 @@ def main() -> int:
                 if limit is not None:
                     limit.unregister()
             results.append((name, t, kc_t, pt_t, pd_t))
-            row = f"  {t} thread{'s' if t > 1 else ' '}: kernelcore {min(kc_t) * 1e3:8.1f} ms ({statistics.median(kc_t) * 1e3:8.1f})"
+            row = (f"  {t} thread{'s' if t > 1 else ' '}: kernelcore {min(kc_t) * 1e3:8.1f} ms "
+                   f"({statistics.median(kc_t) * 1e3:8.1f})")
             if pt_t:
                 row += f"   PyTorch {min(pt_t) * 1e3:7.1f} ms ({statistics.median(pt_t) * 1e3:7.1f})"
             row += f"   Paddle {min(pd_t) * 1e3:7.1f} ms ({statistics.median(pd_t) * 1e3:7.1f})"

@@ -6,7 +6,8 @@ It walks them newest first — the last layer first, each (layer, direction) pas
 first — computing the step's gate gradients from the kept values, and drops each step scope once done (Paddle's
 ClearStepScopes). The weight GEMMs (weight_ih@GRAD, weight_hh@GRAD) and the layer input's gradient are done once per
 pass over all timesteps, as the forward's input GEMM is: the walk stacks each step's gate gradients and h_prev by
-timestep, so only the recurrent dh_prev GEMM runs per step. A gradient run after a forward run that kept nothing is an error that says so.
+timestep, so only the recurrent dh_prev GEMM runs per step. A gradient run after a forward run that kept nothing
+is an error that says so.
 
 Masking (SequenceLength) mirrors the forward: with m = 1 where t < length, h = m*h_cell + (1-m)*h_prev and
 out_t = m*h_cell, so a padded step passes the state gradient through unchanged and gets none from Out.
