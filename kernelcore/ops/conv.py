@@ -77,8 +77,8 @@ def _depthwise(xp, xpad, w, strides, dils, outs):
     Output maps of >= 256 pixels: per-channel columns (an im2col view of the kernel taps, one copy) and one small
     matrix product per (image, channel), (1, taps) @ (taps, pixels): fewer passes over memory than a multiply and
     an add per tap (1.8x faster on [8, 32, 32, 32]). Smaller maps (late layers: 2x2 .. 8x8) with many channels
-    run channels-last, so each multiply-add streams over long channel rows instead of rows of a few pixels (7x
-    faster on [8, 576, 4, 4]); the rest multiply-add per tap channels-first."""
+    run channels-last, so the products stream over long channel rows instead of rows of a few pixels (7x faster
+    on [8, 576, 4, 4] than channels-first); the rest multiply-add per tap channels-first."""
     c = xpad.shape[1]
     o = w.shape[0]
     mult = o // c
@@ -95,25 +95,30 @@ def _depthwise(xp, xpad, w, strides, dils, outs):
                                      *(es[2 + i] * strides[i] for i in range(nd))))
         cols = view.reshape(n, o, math.prod(ks), p)                      # the per-channel im2col copy
         return (w.reshape(o, 1, -1) @ cols).reshape(n, o, *outs)
-    last = o >= 64
-    if last:
-        xpad = xp.ascontiguousarray(xp.moveaxis(xpad, 1, -1))         # (n, spatial..., o)
-        wk = xp.ascontiguousarray(w.reshape(o, -1).T)                   # (kernel taps, o)
-        lead, tail = (slice(None),), (slice(None),)
-    else:
-        wk = w.reshape(o, -1).T.reshape((-1, 1, o) + (1,) * nd)         # tap t: (1, o, 1, ...)
-        lead, tail = (slice(None), slice(None)), ()
+    if o >= 64:
+        # channels-last window view (no copy beyond the layout change) summed against the taps by one einsum,
+        # written channels-first: 1.3x faster than a multiply and an add per tap on [8, 576, 4, 4]
+        xl = xp.ascontiguousarray(xp.moveaxis(xpad, 1, -1))             # (n, spatial..., o)
+        es = xl.strides
+        view = _strided(xp)(xl, shape=(xl.shape[0], *outs, *ks, o),
+                            strides=(es[0], *(es[1 + i] * strides[i] for i in range(nd)),
+                                     *(es[1 + i] * dils[i] for i in range(nd)), es[-1]))
+        wl = xp.ascontiguousarray(xp.moveaxis(w.reshape(o, *ks), 0, -1))  # (kernel..., o)
+        sp, kk = "yxz"[:nd], "abc"[:nd]
+        return xp.ascontiguousarray(xp.einsum(f"n{sp}{kk}o,{kk}o->no{sp}", view, wl))
+    wk = w.reshape(o, -1).T.reshape((-1, 1, o) + (1,) * nd)             # tap t: (1, o, 1, ...)
     out = tmp = None
     for t, offs in enumerate(itertools.product(*(range(k) for k in ks))):
-        sl = lead + tuple(slice(offs[i] * dils[i], offs[i] * dils[i] + strides[i] * (outs[i] - 1) + 1, strides[i])
-                          for i in range(nd)) + tail
+        sl = (slice(None), slice(None)) + tuple(
+            slice(offs[i] * dils[i], offs[i] * dils[i] + strides[i] * (outs[i] - 1) + 1, strides[i])
+            for i in range(nd))
         if out is None:
             out = xpad[sl] * wk[t]
             tmp = xp.empty_like(out)
         else:
             xp.multiply(xpad[sl], wk[t], out=tmp)
             out += tmp  # `out` and `tmp` are fresh arrays of ours
-    return xp.ascontiguousarray(xp.moveaxis(out, -1, 1)) if last else out
+    return out
 
 
 def conv_transpose_forward(xp, x, w, strides, pads, dils, groups, out_sizes):
