@@ -311,7 +311,7 @@ def batch_norm_grad(ctx, ins, attrs):
     """With xc = X - mean and k = Scale * inv: Bias@GRAD = sum(g), Scale@GRAD = inv * sum(g * xc); batch
     statistics: X@GRAD = k * (g - Bias@GRAD / N - xc * inv^2 * sum(g * xc) / N), in four passes over one fresh
     array (xhat and the closed form's means are per-channel factors here, never full-size temporaries)."""
-    from ..ops.norm import _bcast, _channel_axis
+    from ..ops.norm import _bcast, _channel_axis, _f32
     xp = ctx.xp
     x, scale, _bias, saved_mean, saved_inv, mean, var, _reserve, g = ins
     axis = _channel_axis(x.ndim, attrs["data_layout"])
@@ -333,10 +333,13 @@ def batch_norm_grad(ctx, ins, attrs):
         if global_stats:
             dx = g * _bcast(k, x.ndim, axis)
         else:
-            count = x.dtype.type(x.size // x.shape[axis])
-            xc *= _bcast(inv * dscale / count, x.ndim, axis)   # xhat * mean(g * xhat)
+            # per-channel factors in float32 for float16 input (the element count overflows float16)
+            ct = _f32(x.dtype)
+            count = ct(x.size // x.shape[axis])
+            inv_c, dscale_c, dbias_c = inv.astype(ct), dscale.astype(ct), dbias.astype(ct)
+            xc *= _bcast((inv_c * dscale_c / count).astype(x.dtype), x.ndim, axis)   # xhat * mean(g * xhat)
             dx = xp.subtract(g, xc, out=xc)
-            dx -= _bcast(dbias / count, x.ndim, axis)
+            dx -= _bcast((dbias_c / count).astype(x.dtype), x.ndim, axis)
             dx *= _bcast(k, x.ndim, axis)
     return (dx, dscale.astype(scale.dtype) if wanted(ctx, "Scale@GRAD") else None,
             dbias.astype(scale.dtype) if wanted(ctx, "Bias@GRAD") else None)
