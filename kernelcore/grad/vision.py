@@ -310,10 +310,13 @@ def _channel_dot(xp, a, b, axis):
 def batch_norm_grad(ctx, ins, attrs):
     """With xc = X - mean and k = Scale * inv: Bias@GRAD = sum(g), Scale@GRAD = inv * sum(g * xc); batch
     statistics: X@GRAD = k * (g - Bias@GRAD / N - xc * inv^2 * sum(g * xc) / N), in four passes over one fresh
-    array (xhat and the closed form's means are per-channel factors here, never full-size temporaries)."""
+    array (xhat and the closed form's means are per-channel factors here, never full-size temporaries).
+    float16 input is worked in float32 (as Paddle's MPType): its sums over a batch overflow float16."""
     from ..ops.norm import _bcast, _channel_axis, _f32
     xp = ctx.xp
-    x, scale, _bias, saved_mean, saved_inv, mean, var, _reserve, g = ins
+    x_in, scale, _bias, saved_mean, saved_inv, mean, var, _reserve, g = ins
+    ct = _f32(x_in.dtype)
+    x, g = x_in.astype(ct, copy=False), g.astype(ct, copy=False)
     axis = _channel_axis(x.ndim, attrs["data_layout"])
     red = tuple(a for a in range(x.ndim) if a != axis)
     inference = attrs["is_test"] or not ctx.training
@@ -322,8 +325,8 @@ def batch_norm_grad(ctx, ins, attrs):
         m, inv = mean, 1.0 / xp.sqrt(var + var.dtype.type(attrs["epsilon"]))
     else:
         m, inv = saved_mean, saved_inv
-    m, inv = m.astype(x.dtype), inv.astype(x.dtype)
-    sc = scale.astype(x.dtype)
+    m, inv = m.astype(ct), inv.astype(ct)
+    sc = scale.astype(ct)
     xc = x - _bcast(m, x.ndim, axis)  # ours
     dbias = g.sum(axis=red)
     dscale = inv * _channel_dot(xp, g, xc, axis)
@@ -333,14 +336,12 @@ def batch_norm_grad(ctx, ins, attrs):
         if global_stats:
             dx = g * _bcast(k, x.ndim, axis)
         else:
-            # per-channel factors in float32 for float16 input (the element count overflows float16)
-            ct = _f32(x.dtype)
             count = ct(x.size // x.shape[axis])
-            inv_c, dscale_c, dbias_c = inv.astype(ct), dscale.astype(ct), dbias.astype(ct)
-            xc *= _bcast((inv_c * dscale_c / count).astype(x.dtype), x.ndim, axis)   # xhat * mean(g * xhat)
+            xc *= _bcast(inv * dscale / count, x.ndim, axis)   # xhat * mean(g * xhat)
             dx = xp.subtract(g, xc, out=xc)
-            dx -= _bcast((dbias_c / count).astype(x.dtype), x.ndim, axis)
+            dx -= _bcast(dbias / count, x.ndim, axis)
             dx *= _bcast(k, x.ndim, axis)
+        dx = dx.astype(x_in.dtype, copy=False)
     return (dx, dscale.astype(scale.dtype) if wanted(ctx, "Scale@GRAD") else None,
             dbias.astype(scale.dtype) if wanted(ctx, "Bias@GRAD") else None)
 
