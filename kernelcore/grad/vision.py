@@ -45,7 +45,7 @@ def conv_filter_grad(xp, x, g, wshape, strides, pads, dils, groups):
     ks = wshape[2:]
     outs = g.shape[2:]
     if any(lo or hi for lo, hi in pads):
-        x = xp.pad(x, [(0, 0), (0, 0), *pads])
+        x = C.pad_spatial(xp, x, pads)
     x = xp.ascontiguousarray(x)
     es = x.strides
     view = C._strided(xp)(
