@@ -6,7 +6,9 @@ kernelcore beside Paddle's own CPU executor on the same program, inference and o
 Paddle 3.3.1 (.venv-paddle, bench/_paddle_lstm.py) writes the programs and times its Executor (one thread, its
 default); kernelcore then loads the same files, checks its output (inference) and loss (training step) against
 Paddle's, and times itself; where PyTorch is importable, its nn.LSTM with the same weights is checked and timed
-too (its default threads). Best and median of the repeats; ratios are kernelcore / the other.
+too. Threads are made equal for the kernelcore / PyTorch rows: one row per count in --threads (default 1,2), with
+NumPy's OpenBLAS limited by threadpoolctl and torch.set_num_threads; Paddle's executor runs its default one thread.
+Best and median of the repeats; ratios are kernelcore / the other.
 """
 from __future__ import annotations
 
@@ -42,7 +44,13 @@ def timed(fn, repeat: int) -> list[float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--threads", default="1,2", help="thread counts for the kernelcore / PyTorch rows")
     a = ap.parse_args()
+    counts = [int(t) for t in a.threads.split(",")]
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        threadpool_limits = None
     repeat = 3 if a.quick else 10
     if not PADDLE.exists():
         sys.exit(f"no Paddle venv at {PADDLE.parent.parent}: bash tests/paddle_oracle/setup_env.sh .venv-paddle 3.3.1")
@@ -58,7 +66,6 @@ def main() -> int:
         exe = kc.Executor()
         (got,) = exe.run(prog, feed={"x": ref["x"]}, scope=scope)
         diff = float(np.abs(got - ref["fetch_0"]).max() / np.abs(ref["fetch_0"]).max())
-        kc_inf = timed(lambda: exe.run(prog, feed={"x": ref["x"]}, scope=scope), repeat)
 
         main_p = kc.load_program(d / "lstm_train.main.pb")
         tr = np.load(d / "lstm_train.npz")
@@ -70,19 +77,29 @@ def main() -> int:
                 for n in op.input("LearningRate"):
                     tscope.var(n).value = np.array([p["lr"]], np.float32)
         (loss0,) = exe.run(main_p, feed={"x": tr["x"]}, fetch_list=[p["loss"]], scope=tscope, training=True)
-        kc_train = timed(lambda: exe.run(main_p, feed={"x": tr["x"]}, fetch_list=[p["loss"]], scope=tscope,
-                                         training=True), repeat)
-    torch_rows = torch_lstm(p, prog, scope, ref, main_p, tr, repeat)
+        per_count = {}
+        for n in counts:
+            limit = threadpool_limits(limits=n, user_api="blas") if threadpool_limits else None
+            kc_inf = timed(lambda: exe.run(prog, feed={"x": ref["x"]}, scope=scope), repeat)
+            kc_train = timed(lambda: exe.run(main_p, feed={"x": tr["x"]}, fetch_list=[p["loss"]], scope=tscope,
+                                             training=True), repeat)
+            if limit is not None:
+                limit.unregister()
+            per_count[n] = (kc_inf, kc_train, torch_lstm(p, prog, scope, ref, main_p, tr, repeat, n))
     print(f"2-layer LSTM, batch {p['B']}, {p['T']} steps, input {p['I']}, hidden {p['H']}; Paddle {p['paddle']} "
           f"legacy Executor; best (median) of {repeat}; load average {os.getloadavg()[0]:.2f}")
     print(f"  output max|diff| / max|Paddle|: {diff:.1e}; first training loss {float(loss0):.8g} vs Paddle "
           f"{float(tr['loss']):.8g}")
-    for what, k, q in (("inference", kc_inf, p["infer_s"]), ("training step (SGD)", kc_train, p["train_s"])):
-        print(f"  {what:20s} kernelcore {min(k) * 1e3:8.1f} ms ({statistics.median(k) * 1e3:8.1f})   Paddle "
-              f"{min(q) * 1e3:8.1f} ms ({statistics.median(q) * 1e3:8.1f})   kernelcore / Paddle {min(k) / min(q):.2f}")
-    if torch_rows is None:
-        print("  PyTorch: not importable here; its column is skipped")
-    else:
+    blas = "threadpoolctl" if threadpool_limits else "NOT limited: threadpoolctl is not importable"
+    for n, (kc_inf, kc_train, torch_rows) in per_count.items():
+        print(f" {n} thread(s) for kernelcore (NumPy's BLAS, {blas}) and PyTorch; Paddle its default 1:")
+        for what, k, q in (("inference", kc_inf, p["infer_s"]), ("training step (SGD)", kc_train, p["train_s"])):
+            print(f"  {what:20s} kernelcore {min(k) * 1e3:8.1f} ms ({statistics.median(k) * 1e3:8.1f})   Paddle "
+                  f"{min(q) * 1e3:8.1f} ms ({statistics.median(q) * 1e3:8.1f})   kernelcore / Paddle "
+                  f"{min(k) / min(q):.2f}")
+        if torch_rows is None:
+            print("  PyTorch: not importable here; its column is skipped")
+            continue
         t_inf, t_train, t_diff, t_loss, threads = torch_rows
         print(f"  PyTorch {__import__('torch').__version__} nn.LSTM with the same weights ({threads} threads): output "
               f"max|diff| / max|Paddle| {t_diff:.1e}, first loss {t_loss:.8g}")
@@ -92,13 +109,14 @@ def main() -> int:
     return 0
 
 
-def torch_lstm(p, prog, scope, ref, main_p, tr, repeat):
+def torch_lstm(p, prog, scope, ref, main_p, tr, repeat, threads):
     """PyTorch's nn.LSTM with the program's weights (Paddle's WeightList: every layer's w_ih, w_hh, then every
     layer's b_ih, b_hh; gates i, f, g, o as PyTorch's): inference and one SGD step on mean(out)."""
     try:
         import torch
     except ImportError:
         return None
+    torch.set_num_threads(threads)
 
     def build(weights):
         L = 2

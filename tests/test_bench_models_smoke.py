@@ -37,3 +37,25 @@ def test_lstm_bench_quick_matches_paddle_and_prints_both_rows():
     assert diff < 1e-4, p.stdout
     ours, theirs = (float(x) for x in p.stdout.split("first training loss ")[1].splitlines()[0].split(" vs Paddle "))
     assert abs(ours - theirs) <= 1e-4 * max(1.0, abs(theirs)), p.stdout
+
+
+def test_cnn_train_bench_quick_checks_every_side_and_prints_the_ratios(tmp_path):
+    """bench/cnn_train.py --quick on the small CNN: kernelcore's step matched Paddle's (loss and every updated
+    persistable) before timing, the PyTorch port's too where torch imports; each thread row and the target print."""
+    if not (ROOT / ".venv-paddle" / "bin" / "python").exists():
+        pytest.skip("no Paddle 3.3.1 venv: bench/cnn_train.py needs it to write the training programs")
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "cnn_train.py"), "--quick", "--repeat", "1",
+                        "--models", "train_cnn_b32", "--dir", str(tmp_path)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=900)
+    assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
+    out = p.stdout
+    matched = out.split("updated persistables match")[0].rsplit(";", 1)[1].split()[0]
+    done, total = (int(v) for v in matched.split("/"))
+    assert done == total > 0, out
+    assert "1 thread :" in out and "2 threads:" in out and "Target (issue 11)" in out, out
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        assert "PyTorch not importable" in out, out
+    else:
+        assert "PyTorch port: first loss" in out and "kc/PyTorch" in out, out

@@ -4,8 +4,10 @@ rnn_grad reads what the forward op kept in a training run (executor training=Tru
 value, an RnnReserve listing every step scope, each holding that step's h_prev, c_prev, gates, h, c (and mask).
 It walks them newest first — the last layer first, each (layer, direction) pass from its last step back to its
 first — computing the step's gate gradients from the kept values, and drops each step scope once done (Paddle's
-ClearStepScopes). The input-side GEMMs (weight_ih@GRAD, the layer input's gradient) are done once per pass over
-all timesteps, as the forward did. A gradient run after a forward run that kept nothing is an error that says so.
+ClearStepScopes). The weight GEMMs (weight_ih@GRAD, weight_hh@GRAD) and the layer input's gradient are done once per
+pass over all timesteps, as the forward's input GEMM is: the walk stacks each step's gate gradients and h_prev by
+timestep, so only the recurrent dh_prev GEMM runs per step. A gradient run after a forward run that kept nothing
+is an error that says so.
 
 Masking (SequenceLength) mirrors the forward: with m = 1 where t < length, h = m*h_cell + (1-m)*h_prev and
 out_t = m*h_cell, so a padded step passes the state gradient through unchanged and gets none from Out.
@@ -126,7 +128,7 @@ def rnn_grad(ctx, ins, attrs):
     for layer in range(layers - 1, -1, -1):
         layer_in = reserve.layer_inputs[layer]
         n_in = layer_in.shape[2]
-        d_in = xp.zeros(layer_in.shape, dtype=dt)
+        d_in = None  # the sum over directions of each direction's input gradient
         for di in range(D - 1, -1, -1):
             k = layer * D + di
             w_ih, w_hh, b_hh = weights[2 * k], weights[2 * k + 1], weights[half + 2 * k + 1]
@@ -134,8 +136,9 @@ def rnn_grad(ctx, ins, attrs):
             dy = d_layer_out[:, :, di * H:(di + 1) * H]
             dh, dc = dh_final[k], (dc_final[k] if lstm else None)
             dx_proj = xp.empty((T, B, G * H), dtype=dt)
-            dw_hh = xp.zeros(w_hh.shape, dtype=dt)
-            db_hh = xp.zeros((G * H,), dtype=dt)
+            # the weight_hh gradient is one GEMM over every timestep after the walk: dhw and h_prev stacked by t
+            dhw_all = dx_proj if mode != "GRU" else xp.empty((T, B, G * H), dtype=dt)  # LSTM/RNN: dhw is dx
+            h_prev_all = xp.empty((T, B, H), dtype=dt)
             order = range(T) if di else range(T - 1, -1, -1)  # newest first: the forward order reversed
             for t in order:
                 s = steps[t]
@@ -147,8 +150,9 @@ def rnn_grad(ctx, ins, attrs):
                     dc_cell = dc * m if lstm else None
                 dx, dhw, dh_prev, dc_prev = _cell_backward(xp, mode, s, dh_cell, dc_cell, w_hh, b_hh)
                 dx_proj[t] = dx
-                dw_hh = dw_hh + dhw.T @ _val(s, "h_prev")
-                db_hh = db_hh + dhw.sum(axis=0)
+                if dhw_all is not dx_proj:
+                    dhw_all[t] = dhw
+                h_prev_all[t] = _val(s, "h_prev")
                 if m is not None:
                     dh_prev = dh_prev + dh * (one - m)
                     if lstm:
@@ -156,11 +160,13 @@ def rnn_grad(ctx, ins, attrs):
                 dh, dc = dh_prev, dc_prev
                 ctx.drop_scope(s)  # done with this step (ClearStepScopes, newest first)
             flat = dx_proj.reshape(T * B, G * H)
+            dhw_flat = dhw_all.reshape(T * B, G * H)
             d_weights[2 * k] = flat.T @ layer_in.reshape(T * B, n_in)
-            d_weights[2 * k + 1] = dw_hh
+            d_weights[2 * k + 1] = dhw_flat.T @ h_prev_all.reshape(T * B, H)
             d_weights[half + 2 * k] = flat.sum(axis=0)
-            d_weights[half + 2 * k + 1] = db_hh if mode == "GRU" else flat.sum(axis=0)
-            d_in = d_in + (flat @ w_ih).reshape(T, B, n_in)
+            d_weights[half + 2 * k + 1] = dhw_flat.sum(axis=0) if mode == "GRU" else d_weights[half + 2 * k].copy()
+            d_dir = (flat @ w_ih).reshape(T, B, n_in)
+            d_in = d_dir if d_in is None else d_in + d_dir
             d_h0[k], d_c0[k] = dh, dc
         scale = reserve.dropout_masks[layer] if layer < len(reserve.dropout_masks) else None
         if scale is not None:

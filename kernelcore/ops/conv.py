@@ -5,8 +5,9 @@ One N-d body serves 2-D and 3-D (Paddle writes conv2d for Conv1D, with unsqueeze
   * grouped/ordinary convolution: im2col through an `as_strided` window view of the padded input, laid out
     (group, Cin/groups * kernel, batch * output pixels), then one GEMM per group (`xp.matmul` over the group
     stack): weights (groups, Cout/groups, Cin/groups * kernel) @ columns;
-  * depthwise (groups == Cin, one input channel per group, any channel multiplier): one multiply-add over the
-    whole output per kernel offset (9 for a 3x3 kernel); no GEMM, no column buffer;
+  * depthwise (groups == Cin, one input channel per group, any channel multiplier): on large maps a per-channel
+    column copy and a (1, taps) @ (taps, pixels) product per (image, channel); on small maps one multiply-add
+    over the whole output per kernel offset (9 for a 3x3 kernel), no column buffer;
   * transposed convolution: one GEMM (weights^T @ input) to columns, then col2im as one strided add per
     kernel offset.
 The only Python loops run over groups-free kernel offsets, never over pixels, channels or the batch.
@@ -36,6 +37,14 @@ def _to_channel_last(xp, x):
 # ---------------------------------------------------------------------------
 # the bodies (NC + spatial layout)
 # ---------------------------------------------------------------------------
+def pad_spatial(xp, x, pads):
+    """x (N, C, spatial...) with zeros added per spatial dim ((before, after) each): a zeroed array and one slice
+    assignment, 1.3-2x faster than xp.pad on convolution-sized inputs."""
+    out = xp.zeros(x.shape[:2] + tuple(d + lo + hi for d, (lo, hi) in zip(x.shape[2:], pads)), dtype=x.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(lo, lo + d) for d, (lo, _) in zip(x.shape[2:], pads))] = x
+    return out
+
+
 def conv_forward(xp, x, w, strides, pads, dils, groups):
     """Out[n, o, p...] = sum_{c in o's group, k...} W[o, c, k...] * Xpad[n, c, p*s + k*d ...]."""
     n, c = x.shape[:2]
@@ -43,7 +52,7 @@ def conv_forward(xp, x, w, strides, pads, dils, groups):
     o, cg = w.shape[:2]
     ks = w.shape[2:]
     if any(lo or hi for lo, hi in pads):
-        x = xp.pad(x, [(0, 0), (0, 0), *pads])
+        x = pad_spatial(xp, x, pads)
     outs = [(x.shape[2 + i] - (dils[i] * (ks[i] - 1) + 1)) // strides[i] + 1 for i in range(nd)]
     if any(v <= 0 for v in outs):
         raise ValueError(f"the output would be empty: padded input {list(x.shape[2:])}, kernel {list(ks)}, "
@@ -73,8 +82,11 @@ def conv_forward(xp, x, w, strides, pads, dils, groups):
 def _depthwise(xp, xpad, w, strides, dils, outs):
     """groups == channels: Out[:, o] = sum over kernel offsets of W[o, 0, k] * the shifted input channel o // m.
 
-    Small output maps (late layers: 2x2 .. 16x16) run channels-last, so each multiply-add streams over long
-    channel rows instead of rows of a few pixels (7x faster on [8, 576, 4, 4]); large maps stay channels-first."""
+    Output maps of >= 256 pixels: per-channel columns (an im2col view of the kernel taps, one copy) and one small
+    matrix product per (image, channel), (1, taps) @ (taps, pixels): fewer passes over memory than a multiply and
+    an add per tap (1.8x faster on [8, 32, 32, 32]). Smaller maps (late layers: 2x2 .. 8x8) with many channels
+    run channels-last, so the products stream over long channel rows instead of rows of a few pixels (7x faster
+    on [8, 576, 4, 4] than channels-first); the rest multiply-add per tap channels-first."""
     c = xpad.shape[1]
     o = w.shape[0]
     mult = o // c
@@ -82,25 +94,39 @@ def _depthwise(xp, xpad, w, strides, dils, outs):
         xpad = xp.repeat(xpad, mult, axis=1)  # output channel j reads input channel j // mult
     nd = len(outs)
     ks = w.shape[2:]
-    last = math.prod(outs) <= 256
-    if last:
-        xpad = xp.ascontiguousarray(xp.moveaxis(xpad, 1, -1))         # (n, spatial..., o)
-        wk = xp.ascontiguousarray(w.reshape(o, -1).T)                   # (kernel taps, o)
-        lead, tail = (slice(None),), (slice(None),)
-    else:
-        wk = w.reshape(o, -1).T.reshape((-1, 1, o) + (1,) * nd)         # tap t: (1, o, 1, ...)
-        lead, tail = (slice(None), slice(None)), ()
+    p = math.prod(outs)
+    if p >= 256:
+        xpad = xp.ascontiguousarray(xpad)
+        n, es = xpad.shape[0], xpad.strides
+        view = _strided(xp)(xpad, shape=(n, o, *ks, *outs),
+                            strides=(es[0], es[1], *(es[2 + i] * dils[i] for i in range(nd)),
+                                     *(es[2 + i] * strides[i] for i in range(nd))))
+        cols = view.reshape(n, o, math.prod(ks), p)                      # the per-channel im2col copy
+        return (w.reshape(o, 1, -1) @ cols).reshape(n, o, *outs)
+    if o >= 64:
+        # channels-last window view (no copy beyond the layout change) summed against the taps by one einsum,
+        # written channels-first: 1.3x faster than a multiply and an add per tap on [8, 576, 4, 4]
+        xl = xp.ascontiguousarray(xp.moveaxis(xpad, 1, -1))             # (n, spatial..., o)
+        es = xl.strides
+        view = _strided(xp)(xl, shape=(xl.shape[0], *outs, *ks, o),
+                            strides=(es[0], *(es[1 + i] * strides[i] for i in range(nd)),
+                                     *(es[1 + i] * dils[i] for i in range(nd)), es[-1]))
+        wl = xp.ascontiguousarray(xp.moveaxis(w.reshape(o, *ks), 0, -1))  # (kernel..., o)
+        sp, kk = "yxz"[:nd], "abc"[:nd]
+        return xp.ascontiguousarray(xp.einsum(f"n{sp}{kk}o,{kk}o->no{sp}", view, wl))
+    wk = w.reshape(o, -1).T.reshape((-1, 1, o) + (1,) * nd)             # tap t: (1, o, 1, ...)
     out = tmp = None
     for t, offs in enumerate(itertools.product(*(range(k) for k in ks))):
-        sl = lead + tuple(slice(offs[i] * dils[i], offs[i] * dils[i] + strides[i] * (outs[i] - 1) + 1, strides[i])
-                          for i in range(nd)) + tail
+        sl = (slice(None), slice(None)) + tuple(
+            slice(offs[i] * dils[i], offs[i] * dils[i] + strides[i] * (outs[i] - 1) + 1, strides[i])
+            for i in range(nd))
         if out is None:
             out = xpad[sl] * wk[t]
             tmp = xp.empty_like(out)
         else:
             xp.multiply(xpad[sl], wk[t], out=tmp)
             out += tmp  # `out` and `tmp` are fresh arrays of ours
-    return xp.ascontiguousarray(xp.moveaxis(out, -1, 1)) if last else out
+    return out
 
 
 def conv_transpose_forward(xp, x, w, strides, pads, dils, groups, out_sizes):

@@ -113,12 +113,14 @@ def batch_norm(ctx, ins, attrs):
         zeros = xp.zeros_like(mean)
         return y, mean.copy(), var.copy(), zeros, xp.zeros_like(var), xp.zeros((0,), dtype=x.dtype)
     red = tuple(a for a in range(x.ndim) if a != axis)
-    xc = x.astype(ct)
+    xc = x.astype(ct, copy=False)  # a float32 input is read as it is, not copied
     bmean = xc.mean(axis=red)
     centred = xc - _bcast(bmean, x.ndim, axis)
     bvar = (centred * centred).mean(axis=red)
     inv = 1.0 / xp.sqrt(bvar + ct(eps))
-    y = centred * _bcast(inv * scale.astype(ct), x.ndim, axis) + _bcast(bias.astype(ct), x.ndim, axis)
+    y = centred  # ours: scaled and shifted in place
+    y *= _bcast(inv * scale.astype(ct), x.ndim, axis)
+    y += _bcast(bias.astype(ct), x.ndim, axis)
     if mom_t is not None:
         m = mom_t.reshape(-1)[:1].astype(mean.dtype)  # stays on the device: no host sync
     else:

@@ -121,6 +121,7 @@ MOMENTUM.infer_shape = _momentum_infer
 @MOMENTUM.kernel()
 def momentum(ctx, ins, attrs):
     param, grad, velocity, lr, master = ins
+    xp = ctx.xp
     p, g, lr, mt, use_master = _start(ctx, param, grad, lr, master, attrs, "momentum")
     if velocity.shape != param.shape:
         raise ValueError(f"momentum: Velocity has shape {list(velocity.shape)} but Param has {list(param.shape)}")
@@ -129,9 +130,13 @@ def momentum(ctx, ins, attrs):
         g = g * mt.type(attrs["rescale_grad"])
     if attrs["regularization_method"] == "l2_decay":
         g = g + mt.type(attrs["regularization_coeff"]) * p
-    v_out = velocity.astype(mt, copy=False) * mu + g
+    v_out = velocity.astype(mt, copy=False) * mu
+    v_out += g  # v_out is ours; the same operations as mu * v + g
     step = (g + v_out * mu) if attrs["use_nesterov"] else v_out
-    p_out, master_out = _finish(param, p - lr * step, use_master)
+    p_new = xp.empty_like(step)  # one fresh array for lr * step and then the new value (0-d parameters too)
+    xp.multiply(lr, step, out=p_new)
+    xp.subtract(p, p_new, out=p_new)
+    p_out, master_out = _finish(param, p_new, use_master)
     return p_out, v_out.astype(velocity.dtype, copy=False), master_out
 
 

@@ -152,15 +152,24 @@ def cell_forward(xp, mode: str, x_proj, h_prev, c_prev, w_hh, b_hh):
     x_proj = x_t weight_ih^T + bias_ih (+ bias_hh for LSTM and the simple RNNs, which add it there)."""
     hw = h_prev @ w_hh.T
     if mode == "LSTM":
-        g = x_proj + hw
+        # in place on the fresh GEMM result (ours): it becomes the gates array, with no concatenation; the same
+        # operations in the same order as sigmoid() / tanh on copies, so the values are bit-identical
+        g = hw
+        g += x_proj
         hs = g.shape[1] // 4
-        act = sigmoid(xp, g)
         cand = xp.tanh(g[:, 2 * hs:3 * hs])
-        i, f, o = act[:, :hs], act[:, hs:2 * hs], act[:, 3 * hs:]
-        c = f * c_prev + i * cand
-        h = o * xp.tanh(c)
-        gates = xp.concatenate([i, f, cand, o], axis=1)
-        return gates, h, c
+        half, one = g.dtype.type(0.5), g.dtype.type(1)
+        g *= half
+        xp.tanh(g, out=g)
+        g += one
+        g *= half  # sigmoid of every column; the candidate's columns are overwritten next
+        g[:, 2 * hs:3 * hs] = cand
+        i, f, o = g[:, :hs], g[:, hs:2 * hs], g[:, 3 * hs:]
+        c = f * c_prev
+        c += i * cand
+        h = xp.tanh(c)
+        h *= o
+        return g, h, c
     if mode == "GRU":
         hw = hw + b_hh
         hs = hw.shape[1] // 3

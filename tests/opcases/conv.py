@@ -114,6 +114,11 @@ CASES = [
          {"strides": [2, 2], "paddings": [1, 1], "groups": 4}, id="depthwise-3x3-s2", **TOL),
     Case("depthwise_conv2d", {"Input": f32(1, 3, 8, 7), "Filter": f32(6, 1, 5, 3)}, conv_ref,
          {"paddings": [2, 1], "dilations": [1, 2], "groups": 3}, id="depthwise-multiplier2-dilated", **TOL),
+    # >= 256 output pixels: the per-channel column path; 64+ channels on a small map: the channels-last path
+    Case("depthwise_conv2d", {"Input": f32(2, 3, 18, 17), "Filter": f32(6, 1, 3, 3)}, conv_ref,
+         {"paddings": [1, 2], "dilations": [2, 1], "groups": 3}, id="depthwise-large-map", **TOL),
+    Case("depthwise_conv2d", {"Input": f32(1, 64, 5, 4), "Filter": f32(64, 1, 3, 3)}, conv_ref,
+         {"strides": [2, 1], "paddings": [1, 1], "groups": 64}, id="depthwise-many-channels-small-map", **TOL),
     Case("conv2d", {"Input": f32(2, 5, 6, 6), "Filter": f32(5, 1, 3, 3)}, conv_ref,
          {"paddings": [1, 1], "groups": 5}, id="conv2d-groups-equal-channels", **TOL),
     Case("conv3d", {"Input": f32(2, 2, 5, 6, 5), "Filter": f32(3, 2, 3, 3, 2)}, conv_ref,

@@ -13,7 +13,7 @@ Every case is built in static mode with fixed seeds (program random_seed, numpy 
     <c>.json                      feed/fetch names, op types, the attrs of every non-feed/fetch op, Paddle version
 and OUTDIR/manifest-<paddle version>.json: {"ok": [cases], "failed": {case: error}}. With --failed, only the cases
 some manifest in OUTDIR lists as failed (and no manifest lists as ok) are built. Case names after OUTDIR pick
-cases; --all adds the bigger EXTRA_MODELS.
+cases; --all adds the bigger EXTRA_MODELS (EXTRA_TRAIN_STEPS, the training benchmark's programs, only when named).
 """
 from __future__ import annotations
 
@@ -327,35 +327,36 @@ class SmallCNN(nn.Layer):
         return self.fc(paddle.flatten(h, 1))
 
 
-def make_train_cnn(outdir, name="train_cnn"):
-    """One Momentum step of SmallCNN on a fixed batch: train_cnn.main.pb / .startup.pb, .npz (x, label, loss,
+def make_train_step(outdir, name, make_model, x_shape, classes, lr=0.1):
+    """One Momentum step of make_model() on a fixed batch: <name>.main.pb / .startup.pb, .npz (x, label, loss,
     init/<persistable> after startup, after/<persistable> after the step), .json."""
     main, startup = paddle.static.Program(), paddle.static.Program()
     main.random_seed = startup.random_seed = SEED
     scope = paddle.static.Scope()
+    n = x_shape[0]
     with paddle.static.scope_guard(scope), paddle.static.program_guard(main, startup):
         paddle.utils.unique_name.switch()
-        x = paddle.static.data("x", [4, 3, 8, 8], "float32")
-        label = paddle.static.data("label", [4, 1], "int64")
-        model = SmallCNN()
+        x = paddle.static.data("x", x_shape, "float32")
+        label = paddle.static.data("label", [n, 1], "int64")
+        model = make_model()
         model.train()
         loss = paddle.mean(F.cross_entropy(model(x), label))
-        paddle.optimizer.Momentum(learning_rate=0.1, momentum=0.9).minimize(loss, startup)
+        paddle.optimizer.Momentum(learning_rate=lr, momentum=0.9).minimize(loss, startup)
         exe = paddle.static.Executor(paddle.CPUPlace())
         exe.run(startup)
         pnames = persistables(main)
-        init = {n: np.array(scope.find_var(n).get_tensor()) for n in pnames}
-        feeds = {"x": randn([4, 3, 8, 8], 5), "label": np.random.default_rng(6).integers(0, 5, (4, 1))}
+        init = {p: np.array(scope.find_var(p).get_tensor()) for p in pnames}
+        feeds = {"x": randn(x_shape, 5), "label": np.random.default_rng(6).integers(0, classes, (n, 1))}
         (loss_v,) = exe.run(main, feed=feeds, fetch_list=[loss])
-        after = {n: np.array(scope.find_var(n).get_tensor()) for n in pnames}
+        after = {p: np.array(scope.find_var(p).get_tensor()) for p in pnames}
     prefix = os.path.join(outdir, name)
     with open(prefix + ".main.pb", "wb") as f:
         f.write(main.desc.serialize_to_string())
     with open(prefix + ".startup.pb", "wb") as f:
         f.write(startup.desc.serialize_to_string())
     arrays = dict(feeds, loss=np.asarray(loss_v))
-    for n in pnames:
-        arrays[f"init/{n}"], arrays[f"after/{n}"] = init[n], after[n]
+    for p in pnames:
+        arrays[f"init/{p}"], arrays[f"after/{p}"] = init[p], after[p]
     np.savez(prefix + ".npz", **arrays)
     meta = {"case": name, "mode": "train_step", "paddle_version": paddle.__version__, "feed_names": ["x", "label"],
             "loss_name": loss.name, "parameters": sorted(p.name for p in main.all_parameters()),
@@ -366,7 +367,18 @@ def make_train_cnn(outdir, name="train_cnn"):
     print(f"{name} [{paddle.__version__}]: {sorted({o['type'] for o in meta['ops']})}", flush=True)
 
 
+def make_train_cnn(outdir, name="train_cnn"):
+    """One Momentum step of SmallCNN on a fixed [4, 3, 8, 8] batch (tests/test_paddle_vision.py)."""
+    make_train_step(outdir, name, SmallCNN, [4, 3, 8, 8], 5)
+
+
 TRAIN_STEPS = {"train_cnn": make_train_cnn}
+# Built only when named (bench/cnn_train.py): the training benchmark's shapes.
+EXTRA_TRAIN_STEPS = {
+    "train_cnn_b32": lambda outdir: make_train_step(outdir, "train_cnn_b32", SmallCNN, [32, 3, 32, 32], 5),
+    "train_resnet18_b8": lambda outdir: make_train_step(
+        outdir, "train_resnet18_b8", _vision("resnet18", num_classes=10), [8, 3, 64, 64], 10, lr=0.01),
+}
 
 
 def main(argv):
@@ -390,8 +402,8 @@ def main(argv):
     manifest = {"ok": [], "failed": {}}
     for name in names:
         try:
-            if name in TRAIN_STEPS:
-                TRAIN_STEPS[name](outdir)
+            if name in TRAIN_STEPS or name in EXTRA_TRAIN_STEPS:
+                {**TRAIN_STEPS, **EXTRA_TRAIN_STEPS}[name](outdir)
             else:
                 make_case(outdir, name, ALL_CASES[name])
             manifest["ok"].append(name)
@@ -400,7 +412,7 @@ def main(argv):
             print(f"{name} [{paddle.__version__}]: FAILED {manifest['failed'][name][:200]}", flush=True)
     with open(os.path.join(outdir, f"manifest-{paddle.__version__}.json"), "w") as f:
         json.dump(manifest, f, indent=1)
-    evals = [n for n in manifest["ok"] if n not in TRAIN_STEPS]
+    evals = [n for n in manifest["ok"] if n not in TRAIN_STEPS and n not in EXTRA_TRAIN_STEPS]
     if evals:
         import subprocess
         subprocess.run([sys.executable, os.path.abspath(__file__), outdir, *evals, "--reference"], check=True)

@@ -1,0 +1,424 @@
+"""CNN training steps: kernelcore, PyTorch and Paddle's executor on the same Paddle-written training programs.
+
+    .venv/bin/python bench/cnn_train.py              # small CNN (batch 32, 3x32x32) and ResNet-18 (batch 8, 3x64x64)
+    .venv/bin/python bench/cnn_train.py --quick      # smoke run: fewer repeats, rough figures
+    .venv/bin/python bench/cnn_train.py --profile    # plus kernelcore's kernel time per op type (2 threads)
+
+Paddle 3.3.1 (.venv-paddle, required) writes the programs: tests/paddle_oracle/make_vision_models.py cases
+train_cnn_b32 (SmallCNN: conv, batch norm, relu, max pool, depthwise conv, adaptive avg pool, linear) and
+train_resnet18_b8 (paddle.vision resnet18, 10 classes), each a whole Momentum(0.9) training program with
+cross-entropy loss, its initial persistables and Paddle's loss and updated persistables after one step.
+
+One step = one training run from the initial persistables: kernelcore's Executor.run(main, training=True);
+PyTorch's zero_grad + forward + cross_entropy + backward + SGD(momentum=0.9).step() + loss.item(); Paddle's
+Executor.run of the same program (bench/_paddle_train.py, a server in Paddle's venv). Before each timed step every
+side restores the initial parameters (untimed), so every step computes the same thing and none drifts towards
+denormals. Before timing, kernelcore's loss and every updated persistable are checked against Paddle's (1e-4),
+and PyTorch's (a plain torch.nn port: Conv2d, BatchNorm2d, ReLU, MaxPool2d, AdaptiveAvgPool2d, Linear; weights from
+the same init arrays) loss and two updated parameters too.
+
+Threads, made equal per row: kernelcore's NumPy BLAS through threadpoolctl (OpenBLAS), torch.set_num_threads,
+Paddle's server started with FLAGS_paddle_num_threads / OMP_NUM_THREADS / MKL_NUM_THREADS. Rows for 1 and 2
+threads. Windows of 2 steps alternate between the three, and the best step of each is compared (the median
+beside it): the machine is shared, and the best steps are those other processes left alone.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import kernelcore as kc  # noqa: E402
+
+PADDLE = ROOT / ".venv-paddle" / "bin" / "python"
+MODELS = {"train_cnn_b32": "small CNN (b32, 3x32x32)", "train_resnet18_b8": "ResNet-18 (b8, 3x64x64)"}
+TARGET = 1.5  # issue 11: a training step <= 1.5x PyTorch's on CPU
+PER_WINDOW = 2
+
+
+def paddle_env(threads: int | None = None):
+    env = dict(os.environ, FLAGS_enable_pir_api="0", GLOG_minloglevel="2", PYTHONWARNINGS="ignore")
+    if threads is not None:
+        env.update(FLAGS_paddle_num_threads=str(threads), OMP_NUM_THREADS=str(threads),
+                   MKL_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    return env
+
+
+def generate(outdir: Path) -> None:
+    missing = [n for n in MODELS if not (outdir / f"{n}.main.pb").exists()]
+    if not missing:
+        return
+    r = subprocess.run([str(PADDLE), str(ROOT / "tests" / "paddle_oracle" / "make_vision_models.py"), str(outdir),
+                        *missing], capture_output=True, text=True, env=paddle_env())
+    if r.returncode != 0 or any(not (outdir / f"{n}.main.pb").exists() for n in missing):
+        sys.exit(f"Paddle could not write the training programs:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+
+
+class PaddleServer:
+    def __init__(self, outdir: Path, threads: int):
+        self.p = subprocess.Popen([str(PADDLE), str(ROOT / "bench" / "_paddle_train.py"), str(outdir), *MODELS],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=paddle_env(threads))
+        line = self.p.stdout.readline()
+        if not line:
+            sys.exit(f"Paddle's timing server failed:\n{self.p.stderr.read()[-3000:]}")
+        self.info = json.loads(line)
+
+    def times(self, name: str, count: int) -> list[float]:
+        self.p.stdin.write(f"{name} {count}\n")
+        self.p.stdin.flush()
+        return json.loads(self.p.stdout.readline())
+
+    def close(self):
+        self.p.stdin.write("\n")
+        self.p.stdin.close()
+        self.p.wait(timeout=60)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# kernelcore
+# ---------------------------------------------------------------------------------------------------------------
+class KcStep:
+    def __init__(self, outdir: Path, name: str):
+        self.meta = json.loads((outdir / f"{name}.json").read_text())
+        self.ref = np.load(outdir / f"{name}.npz")
+        self.prog = kc.load_program(outdir / f"{name}.main.pb")
+        self.init = {k[len("init/"):]: self.ref[k] for k in self.ref.files if k.startswith("init/")}
+        self.feed = {"x": self.ref["x"], "label": self.ref["label"]}
+        self.exe = kc.Executor(kc.CPUPlace())
+        self.scope = kc.Scope()
+
+    def reset(self):
+        for n, v in self.init.items():
+            self.scope.set(n, v)  # kernels never write into their inputs: no copy needed
+
+    def step(self):
+        return self.exe.run(self.prog, feed=self.feed, fetch_list=[self.meta["loss_name"]], scope=self.scope,
+                            training=True)
+
+    def check(self) -> tuple[float, list[str]]:
+        """(|loss - Paddle's|, the updated persistables that differ from Paddle's beyond tests/test_paddle_vision.py's
+        tolerance: rtol 1e-4, atol max(1e-4 * max|Paddle's|, 1e-6), the floor for gradients that are exactly 0,
+        such as a bias feeding a batch norm, where both compute float32 noise)."""
+        self.reset()
+        (loss,) = self.step()
+        bad = []
+        for k in self.ref.files:
+            if k.startswith("after/"):
+                n = k[len("after/"):]
+                got, want = kc.place.to_host(self.scope.find_var(n).value), self.ref[k]
+                if not np.allclose(got, want, rtol=1e-4, atol=max(1e-4 * float(np.abs(want).max()), 1e-6)):
+                    bad.append(f"{n} (max|diff| {float(np.abs(got - want).max()):.1e})")
+        return abs(float(np.asarray(loss).reshape(-1)[0]) - float(self.ref["loss"])), bad
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# PyTorch: the same networks in plain torch.nn, weights mapped from the program's ops
+# ---------------------------------------------------------------------------------------------------------------
+def torch_models():
+    import torch
+    from torch import nn
+
+    class SmallCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.bn = nn.BatchNorm2d(8)
+            self.pool = nn.MaxPool2d(2, 2)
+            self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+            self.gap = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(8, 5)
+
+        def forward(self, x):
+            h = self.pool(torch.relu(self.bn(self.conv(x))))
+            h = self.gap(torch.relu(self.dw(h)))
+            return self.fc(torch.flatten(h, 1))
+
+    class BasicBlock(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.down = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                         if stride != 1 or cin != cout else None)
+
+        def forward(self, x):  # Paddle's order: conv1, bn1, conv2, bn2, then the downsample branch
+            out = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+            identity = self.down(x) if self.down is not None else x
+            return torch.relu(out + identity)
+
+    class ResNet18(nn.Module):
+        def __init__(self, classes=10):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+            self.bn1 = nn.BatchNorm2d(64)
+            self.maxpool = nn.MaxPool2d(3, 2, 1)
+            blocks, cin = [], 64
+            for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+                blocks += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+                cin = cout
+            self.blocks = nn.Sequential(*blocks)
+            self.avgpool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(512, classes)
+
+        def forward(self, x):
+            x = self.maxpool(torch.relu(self.bn1(self.conv1(x))))
+            return self.fc(torch.flatten(self.avgpool(self.blocks(x)), 1))
+
+    return {"train_cnn_b32": SmallCNN, "train_resnet18_b8": ResNet18}
+
+
+def program_layers(prog):
+    """The forward conv / batch_norm / linear ops in program order, with their parameter names."""
+    ops = prog.global_block().ops
+    reshaped = {op.output("Out")[0]: op.input("X")[0] for op in ops if op.type == "reshape2"}  # conv biases
+    adds = {op.input("X")[0]: reshaped.get(op.input("Y")[0], op.input("Y")[0]) for op in ops
+            if op.type == "elementwise_add"}
+    out = {"conv": [], "bn": [], "linear": []}
+    for op in ops:
+        if op.type in ("conv2d", "depthwise_conv2d"):
+            out["conv"].append((op.input("Filter")[0], adds.get(op.output("Output")[0])))
+        elif op.type == "batch_norm":
+            out["bn"].append(tuple(op.input(s)[0] for s in ("Scale", "Bias", "Mean", "Variance")) +
+                             (op.attr("momentum"), op.attr("epsilon")))
+        elif op.type == "matmul_v2":
+            out["linear"].append((op.input("Y")[0], adds.get(op.output("Out")[0])))
+    return out
+
+
+class TorchStep:
+    def __init__(self, kcs: KcStep, name: str):
+        import torch
+        from torch import nn
+        self.torch = torch
+        self.model = torch_models()[name]()
+        self.model.train()
+        called = []
+        hooks = [m.register_forward_hook(lambda m, i, o: called.append(m)) for m in self.model.modules()
+                 if isinstance(m, (nn.Conv2d, nn.BatchNorm2d, nn.Linear))]
+        self.x = torch.from_numpy(kcs.feed["x"])
+        self.label = torch.from_numpy(kcs.feed["label"].reshape(-1).astype(np.int64))
+        with torch.no_grad():
+            self.model(self.x)
+        for h in hooks:
+            h.remove()
+        layers = program_layers(kcs.prog)
+        kinds = {nn.Conv2d: "conv", nn.BatchNorm2d: "bn", nn.Linear: "linear"}
+        seen = defaultdict(int)
+        self.pairs = []  # (torch tensor, Paddle name, transpose)
+        for m in called:
+            kind = kinds[type(m)]
+            spec = layers[kind][seen[kind]]
+            seen[kind] += 1
+            if kind == "bn":
+                scale, bias, mean, var, momentum, eps = spec
+                m.momentum, m.eps = 1.0 - momentum, eps  # Paddle: running = momentum * running + (1 - m) * batch
+                self.pairs += [(m.weight, scale, False), (m.bias, bias, False), (m.running_mean, mean, False),
+                               (m.running_var, var, False)]
+            else:
+                w, b = spec
+                self.pairs.append((m.weight, w, kind == "linear"))  # Paddle's Linear weight is [in, out]
+                if m.bias is not None:
+                    assert b is not None, f"the program's {kind} {w} has no bias, the torch module has one"
+                    self.pairs.append((m.bias, b, False))
+        assert all(seen[k] == len(v) for k, v in layers.items()), \
+            f"torch called {dict(seen)} layers, the program has { {k: len(v) for k, v in layers.items()} }"
+        self.init = [torch.from_numpy(np.ascontiguousarray(kcs.init[n].T if t else kcs.init[n]))
+                     for _, n, t in self.pairs]
+        lr = next(float(np.asarray(kcs.init[op.input("LearningRate")[0]]).reshape(-1)[0])
+                  for op in kcs.prog.global_block().ops if op.type == "momentum")
+        mu = next(op.attr("mu") for op in kcs.prog.global_block().ops if op.type == "momentum")
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=lr, momentum=mu)
+
+    def reset(self):
+        with self.torch.no_grad():
+            for (t, _, _), v in zip(self.pairs, self.init):
+                t.copy_(v)
+        self.opt.state.clear()  # no momentum buffers: the first step's velocity is the gradient, as Paddle's
+
+    def step(self):
+        self.opt.zero_grad()
+        loss = self.torch.nn.functional.cross_entropy(self.model(self.x), self.label)
+        loss.backward()
+        self.opt.step()
+        return loss.item()
+
+    def check(self, kcs: KcStep) -> tuple[float, list[tuple[str, float]]]:
+        self.reset()
+        loss = self.step()
+        diffs = []
+        params = [(t, n, tr) for t, n, tr in self.pairs if isinstance(t, self.torch.nn.Parameter)]
+        for t, n, tr in (params[0], params[-2]):  # the first conv's weight and the classifier's weight
+            got = t.detach().numpy()
+            got = got.T if tr else got
+            want = kcs.ref[f"after/{n}"]
+            diffs.append((n, float(np.abs(got - want).max() / np.abs(want).max())))
+        return abs(loss - float(kcs.ref["loss"])), diffs
+
+
+def profile(kcs: KcStep, runs: int = 5) -> list[tuple[str, float, int]]:
+    """kernelcore's kernel time per op type: each op's best over `runs` traced steps, summed by type."""
+    best, types = {}, {}
+    for _ in range(runs):
+        kcs.reset()
+        with kc.trace(retain="none") as tr:
+            kcs.step()
+        for ev in tr.events:
+            if ev.kind == "op_run" and ev.dur_ns is not None:
+                best[ev.op] = min(best.get(ev.op, ev.dur_ns), ev.dur_ns)
+                types[ev.op] = ev.op_type
+    per = defaultdict(lambda: [0.0, 0])
+    for op, ns in best.items():
+        per[types[op]][0] += ns / 1e6
+        per[types[op]][1] += 1
+    return sorted(((t, ms, n) for t, (ms, n) in per.items()), key=lambda r: -r[1])
+
+
+def load_avg() -> str:
+    try:
+        return " ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def timed(reset, step, count):
+    out = []
+    for _ in range(count):
+        reset()
+        t0 = time.perf_counter()
+        step()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repeats (smoke run)")
+    ap.add_argument("--dir", help="where the programs are (or go); default: a temporary directory")
+    ap.add_argument("--repeat", type=int, default=None, help="windows per row (default 15, quick 2)")
+    ap.add_argument("--threads", default="1,2", help="thread counts, one row each (default 1,2)")
+    ap.add_argument("--models", default=",".join(MODELS), help=f"which of {', '.join(MODELS)}")
+    ap.add_argument("--profile", action="store_true", help="print kernelcore's time per op type")
+    a = ap.parse_args()
+    repeat = a.repeat or (2 if a.quick else 15)
+    threads = [int(t) for t in a.threads.split(",")]
+    names = [n for n in a.models.split(",") if n]
+    print(f"machine: {os.cpu_count()} CPUs, load average {load_avg()} (at start)")
+    if not PADDLE.exists():
+        sys.exit(f"no Paddle 3.3.1 venv at {PADDLE.parent.parent} (bash tests/paddle_oracle/setup_env.sh): the "
+                 "programs are written by Paddle, so this benchmark needs it")
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        threadpool_limits = None
+    tmp = None
+    if a.dir:
+        outdir = Path(a.dir)
+        outdir.mkdir(parents=True, exist_ok=True)
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="kc_bench_cnn_train_")
+        outdir = Path(tmp.name)
+    generate(outdir)
+    servers = {t: PaddleServer(outdir, t) for t in threads}
+    first = servers[threads[0]].info
+    print(f"versions: numpy {np.__version__}, torch {torch.__version__ if torch else '- (not importable)'}, Paddle "
+          f"{first['paddle']} (legacy static Executor, CPUPlace)")
+    if threadpool_limits is not None:
+        from threadpoolctl import threadpool_info
+        blas = [f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')} kernels)"
+                for i in threadpool_info() if i.get("user_api") == "blas"]
+        print(f"NumPy's BLAS: {', '.join(blas) or '?'}")
+    print("threads per row: kernelcore = NumPy's OpenBLAS limited by threadpoolctl" +
+          ("" if threadpool_limits else " (NOT importable: kernelcore runs its default threads)") +
+          "; PyTorch = torch.set_num_threads; Paddle = FLAGS_paddle_num_threads/OMP/MKL_NUM_THREADS")
+    print()
+    results = []
+    for name in names:
+        kcs = KcStep(outdir, name)
+        dloss, bad = kcs.check()
+        n_after = sum(k.startswith("after/") for k in kcs.ref.files)
+        print(f"{MODELS[name]}: kernelcore's first loss {float(kcs.ref['loss']):.6f} +- {dloss:.1e} of Paddle's "
+              f"({servers[threads[0]].info['loss'][name]:.6f} in the timing server); "
+              f"{n_after - len(bad)}/{n_after} updated persistables match Paddle's (rtol 1e-4)")
+        if dloss > 1e-4 * max(1.0, abs(float(kcs.ref["loss"]))) or bad:
+            sys.exit(f"{name}: kernelcore's step does not match Paddle's: {bad[:5]}; not timing it")
+        ts = None
+        if torch is not None:
+            ts = TorchStep(kcs, name)
+            tl, diffs = ts.check(kcs)
+            print(f"  PyTorch port: first loss +- {tl:.1e} of Paddle's; after one step " +
+                  ", ".join(f"{n} max|diff|/max {d:.1e}" for n, d in diffs))
+            if tl > 1e-3 * max(1.0, abs(float(kcs.ref["loss"]))) or any(d > 1e-3 for _, d in diffs):
+                sys.exit(f"{name}: the PyTorch port does not match Paddle's step: not timing it")
+        for t in threads:
+            kc_t, pt_t, pd_t = [], [], []
+            if torch is not None:
+                torch.set_num_threads(t)
+            limit = threadpool_limits(limits=t, user_api="blas") if threadpool_limits else None
+            try:
+                for f in ((kcs.reset, kcs.step),) + (((ts.reset, ts.step),) if ts else ()):
+                    timed(*f, 1)  # warm-up at this thread count
+                for _ in range(repeat):
+                    kc_t += timed(kcs.reset, kcs.step, PER_WINDOW)
+                    if ts is not None:
+                        pt_t += timed(ts.reset, ts.step, PER_WINDOW)
+                    pd_t += servers[t].times(name, PER_WINDOW)
+            finally:
+                if limit is not None:
+                    limit.unregister()
+            results.append((name, t, kc_t, pt_t, pd_t))
+            row = (f"  {t} thread{'s' if t > 1 else ' '}: kernelcore {min(kc_t) * 1e3:8.1f} ms "
+                   f"({statistics.median(kc_t) * 1e3:8.1f})")
+            if pt_t:
+                row += f"   PyTorch {min(pt_t) * 1e3:7.1f} ms ({statistics.median(pt_t) * 1e3:7.1f})"
+            row += f"   Paddle {min(pd_t) * 1e3:7.1f} ms ({statistics.median(pd_t) * 1e3:7.1f})"
+            if pt_t:
+                row += f"   kc/PyTorch {min(kc_t) / min(pt_t):5.2f}"
+            row += f"   kc/Paddle {min(kc_t) / min(pd_t):5.2f}"
+            print(row, flush=True)
+        if a.profile:
+            limit = threadpool_limits(limits=max(threads), user_api="blas") if threadpool_limits else None
+            rows = profile(kcs)
+            if limit is not None:
+                limit.unregister()
+            total = sum(ms for _, ms, _ in rows)
+            print(f"  kernelcore time per op type ({max(threads)} threads; each op's best of 5 traced steps; "
+                  f"{total:.1f} ms in all)")
+            for typ, ms, n in rows[:14]:
+                print(f"    {typ:32s} {ms:8.2f} ms {ms / total:6.1%}  ({n} ops)")
+    for s in servers.values():
+        s.close()
+    print("\nbest step of each (median in brackets); windows of 2 steps alternate between the sides")
+    print(f"Target (issue 11): a training step <= {TARGET}x PyTorch's on CPU")
+    for name, t, kc_t, pt_t, _ in results:
+        if pt_t:
+            r = min(kc_t) / min(pt_t)
+            print(f"  {MODELS[name]}, {t} thread(s): {'met' if r <= TARGET else 'NOT met'} ({r:.2f}x)")
+        else:
+            print(f"  {MODELS[name]}, {t} thread(s): PyTorch not importable, not measured")
+    print(f"\nload average {load_avg()} (at end)")
+    if tmp is not None:
+        tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""The faster kernel paths against the plain formulas they replace (kernelcore/ops/conv.py, ops/rnn.py,
+grad/vision.py): each path is checked where its shape selects it, on NumPy, against a reference written the
+obvious way. The finite-difference cases (tests/vision_grad_cases.py) and the Paddle parity tests check the ops
+end to end; these pin the individual branches, including dtypes the program tests do not reach."""
+import numpy as np
+import pytest
+
+from kernelcore.grad import vision as V
+from kernelcore.ops import conv as C
+from kernelcore.ops import rnn as R
+
+rng = np.random.default_rng(7)
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+class _Ctx:
+    """What the batch_norm_grad kernel reads of its context: the array module, training, wanted outputs."""
+    xp = np
+    training = True
+
+    @staticmethod
+    def output_names(slot):
+        return [slot]
+
+
+def _bn_grad_reference(x, g, scale, mean, inv):
+    """X@GRAD, Scale@GRAD, Bias@GRAD of training-mode batch norm (NCHW), in float64 from the textbook form."""
+    x, g = x.astype(np.float64), g.astype(np.float64)
+    red = (0, 2, 3)
+    m, iv, sc = (v.astype(np.float64).reshape(1, -1, 1, 1) for v in (mean, inv, scale))
+    xhat = (x - m) * iv
+    dxhat = g * sc
+    dx = iv * (dxhat - dxhat.mean(axis=red, keepdims=True) - xhat * (dxhat * xhat).mean(axis=red, keepdims=True))
+    return dx, (g * xhat).sum(axis=red), g.sum(axis=red)
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-4), (np.float16, 1e-2)])
+def test_batch_norm_grad_matches_the_textbook_form(dtype, tol):
+    """131,072 elements per channel: more than float16 can count, so the per-channel factors must not be float16.
+    The gradient has a mean and a part along xhat, which the closed form removes: a kernel that dropped either
+    term would be off by more than the result itself."""
+    x = f32(128, 3, 32, 32)
+    g = 0.5 * x + 1 + 0.3 * f32(128, 3, 32, 32)
+    scale = rng.uniform(0.5, 1.5, 3).astype(np.float32)
+    mean = x.mean(axis=(0, 2, 3))
+    inv = (1 / np.sqrt(x.var(axis=(0, 2, 3)) + 1e-5)).astype(np.float32)
+    attrs = dict(data_layout="NCHW", is_test=False, use_global_stats=False, trainable_statistics=False,
+                 epsilon=1e-5)
+    dx, dscale, dbias = V.batch_norm_grad(_Ctx, (x.astype(dtype), scale, scale, mean, inv, mean, mean, None,
+                                                 g.astype(dtype)), attrs)
+    want = _bn_grad_reference(x.astype(dtype), g.astype(dtype), scale, mean, inv)
+    assert dx.dtype == dtype
+    for got, ref, name in zip((dx, dscale, dbias), want, ("X@GRAD", "Scale@GRAD", "Bias@GRAD")):
+        err = float(np.abs(got.astype(np.float64) - ref).max() / np.abs(ref).max())
+        assert err < tol, f"{name}: max|diff| / max|ref| = {err:.1e} in {np.dtype(dtype).name}"
+
+
+def test_lstm_cell_in_place_gates_are_the_plain_formula():
+    """cell_forward builds the gates in the recurrent GEMM's buffer: the values are the plain formula's, bit for
+    bit, laid out i, f, g, o, and the inputs are left as they were."""
+    B, H = 5, 7
+    x_proj, h_prev, c_prev, w_hh = f32(B, 4 * H), f32(B, H), f32(B, H), f32(4 * H, H)
+    before = [a.copy() for a in (x_proj, h_prev, c_prev, w_hh)]
+    gates, h, c = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w_hh, None)
+    pre = x_proj + h_prev @ w_hh.T
+    sig = (np.tanh(pre * np.float32(0.5)) + np.float32(1)) * np.float32(0.5)
+    cand = np.tanh(pre[:, 2 * H:3 * H])
+    want_c = sig[:, H:2 * H] * c_prev + sig[:, :H] * cand
+    want = np.concatenate([sig[:, :H], sig[:, H:2 * H], cand, sig[:, 3 * H:]], axis=1)
+    np.testing.assert_array_equal(gates, want)
+    np.testing.assert_array_equal(c, want_c)
+    np.testing.assert_array_equal(h, sig[:, 3 * H:] * np.tanh(want_c))
+    for a, b in zip((x_proj, h_prev, c_prev, w_hh), before):
+        np.testing.assert_array_equal(a, b)
+
+
+def _transpose_reference(g, w, strides, pads, dils, groups, in_sizes):
+    return C.conv_transpose_forward(np, g, w, strides, pads, dils, groups, in_sizes)
+
+
+@pytest.mark.parametrize("xshape, wshape, strides, pads, dils, groups", [
+    ((2, 4, 9, 8), (6, 2, 3, 3), [1, 1], [(1, 1), (0, 2)], [1, 2], 2),        # flipped-filter convolution
+    ((2, 3, 10, 9), (6, 1, 3, 3), [1, 1], [(2, 1), (1, 1)], [2, 1], 3),       # depthwise, multiplier 2, stride 1
+    ((2, 5, 11, 10), (5, 1, 3, 3), [2, 2], [(1, 1), (1, 1)], [1, 1], 5),      # depthwise, stride 2
+    ((1, 4, 9, 7), (8, 2, 3, 2), [2, 1], [(0, 1), (1, 0)], [1, 1], 2),        # depthwise-like but grouped: col2im
+    ((1, 8, 2, 2), (16, 8, 3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1], 1),       # large filter beside the gradient
+    ((1, 3, 6, 6), (3, 3, 2, 2), [1, 1], [(2, 2), (0, 0)], [1, 1], 1),        # pad beyond the kernel's reach
+])
+def test_conv_input_grad_equals_the_transposed_convolution(xshape, wshape, strides, pads, dils, groups):
+    x, w = f32(*xshape), f32(*wshape)
+    out = C.conv_forward(np, x, w, strides, pads, dils, groups)
+    g = f32(*out.shape)
+    got = V.conv_input_grad(np, g, w, strides, pads, dils, groups, list(xshape[2:]), xshape[1])
+    want = _transpose_reference(g, w, strides, pads, dils, groups, list(xshape[2:]))
+    assert got.shape == x.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("xshape, mult, strides", [((2, 3, 17, 16), 1, [1, 1]), ((1, 64, 6, 5), 1, [1, 1]),
+                                                   ((1, 64, 7, 7), 2, [2, 2]), ((1, 4, 6, 6), 1, [1, 1])])
+def test_depthwise_paths_equal_a_grouped_convolution(xshape, mult, strides):
+    """The column path (>= 256 output pixels), the channels-last einsum (>= 64 channels) and the per-tap path
+    against the grouped im2col GEMM of the same filter (groups == channels taken as an ordinary grouped conv)."""
+    c = xshape[1]
+    x, w = f32(*xshape), f32(c * mult, 1, 3, 3)
+    pads = [(1, 1), (1, 1)]
+    got = C.conv_forward(np, x, w, strides, pads, [1, 1], c)
+    xpad = np.pad(x, [(0, 0), (0, 0), *pads])
+    outs = [(xpad.shape[2 + i] - 3) // strides[i] + 1 for i in range(2)]
+    want = np.zeros((xshape[0], c * mult, *outs), np.float64)
+    for ky in range(3):
+        for kx in range(3):
+            win = xpad[:, :, ky:ky + strides[0] * (outs[0] - 1) + 1:strides[0],
+                       kx:kx + strides[1] * (outs[1] - 1) + 1:strides[1]]
+            want += np.repeat(win, mult, axis=1) * w[:, 0, ky, kx].reshape(1, -1, 1, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
