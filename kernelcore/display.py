@@ -25,7 +25,7 @@ from .proto import framework_pb2 as pb
 PROGRAM_MIME = "application/vnd.kernelcore.program+json"
 TRACE_MIME = "application/vnd.kernelcore.trace+json"
 SCHEMA = "kernelcore.program"
-VERSION = 2
+VERSION = 3
 TRACE_EVENT_LIMIT = 20_000  # events beyond this are cut from the trace MIME bundle
 SVG_NODE_LIMIT = 1_000      # above this, text/html carries no static SVG (system dot gets slow)
 TEXT_LINE_LIMIT = 2_000     # the MIME bundle's text form stops after this many lines
@@ -365,7 +365,7 @@ def program_json(program, pruned=None, dot: bool | None = None) -> dict:
     if dot is None:
         dot = nodes <= SVG_NODE_LIMIT
     return {"schema": SCHEMA, "version": VERSION, "blocks": blocks, "pruned": pruned_json,
-            "dot": program_dot(blocks, removed_ops, removed_vars) if dot else None}
+            "dot": program_dot(blocks, removed_ops, removed_vars) if dot else None, "lazy": None}
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ type Hit = { type: 'node'; id: string } | { type: 'cluster'; cid: string };
 export interface PaneClasses {
   removed?: Set<string>;
   matches?: Set<string>; // node keys
+  /** folded groups holding search hits that are not drawn (a lazy program's unfetched ops and vars) */
+  matchClusters?: Set<string>;
   selected?: string;
   current?: Set<string>;
   partner?: Set<string>;
@@ -350,6 +352,7 @@ export class GraphPane {
     };
     s.removed?.forEach(id => mark(id, 'jp-Kernelcore-pruned', true));
     s.matches?.forEach(key => mark(g.nodes.get(key)?.id ?? key, 'jp-Kernelcore-match'));
+    s.matchClusters?.forEach(cid => this.clusterEls.get(cid)?.classList.add('jp-Kernelcore-match'));
     s.current?.forEach(id => mark(id, 'jp-Kernelcore-current'));
     s.partner?.forEach(id => mark(id, 'jp-Kernelcore-partner'));
     s.twin?.forEach(id => mark(id, 'jp-Kernelcore-twin'));

@@ -15,6 +15,7 @@ import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { DebuggerModel } from './debugmodel';
 import { PROGRAM_FACTORY, PROGRAM_FILE_TYPE, ProgramFileFactory } from './fileviewer';
+import { setKernelLookup } from './parts';
 import { Command } from './protocol';
 import { KernelcoreSidebar } from './sidebar';
 import { IKernelcoreDebuggerModel } from './tokens';
@@ -95,6 +96,16 @@ const modelPlugin: JupyterFrontEndPlugin<IKernelcoreDebuggerModel> = {
   optional: [INotebookTracker],
   activate: (_app: JupyterFrontEnd, tracker: INotebookTracker | null): IKernelcoreDebuggerModel => {
     const model = new DebuggerModel();
+    // the program renderer (a cell result) fetches a big program's groups from the kernel of its notebook
+    setKernelLookup(node => {
+      let kernel: any = null;
+      tracker?.forEach(panel => {
+        if (!kernel && panel.node.contains(node)) {
+          kernel = panel.sessionContext.session?.kernel ?? null;
+        }
+      });
+      return kernel;
+    });
     const follow = () => {
       const panel = tracker?.currentWidget ?? null;
       model.setKernel((panel?.sessionContext.session?.kernel as any) ?? null, !!panel);

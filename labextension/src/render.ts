@@ -5,6 +5,7 @@
  */
 import { h } from './dom';
 import { LocalModel } from './model';
+import { CommPartsSource } from './parts';
 import { isProgramJSON, isTraceJSON, ProgramJSON, TraceJSON } from './schema';
 import { ProgramGraphView } from './views/ProgramGraph';
 import { TraceTimelineView } from './views/TraceTimeline';
@@ -32,9 +33,12 @@ export async function showProgram(host: HTMLElement, data: unknown): Promise<Dis
     host.appendChild(h('div', { cls: 'jp-Kernelcore-error', text: 'not a kernelcore program (expected schema "kernelcore.program")' }));
     return { dispose: () => undefined };
   }
-  const view = new ProgramGraphView(programModel(data), host, { local: true });
+  // a big program's cell result holds its outline; group contents come from the notebook's kernel
+  const id = data.lazy && typeof data.lazy.id === 'string' ? data.lazy.id : null;
+  const parts = id ? new CommPartsSource(host, id) : null;
+  const view = new ProgramGraphView(programModel(data), host, { local: true, parts });
   await view.ready;
-  return view;
+  return { dispose: () => { view.dispose(); parts?.dispose(); } };
 }
 
 export function showTrace(host: HTMLElement, data: unknown): Disposable {

@@ -7,6 +7,7 @@ import traitlets as t
 
 import kernelcore as kc
 from kernelcore.display import op_id, parse_node_id, program_json, var_id
+from kernelcore.program_parts import program_view_json
 
 from ._base import STATIC, KCWidget
 from .schema import value_preview
@@ -75,7 +76,8 @@ class GraphState(t.HasTraits):
         self._program = as_program(program)
         self._pruned = pruned
         self._scope = scope
-        self.program = program_json(self._program, pruned)
+        # a big program: its skeleton; the view asks for a group's ops when it opens it (`contents`)
+        self.program, self._parts = program_view_json(self._program, pruned)
         self.pruned_program = program_json(pruned.program) if side_by_side else None
 
     # -- Python API -------------------------------------------------------------------------------------
@@ -106,6 +108,28 @@ class GraphState(t.HasTraits):
         return self.details
 
     # -- messages ---------------------------------------------------------------------------------------
+    def _graph_parts(self, content) -> None:
+        """`{"type": "contents"|"search", "req": n, ...}` -> `{"type": "parts", "req": n, "ok", "error",
+        "result"}` (a custom message; the parts of a big program, kernelcore.program_parts)."""
+        req = content.get("req")
+        if self._parts is None:
+            self.send({"type": "parts", "req": req, "ok": False, "error": "this program was sent whole",
+                       "result": None})
+            return
+        result = self._parts.handle(content)
+        err = result.get("error")
+        self.send({"type": "parts", "req": req, "ok": err is None, "error": err, "result": None if err else result})
+
+    def _op_entry(self, b: int, i: int) -> dict:
+        if getattr(self, "_parts", None) is not None:
+            return self._parts.op_json(b, i)
+        return next(o for o in self.program["blocks"][b]["ops"] if o["idx"] == i)
+
+    def _var_entry(self, b: int, name: str) -> dict:
+        if getattr(self, "_parts", None) is not None:
+            return self._parts.var_json(b, name)
+        return next(v for v in self.program["blocks"][b]["vars"] if v["name"] == name)
+
     def _graph_select(self, content) -> None:
         node_id = content.get("id")
         self.select(node_id if isinstance(node_id, str) else "")
@@ -159,7 +183,7 @@ class GraphState(t.HasTraits):
             opdef = None
         ins, in_comments = self._io(block, op.inputs, opdef)
         outs, out_comments = self._io(block, op.outputs, opdef)
-        op_json = next(o for o in self.program["blocks"][b]["ops"] if o["idx"] == i)
+        op_json = self._op_entry(b, i)
         attr_comments = {}
         if opdef is not None:
             for name in op_json["attrs"]:
@@ -191,7 +215,7 @@ class GraphState(t.HasTraits):
         prog = self._program
         if not 0 <= b < prog.num_blocks or not prog.block(b).has_var(name):
             return {"id": node_id, "error": f"block {b} declares no variable {name!r}"}
-        vj = next(v for v in self.program["blocks"][b]["vars"] if v["name"] == name)
+        vj = self._var_entry(b, name)
         writers, readers = [], []
         for blk in prog.blocks:
             here = blk.find_var_recursive(name)
@@ -227,7 +251,7 @@ class ProgramGraph(GraphState, KCWidget):
         self._init_graph(program, pruned, scope, side_by_side)
 
     def _messages(self) -> dict:
-        return {"select": self._graph_select}
+        return {"select": self._graph_select, "contents": self._graph_parts, "search": self._graph_parts}
 
 
 def _finite(x: float):

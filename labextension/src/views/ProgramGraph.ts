@@ -12,11 +12,33 @@ import { localDetails, renderNodeDetails } from '../details';
 import { EXPAND_BUDGET, ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from '../graph';
 import { GraphPane, HEAT_LEVELS } from '../graphpane';
 import { Listeners, RenderProps, setTrait, WidgetModel } from '../model';
-import { isProgramJSON, ProgramJSON, PrunedJSON } from '../schema';
+import { ModelPartsSource, PartsSource, RERUN, SearchResult } from '../parts';
+import { BlockJSON, GroupContentsJSON, GroupJSON, isProgramJSON, ProgramJSON, PrunedJSON } from '../schema';
 
 export interface ProgramGraphOptions {
   /** No kernel behind the model: details come from the ProgramJSON only, and no message is sent. */
   local?: boolean;
+  /**
+   * Where a lazy program's group contents and search come from (ProgramJSON version 3 `lazy`). A widget
+   * (not `local`) asks its own model by default; a cell result gives the kernel comm; none: a lazy group
+   * cannot open (the view says to re-run the cell).
+   */
+  parts?: PartsSource | null;
+}
+
+/** A lazy program's skeleton copied so fetched contents can be merged into it (the trait value stays as sent). */
+function mergeable(p: ProgramJSON): ProgramJSON {
+  return {
+    ...p,
+    blocks: p.blocks.map(b => ({
+      ...b,
+      ops: [...(b.ops ?? [])],
+      vars: [...(b.vars ?? [])],
+      groups: (b.groups ?? []).map(g => ({ ...g })),
+      refs: { ...(b.refs ?? {}) },
+      external: [...(b.external ?? [])]
+    }))
+  };
 }
 
 function idsOf(list: unknown): string[] {
@@ -59,6 +81,15 @@ export class ProgramGraphView {
   /** "Expand all" opens groups while the drawing stays within this many nodes. */
   expandBudget = EXPAND_BUDGET;
   private _focusAfter: string | null = null;
+  /** a lazy program: the skeleton with what was fetched merged in (the graph is built from it) */
+  private _merged: ProgramJSON | null = null;
+  private _groupJSON = new Map<string, GroupJSON>();
+  private _parts: PartsSource | null;
+  private _ownParts: ModelPartsSource | null = null;
+  /** a lazy program's search, answered by the kernel over every name */
+  private _remote: { q: string; result: SearchResult | null; promise: Promise<SearchResult | null> } | null = null;
+  private _remoteTimer: ReturnType<typeof setTimeout> | null = null;
+  private _renderGen = 0;
 
   constructor(
     readonly model: WidgetModel,
@@ -66,6 +97,13 @@ export class ProgramGraphView {
     readonly options: ProgramGraphOptions = {}
   ) {
     this._listeners = new Listeners(model);
+    if (options.parts !== undefined) {
+      this._parts = options.parts;
+    } else if (!options.local) {
+      this._parts = this._ownParts = new ModelPartsSource(model);
+    } else {
+      this._parts = null;
+    }
     this.root = h('div', { cls: 'jp-Kernelcore-ProgramGraph jp-Kernelcore-view' });
     this._search = h('input', { cls: 'jp-Kernelcore-search', attrs: { type: 'search', placeholder: 'search names', 'aria-label': 'search names' } });
     this._count = h('span', { cls: 'jp-Kernelcore-count' });
@@ -107,6 +145,10 @@ export class ProgramGraphView {
       this._restyle();
     });
     this._search.addEventListener('keydown', ev => {
+      if (ev.key === 'Enter' && this.graph?.lazy && this._remote) {
+        void this._nextRemote(ev.shiftKey ? -1 : 1);
+        return;
+      }
       if (ev.key === 'Enter' && this._matches.length && this.graph) {
         const step = ev.shiftKey ? -1 : 1;
         this._matchCursor = (this._matchCursor + step + this._matches.length) % this._matches.length;
@@ -224,7 +266,7 @@ export class ProgramGraphView {
     if (r.left === 0) {
       this._say(r.opened ? '' : 'everything is open');
     } else {
-      const total = g.nodes.size;
+      const total = g.totalNodes;
       this._say(
         `Opened ${r.opened} group${r.opened === 1 ? '' : 's'}; ${r.left} stay folded: all of this program is ${total.toLocaleString()} nodes, ` +
           `more than ${this.expandBudget} can be drawn at once and stay readable. Open groups one by one, or search.`
@@ -236,14 +278,15 @@ export class ProgramGraphView {
     }
   }
 
-  /** Open the groups around program id `id`, lay out, and zoom to it. */
-  reveal(id: string): void {
+  /** Open the groups around program id `id` (for a node of a lazy program not fetched yet: around its
+   * innermost `group`), lay out, and zoom to it. */
+  reveal(id: string, group?: string | null): void {
     const g = this.graph;
     if (!g) {
       return;
     }
     const cur = new Set(idsOf(this.model.get('collapsed')));
-    const around = g.pathOf(id).map(p => p.id);
+    const around = !g.byId.has(id) && group && g.clusters.has(group) ? g.ancestors(group) : g.pathOf(id).map(p => p.id);
     const closed = around.filter(c => cur.has(c));
     if (closed.length === 0) {
       this.left.zoomTo(id);
@@ -319,7 +362,12 @@ export class ProgramGraphView {
       return;
     }
     if (program !== this._programSeen) {
-      this.graph = new ProgramGraphModel(program as ProgramJSON);
+      const pj = program as ProgramJSON;
+      this._merged = pj.lazy ? mergeable(pj) : null;
+      this._groupJSON.clear();
+      this._merged?.blocks.forEach(b => (b.groups ?? []).forEach(gr => this._groupJSON.set(gr.id, gr)));
+      this._remote = null;
+      this.graph = new ProgramGraphModel(this._merged ?? pj);
       this._programSeen = program;
       // A new program whose clusters `collapsed` does not name starts with the big ones folded.
       const valid = idsOf(this.model.get('collapsed')).filter(id => this.graph!.clusters.has(id));
@@ -393,11 +441,91 @@ export class ProgramGraphView {
     });
   }
 
+  /**
+   * A lazy program: fetch the contents of the groups `collapsed` leaves open and in view that are not here
+   * yet, merge them and rebuild the graph. Returns the folded set to draw (groups that could not be fetched
+   * stay folded, and the note says why), or null when a newer render started meanwhile.
+   */
+  private async _ensureLoaded(collapsed: Set<string>, gen: number): Promise<Set<string> | null> {
+    const g = this.graph;
+    if (!g || !g.lazy) {
+      return collapsed;
+    }
+    const need = g.unloadedOpen(collapsed);
+    if (need.size === 0) {
+      return collapsed;
+    }
+    const ids = [...need.values()].flat();
+    const label = ids.length === 1 ? `\u201c${g.clusters.get(ids[0])?.label ?? ids[0]}\u201d` : `${ids.length} groups`;
+    this._status.textContent = `loading ${label}\u2026`;
+    this.root.classList.add('jp-Kernelcore-loading');
+    let failure: string | null = null;
+    try {
+      if (!this._parts) {
+        throw new Error(`this output holds only the outline of a big program; ${RERUN}`);
+      }
+      const parts = this._parts;
+      const replies = await Promise.all([...need].map(([b, list]) => parts.contents(b, list)));
+      if (gen !== this._renderGen) {
+        return null;
+      }
+      replies.forEach(r => this._mergeContents(r));
+      this.graph = new ProgramGraphModel(this._merged!);
+      this.left.graph = this.graph; // the same drawing refined: keep the view where it is
+    } catch (err) {
+      failure = String((err as Error)?.message ?? err);
+    } finally {
+      this.root.classList.remove('jp-Kernelcore-loading');
+    }
+    if (failure === null) {
+      return collapsed;
+    }
+    this._say(`Could not open ${label}: ${failure}`);
+    const back = new Set(collapsed);
+    ids.forEach(id => back.add(id));
+    this._quiet = true;
+    try {
+      this._setCollapsed([...back]);
+    } finally {
+      this._quiet = false;
+    }
+    return back;
+  }
+
+  private _mergeContents(r: GroupContentsJSON): void {
+    const blk = this._merged?.blocks.find(b => b.idx === r.block) as BlockJSON | undefined;
+    if (!blk || !r || !Array.isArray(r.ops) || !Array.isArray(r.vars)) {
+      return;
+    }
+    for (const o of r.ops) {
+      blk.ops.push(o);
+    }
+    for (const v of r.vars) {
+      blk.vars.push(v);
+    }
+    for (const gid of r.groups ?? []) {
+      const gj = gid ? this._groupJSON.get(gid) : undefined;
+      if (gj) {
+        gj.loaded = true;
+      }
+    }
+    Object.assign((blk.refs ??= {}), r.refs ?? {});
+    const ext = (blk.external ??= []);
+    for (const e of r.external ?? []) {
+      ext.push(e);
+    }
+  }
+
   private async _renderLeft(): Promise<void> {
     if (!this.graph) {
       return;
     }
-    const collapsed = new Set(idsOf(this.model.get('collapsed')));
+    const gen = ++this._renderGen;
+    const loaded = await this._ensureLoaded(new Set(idsOf(this.model.get('collapsed'))), gen);
+    if (loaded === null || gen !== this._renderGen) {
+      return;
+    }
+    const collapsed = loaded;
     this._status.textContent = 'laying out\u2026';
     const anchor = this._anchor;
     this._anchor = undefined;
@@ -435,13 +563,116 @@ export class ProgramGraphView {
     const ops = g.opCount;
     const pr = this._pruned();
     const pruned = pr ? `, ${idsOf(pr.removed_ops).length} ops pruned` : '';
-    return `${g.blocks.size} block${g.blocks.size === 1 ? '' : 's'}, ${ops} ops, ${g.nodes.size - ops} vars${pruned}`;
+    return `${g.blocks.size} block${g.blocks.size === 1 ? '' : 's'}, ${ops} ops, ${g.totalNodes - ops} vars${pruned}`;
   }
 
   private _updateMatches(q: string): void {
     this._matches = this.graph ? this.graph.search(q) : [];
     this._matchCursor = -1;
     this._count.textContent = q.trim() ? `${this._matches.length} match${this._matches.length === 1 ? '' : 'es'}` : '';
+    if (this.graph?.lazy) {
+      this._remoteSearch(q);
+    }
+  }
+
+  /** A lazy program: search every name on the kernel side (the fetched nodes' matches show meanwhile). */
+  private _remoteSearch(q: string): void {
+    const query = q.trim();
+    if (this._remote?.q === query) {
+      return;
+    }
+    if (this._remoteTimer) {
+      clearTimeout(this._remoteTimer);
+    }
+    if (!query || !this._parts) {
+      this._remote = null;
+      return;
+    }
+    const parts = this._parts;
+    let start: () => void = () => undefined;
+    const begun = new Promise<void>(res => (start = res));
+    const entry: { q: string; result: SearchResult | null; promise: Promise<SearchResult | null> } = {
+      q: query,
+      result: null,
+      promise: begun.then(() =>
+        parts.search(query).then(
+          r => r,
+          err => {
+            this._say(`search: ${String((err as Error)?.message ?? err)}`);
+            return null;
+          }
+        )
+      )
+    };
+    this._remote = entry;
+    entry.promise.then(r => {
+      if (this._remote !== entry || !r) {
+        return;
+      }
+      entry.result = r;
+      this._matchCursor = -1;
+      const more = r.total > r.hits.length ? ` (first ${r.hits.length})` : '';
+      this._count.textContent = `${r.total} match${r.total === 1 ? '' : 'es'}${more}`;
+      this._restyle();
+    });
+    this._remoteTimer = setTimeout(start, 150);
+  }
+
+  /** Enter in a lazy program's search: the next (or previous) hit, its groups opened (fetched). */
+  private async _nextRemote(step: number): Promise<void> {
+    const entry = this._remote;
+    if (!entry) {
+      return;
+    }
+    if (this._remoteTimer) {
+      clearTimeout(this._remoteTimer);
+      this._remoteTimer = null;
+    }
+    const r = entry.result ?? (await (async () => {
+      // start at once: Enter does not wait for the typing pause
+      const parts = this._parts;
+      if (!parts) {
+        return null;
+      }
+      try {
+        entry.result = await parts.search(entry.q);
+      } catch (err) {
+        this._say(`search: ${String((err as Error)?.message ?? err)}`);
+        return null;
+      }
+      return entry.result;
+    })());
+    if (!r || !r.hits.length || this._remote !== entry) {
+      return;
+    }
+    this._matchCursor = (this._matchCursor + step + r.hits.length) % r.hits.length;
+    const hit = r.hits[this._matchCursor];
+    this._count.textContent = `${this._matchCursor + 1} of ${r.total}`;
+    this.reveal(hit.id, hit.group);
+  }
+
+  /** Search hits of a lazy program: node keys drawn, and the folded groups around hits not drawn. */
+  private _remoteMarks(): { keys: Set<string>; clusters: Set<string> } {
+    const keys = new Set<string>();
+    const clusters = new Set<string>();
+    const g = this.graph;
+    const r = this._remote?.result;
+    if (!g || !r) {
+      return { keys, clusters };
+    }
+    const collapsed = this.left.collapsed;
+    for (const hit of r.hits) {
+      const key = g.byId.get(hit.id);
+      if (key) {
+        keys.add(key);
+      } else if (hit.group && g.clusters.has(hit.group)) {
+        const c = g.collapsedAround(hit.group, collapsed);
+        if (c) {
+          clusters.add(c);
+        }
+      }
+    }
+    return { keys, clusters };
   }
 
   private _restyle(): void {
@@ -465,9 +696,11 @@ export class ProgramGraphView {
     const selKey = this.graph?.byId.get(selected);
     const fwd = selKey ? this.graph?.nodes.get(selKey)?.op?.forward : undefined;
     const twin = typeof fwd === 'string' ? new Set([fwd]) : new Set<string>();
+    const remote = this._remoteMarks();
     this.left.applyClasses({
       removed: this._removed,
-      matches: new Set(this._matches),
+      matches: new Set([...this._matches, ...remote.keys]),
+      matchClusters: remote.clusters,
       selected,
       current: this._current,
       partner: leftPartner,
@@ -543,6 +776,10 @@ export class ProgramGraphView {
     if (this._searchTimer) {
       clearTimeout(this._searchTimer);
     }
+    if (this._remoteTimer) {
+      clearTimeout(this._remoteTimer);
+    }
+    this._ownParts?.dispose();
     this.panes().forEach(p => p.dispose());
     this.root.remove();
   }
