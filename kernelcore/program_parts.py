@@ -188,8 +188,7 @@ class ProgramParts:
                             gv = vgroup.get(nm)
                             if gv == go:
                                 continue
-                            if gv is not None:
-                                ext.setdefault(gv, []).append((nm, go, into))
+                            ext.setdefault(gv, []).append((nm, go, into))  # gv None: block level
                             if gv is not None and go is not None:
                                 key = (gv, go) if into else (go, gv)
                                 edges[key] = edges.get(key, 0) + 1

@@ -32,7 +32,28 @@ def mlp_v2(layers: int = 50) -> dict:
     return pj
 
 
-FIXTURES = {"mlp_v2.json": mlp_v2}
+def mlp_lazy(layers: int = 20) -> dict:
+    """The same program sent in parts (ProgramJSON version 3): {"skeleton", "contents": {group id: what the
+    kernel answers when it opens}, "whole": the whole ProgramJSON} (attributes left out, as above)."""
+    from kernelcore.program_parts import ProgramParts
+    L = kc.layers
+    main, startup = kc.Program(), kc.Program()
+    with kc.program_guard(main, startup):
+        h = L.data("x", [-1, 4])
+        for _ in range(layers):
+            h = L.fc(h, 4, act="relu")
+        kc.optimizer.SGD(learning_rate=0.1).minimize(L.mean(h), startup)
+    parts = ProgramParts(main)
+    skel = parts.skeleton("p-fixture")
+    contents = {g["id"]: parts.contents(0, [g["id"]]) for g in skel["blocks"][0]["groups"] if not g["loaded"]}
+    whole = program_json(main, dot=False)
+    for o in [o for b in whole["blocks"] + skel["blocks"] for o in b["ops"]] + \
+            [o for c in contents.values() for o in c["ops"]]:
+        o["attrs"], o["comment"] = {}, ""
+    return {"skeleton": skel, "contents": contents, "whole": whole}
+
+
+FIXTURES = {"mlp_v2.json": mlp_v2, "mlp_lazy.json": mlp_lazy}
 
 
 def render(name: str) -> str:

@@ -14,6 +14,7 @@ import { GraphPane, HEAT_LEVELS } from '../graphpane';
 import { Listeners, RenderProps, setTrait, WidgetModel } from '../model';
 import { ModelPartsSource, PartsSource, RERUN, SearchResult } from '../parts';
 import { BlockJSON, GroupContentsJSON, GroupJSON, isProgramJSON, ProgramJSON, PrunedJSON } from '../schema';
+import { withKernelNotice } from '../restart';
 
 export interface ProgramGraphOptions {
   /** No kernel behind the model: details come from the ProgramJSON only, and no message is sent. */
@@ -792,7 +793,7 @@ async function render({ model, el }: RenderProps): Promise<() => void> {
   return () => view.dispose();
 }
 
-export default { render };
+export default { render: withKernelNotice(render) };
 
 /** The "what ran" overlay of a run (traits `ran`: op id -> {runs, ns, timesteps}; `run_diff`: op id -> the
  * largest difference of its outputs from another run): ops that never ran, a heat level by time, ops whose
