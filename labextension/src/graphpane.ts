@@ -2,11 +2,13 @@
  * One laid-out program graph: renders a ProgramGraphModel through Graphviz (WASM), maps the SVG back
  * to program ids, and handles zoom (wheel), pan (drag), fit, clicks and hovers.
  */
-import { clear, h } from './dom';
+import { clear, h, nextTask } from './dom';
 import { ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from './graph';
 import { cancelLayout, layoutEngine, LayoutError } from './layout';
 
 let paneCounter = 0;
+/** Above this many drawn nodes there is no overview (copying a huge drawing costs more than it shows). */
+const MINIMAP_MAX_NODES = 1000;
 /** Screen pixels per Graphviz point below which a graph opens zoomed in (10pt labels stay readable). */
 const MIN_SCALE = 0.6;
 /** Fit shows the whole graph only where labels stay this readable (screen px per Graphviz point). */
@@ -127,6 +129,10 @@ export class GraphPane {
     }
     if (gen !== this._gen) {
       return false; // a newer render won
+    }
+    await nextTask(); // what Graphviz gave is parsed; putting it in place is a task of its own
+    if (gen !== this._gen) {
+      return false;
     }
     this._signal = null;
     this._install(svg, keepView);
@@ -325,7 +331,17 @@ export class GraphPane {
     }
     this.svg = svg;
     this.canvas.appendChild(svg);
-    this._buildMinimap(svg);
+    // the overview copy is not needed for the first paint: built in a later task
+    clear(this.minimap);
+    this._miniSvg = null;
+    this._miniRect = null;
+    this.minimap.classList.add('jp-Kernelcore-hidden');
+    const gen = this._gen;
+    setTimeout(() => {
+      if (gen === this._gen && this.svg === svg) {
+        this._buildMinimap(svg);
+      }
+    }, 50);
   }
 
   /** Put state classes on the drawn elements. */
@@ -387,7 +403,7 @@ export class GraphPane {
     this._miniSvg = null;
     this._miniRect = null;
     const b0 = this._vb0;
-    if (!b0 || svg.querySelectorAll('g.node').length > 2000) {
+    if (!b0 || svg.querySelectorAll('g.node').length > MINIMAP_MAX_NODES) {
       this.minimap.classList.add('jp-Kernelcore-hidden');
       return; // (a copy of a huge drawing costs more than it shows)
     }

@@ -7,7 +7,7 @@
  *
  * Traits: program, pruned_program, selected, details, search, collapsed. See docs/frontend-contract.md.
  */
-import { button, clear, h } from '../dom';
+import { button, clear, h, nextTask } from '../dom';
 import { localDetails, renderNodeDetails } from '../details';
 import { EXPAND_BUDGET, ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from '../graph';
 import { GraphPane, HEAT_LEVELS } from '../graphpane';
@@ -405,6 +405,9 @@ export class ProgramGraphView {
     }
     this._computePartners();
     this._updateMatches(String(this.model.get('search') ?? this._search.value ?? ''));
+    if (this.graph && this.graph.clusters.size > 2000) {
+      await nextTask(); // a big model was just built: its DOT is the next task
+    }
     await Promise.all([this._renderLeft(), this._renderRight()]);
     this._showDetails();
   }
@@ -471,8 +474,13 @@ export class ProgramGraphView {
         return null;
       }
       replies.forEach(r => this._mergeContents(r));
+      await nextTask();
+      if (gen !== this._renderGen) {
+        return null;
+      }
       this.graph = new ProgramGraphModel(this._merged!);
       this.left.graph = this.graph; // the same drawing refined: keep the view where it is
+      await nextTask();
     } catch (err) {
       failure = String((err as Error)?.message ?? err);
     } finally {
