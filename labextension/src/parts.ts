@@ -160,7 +160,7 @@ export class CommPartsSource implements PartsSource {
         if (this._comm === comm) {
           this._comm = null;
         }
-        this._req.failAll(`the kernel closed the program channel (is kernelcore_widgets imported there?); ${RERUN}`);
+        this._req.failAll(`the kernel does not know this program (was it restarted, or is kernelcore_widgets not imported there?); ${RERUN}`);
       };
       comm.open({ id: this._programId });
       this._comm = comm;
