@@ -103,7 +103,7 @@ def _read_min(op, want_subs: bool):
 
 class _Block:
     __slots__ = ("recs", "roles", "groups", "inner", "fwd", "vgroup", "var_order", "ops_in", "vars_in",
-                 "edges", "ext", "by_id", "stages", "var_index")
+                 "edges", "ext", "by_id", "stages", "var_index", "parent", "order", "kids")
 
 
 @contextlib.contextmanager
@@ -150,6 +150,11 @@ class ProgramParts:
             blk = _Block()
             blk.recs, blk.roles, blk.groups, blk.inner, blk.fwd = read, roles, groups, inner, fwd
             blk.by_id = {g["id"]: g for g in groups}
+            blk.parent = {g["id"]: g["parent"] for g in groups}
+            blk.order = {g["id"]: k for k, g in enumerate(groups)}
+            blk.kids = {}
+            for g in groups:
+                blk.kids.setdefault(g["parent"], []).append(g["id"])
             blk.stages = {g["id"] for g in groups if g["kind"] == "stage"}
             ops_in: dict = {}
             for i, g in enumerate(inner):
@@ -222,11 +227,22 @@ class ProgramParts:
     def _var_desc(self, b: int, name: str):
         return self.desc.blocks[b].vars[self.blocks[b].var_index[name]]
 
-    def contents(self, b: int, group_ids) -> dict:
-        """The ops and variables directly in groups `group_ids` of block `b` (None: block level), what
-        their ops name outside them (`refs`: name -> the group its variable sits in, for variables not
-        sent) and the edges from their variables to ops in other groups (`external`: [var id, the op's
-        innermost group, "in" (the var is read there) | "out", count])."""
+    def _group_json(self, blk, gid: str, loaded) -> dict:
+        d = dict(blk.by_id[gid])
+        d["nodes"] = len(blk.ops_in.get(gid, ())) + len(blk.vars_in.get(gid, ()))
+        d["kids"] = len(blk.kids.get(gid, ()))
+        d["loaded"] = gid in loaded
+        return d
+
+    def contents(self, b: int, group_ids, loaded=None) -> dict:
+        """What the view needs to open groups `group_ids` of block `b` (None: block level), given that it
+        has the contents of groups `loaded` (block level always): the ops and variables directly in
+        `group_ids`; `known`, the groups it may draw (those loaded and their kids, as GroupJSON, parents
+        first); and, for the new loaded set, lifted to the known groups (an unknown group is drawn as the
+        known group around it): `refs` (name -> group) for the names loaded ops use whose variables are not
+        loaded, `external` ([var id, group, "in" (the op reads it) | "out", count]) for the edges of loaded
+        variables to ops not loaded, and `edges` ([writer-side group, reader-side group, count]) between
+        groups neither of which is loaded. `refs`, `external` and `edges` replace what the view had."""
         if not 0 <= b < len(self.blocks):
             raise KeyError(f"the program has no block {b}")
         blk = self.blocks[b]
@@ -235,64 +251,94 @@ class ProgramParts:
             if g is not None and g not in blk.by_id:
                 raise KeyError(f"block {b} has no group {g!r}")
             gids.append(g)
-        want = set(gids)
+        L = {None, *gids}
+        for g in loaded or ():
+            if g is not None and g not in blk.by_id:
+                raise KeyError(f"block {b} has no group {g!r}")
+            L.add(g)
+        # known: the loaded groups and their kids (a group opens only inside an open one, so every loaded
+        # group's parent is loaded too: the known groups form a tree from the top)
+        known = [g for g in L if g is not None]
+        for g in L:
+            known.extend(k for k in blk.kids.get(g, ()) if k not in L)
+        K = set(known)
+        parent = blk.parent
+        lifted: dict = {}
+
+        def lift(g):
+            hit = lifted.get(g)
+            if hit is None:
+                x = g
+                while x is not None and x not in K:
+                    x = parent[x]
+                lifted[g] = hit = x
+            return hit
+
         vdescs = self.desc.blocks[b].vars
         vindex = blk.var_index
-        ops, vars_, refs = [], [], {}
+        ops, vars_ = [], []
         for g in gids:
             for i in blk.ops_in.get(g, ()):
-                o = self.op_json(b, i)
-                ops.append(o)
-                for names in (*o["inputs"].values(), *o["outputs"].values()):
-                    for nm in names:
-                        if nm in blk.vgroup and blk.vgroup[nm] not in want:
-                            refs[nm] = blk.vgroup[nm]
+                ops.append(self.op_json(b, i))
             for nm in blk.vars_in.get(g, ()):
                 vars_.append(display._var_json(b, vdescs[vindex[nm]], self.kinds[(b, nm)], blk.vgroup[nm]))
+        refs: dict = {}
+        vgroup = blk.vgroup
+        for g in L:
+            for i in blk.ops_in.get(g, ()):
+                r = blk.recs[i]
+                for k in (3, 4):
+                    for _s, names in r[k]:
+                        for nm in names:
+                            if nm in vgroup and vgroup[nm] not in L:
+                                refs[nm] = lift(vgroup[nm])
         ext: dict = {}
-        for g in gids:
+        for g in L:
             for nm, go, into in blk.ext.get(g, ()):
-                if go in want:
+                if go in L:
                     continue
-                key = (nm, go, into)
+                key = (nm, lift(go), into)
                 ext[key] = ext.get(key, 0) + 1
-        external = [[var_id(b, nm), go, "in" if into else "out", n] for (nm, go, into), n in ext.items()]
-        return {"block": b, "groups": gids, "ops": ops, "vars": vars_, "refs": refs, "external": external}
+        edges: dict = {}
+        for (a, z), n in blk.edges.items():
+            if a in L or z in L:
+                continue
+            la, lz = lift(a), lift(z)
+            if la != lz:
+                edges[(la, lz)] = edges.get((la, lz), 0) + n
+        order = blk.order
+        known.sort(key=order.__getitem__)
+        return {"block": b, "groups": gids, "ops": ops, "vars": vars_, "refs": refs,
+                "external": [[var_id(b, nm), go, "in" if into else "out", n] for (nm, go, into), n in ext.items()],
+                "edges": [[a, z, n] for (a, z), n in edges.items()],
+                "known": [self._group_json(blk, g, L) for g in known]}
 
     def skeleton(self, pid: str | None = None, pruned=None) -> dict:
-        """ProgramJSON version 3 with `lazy` set: every group (with `nodes` and `loaded`), the merged
-        group edges, and the contents of block level and of the stages."""
+        """ProgramJSON version 3 with `lazy` set: the contents of block level and of the stages, the groups
+        known then (those and their kids, with `nodes`, `kids` and `loaded`), and refs / external / edges
+        lifted to them (see `contents`)."""
         with _no_gc():
-            return self._skeleton(pid, pruned)
-
-    def _skeleton(self, pid, pruned) -> dict:
-        blocks = []
-        desc = self.desc
-        for b, blk in enumerate(self.blocks):
-            first = [None, *sorted(blk.stages, key=lambda g: blk.by_id[g]["first"])]
-            part = self.contents(b, first)
-            loaded = set(first)
-            groups = []
-            for g in blk.groups:
-                d = dict(g)
-                d["nodes"] = len(blk.ops_in.get(g["id"], ())) + len(blk.vars_in.get(g["id"], ()))
-                d["loaded"] = g["id"] in loaded
-                groups.append(d)
-            blocks.append({"idx": b, "parent": desc.blocks[b].parent_idx, "vars": part["vars"], "ops": part["ops"],
-                           "groups": groups, "refs": part["refs"], "external": part["external"],
-                           "edges": [[a, z, n] for (a, z), n in blk.edges.items()]})
-        return {"schema": display.SCHEMA, "version": display.VERSION, "blocks": blocks,
-                "pruned": _pruned_json(pruned), "dot": None,
-                "lazy": {"id": pid, "ops": self.n_ops, "vars": self.n_vars}}
+            blocks = []
+            for b, blk in enumerate(self.blocks):
+                first = [None, *sorted(blk.stages, key=lambda g: blk.by_id[g]["first"])]
+                c = self.contents(b, first)
+                blocks.append({"idx": b, "parent": self.desc.blocks[b].parent_idx, "vars": c["vars"],
+                               "ops": c["ops"], "groups": c["known"], "refs": c["refs"],
+                               "external": c["external"], "edges": c["edges"]})
+            return {"schema": display.SCHEMA, "version": display.VERSION, "blocks": blocks,
+                    "pruned": _pruned_json(pruned), "dot": None,
+                    "lazy": {"id": pid, "ops": self.n_ops, "vars": self.n_vars}}
 
     def search(self, query: str, limit: int = SEARCH_LIMIT) -> dict:
         """Ops (by type or id) and variables (by name or id) whose text holds `query`, case-insensitive:
-        {"hits": [{id, name, block, group}], "total": n} with at most `limit` hits."""
+        {"hits": [{id, name, block, group, path}], "total": n, "groups": {id: GroupJSON}} with at most `limit`
+        hits; `path` lists the groups around a hit, outermost first, and `groups` describes them (the view may
+        not know them yet: it opens them to reveal the hit)."""
         q = str(query).strip().lower()
         hits: list = []
         total = 0
         if not q:
-            return {"hits": hits, "total": 0}
+            return {"hits": hits, "total": 0, "groups": {}}
         for b, blk in enumerate(self.blocks):
             for i, r in enumerate(blk.recs):
                 oid = op_id(b, i)
@@ -306,20 +352,32 @@ class ProgramParts:
                     total += 1
                     if len(hits) < limit:
                         hits.append({"id": vid, "name": nm, "block": b, "group": blk.vgroup[nm]})
-        return {"hits": hits, "total": total}
+        paths: dict = {}
+        for h in hits:
+            blk = self.blocks[h["block"]]
+            chain = []
+            g = h["group"]
+            while g is not None:
+                chain.append(g)
+                paths.setdefault(g, self._group_json(blk, g, ()))
+                g = blk.parent[g]
+            h["path"] = chain[::-1]
+        return {"hits": hits, "total": total, "groups": paths}
 
     def handle(self, msg: dict) -> dict:
         """One request of the parts protocol -> its answer (the widget and the comm both call this):
-        {"type": "contents", "block": int, "groups": [id|null]} -> the contents;
+        {"type": "contents", "block": int, "groups": [id|null], "loaded": [id]} -> the contents;
         {"type": "search", "query": str} -> the hits. Errors answer {"error": str}."""
         kind = msg.get("type") if isinstance(msg, dict) else None
         try:
             if kind == "contents":
                 b = msg.get("block")
                 groups = msg.get("groups")
-                if not isinstance(b, int) or not isinstance(groups, list):
-                    raise KeyError("contents needs block (int) and groups (a list of group ids)")
-                return self.contents(b, groups)
+                loaded = msg.get("loaded", [])
+                if not isinstance(b, int) or not isinstance(groups, list) or not isinstance(loaded, list):
+                    raise KeyError("contents needs block (int), groups and loaded (lists of group ids)")
+                with _no_gc():
+                    return self.contents(b, groups, loaded)
             if kind == "search":
                 return self.search(str(msg.get("query", "")))
             return {"error": f"unknown request {kind!r} (contents or search)"}

@@ -33,8 +33,10 @@ def mlp_v2(layers: int = 50) -> dict:
 
 
 def mlp_lazy(layers: int = 20) -> dict:
-    """The same program sent in parts (ProgramJSON version 3): {"skeleton", "contents": {group id: what the
-    kernel answers when it opens}, "whole": the whole ProgramJSON} (attributes left out, as above)."""
+    """The same program sent in parts (ProgramJSON version 3): {"skeleton", "whole": the whole ProgramJSON,
+    "replies": {key: what the kernel answers}} for the requests labextension/test/lazy.test.ts makes
+    (key: `{"g": sorted groups, "l": sorted loaded}` as JSON), and "search" (the hits for fc_7.w_0);
+    attributes left out, as above."""
     from kernelcore.program_parts import ProgramParts
     L = kc.layers
     main, startup = kc.Program(), kc.Program()
@@ -45,12 +47,22 @@ def mlp_lazy(layers: int = 20) -> dict:
         kc.optimizer.SGD(learning_rate=0.1).minimize(L.mean(h), startup)
     parts = ProgramParts(main)
     skel = parts.skeleton("p-fixture")
-    contents = {g["id"]: parts.contents(0, [g["id"]]) for g in skel["blocks"][0]["groups"] if not g["loaded"]}
     whole = program_json(main, dot=False)
+    groups = whole["blocks"][0]["groups"]
+    stages = [g["id"] for g in skel["blocks"][0]["groups"] if g["loaded"]]
+    repeat = next(g["id"] for g in groups if g["kind"] == "repeat" and g["parent"] == stages[0])
+    kid = next(g["id"] for g in groups if g["parent"] == repeat)
+    search = parts.search("fc_7.w_0")
+    hit = next(h for h in search["hits"] if h["name"] == "fc_7.w_0")
+    asks = [([repeat], stages), ([kid], stages + [repeat]), ([g for g in hit["path"] if g not in stages], stages)]
+    replies = {}
+    for opened, before in asks:
+        key = json.dumps({"g": sorted(opened), "l": sorted(before + opened)}, separators=(",", ":"))
+        replies[key] = parts.contents(0, opened, before + opened)
     for o in [o for b in whole["blocks"] + skel["blocks"] for o in b["ops"]] + \
-            [o for c in contents.values() for o in c["ops"]]:
+            [o for c in replies.values() for o in c["ops"]]:
         o["attrs"], o["comment"] = {}, ""
-    return {"skeleton": skel, "contents": contents, "whole": whole}
+    return {"skeleton": skel, "whole": whole, "replies": replies, "search": search}
 
 
 FIXTURES = {"mlp_v2.json": mlp_v2, "mlp_lazy.json": mlp_lazy}

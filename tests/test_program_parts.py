@@ -42,16 +42,21 @@ def parts(prog):
     return ProgramParts(prog, prog.version)
 
 
-def _all_contents(parts, skel):
-    """The skeleton's ops/vars plus the contents of every group it did not send."""
-    ops, vars_ = {}, {}
-    for b in skel["blocks"]:
-        for o in b["ops"]:
-            ops[o["id"]] = o
-        for v in b["vars"]:
-            vars_[v["id"]] = v
-        todo = [g["id"] for g in b["groups"] if not g["loaded"]]
-        c = parts.contents(b["idx"], todo)
+def _open_everything(parts, skel):
+    """Open every group the way the view does (a group becomes known when its parent is opened): the
+    skeleton's ops/vars, then each round's contents, until nothing known is left unopened."""
+    b0 = skel["blocks"][0]
+    ops = {o["id"]: o for o in b0["ops"]}
+    vars_ = {v["id"]: v for v in b0["vars"]}
+    known = {g["id"]: g for g in b0["groups"]}
+    loaded = {g["id"] for g in b0["groups"] if g["loaded"]}
+    rounds = 0
+    while True:
+        todo = [g for g in known if g not in loaded]
+        if not todo:
+            return ops, vars_, known, rounds
+        rounds += 1
+        c = parts.contents(0, todo, sorted(loaded))
         check("GroupContentsJSON", c)
         for o in c["ops"]:
             assert o["id"] not in ops, "an op sent twice"
@@ -59,7 +64,9 @@ def _all_contents(parts, skel):
         for v in c["vars"]:
             assert v["id"] not in vars_, "a var sent twice"
             vars_[v["id"]] = v
-    return ops, vars_
+        loaded.update(todo)
+        for g in c["known"]:
+            known.setdefault(g["id"], g)
 
 
 def test_skeleton_and_contents_are_the_whole_program(parts, whole):
@@ -68,55 +75,83 @@ def test_skeleton_and_contents_are_the_whole_program(parts, whole):
     assert skel["version"] == 3 and skel["lazy"]["id"] == "p-test"
     b0, w0 = skel["blocks"][0], whole["blocks"][0]
     assert skel["lazy"]["ops"] == len(w0["ops"]) and skel["lazy"]["vars"] == len(w0["vars"])
-    # every group is there, as in the whole JSON, with how many nodes sit directly in it
-    assert [{k: g[k] for k in w} for g, w in zip(b0["groups"], w0["groups"])] == w0["groups"]
-    direct = {}
-    for x in w0["ops"] + w0["vars"]:
-        direct[x["group"]] = direct.get(x["group"], 0) + 1
-    assert all(g["nodes"] == direct.get(g["id"], 0) for g in b0["groups"])
-    # only block level and the stages are sent at first; far fewer ops than the program has
+    # at first: the stages (loaded) and their kids (known, folded); a handful of groups, few ops
     assert {g["kind"] for g in b0["groups"] if g["loaded"]} == {"stage"}
+    assert all(g["parent"] is None or g["parent"] in {x["id"] for x in b0["groups"] if x["loaded"]}
+               for g in b0["groups"])
+    assert len(b0["groups"]) < 12 < len(w0["groups"])
     assert len(b0["ops"]) < len(w0["ops"]) / 10
-    ops, vars_ = _all_contents(parts, skel)
+    ops, vars_, known, rounds = _open_everything(parts, skel)
+    assert rounds >= 3  # stages > repeats > ranges > layers
     assert ops == {o["id"]: o for o in w0["ops"]}
     assert vars_ == {v["id"]: v for v in w0["vars"]}
+    # every group became known, as in the whole JSON, with its direct nodes and kids counted
+    whole_groups = {g["id"]: g for g in w0["groups"]}
+    assert set(known) == set(whole_groups)
+    direct, kids = {}, {}
+    for x in w0["ops"] + w0["vars"]:
+        direct[x["group"]] = direct.get(x["group"], 0) + 1
+    for g in w0["groups"]:
+        kids[g["parent"]] = kids.get(g["parent"], 0) + 1
+    for gid, g in known.items():
+        assert {k: g[k] for k in whole_groups[gid]} == whole_groups[gid]
+        assert g["nodes"] == direct.get(gid, 0) and g["kids"] == kids.get(gid, 0)
 
 
-def _edges_of(whole_block):
-    """(var name, var group, op group, "in"|"out") per var-op edge of the whole JSON's block."""
+def _expected(whole_block, loaded):
+    """refs, external and edges for `loaded` computed from the whole JSON alone."""
+    groups = {g["id"]: g for g in whole_block["groups"]}
+    L = {None, *loaded}
+    K = set(loaded) | {g for g, x in groups.items() if x["parent"] in L}
+
+    def lift(g):
+        while g is not None and g not in K:
+            g = groups[g]["parent"]
+        return g
+
     vgroup = {v["name"]: v["group"] for v in whole_block["vars"]}
-    out = []
+    refs, ext, edges = {}, {}, {}
     for o in whole_block["ops"]:
+        go = o["group"]
         for slots, d in ((o["inputs"], "in"), (o["outputs"], "out")):
             for names in slots.values():
                 for n in names:
-                    if n in vgroup:
-                        out.append((n, vgroup[n], o["group"], d))
-    return out
+                    if n not in vgroup:
+                        continue
+                    gv = vgroup[n]
+                    if go in L and gv not in L:
+                        refs[n] = lift(gv)
+                    if gv in L and go not in L:
+                        key = (f"v0:{n}", lift(go), d)
+                        ext[key] = ext.get(key, 0) + 1
+                    if gv not in L and go not in L and gv != go:
+                        a, z = (lift(gv), lift(go)) if d == "in" else (lift(go), lift(gv))
+                        if a != z:
+                            edges[(a, z)] = edges.get((a, z), 0) + 1
+    return refs, ext, edges
 
 
-def test_merged_edges_refs_and_external_edges(parts, whole):
-    skel = parts.skeleton(None)
-    b0, w0 = skel["blocks"][0], whole["blocks"][0]
-    want: dict = {}
-    for _n, gv, go, d in _edges_of(w0):
-        if gv != go and gv is not None and go is not None:
-            key = (gv, go) if d == "in" else (go, gv)
-            want[key] = want.get(key, 0) + 1
-    assert {(a, z): n for a, z, n in b0["edges"]} == want
-    assert len(want) > LAYERS  # forward, backward and optimize layers link up
-    # one layer group: what its ops name outside it, and the edges of its variables to ops elsewhere
-    g = next(x for x in b0["groups"] if x["kind"] == "layer" and x["nodes"] > 3 and not x["loaded"])
-    c = parts.contents(0, [g["id"]])
-    vgroup = {v["name"]: v["group"] for v in w0["vars"]}
-    names = {n for o in c["ops"] for slots in (o["inputs"], o["outputs"]) for ns in slots.values() for n in ns}
-    assert c["refs"] == {n: vgroup[n] for n in names if n in vgroup and vgroup[n] != g["id"]}
-    ext: dict = {}
-    for n, gv, go, d in _edges_of(w0):
-        if gv == g["id"] and go != g["id"]:
-            ext[(f"v0:{n}", go, d)] = ext.get((f"v0:{n}", go, d), 0) + 1
-    assert {(v, go, d): k for v, go, d, k in c["external"]} == ext
-    assert ext, "a layer's parameter is read by its gradient op and written by sgd elsewhere"
+def test_refs_external_and_edges_lift_to_the_known_groups(parts, whole):
+    w0 = whole["blocks"][0]
+    skel = parts.skeleton(None)["blocks"][0]
+    stages = [g["id"] for g in skel["groups"] if g["loaded"]]
+    groups = {g["id"]: g for g in w0["groups"]}
+    repeat = next(g for g in w0["groups"] if g["kind"] == "repeat" and g["parent"] == stages[0])
+    rng = next(g for g in w0["groups"] if g["parent"] == repeat["id"])
+    layer = next(g for g in w0["groups"] if g["parent"] == rng["id"] and g["kind"] == "layer")
+    opened = [(skel, stages)]
+    c = parts.contents(0, [repeat["id"], rng["id"], layer["id"]], stages)
+    opened.append((c, stages + [repeat["id"], rng["id"], layer["id"]]))
+    for got, loaded in opened:
+        refs, ext, edges = _expected(w0, loaded)
+        assert got["refs"] == refs
+        assert {(v, g, d): n for v, g, d, n in got["external"]} == ext
+        assert {(a, z): n for a, z, n in got["edges"]} == edges
+        known = {g["id"] for g in got.get("known", got.get("groups"))}
+        ends = {z for a, z0, n in got["edges"] for z in (a, z0)} | {g for _v, g, _d, _n in got["external"]}
+        assert ends <= known, "an edge to a group the view does not know"
+    assert edges and ext and refs
+    assert all(groups[g]["parent"] in {None, *opened[-1][1]} for g in {x["id"] for x in c["known"]})
 
 
 def test_search_finds_names_in_unsent_groups(parts, whole):
@@ -127,14 +162,20 @@ def test_search_finds_names_in_unsent_groups(parts, whole):
     assert sorted(h["id"] for h in r["hits"]) == want and r["total"] == len(want) > 0
     groups = {v["id"]: v["group"] for v in w0["vars"]}
     assert all(h["group"] == groups[h["id"]] for h in r["hits"])
+    parents = {g["id"]: g["parent"] for g in w0["groups"]}
+    for h in r["hits"]:  # the groups around each hit, outermost first, described for a view that lacks them
+        assert h["path"][-1] == h["group"] and parents[h["path"][0]] is None
+        assert all(parents[k] == p for p, k in zip(h["path"], h["path"][1:]))
+        assert all(r["groups"][g]["id"] == g for g in h["path"])
     r = parts.search("relu_grad")
     assert r["total"] == LAYERS and all(h["id"].startswith("o0:") for h in r["hits"])
-    assert parts.search("   ") == {"hits": [], "total": 0}
+    assert parts.search("   ") == {"hits": [], "total": 0, "groups": {}}
     assert parts.search("relu", limit=5)["total"] == 2 * LAYERS and len(parts.search("relu", limit=5)["hits"]) == 5
 
 
 def test_requests_and_their_errors(parts):
     assert "error" in parts.handle({"type": "contents", "block": 0, "groups": ["group_0_99999"]})
+    assert "error" in parts.handle({"type": "contents", "block": 0, "groups": [], "loaded": ["nope"]})
     assert "error" in parts.handle({"type": "contents", "block": 7, "groups": [None]})
     assert "error" in parts.handle({"type": "contents", "block": "0", "groups": [None]})
     assert "error" in parts.handle({"type": "drop_tables"})

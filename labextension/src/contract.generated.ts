@@ -19,13 +19,13 @@ export interface BlockJSON {
   parent: number;
   vars: VarJSON[];
   ops: OpJSON[];
-  /** parents listed before kids */
+  /** parents listed before kids; in a lazy program only the known groups (loaded ones and their kids) */
   groups: GroupJSON[];
-  /** lazy: [writer-side group, reader-side group, count] between innermost groups */
+  /** lazy: [writer-side group, reader-side group, count] between known groups neither of which is loaded (each end lifted to the known group around it) */
   edges?: GroupEdgeJSON[];
-  /** lazy: names the sent ops use whose variables were not sent -> the group they sit in */
+  /** lazy: names the loaded ops use whose variables are not loaded -> the known group around the variable */
   refs?: Record<string, string | null>;
-  /** lazy: edges from sent variables to ops not sent */
+  /** lazy: edges from loaded variables to ops not loaded (the op's end lifted to a known group) */
   external?: ExternalEdgeJSON[];
 }
 
@@ -45,6 +45,8 @@ export interface GroupJSON {
   nodes?: number;
   /** lazy: whether its direct ops and vars were sent (else fetched when it opens) */
   loaded?: boolean;
+  /** lazy: how many groups sit directly in it */
+  kids?: number;
 }
 
 export interface VarJSON {
@@ -224,7 +226,7 @@ export type GroupEdgeJSON = [string, string, number];
 /** [var id, the op's innermost group (null: block level), in (the op reads it) | out, count] */
 export type ExternalEdgeJSON = [string, string | null, "in" | "out", number];
 
-/** A lazy program's group contents (ProgramParts.contents): the ops and vars directly in `groups`, refs and external edges as in BlockJSON. */
+/** A lazy program's answer to opening groups (ProgramParts.contents): the ops and vars directly in `groups`; `known` (the groups the view may draw now); refs, external and edges for the new loaded set, replacing the view's. */
 export interface GroupContentsJSON {
   block: number;
   groups: (string | null)[];
@@ -232,6 +234,8 @@ export interface GroupContentsJSON {
   vars: VarJSON[];
   refs: Record<string, string | null>;
   external: ExternalEdgeJSON[];
+  edges: GroupEdgeJSON[];
+  known: GroupJSON[];
 }
 
 /** A lazy program's search over every name (ProgramParts.search). */
@@ -242,7 +246,11 @@ export interface SearchResultJSON {
   name: string;
   block: number;
   group: string | null;
+  /** the groups around the hit, outermost first */
+  path: string[];
 })[];
+  /** the groups on the hits' paths */
+  groups: Record<string, GroupJSON>;
 }
 
 /** The kernel's answer to a contents/search request (widget custom message with type parts, or the kernelcore.program comm). */

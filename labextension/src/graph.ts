@@ -55,6 +55,8 @@ export interface GCluster {
   loaded: boolean;
   /** ops + vars directly inside, fetched or not */
   direct: number;
+  /** groups directly inside, known or not (a lazy program's unfetched group knows no kids yet) */
+  kidsCount: number;
 }
 
 export interface GEdge {
@@ -323,7 +325,8 @@ export class ProgramGraphModel {
           owner: own ? String(own.id) : undefined,
           opCount: (b.ops ?? []).length,
           loaded: true,
-          direct: 0
+          direct: 0,
+          kidsCount: 0
         });
       }
     }
@@ -372,7 +375,8 @@ export class ProgramGraphModel {
               total: 0,
               opCount: 0,
               loaded: true,
-              direct: 0
+              direct: 0,
+              kidsCount: 0
             };
             (cur as GCluster & { first?: number }).first = i;
             this.clusters.set(gid, cur);
@@ -457,6 +461,7 @@ export class ProgramGraphModel {
       const c = this.clusters.get(id)!;
       if (c.loaded) {
         c.direct = c.nodes.length;
+        c.kidsCount = c.kids.length;
       }
       c.total = c.direct + c.kids.reduce((s, k) => s + total(k), 0);
       return c.total;
@@ -497,7 +502,8 @@ export class ProgramGraphModel {
         opCount: Number.isFinite(Number(g.ops)) ? Number(g.ops) : 0,
         count: typeof g.count === 'number' ? g.count : undefined,
         loaded: g.loaded !== false,
-        direct: Number.isFinite(Number(g.nodes)) ? Number(g.nodes) : 0
+        direct: Number.isFinite(Number(g.nodes)) ? Number(g.nodes) : 0,
+        kidsCount: Number.isFinite(Number(g.kids)) ? Number(g.kids) : 0
       });
     }
     for (const g of b.groups ?? []) {
@@ -588,7 +594,8 @@ export class ProgramGraphModel {
       const later: string[] = [];
       for (const id of frontier) {
         const c = this.clusters.get(id)!;
-        const grow = (c.loaded ? c.nodes.length : c.direct) + c.kids.length - 1;
+        // (an unfetched group's kids are not known yet: "expand all" opens them in a later round)
+        const grow = c.loaded ? c.nodes.length + c.kids.length - 1 : c.direct + c.kidsCount - 1;
         if (count + grow <= budget) {
           next.delete(id);
           count += grow;

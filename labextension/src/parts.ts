@@ -10,15 +10,18 @@
  * fails with a PartsError whose message says to re-run the cell.
  */
 import type { WidgetModel } from './model';
-import type { GroupContentsJSON, SearchHitJSON } from './schema';
+import type { GroupContentsJSON, GroupJSON, SearchHitJSON } from './schema';
 
 export interface SearchResult {
   hits: SearchHitJSON[];
   total: number;
+  /** the groups on the hits' paths */
+  groups?: Record<string, GroupJSON>;
 }
 
 export interface PartsSource {
-  contents(block: number, groups: Array<string | null>): Promise<GroupContentsJSON>;
+  /** open `groups` of `block`, the view having the contents of `loaded` */
+  contents(block: number, groups: Array<string | null>, loaded: string[]): Promise<GroupContentsJSON>;
   search(query: string): Promise<SearchResult>;
 }
 
@@ -89,8 +92,8 @@ export class ModelPartsSource implements PartsSource {
     _model.on('msg:custom', this._onMsg);
   }
 
-  contents(block: number, groups: Array<string | null>): Promise<GroupContentsJSON> {
-    return this._req.ask(m => this._model.send(m), { type: 'contents', block, groups });
+  contents(block: number, groups: Array<string | null>, loaded: string[]): Promise<GroupContentsJSON> {
+    return this._req.ask(m => this._model.send(m), { type: 'contents', block, groups, loaded });
   }
 
   search(query: string): Promise<SearchResult> {
@@ -168,8 +171,8 @@ export class CommPartsSource implements PartsSource {
     this._comm.send(msg);
   };
 
-  contents(block: number, groups: Array<string | null>): Promise<GroupContentsJSON> {
-    return this._req.ask(this._send, { type: 'contents', block, groups });
+  contents(block: number, groups: Array<string | null>, loaded: string[]): Promise<GroupContentsJSON> {
+    return this._req.ask(this._send, { type: 'contents', block, groups, loaded });
   }
 
   search(query: string): Promise<SearchResult> {

@@ -64,6 +64,8 @@ export interface GroupJSON {
   nodes?: number;
   /** version 3, lazy programs: whether its direct ops and vars are in `ops`/`vars` (else fetched on opening) */
   loaded?: boolean;
+  /** version 3, lazy programs: how many groups sit directly in it (known or not yet) */
+  kids?: number;
 }
 
 /** [group of the writer side, group of the reader side, how many var-op edges] (innermost groups). */
@@ -93,6 +95,10 @@ export interface GroupContentsJSON {
   vars: VarJSON[];
   refs: Record<string, string | null>;
   external: ExternalEdgeJSON[];
+  /** replaces the block's edges */
+  edges: GroupEdgeJSON[];
+  /** the groups the view may draw now (the loaded ones and their kids), parents first */
+  known: GroupJSON[];
 }
 
 export interface SearchHitJSON {
@@ -100,6 +106,8 @@ export interface SearchHitJSON {
   name: string;
   block: number;
   group: string | null;
+  /** the groups around the hit, outermost first */
+  path?: string[];
 }
 
 export interface LazyJSON {

@@ -3,14 +3,16 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProgramGraphModel } from '../src/graph';
 import type { GroupContentsJSON, ProgramJSON } from '../src/schema';
+import type { SearchResult } from '../src/parts';
 import { ProgramGraphView } from '../src/views/ProgramGraph';
 import { container, FakeModel, flush } from './fake-model';
 
-/** A 20-layer training MLP sent in parts, what each group's opening answers, and its whole ProgramJSON
- * (tests/make_frontend_fixtures.py, from kernelcore.program_parts). */
-const LAZY: { skeleton: ProgramJSON; contents: Record<string, GroupContentsJSON>; whole: ProgramJSON } = JSON.parse(
+/** A 20-layer training MLP sent in parts, the kernel's answers to the requests made here, and its whole
+ * ProgramJSON (tests/make_frontend_fixtures.py, from kernelcore.program_parts). */
+const LAZY: { skeleton: ProgramJSON; whole: ProgramJSON; replies: Record<string, GroupContentsJSON>; search: SearchResult } = JSON.parse(
   readFileSync(join(__dirname, 'data', 'mlp_lazy.json'), 'utf8')
 );
+const key = (groups: string[], loaded: string[]) => JSON.stringify({ g: [...groups].sort(), l: [...loaded].sort() });
 
 /** The drawn edges of `g` with `collapsed` folded, by program id (ops/vars) or group id, with their weight. */
 function drawnEdges(g: ProgramGraphModel, collapsed: Set<string>): string[] {
@@ -22,25 +24,47 @@ function drawnEdges(g: ProgramGraphModel, collapsed: Set<string>): string[] {
     const m = /^\s+(\S+) -> (\S+) \[(.*)\];$/.exec(line);
     if (m) {
       const pw = /penwidth=([\d.]+)/.exec(m[3]);
-      const attrs = m[3].replace(/id="[^"]*", ?/, '').replace(/lhead=\S+|ltail=\S+/g, '');
-      out.push(`${idOf.get(m[1]) ?? m[1]} > ${idOf.get(m[2]) ?? m[2]} ${pw ? pw[1] : '1'} ${/constraint=false/.test(attrs) ? 'back' : ''}`);
+      out.push(`${idOf.get(m[1]) ?? m[1]} > ${idOf.get(m[2]) ?? m[2]} ${pw ? pw[1] : '1'} ${/constraint=false/.test(m[3]) ? 'back' : ''}`);
     }
   }
   return out.sort();
 }
 
-function merged(skel: ProgramJSON, opened: string[]): ProgramJSON {
-  const p: ProgramJSON = JSON.parse(JSON.stringify(skel));
-  const b = p.blocks[0];
-  for (const gid of opened) {
-    const c = LAZY.contents[gid];
-    b.ops.push(...c.ops);
-    b.vars.push(...c.vars);
-    b.groups!.find(g => g.id === gid)!.loaded = true;
-    Object.assign(b.refs!, c.refs);
-    b.external!.push(...c.external);
+/** What the view does with an answer: ops and vars added, groups known, refs/external/edges replaced. */
+function merged(p: ProgramJSON, opened: string[], r: GroupContentsJSON): ProgramJSON {
+  const q: ProgramJSON = JSON.parse(JSON.stringify(p));
+  const b = q.blocks[0];
+  b.ops.push(...r.ops);
+  b.vars.push(...r.vars);
+  for (const g of r.known) {
+    if (!b.groups!.some(x => x.id === g.id)) {
+      b.groups!.push({ ...g, loaded: false });
+    }
   }
-  return p;
+  b.groups!.forEach(g => opened.includes(g.id) && (g.loaded = true));
+  Object.assign(b, { refs: r.refs, external: r.external, edges: r.edges });
+  return q;
+}
+
+/** A fake kernel: answers the view's requests from the fixture (an unexpected request fails the test). */
+function serve(model: FakeModel): () => Promise<void> {
+  const answered = new Set<any>();
+  return async () => {
+    for (let i = 0; i < 8; i++) {
+      await flush();
+      for (const m of model.sent.filter(x => !answered.has(x) && (x.type === 'contents' || x.type === 'search'))) {
+        answered.add(m);
+        const result = m.type === 'search' ? LAZY.search : LAZY.replies[key(m.groups, m.loaded)];
+        const reply = result ? { type: 'parts', req: m.req, ok: true, error: null, result } : { type: 'parts', req: m.req, ok: false, error: `no fixture for ${key(m.groups, m.loaded)}`, result: null };
+        (model.handlers['msg:custom'] ?? []).forEach(cb => cb(reply));
+      }
+    }
+  };
+}
+
+function viewOf(program: ProgramJSON) {
+  const model = new FakeModel({ program, pruned_program: null, selected: '', details: {}, search: '', collapsed: [] });
+  return { model, view: new ProgramGraphView(model as any, container()) };
 }
 
 afterEach(() => {
@@ -48,57 +72,72 @@ afterEach(() => {
 });
 
 describe('a lazy program (ProgramJSON version 3)', () => {
-  it('draws from the skeleton what the whole program draws: the same folded groups and merged edges', () => {
+  it('draws from the skeleton what the whole program draws, before and after opening groups', () => {
     const lazy = new ProgramGraphModel(LAZY.skeleton);
     const whole = new ProgramGraphModel(LAZY.whole);
     expect(lazy.lazy).toBe(true);
+    expect(lazy.clusters.size).toBeLessThan(whole.clusters.size / 4);
     expect(lazy.nodes.size).toBeLessThan(whole.nodes.size / 10);
     expect(lazy.totalNodes).toBe(whole.nodes.size);
     expect(lazy.opCount).toBe(whole.opCount);
-    const folded = new Set(whole.defaultCollapsed());
-    expect(new Set(lazy.defaultCollapsed())).toEqual(folded);
-    expect(lazy.visibleCount(folded)).toBe(whole.visibleCount(folded));
+    const folded = new Set(lazy.defaultCollapsed());
+    // the whole program folded alike: every group the skeleton does not know sits in a folded one
+    const wholeFolded = new Set(whole.defaultCollapsed());
+    expect(whole.visibleCount(wholeFolded)).toBe(lazy.visibleCount(folded));
+    expect(drawnEdges(lazy, folded)).toEqual(drawnEdges(whole, wholeFolded));
     expect(lazy.unloadedOpen(folded).size).toBe(0);
-    expect(drawnEdges(lazy, folded)).toEqual(drawnEdges(whole, folded));
-    // open the forward repeat and its first layer: the skeleton says what to fetch, and once fetched the
-    // drawing (nodes and edges, to the folded rest too) is the whole program's
+    // open the forward repeat, then its first kid: the answers refine the drawing to the whole program's
+    const stages = LAZY.skeleton.blocks[0].groups!.filter(g => g.loaded).map(g => g.id);
     const repeat = [...lazy.clusters.values()].find(c => c.gkind === 'repeat')!;
-    const open = new Set(folded);
-    open.delete(repeat.id);
-    expect(lazy.expandWithin(folded, 10_000).count).toBe(whole.expandWithin(folded, 10_000).count);
-    const kid = repeat.kids[0];
-    open.delete(kid);
-    const need = lazy.unloadedOpen(open);
-    expect([...need.values()].flat().sort()).toEqual([repeat.id, kid].filter(id => !lazy.clusters.get(id)!.loaded).sort());
-    const after = new ProgramGraphModel(merged(LAZY.skeleton, [...need.values()].flat()));
-    expect(after.unloadedOpen(open).size).toBe(0);
-    expect(after.visibleCount(open)).toBe(whole.visibleCount(open));
-    expect(drawnEdges(after, open)).toEqual(drawnEdges(whole, open));
+    const open1 = new Set(folded);
+    open1.delete(repeat.id);
+    expect([...lazy.unloadedOpen(open1).values()].flat()).toEqual([repeat.id]);
+    const r1 = LAZY.replies[key([repeat.id], [...stages, repeat.id])];
+    const g1 = new ProgramGraphModel(merged(LAZY.skeleton, [repeat.id], r1));
+    const kids = g1.clusters.get(repeat.id)!.kids;
+    expect(kids.length).toBe(repeat.kidsCount);
+    kids.forEach(k => open1.add(k)); // known now, folded
+    const w1 = new Set(wholeFolded);
+    w1.delete(repeat.id);
+    expect(g1.visibleCount(open1)).toBe(whole.visibleCount(w1));
+    expect(drawnEdges(g1, open1)).toEqual(drawnEdges(whole, w1));
+    const kid = kids[0];
+    const r2 = LAZY.replies[key([kid], [...stages, repeat.id, kid])];
+    const g2 = new ProgramGraphModel(merged(merged(LAZY.skeleton, [repeat.id], r1), [repeat.id, kid], r2));
+    const open2 = new Set(open1);
+    open2.delete(kid);
+    g2.clusters.get(kid)!.kids.forEach(k => open2.add(k));
+    const w2 = new Set(w1);
+    w2.delete(kid);
+    expect(g2.unloadedOpen(open2).size).toBe(0);
+    expect(g2.visibleCount(open2)).toBe(whole.visibleCount(w2));
+    expect(drawnEdges(g2, open2)).toEqual(drawnEdges(whole, w2));
   });
 
   it('opens a group by asking the widget model, and says to re-run the cell when no answer can come', async () => {
-    const model = new FakeModel({ program: LAZY.skeleton, pruned_program: null, selected: '', details: {}, search: '', collapsed: [] });
-    const view = new ProgramGraphView(model as any, container());
+    const { model, view } = viewOf(LAZY.skeleton);
     await view.ready;
-    const g = view.graph!;
-    const repeat = [...g.clusters.values()].find(c => c.gkind === 'repeat')!;
+    const repeat = [...view.graph!.clusters.values()].find(c => c.gkind === 'repeat')!;
     expect(repeat.loaded).toBe(false);
-    const collapsed = (model.get('collapsed') as string[]).filter(id => id !== repeat.id);
-    model.set('collapsed', collapsed);
+    model.set('collapsed', (model.get('collapsed') as string[]).filter(id => id !== repeat.id));
     await flush();
     const ask = model.sent.find(m => m.type === 'contents');
     expect(ask).toMatchObject({ type: 'contents', block: 0, groups: [repeat.id] });
     expect(view.root.textContent).toContain('loading');
-    (model.handlers['msg:custom'] ?? []).forEach(cb => cb({ type: 'parts', req: ask.req, ok: true, error: null, result: LAZY.contents[repeat.id] }));
-    await flush();
+    await serve(model)();
     await view.ready;
-    expect(view.graph!.clusters.get(repeat.id)!.loaded).toBe(true);
+    const opened = view.graph!.clusters.get(repeat.id)!;
+    expect(opened.loaded).toBe(true);
     expect(view.left.clusterEls.has(repeat.id)).toBe(true);
+    // its kids are known now and start folded
+    expect(opened.kids.length).toBeGreaterThan(3);
+    opened.kids.forEach(k => expect((model.get('collapsed') as string[]).includes(k)).toBe(true));
     // a kernel that answers no more: the group stays folded and the view says what to do
-    const kid = view.graph!.clusters.get(repeat.id)!.kids[0];
+    const kid = opened.kids[1];
     model.set('collapsed', (model.get('collapsed') as string[]).filter(id => id !== kid));
     await flush();
     const ask2 = model.sent.filter(m => m.type === 'contents')[1];
+    expect(ask2.loaded).toContain(repeat.id);
     (model.handlers['msg:custom'] ?? []).forEach(cb => cb({ type: 'parts', req: ask2.req, ok: false, error: "program 'p1' is not in this kernel (was it restarted?); re-run the cell to open it", result: null }));
     await flush();
     await view.ready;
@@ -107,31 +146,23 @@ describe('a lazy program (ProgramJSON version 3)', () => {
     view.dispose();
   });
 
-  it('finds names in groups not fetched, and opens the groups around a hit', async () => {
-    const model = new FakeModel({ program: LAZY.skeleton, pruned_program: null, selected: '', details: {}, search: '', collapsed: [] });
-    const view = new ProgramGraphView(model as any, container());
+  it('finds names in groups it does not know, and opens the groups around a hit', async () => {
+    const { model, view } = viewOf(LAZY.skeleton);
     await view.ready;
     const target = LAZY.whole.blocks[0].vars.find(v => v.name === 'fc_7.w_0')!;
     expect(view.graph!.byId.has(target.id)).toBe(false);
+    expect(view.graph!.clusters.has(target.group!)).toBe(false);
     const input = view.root.querySelector('input.jp-Kernelcore-search') as HTMLInputElement;
     input.value = 'fc_7.w_0';
     input.dispatchEvent(new Event('input'));
     input.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter' }));
-    await flush();
-    const ask = model.sent.find(m => m.type === 'search');
-    expect(ask).toMatchObject({ query: 'fc_7.w_0' });
-    const answer = (m: any, result: unknown) => (model.handlers['msg:custom'] ?? []).forEach(cb => cb({ type: 'parts', req: m.req, ok: true, error: null, result }));
-    answer(ask, { hits: [{ id: target.id, name: target.name, block: 0, group: target.group }], total: 1 });
-    // the reveal opens the groups around the hit, fetching each as the kernel would answer
-    for (let i = 0; i < 10; i++) {
-      await flush();
-      for (const m of model.sent.filter(x => x.type === 'contents' && !x.answered)) {
-        m.answered = true;
-        const c = (m.groups as string[]).map(id => LAZY.contents[id]);
-        answer(m, { block: 0, groups: m.groups, ops: c.flatMap(x => x.ops), vars: c.flatMap(x => x.vars), refs: Object.assign({}, ...c.map(x => x.refs)), external: c.flatMap(x => x.external) });
-      }
-      await view.ready;
-    }
+    const answer = serve(model);
+    await answer();
+    await view.ready;
+    await answer();
+    await view.ready;
+    expect(model.sent.find(m => m.type === 'search')).toMatchObject({ query: 'fc_7.w_0' });
+    expect(view.root.querySelector('.jp-Kernelcore-note')?.textContent ?? '').toBe('');
     expect(view.graph!.byId.has(target.id)).toBe(true);
     expect(view.left.nodeEls.get(target.id)?.classList.contains('jp-Kernelcore-match')).toBe(true);
     view.dispose();

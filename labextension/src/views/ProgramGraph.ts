@@ -262,6 +262,10 @@ export class ProgramGraphView {
     if (!g) {
       return;
     }
+    if (g.lazy) {
+      this.ready = this._expandAllLazy();
+      return;
+    }
     const cur = new Set(idsOf(this.model.get('collapsed')));
     const r = g.expandWithin(cur, this.expandBudget);
     if (r.left === 0) {
@@ -279,16 +283,81 @@ export class ProgramGraphView {
     }
   }
 
-  /** Open the groups around program id `id` (for a node of a lazy program not fetched yet: around its
-   * innermost `group`), lay out, and zoom to it. */
-  reveal(id: string, group?: string | null): void {
+  /**
+   * "Expand all" in a lazy program: an unfetched group's kids are known only once it is fetched, so open
+   * level by level (fetching each level's groups), within the budget, and lay out once at the end.
+   */
+  private async _expandAllLazy(): Promise<void> {
+    let cur = new Set(idsOf(this.model.get('collapsed')));
+    let opened = 0;
+    for (let round = 0; round < 16 && this.graph; round++) {
+      const r = this.graph.expandWithin(cur, this.expandBudget);
+      if (!r.opened) {
+        break;
+      }
+      opened += r.opened;
+      cur = r.collapsed;
+      const need = this.graph.unloadedOpen(cur);
+      if (!need.size) {
+        break;
+      }
+      this._status.textContent = `loading ${[...need.values()].flat().length} groups\u2026`;
+      try {
+        const fresh = await this._fetch(need, () => false);
+        fresh?.forEach(id => cur.add(id));
+      } catch (err) {
+        need.forEach(list => list.forEach(id => cur.add(id)));
+        this._say(`Could not open every group: ${String((err as Error)?.message ?? err)}`);
+        break;
+      }
+    }
     const g = this.graph;
     if (!g) {
       return;
     }
+    const left = g.expandWithin(cur, 0).left;
+    if (left === 0) {
+      this._say(opened ? '' : 'everything is open');
+    } else {
+      this._say(
+        `Opened ${opened} group${opened === 1 ? '' : 's'}; ${left} stay folded: all of this program is ${g.totalNodes.toLocaleString()} nodes, ` +
+          `more than ${this.expandBudget} can be drawn at once and stay readable. Open groups one by one, or search.`
+      );
+    }
+    if (opened) {
+      this._freshView = true;
+      this._setCollapsed([...cur]);
+      await this.ready;
+    }
+  }
+
+  /** Open the groups around program id `id` (for a node of a lazy program not fetched yet: around its
+   * innermost `group`), lay out, and zoom to it. */
+  reveal(id: string, group?: string | null, path?: string[], described?: Record<string, GroupJSON>): void {
+    let g = this.graph;
+    if (!g) {
+      return;
+    }
+    // a search hit in groups this view does not know yet: add them (the kernel described them), to open
+    let added = false;
+    if (!g.byId.has(id) && group && !g.clusters.has(group) && path && described && this._merged) {
+      const m = /^[ov](\d+):/.exec(id);
+      const blk = m ? this._merged.blocks.find(b => b.idx === Number(m[1])) : undefined;
+      const missing = path.filter(p => !g!.clusters.has(p)).map(p => described[p]).filter(Boolean);
+      if (blk && missing.length) {
+        this._addGroups(blk, missing);
+        this.graph = g = new ProgramGraphModel(this._merged);
+        added = true;
+      }
+    }
     const cur = new Set(idsOf(this.model.get('collapsed')));
     const around = !g.byId.has(id) && group && g.clusters.has(group) ? g.ancestors(group) : g.pathOf(id).map(p => p.id);
     const closed = around.filter(c => cur.has(c));
+    if (closed.length === 0 && added) {
+      this._focusAfter = id;
+      this.ready = this._renderLeft();
+      return;
+    }
     if (closed.length === 0) {
       this.left.zoomTo(id);
       this._focus(id);
@@ -464,22 +533,22 @@ export class ProgramGraphView {
     this._status.textContent = `loading ${label}\u2026`;
     this.root.classList.add('jp-Kernelcore-loading');
     let failure: string | null = null;
+    let out = collapsed;
     try {
-      if (!this._parts) {
-        throw new Error(`this output holds only the outline of a big program; ${RERUN}`);
-      }
-      const parts = this._parts;
-      const replies = await Promise.all([...need].map(([b, list]) => parts.contents(b, list)));
-      if (gen !== this._renderGen) {
+      const fresh = await this._fetch(need, () => gen !== this._renderGen);
+      if (fresh === null) {
         return null;
       }
-      replies.forEach(r => this._mergeContents(r));
-      await nextTask();
-      if (gen !== this._renderGen) {
-        return null;
+      // the opened groups' kids are known now: they start folded
+      out = new Set([...collapsed, ...fresh]);
+      if (fresh.length) {
+        this._quiet = true;
+        try {
+          this._setCollapsed([...out]);
+        } finally {
+          this._quiet = false;
+        }
       }
-      this.graph = new ProgramGraphModel(this._merged!);
-      this.left.graph = this.graph; // the same drawing refined: keep the view where it is
       await nextTask();
     } catch (err) {
       failure = String((err as Error)?.message ?? err);
@@ -487,7 +556,7 @@ export class ProgramGraphView {
       this.root.classList.remove('jp-Kernelcore-loading');
     }
     if (failure === null) {
-      return collapsed;
+      return out;
     }
     this._say(`Could not open ${label}: ${failure}`);
     const back = new Set(collapsed);
@@ -501,10 +570,56 @@ export class ProgramGraphView {
     return back;
   }
 
-  private _mergeContents(r: GroupContentsJSON): void {
+  /** The loaded groups of each block of a lazy program (what a contents request says the view has). */
+  private _loadedOf(block: number): string[] {
+    const blk = this._merged?.blocks.find(b => b.idx === block);
+    return (blk?.groups ?? []).filter(gr => gr.loaded).map(gr => gr.id);
+  }
+
+  /**
+   * Fetch the contents of `need` (block -> group ids), merge them and rebuild the graph. Returns the ids of
+   * the groups that became known (to start folded), or null when `stale()` says a newer render started.
+   */
+  private async _fetch(need: Map<number, string[]>, stale: () => boolean): Promise<string[] | null> {
+    if (!this._parts) {
+      throw new Error(`this output holds only the outline of a big program; ${RERUN}`);
+    }
+    const parts = this._parts;
+    const replies = await Promise.all([...need].map(([b, list]) => parts.contents(b, list, [...this._loadedOf(b), ...list])));
+    if (stale()) {
+      return null;
+    }
+    const fresh: string[] = [];
+    replies.forEach(r => fresh.push(...this._mergeContents(r)));
+    await nextTask();
+    if (stale()) {
+      return null;
+    }
+    this.graph = new ProgramGraphModel(this._merged!);
+    this.left.graph = this.graph; // the same drawing refined: keep the view where it is
+    return fresh;
+  }
+
+  /** Add groups the kernel described (not loaded) to the merged skeleton; returns the ids that were new. */
+  private _addGroups(blk: BlockJSON, groups: Iterable<GroupJSON>): string[] {
+    const fresh: string[] = [];
+    for (const gr of groups) {
+      if (!gr || typeof gr.id !== 'string' || this._groupJSON.has(gr.id)) {
+        continue;
+      }
+      const copy = { ...gr, loaded: false };
+      (blk.groups ??= []).push(copy);
+      this._groupJSON.set(copy.id, copy);
+      fresh.push(copy.id);
+    }
+    return fresh;
+  }
+
+  /** Merge one contents answer; returns the groups that became known. */
+  private _mergeContents(r: GroupContentsJSON): string[] {
     const blk = this._merged?.blocks.find(b => b.idx === r.block) as BlockJSON | undefined;
     if (!blk || !r || !Array.isArray(r.ops) || !Array.isArray(r.vars)) {
-      return;
+      return [];
     }
     for (const o of r.ops) {
       blk.ops.push(o);
@@ -512,17 +627,18 @@ export class ProgramGraphView {
     for (const v of r.vars) {
       blk.vars.push(v);
     }
+    const fresh = this._addGroups(blk, Array.isArray(r.known) ? r.known : []);
     for (const gid of r.groups ?? []) {
       const gj = gid ? this._groupJSON.get(gid) : undefined;
       if (gj) {
         gj.loaded = true;
       }
     }
-    Object.assign((blk.refs ??= {}), r.refs ?? {});
-    const ext = (blk.external ??= []);
-    for (const e of r.external ?? []) {
-      ext.push(e);
-    }
+    // refs, external and edges are for the new loaded set, lifted to the groups known now: they replace
+    blk.refs = r.refs ?? {};
+    blk.external = Array.isArray(r.external) ? r.external : [];
+    blk.edges = Array.isArray(r.edges) ? r.edges : [];
+    return fresh.filter(id => !(r.groups ?? []).includes(id));
   }
 
   private async _renderLeft(): Promise<void> {
@@ -657,7 +773,7 @@ export class ProgramGraphView {
     this._matchCursor = (this._matchCursor + step + r.hits.length) % r.hits.length;
     const hit = r.hits[this._matchCursor];
     this._count.textContent = `${this._matchCursor + 1} of ${r.total}`;
-    this.reveal(hit.id, hit.group);
+    this.reveal(hit.id, hit.group, hit.path, r.groups);
   }
 
   /** Search hits of a lazy program: node keys drawn, and the folded groups around hits not drawn. */
@@ -674,8 +790,11 @@ export class ProgramGraphView {
       const key = g.byId.get(hit.id);
       if (key) {
         keys.add(key);
-      } else if (hit.group && g.clusters.has(hit.group)) {
-        const c = g.collapsedAround(hit.group, collapsed);
+      } else {
+        // the innermost group around the hit that this view knows (an unknown one sits in it, folded)
+        const chain = hit.path ?? (hit.group ? [hit.group] : []);
+        const near = [...chain].reverse().find(p => g.clusters.has(p));
+        const c = near ? g.collapsedAround(near, collapsed) ?? near : null;
         if (c) {
           clusters.add(c);
         }
