@@ -224,6 +224,12 @@ def test_widget_sends_the_skeleton_and_answers_contents_and_details(monkeypatch)
     check("PartsReplyJSON", sent[-1])
     op = sent[-1]["result"]["ops"][0]
     d = w.select(op["id"])  # an op the first payload did not carry: Python still describes it
-    assert d["type"] == op["type"] and d["attrs"] == op["attrs"] and d["layer"]
+    assert d["type"] == op["type"] and d["attrs"] == op["attrs"]
+    whole = {g["id"]: g for g in program_json(p)["blocks"][0]["groups"]}
+    want, gid = [], op["group"]
+    while gid is not None:  # every group around it, though the skeleton did not list them all
+        want.append(whole[gid]["label"])
+        gid = whole[gid]["parent"]
+    assert d["layer"] == want[::-1] and len(want) >= 2
     w.handle_message({"type": "search", "req": 2, "query": "fc_5.w_0"})
     assert sent[-1]["ok"] and sent[-1]["result"]["total"] >= 1

@@ -204,7 +204,10 @@ class GraphState(t.HasTraits):
 
     def _group_path(self, b: int, gid) -> list:
         """The labels of group `gid` and the groups around it, outermost first."""
-        groups = {g["id"]: g for g in self.program["blocks"][b].get("groups", ())}
+        if getattr(self, "_parts", None) is not None:  # the skeleton holds only the groups shown so far
+            groups = self._parts.blocks[b].by_id
+        else:
+            groups = {g["id"]: g for g in self.program["blocks"][b].get("groups", ())}
         out = []
         while gid is not None and gid in groups and len(out) < 1000:
             out.append(groups[gid]["label"])
