@@ -216,10 +216,10 @@ def run(quick: bool = False) -> dict:
         ss = time.perf_counter() - t
         res["programs"][name] = {"ops": sum(len(b.ops) for b in p.blocks), "program_json_s": js,
                                  "json_mb": len(json.dumps(pj)) / 1e6, "skeleton_s": ss,
-                                 "skeleton_mb": len(json.dumps(skel)) / 1e6}
+                                 "skeleton_kb": len(json.dumps(skel)) / 1e3}
         r = res["programs"][name]
         print(f"{name}: {r['ops']} ops, whole program_json {js:.2f} s / {r['json_mb']:.1f} MB, skeleton {ss:.2f} s / "
-              f"{r['skeleton_mb']:.2f} MB (this process, cold)", flush=True)
+              f"{r['skeleton_kb']:.1f} kB (this process, cold)", flush=True)
     # this checkout's front end and Python first
     jpath = tmp / "jupyter_path"
     (jpath / "labextensions" / "@kernelcore").mkdir(parents=True)
@@ -328,7 +328,7 @@ def report(res: dict) -> None:
     print(f"\nbig programs (load avg {res['load_start']:.1f} -> {res.get('load_end', 0):.1f}; 2 cores shared)")
     for name, r in res["programs"].items():
         print(f"- {name}: {r['ops']} ops, whole ProgramJSON {r['program_json_s']:.2f} s, {r['json_mb']:.1f} MB; "
-              f"sent skeleton {r.get('skeleton_s', 0):.2f} s, {r.get('skeleton_mb', 0):.2f} MB; "
+              f"sent skeleton {r.get('skeleton_s', 0):.2f} s, {r.get('skeleton_kb', 0):.1f} kB; "
               f"worker served {r.get('worker_served')}")
         for kind in ("widget", "mime"):
             for v in r.get(kind, []):
