@@ -4,6 +4,7 @@ whole program's ops and variables imply; search sees unsent names; ids of displa
 from __future__ import annotations
 
 import gc
+import json
 
 import pytest
 
@@ -233,3 +234,29 @@ def test_widget_sends_the_skeleton_and_answers_contents_and_details(monkeypatch)
     assert d["layer"] == want[::-1] and len(want) >= 2
     w.handle_message({"type": "search", "req": 2, "query": "fc_5.w_0"})
     assert sent[-1]["ok"] and sent[-1]["result"]["total"] >= 1
+
+
+def test_the_file_viewers_server_sends_a_big_file_in_parts(tmp_path, monkeypatch):
+    server = pytest.importorskip("kernelcore_widgets.server")
+    monkeypatch.setattr(program_parts, "LAZY_ABOVE", 100)
+    p = mlp(20)
+    kc.save_program(p, tmp_path / "big.pdmodel")
+    kc.save_program(mlp(3), tmp_path / "small.pdmodel")
+    assert server.program_file_json(tmp_path, "small.pdmodel")["lazy"] is None
+    skel = server.program_file_json(tmp_path, "big.pdmodel")
+    check("ProgramJSON", skel)
+    assert skel["lazy"] == {"id": None, "ops": len(p.global_block().ops), "vars": skel["lazy"]["vars"]}
+    g = next(x["id"] for x in skel["blocks"][0]["groups"] if not x["loaded"])
+    loaded = [x["id"] for x in skel["blocks"][0]["groups"] if x["loaded"]]
+    ans = server.program_file_parts(tmp_path, "big.pdmodel", json.dumps(
+        {"type": "contents", "block": 0, "groups": [g], "loaded": loaded + [g]}))
+    check("PartsReplyJSON", {"req": None, **ans})
+    assert ans["ok"] and ans["result"]["known"]
+    whole = program_json(p)["blocks"][0]
+    assert ans["result"]["ops"] == [] or {o["id"] for o in ans["result"]["ops"]} <= {o["id"] for o in whole["ops"]}
+    assert server.program_file_parts(tmp_path, "big.pdmodel", '{"type": "search", "query": "fc_4.w_0"}')["ok"]
+    assert not server.program_file_parts(tmp_path, "big.pdmodel", '{"type": "nope"}')["ok"]
+    with pytest.raises(server.ProgramRequestError):
+        server.program_file_parts(tmp_path, "big.pdmodel", "not json")
+    with pytest.raises(server.ProgramRequestError):
+        server.program_file_parts(tmp_path, "../big.pdmodel", "{}")

@@ -5,7 +5,7 @@
  */
 import { h } from './dom';
 import { LocalModel } from './model';
-import { CommPartsSource } from './parts';
+import { CommPartsSource, PartsSource } from './parts';
 import { isProgramJSON, isTraceJSON, ProgramJSON, TraceJSON } from './schema';
 import { ProgramGraphView } from './views/ProgramGraph';
 import { TraceTimelineView } from './views/TraceTimeline';
@@ -28,17 +28,17 @@ export function traceNote(trace: TraceJSON): string | undefined {
 }
 
 /** Render a program into `host`; resolves when laid out. */
-export async function showProgram(host: HTMLElement, data: unknown): Promise<Disposable> {
+export async function showProgram(host: HTMLElement, data: unknown, source?: PartsSource | null): Promise<Disposable> {
   if (!isProgramJSON(data)) {
     host.appendChild(h('div', { cls: 'jp-Kernelcore-error', text: 'not a kernelcore program (expected schema "kernelcore.program")' }));
     return { dispose: () => undefined };
   }
   // a big program's cell result holds its outline; group contents come from the notebook's kernel
   const id = data.lazy && typeof data.lazy.id === 'string' ? data.lazy.id : null;
-  const parts = id ? new CommPartsSource(host, id) : null;
+  const parts = source ?? (id ? new CommPartsSource(host, id) : null);
   const view = new ProgramGraphView(programModel(data), host, { local: true, parts });
   await view.ready;
-  return { dispose: () => { view.dispose(); parts?.dispose(); } };
+  return { dispose: () => { view.dispose(); (parts as { dispose?: () => void } | null)?.dispose?.(); } };
 }
 
 export function showTrace(host: HTMLElement, data: unknown): Disposable {

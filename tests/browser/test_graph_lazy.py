@@ -123,3 +123,28 @@ def test_kernel_restart_leaves_a_clear_message(page, lab):
         shot(cell, f"restart_widget_{tag}")
         shot(page.locator(".jp-Notebook .jp-Cell").nth(2), f"restart_mime_{tag}")
     page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Light' })")
+
+
+def test_the_file_viewer_opens_a_big_pdmodel_in_parts(page, lab):
+    import kernelcore as kc
+    from kernelcore.program_parts import LAZY_ABOVE
+    L = kc.layers
+    main, startup = kc.Program(), kc.Program()
+    with kc.program_guard(main, startup):
+        h = L.data("x", [-1, 8])
+        for _ in range(260):
+            h = L.fc(h, 8, act="relu")
+        kc.optimizer.SGD(learning_rate=0.1).minimize(L.mean(h), startup)
+    assert len(main.global_block().ops) > LAZY_ABOVE  # the server sends it in parts
+    kc.save_program(main, lab.root / "big_parts.pdmodel")
+    page.goto(f"{lab.url}/lab/tree/big_parts.pdmodel?reset&token={lab.token}")
+    view = page.locator(".jp-Kernelcore-fileView .jp-Kernelcore-ProgramGraph")
+    view.locator("svg.jp-Kernelcore-svg g.node").first.wait_for(timeout=90_000)
+    assert view.locator("svg g.node.jp-Kernelcore-op").count() < 10
+    _open_group(page, view, "repeat")  # fetched from the server extension, no kernel involved
+    assert view.locator("svg g.node.jp-Kernelcore-gkind-range").count() >= 2, view.locator(".jp-Kernelcore-note").text_content()
+    _open_group(page, view, "range")
+    _open_group(page, view, "layer")
+    assert view.locator("svg g.node.jp-Kernelcore-op").count() >= 3
+    assert not view.locator(".jp-Kernelcore-note").text_content()
+    shot(view, "lazy_file_viewer_opened_light")
