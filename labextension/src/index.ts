@@ -143,7 +143,9 @@ const debuggerPlugin: JupyterFrontEndPlugin<void> = {
   ) => {
     const current = () => {
       const panel = tracker?.currentWidget ?? null;
-      return panel ? { name: panel.context.path, nb: (panel.content.model as any) ?? null } : null;
+      return panel
+        ? { name: panel.context.path, nb: (panel.content.model as any) ?? null, kernel: (panel.sessionContext.session?.kernel as any) ?? null }
+        : null;
     };
     const sidebar = new KernelcoreSidebar(model, current);
     sidebar.title.icon = kernelcoreIcon;

@@ -144,14 +144,18 @@ export class CommPartsSource implements PartsSource {
   private _req = new Requests();
   private _comm: CommLike | null = null;
   private _kernel: KernelLike | null = null;
+  private _locate: () => KernelLike | null;
 
+  /** `where`: the output node (its notebook's kernel is found through the plugin), or a kernel getter. */
   constructor(
-    private _node: HTMLElement,
+    where: HTMLElement | (() => KernelLike | null),
     private _programId: string
-  ) {}
+  ) {
+    this._locate = typeof where === 'function' ? where : () => kernelFor(where);
+  }
 
   private _send = (msg: Record<string, unknown>) => {
-    const kernel = kernelFor(this._node);
+    const kernel = this._locate();
     if (!kernel || kernel.status === 'dead') {
       throw new Error('no kernel');
     }
