@@ -4,6 +4,8 @@
  * role and vars by kind; a click selects a node (`select` message, Python answers with `details`);
  * search highlights names; wheel zooms, drag pans. With `pruned` the removed parts are greyed, and with
  * a `pruned_program` the two are drawn side by side, a hover lighting the partner on the other side.
+ * A big program comes in parts (ProgramJSON 3 `lazy`): a group's ops are fetched when it opens and search
+ * runs in the kernel (the `parts` option: the widget's comm, the kernelcore.program comm or the server).
  *
  * Traits: program, pruned_program, selected, details, search, collapsed. See docs/frontend-contract.md.
  */
