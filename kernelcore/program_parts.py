@@ -295,8 +295,13 @@ class ProgramParts:
                 for k in (3, 4):
                     for _s, names in r[k]:
                         for nm in names:
-                            if nm in vgroup and vgroup[nm] not in L:
-                                refs[nm] = lift(vgroup[nm])
+                            if nm in vgroup:
+                                if vgroup[nm] not in L:
+                                    refs[nm] = lift(vgroup[nm])
+                            elif b > 0 and nm not in refs:
+                                outer = self._outer_ref(b, nm)
+                                if outer is not None:
+                                    refs[nm] = outer
         ext: dict = {}
         for g in L:
             for nm, go, into in blk.ext.get(g, ()):
@@ -317,6 +322,24 @@ class ProgramParts:
                 "external": [[var_id(b, nm), go, "in" if into else "out", n] for (nm, go, into), n in ext.items()],
                 "edges": [[a, z, n] for (a, z), n in edges.items()],
                 "known": [self._group_json(blk, g, L) for g in known]}
+
+    def _outer_ref(self, b: int, name: str):
+        """For a name a sub-block's op uses that an enclosing block declares inside one of its groups: the
+        group of that block's skeleton around it (known to the view from the start; the edge is drawn to
+        it while it is folded). None when the variable sits at block level (always sent) or nowhere."""
+        a = self.desc.blocks[b].parent_idx
+        while 0 <= a < len(self.blocks):
+            outer = self.blocks[a]
+            if name in outer.vgroup:
+                g = outer.vgroup[name]
+                if g is None:
+                    return None
+                first = {None, *outer.stages}
+                while outer.parent[g] not in first:
+                    g = outer.parent[g]
+                return g
+            a = self.desc.blocks[a].parent_idx if a > 0 else -1
+        return None
 
     def skeleton(self, pid: str | None = None, pruned=None) -> dict:
         """ProgramJSON version 3 with `lazy` set: the contents of block level and of the stages, the groups

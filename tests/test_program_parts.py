@@ -260,3 +260,29 @@ def test_the_file_viewers_server_sends_a_big_file_in_parts(tmp_path, monkeypatch
         server.program_file_parts(tmp_path, "big.pdmodel", "not json")
     with pytest.raises(server.ProgramRequestError):
         server.program_file_parts(tmp_path, "../big.pdmodel", "{}")
+
+
+def test_a_program_with_sub_blocks_in_parts():
+    from test_contract import training_program
+    from test_debug import rnn_program
+    for prog in (rnn_program()[0], training_program()[0]):
+        parts = ProgramParts(prog, prog.version)
+        skel = parts.skeleton("p")
+        check("ProgramJSON", skel)
+        whole = program_json(prog)
+        for sb, wb in zip(skel["blocks"], whole["blocks"]):
+            b = sb["idx"]
+            ops = {o["id"] for o in sb["ops"]}
+            vars_ = {v["id"] for v in sb["vars"]}
+            known = {g["id"]: g for g in sb["groups"]}
+            loaded = {g for g, x in known.items() if x["loaded"]}
+            while [g for g in known if g not in loaded]:
+                todo = [g for g in known if g not in loaded]
+                c = parts.contents(b, todo, sorted(loaded | set(todo)))
+                ops |= {o["id"] for o in c["ops"]}
+                vars_ |= {v["id"] for v in c["vars"]}
+                loaded |= set(todo)
+                for g in c["known"]:
+                    known.setdefault(g["id"], g)
+                assert set(c["refs"].values()) <= set(known) | {g["id"] for blk in whole["blocks"] for g in blk["groups"]}
+            assert ops == {o["id"] for o in wb["ops"]} and vars_ == {v["id"] for v in wb["vars"]}
