@@ -33,10 +33,8 @@ export function watchKernel(model: WidgetModel, root: HTMLElement): () => void {
   };
 }
 
-type Render = (props: RenderProps) => (() => void) | Promise<() => void>;
-
-/** An anywidget `render` that also shows the kernel-restarted notice on its element. */
-export function withKernelNotice(render: Render): Render {
+/** An anywidget `render` that also shows the kernel-restarted notice on its element (same return type). */
+export function withKernelNotice<R extends (() => void) | Promise<() => void>>(render: (props: RenderProps) => R): (props: RenderProps) => R {
   return (props: RenderProps) => {
     const unwatch = watchKernel(props.model, props.el);
     const done = render(props);
@@ -46,6 +44,6 @@ export function withKernelNotice(render: Render): Render {
       props.el.querySelector(':scope > .jp-Kernelcore-deadNote')?.remove();
       inner();
     };
-    return done instanceof Promise ? done.then(cleanup) : cleanup(done);
+    return (done instanceof Promise ? done.then(cleanup) : cleanup(done as () => void)) as R;
   };
 }
