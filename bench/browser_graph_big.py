@@ -8,7 +8,9 @@ tests/paddle_oracle/make_big_programs.py, run in the Paddle venv, skipped withou
 Per program, one fresh page, one notebook (its own kernel); the setup cell loads the program; then:
 - **visible**: `ProgramGraph(prog)` cell run (t = 0: the run command, so Python's JSON, the comm, the
   widget module and the layout are all inside) -> the graph's SVG painted (the first frame after it is in
-  the DOM). Same for `prog` (the MIME renderer, no widget).
+  the DOM). Same for `prog` (the MIME renderer, no widget). Programs over 2,000 ops are sent in parts
+  (kernelcore/program_parts.py): the first display builds the skeleton (cold); later ones of the same,
+  unchanged program reuse it (the cache is per program object and version).
 - **open**: a click on a folded group (the first repeat; then the first range in it; then a layer in
   that) -> the new SVG painted.
 - **search**: a name typed in the search box, Enter -> the groups around the match opened and the match
@@ -204,13 +206,20 @@ def run(quick: bool = False) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="kc_graph_big_"))
     res: dict = {"load_start": os.getloadavg()[0], "programs": {}}
     progs = _programs(tmp)
+    from kernelcore.program_parts import ProgramParts
     for name, p in progs.items():
         t = time.perf_counter()
         pj = program_json(p)
         js = time.perf_counter() - t
+        t = time.perf_counter()
+        skel = ProgramParts(p).skeleton("p1")  # what the cell sends: the skeleton (cold: no cache)
+        ss = time.perf_counter() - t
         res["programs"][name] = {"ops": sum(len(b.ops) for b in p.blocks), "program_json_s": js,
-                                 "json_mb": len(json.dumps(pj)) / 1e6}
-        print(f"{name}: {res['programs'][name]['ops']} ops, program_json {js:.2f} s (this process)", flush=True)
+                                 "json_mb": len(json.dumps(pj)) / 1e6, "skeleton_s": ss,
+                                 "skeleton_kb": len(json.dumps(skel)) / 1e3}
+        r = res["programs"][name]
+        print(f"{name}: {r['ops']} ops, whole program_json {js:.2f} s / {r['json_mb']:.1f} MB, skeleton {ss:.2f} s / "
+              f"{r['skeleton_kb']:.1f} kB (this process, cold)", flush=True)
     # this checkout's front end and Python first
     jpath = tmp / "jupyter_path"
     (jpath / "labextensions" / "@kernelcore").mkdir(parents=True)
@@ -318,7 +327,8 @@ def _measure(browser, lab, name: str, quick: bool) -> dict:
 def report(res: dict) -> None:
     print(f"\nbig programs (load avg {res['load_start']:.1f} -> {res.get('load_end', 0):.1f}; 2 cores shared)")
     for name, r in res["programs"].items():
-        print(f"- {name}: {r['ops']} ops, ProgramJSON {r['program_json_s']:.2f} s, {r['json_mb']:.1f} MB; "
+        print(f"- {name}: {r['ops']} ops, whole ProgramJSON {r['program_json_s']:.2f} s, {r['json_mb']:.1f} MB; "
+              f"sent skeleton {r.get('skeleton_s', 0):.2f} s, {r.get('skeleton_kb', 0):.1f} kB; "
               f"worker served {r.get('worker_served')}")
         for kind in ("widget", "mime"):
             for v in r.get(kind, []):

@@ -537,7 +537,7 @@ class Program:
         return f"<Program blocks={len(self.desc.blocks)} ops={nops}>"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        from .display import program_mimebundle
+        from .program_parts import program_mimebundle
         return program_mimebundle(self)
 
 

@@ -32,7 +32,40 @@ def mlp_v2(layers: int = 50) -> dict:
     return pj
 
 
-FIXTURES = {"mlp_v2.json": mlp_v2}
+def mlp_lazy(layers: int = 20) -> dict:
+    """The same program sent in parts (ProgramJSON version 3): {"skeleton", "whole": the whole ProgramJSON,
+    "replies": {key: what the kernel answers}} for the requests labextension/test/lazy.test.ts makes
+    (key: `{"g": sorted groups, "l": sorted loaded}` as JSON), and "search" (the hits for fc_7.w_0);
+    attributes left out, as above."""
+    from kernelcore.program_parts import ProgramParts
+    L = kc.layers
+    main, startup = kc.Program(), kc.Program()
+    with kc.program_guard(main, startup):
+        h = L.data("x", [-1, 4])
+        for _ in range(layers):
+            h = L.fc(h, 4, act="relu")
+        kc.optimizer.SGD(learning_rate=0.1).minimize(L.mean(h), startup)
+    parts = ProgramParts(main)
+    skel = parts.skeleton("p-fixture")
+    whole = program_json(main, dot=False)
+    groups = whole["blocks"][0]["groups"]
+    stages = [g["id"] for g in skel["blocks"][0]["groups"] if g["loaded"]]
+    repeat = next(g["id"] for g in groups if g["kind"] == "repeat" and g["parent"] == stages[0])
+    kid = next(g["id"] for g in groups if g["parent"] == repeat)
+    search = parts.search("fc_7.w_0")
+    hit = next(h for h in search["hits"] if h["name"] == "fc_7.w_0")
+    asks = [([repeat], stages), ([kid], stages + [repeat]), ([g for g in hit["path"] if g not in stages], stages)]
+    replies = {}
+    for opened, before in asks:
+        key = json.dumps({"g": sorted(opened), "l": sorted(before + opened)}, separators=(",", ":"))
+        replies[key] = parts.contents(0, opened, before + opened)
+    for o in [o for b in whole["blocks"] + skel["blocks"] for o in b["ops"]] + \
+            [o for c in replies.values() for o in c["ops"]]:
+        o["attrs"], o["comment"] = {}, ""
+    return {"skeleton": skel, "whole": whole, "replies": replies, "search": search}
+
+
+FIXTURES = {"mlp_v2.json": mlp_v2, "mlp_lazy.json": mlp_lazy}
 
 
 def render(name: str) -> str:

@@ -64,6 +64,27 @@ def test_program_json_of_training_pruned_control_flow_and_unsupported_programs()
     assert pj["blocks"][0]["ops"][0]["unsupported"] is True
 
 
+def test_a_program_in_parts_version_3():
+    """The skeleton, a group's contents, a search and the replies that carry them (kernelcore.program_parts)."""
+    from kernelcore.program_parts import ProgramParts
+    prog, _, _ = training_program()
+    assert program_json(prog)["version"] == 3 and program_json(prog)["lazy"] is None
+    parts = ProgramParts(prog, prog.version)
+    skel = parts.skeleton("p1")
+    check("ProgramJSON", skel)
+    assert skel["lazy"]["id"] == "p1"
+    blk = skel["blocks"][0]
+    todo = [g["id"] for g in blk["groups"] if not g["loaded"]]
+    loaded = [g["id"] for g in blk["groups"] if g["loaded"]]
+    c = parts.handle({"type": "contents", "block": 0, "groups": todo, "loaded": loaded + todo})
+    check("GroupContentsJSON", c)
+    check("PartsReplyJSON", {"type": "parts", "req": 1, "ok": True, "error": None, "result": c})
+    r = parts.handle({"type": "search", "query": "fc"})
+    check("SearchResultJSON", r)
+    assert r["total"] > 0
+    check("PartsReplyJSON", {"type": "parts", "req": 2, "ok": False, "error": "gone", "result": None})
+
+
 def test_trace_json_of_an_rnn_run_an_error_and_a_cut():
     prog, scope, feed, out = rnn_program()
     with kc.trace() as tr:

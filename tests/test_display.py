@@ -94,7 +94,7 @@ needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="no system Gr
 def test_program_json_shape_and_ids():
     prog, _ = nested_rnn_program()
     pj = program_json(prog)
-    assert pj["schema"] == "kernelcore.program" and pj["version"] == 2 and pj["pruned"] is None
+    assert pj["schema"] == "kernelcore.program" and pj["version"] == 3 and pj["pruned"] is None and pj["lazy"] is None
     assert [b["idx"] for b in pj["blocks"]] == [0, 1, 2]
     assert [b["parent"] for b in pj["blocks"]] == [-1, 0, 1]
     for b, block in zip(pj["blocks"], prog.blocks):

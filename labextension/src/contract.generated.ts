@@ -4,12 +4,14 @@
 /** A program: kernelcore.display.program_json (schema kernelcore.program). */
 export interface ProgramJSON {
   schema: "kernelcore.program";
-  /** 2: groups, group, forward and callsite */
+  /** 3: lazy (a big program's skeleton, its groups' contents fetched on demand); 2: groups, group, forward and callsite */
   version: number;
   blocks: BlockJSON[];
   pruned: PrunedJSON | null;
   /** the DOT source, only for programs of at most 1,000 nodes (the browser builds its own) */
   dot: string | null;
+  /** null: blocks hold every op and var; else blocks hold the skeleton (kernelcore/program_parts.py) */
+  lazy?: LazyJSON | null;
 }
 
 export interface BlockJSON {
@@ -17,8 +19,14 @@ export interface BlockJSON {
   parent: number;
   vars: VarJSON[];
   ops: OpJSON[];
-  /** parents listed before kids */
+  /** parents listed before kids; in a lazy program only the known groups (loaded ones and their kids) */
   groups: GroupJSON[];
+  /** lazy: [writer-side group, reader-side group, count] between known groups neither of which is loaded (each end lifted to the known group around it) */
+  edges?: GroupEdgeJSON[];
+  /** lazy: names the loaded ops use whose variables are not loaded -> the known group around the variable */
+  refs?: Record<string, string | null>;
+  /** lazy: edges from loaded variables to ops not loaded (the op's end lifted to a known group) */
+  external?: ExternalEdgeJSON[];
 }
 
 /** A group of ops in a block: a stage (forward/backward/optimize), a layer (name scope or name prefix), a repeat of alike layers, or a range cut from a big group. */
@@ -33,6 +41,12 @@ export interface GroupJSON {
   ops: number;
   /** repeat: how many alike siblings it holds */
   count?: number;
+  /** lazy: ops + vars directly in the group */
+  nodes?: number;
+  /** lazy: whether its direct ops and vars were sent (else fetched when it opens) */
+  loaded?: boolean;
+  /** lazy: how many groups sit directly in it */
+  kids?: number;
 }
 
 export interface VarJSON {
@@ -198,4 +212,52 @@ export interface MemoryFlowJSON {
   to: string;
   /** the timestep whose step wrote `from` (null: the initial state) */
   from_t?: number | null;
+}
+
+/** A big program sent in parts: its id in the kernel (for the kernelcore.program comm) and its totals. */
+export interface LazyJSON {
+  id: string | null;
+  ops: number;
+  vars: number;
+}
+
+export type GroupEdgeJSON = [string, string, number];
+
+/** [var id, the op's innermost group (null: block level), in (the op reads it) | out, count] */
+export type ExternalEdgeJSON = [string, string | null, "in" | "out", number];
+
+/** A lazy program's answer to opening groups (ProgramParts.contents): the ops and vars directly in `groups`; `known` (the groups the view may draw now); refs, external and edges for the new loaded set, replacing the view's. */
+export interface GroupContentsJSON {
+  block: number;
+  groups: (string | null)[];
+  ops: OpJSON[];
+  vars: VarJSON[];
+  refs: Record<string, string | null>;
+  external: ExternalEdgeJSON[];
+  edges: GroupEdgeJSON[];
+  known: GroupJSON[];
+}
+
+/** A lazy program's search over every name (ProgramParts.search). */
+export interface SearchResultJSON {
+  total: number;
+  hits: ({
+  id: string;
+  name: string;
+  block: number;
+  group: string | null;
+  /** the groups around the hit, outermost first */
+  path: string[];
+})[];
+  /** the groups on the hits' paths */
+  groups: Record<string, GroupJSON>;
+}
+
+/** The kernel's answer to a contents/search request (widget custom message with type parts, or the kernelcore.program comm). */
+export interface PartsReplyJSON {
+  type?: "parts";
+  req: number | null;
+  ok: boolean;
+  error: string | null;
+  result: GroupContentsJSON | SearchResultJSON | null;
 }

@@ -155,3 +155,22 @@ export function sanitizeSvg(root: Element): Element {
   }
   return root;
 }
+
+/**
+ * Resolve in a new task (a MessageChannel message: no 4 ms timer clamp), so the browser can paint and take
+ * input between the parts of a long piece of work; no main-thread task should run past ~200 ms.
+ */
+export function nextTask(): Promise<void> {
+  return new Promise(resolve => {
+    if (typeof MessageChannel === 'undefined') {
+      setTimeout(resolve, 0);
+      return;
+    }
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => {
+      ch.port1.close();
+      resolve();
+    };
+    ch.port2.postMessage(0);
+  });
+}

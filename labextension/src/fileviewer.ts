@@ -8,13 +8,51 @@ import { ABCWidgetFactory, DocumentRegistry, DocumentWidget, IDocumentWidget } f
 import { ServerConnection } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 import { button, clear, h } from './dom';
+import { PartsError, PartsSource, SearchResult } from './parts';
 import { Disposable, showProgram } from './render';
+import type { GroupContentsJSON } from './schema';
 
 export const PROGRAM_FILE_TYPE = 'kernelcore-program';
 export const PROGRAM_FACTORY = 'Kernelcore Program';
 
 export function programUrl(baseUrl: string, path: string): string {
   return `${URLExt.join(baseUrl, 'kernelcore', 'program')}?path=${encodeURIComponent(path)}`;
+}
+
+/** A big program file's parts, from the server extension (GET {baseUrl}kernelcore/program/parts). */
+export class ServerPartsSource implements PartsSource {
+  constructor(
+    private _settings: ServerConnection.ISettings,
+    private _path: string
+  ) {}
+
+  private async _ask(msg: Record<string, unknown>): Promise<any> {
+    const url = `${URLExt.join(this._settings.baseUrl, 'kernelcore', 'program', 'parts')}?path=${encodeURIComponent(this._path)}&request=${encodeURIComponent(JSON.stringify(msg))}`;
+    let resp: Response;
+    try {
+      resp = await ServerConnection.makeRequest(url, { method: 'GET' }, this._settings);
+    } catch (err) {
+      throw new PartsError(`could not reach the server: ${String((err as Error)?.message ?? err)}; reload the file`);
+    }
+    let body: any = null;
+    try {
+      body = await resp.json();
+    } catch {
+      body = null;
+    }
+    if (!resp.ok || !body || !body.ok) {
+      throw new PartsError(String(body?.error ?? body?.message ?? `${resp.status} ${resp.statusText}`));
+    }
+    return body.result;
+  }
+
+  contents(block: number, groups: Array<string | null>, loaded: string[]): Promise<GroupContentsJSON> {
+    return this._ask({ type: 'contents', block, groups, loaded });
+  }
+
+  search(query: string): Promise<SearchResult> {
+    return this._ask({ type: 'search', query });
+  }
 }
 
 export class ProgramFileView extends Widget {
@@ -68,7 +106,9 @@ export class ProgramFileView extends Widget {
       return;
     }
     this._status.textContent = '';
-    this._view = await showProgram(this._host, body);
+    // a big program comes as its skeleton: the server answers for its groups
+    const parts = body && body.lazy ? new ServerPartsSource(this._settings, this.path) : null;
+    this._view = await showProgram(this._host, body, parts);
   }
 
   private _fail(message: string): void {

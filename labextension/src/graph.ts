@@ -51,12 +51,20 @@ export interface GCluster {
   /** version 2 groups: stage | layer | repeat | range (from the ProgramJSON); absent for index runs */
   gkind?: string;
   count?: number; // repeat: how many alike siblings
+  /** false: a lazy program's group whose ops and vars were not fetched yet (`nodes` is then empty) */
+  loaded: boolean;
+  /** ops + vars directly inside, fetched or not */
+  direct: number;
+  /** groups directly inside, known or not (a lazy program's unfetched group knows no kids yet) */
+  kidsCount: number;
 }
 
 export interface GEdge {
-  from: string; // node key
-  to: string; // node key, or a cluster id for kind "sub"
-  kind: 'data' | 'sub';
+  from: string; // node key (or, kind "gdata", a cluster id)
+  to: string; // node key, or a cluster id for kinds "sub" and "gdata"
+  /** gdata: a data edge of a lazy program with an end in a group not fetched yet (drawn to its folded node) */
+  kind: 'data' | 'sub' | 'gdata';
+  n?: number; // gdata: how many var-op edges it stands for
 }
 
 /** A user string fit for a one-line label: control characters to spaces, cut to `max`. */
@@ -132,10 +140,46 @@ export class ProgramGraphModel {
     this._build();
   }
 
+  /** A lazy program (ProgramJSON version 3 `lazy`): only some groups' ops and vars are here. */
+  get lazy(): boolean {
+    return !!this.program.lazy;
+  }
+
   get opCount(): number {
+    if (this.program.lazy && Number.isFinite(Number(this.program.lazy.ops))) {
+      return Number(this.program.lazy.ops);
+    }
     let n = 0;
     this.blocks.forEach(b => (n += (b.ops ?? []).length));
     return n;
+  }
+
+  /** Ops and vars in the whole program (a lazy one's included). */
+  get totalNodes(): number {
+    const lz = this.program.lazy;
+    if (lz && Number.isFinite(Number(lz.ops)) && Number.isFinite(Number(lz.vars))) {
+      return Number(lz.ops) + Number(lz.vars);
+    }
+    return this.nodes.size;
+  }
+
+  /** Groups open and in view with `collapsed` folded whose contents are not here yet, by block. */
+  unloadedOpen(collapsed: Set<string>): Map<number, string[]> {
+    const out = new Map<number, string[]>();
+    const todo = [...this.topClusters];
+    while (todo.length) {
+      const c = this.clusters.get(todo.pop()!)!;
+      if (collapsed.has(c.id)) {
+        continue;
+      }
+      if (!c.loaded) {
+        const list = out.get(c.block) ?? [];
+        list.push(c.id);
+        out.set(c.block, list);
+      }
+      todo.push(...c.kids);
+    }
+    return out;
   }
 
   /** The var node key for `name` seen from block `b`: declared there or in an ancestor. */
@@ -232,6 +276,12 @@ export class ProgramGraphModel {
             for (const raw of Array.isArray(list) ? list : []) {
               const name = String(raw);
               let vk = this.resolveVar(b.idx, name);
+              const ref = vk ? undefined : b.refs?.[name];
+              if (!vk && typeof ref === 'string') {
+                // a lazy program's variable not fetched yet: the edge goes to its group's folded node
+                this.edges.push(dir === 'in' ? { from: ref, to: node.key, kind: 'gdata', n: 1 } : { from: node.key, to: ref, kind: 'gdata', n: 1 });
+                continue;
+              }
               if (!vk) {
                 const imp = this._addNode({
                   id: `v${b.idx}:${name}`,
@@ -273,7 +323,10 @@ export class ProgramGraphModel {
           kids: [],
           total: 0,
           owner: own ? String(own.id) : undefined,
-          opCount: (b.ops ?? []).length
+          opCount: (b.ops ?? []).length,
+          loaded: true,
+          direct: 0,
+          kidsCount: 0
         });
       }
     }
@@ -320,7 +373,10 @@ export class ProgramGraphModel {
               nodes: [],
               kids: [],
               total: 0,
-              opCount: 0
+              opCount: 0,
+              loaded: true,
+              direct: 0,
+              kidsCount: 0
             };
             (cur as GCluster & { first?: number }).first = i;
             this.clusters.set(gid, cur);
@@ -403,10 +459,17 @@ export class ProgramGraphModel {
     });
     const total = (id: string): number => {
       const c = this.clusters.get(id)!;
-      c.total = c.nodes.length + c.kids.reduce((s, k) => s + total(k), 0);
+      if (c.loaded) {
+        c.direct = c.nodes.length;
+        c.kidsCount = c.kids.length;
+      }
+      c.total = c.direct + c.kids.reduce((s, k) => s + total(k), 0);
       return c.total;
     };
     this.topClusters.forEach(total);
+    if (this.lazy) {
+      this._lazyEdges();
+    }
     // Sub-block edges: the owner op -> its block's cluster.
     this.clusters.forEach(c => {
       const ownKey = c.kind === 'block' && c.owner ? this.byId.get(c.owner) : undefined;
@@ -437,7 +500,10 @@ export class ProgramGraphModel {
         kids: [],
         total: 0,
         opCount: Number.isFinite(Number(g.ops)) ? Number(g.ops) : 0,
-        count: typeof g.count === 'number' ? g.count : undefined
+        count: typeof g.count === 'number' ? g.count : undefined,
+        loaded: g.loaded !== false,
+        direct: Number.isFinite(Number(g.nodes)) ? Number(g.nodes) : 0,
+        kidsCount: Number.isFinite(Number(g.kids)) ? Number(g.kids) : 0
       });
     }
     for (const g of b.groups ?? []) {
@@ -452,13 +518,41 @@ export class ProgramGraphModel {
   }
 
   /**
+   * A lazy program's data edges with an end not fetched: from its sent variables to ops not sent
+   * (`external`), and between two groups neither of which is fetched (`edges`). Edges with an end in a
+   * fetched group come from that group's own ops and refs.
+   */
+  private _lazyEdges(): void {
+    const loaded = (g: string | null) => g === null || this.clusters.get(g)?.loaded !== false;
+    this.blocks.forEach(b => {
+      for (const e of b.external ?? []) {
+        if (!Array.isArray(e) || loaded(e[1] as string | null) || !this.clusters.has(String(e[1]))) {
+          continue;
+        }
+        const vk = this.byId.get(String(e[0]));
+        if (!vk) {
+          continue;
+        }
+        const n = Number(e[3]) || 1;
+        this.edges.push(e[2] === 'in' ? { from: vk, to: String(e[1]), kind: 'gdata', n } : { from: String(e[1]), to: vk, kind: 'gdata', n });
+      }
+      for (const e of b.edges ?? []) {
+        if (!Array.isArray(e) || loaded(e[0]) || loaded(e[1]) || !this.clusters.has(e[0]) || !this.clusters.has(e[1])) {
+          continue;
+        }
+        this.edges.push({ from: e[0], to: e[1], kind: 'gdata', n: Number(e[2]) || 1 });
+      }
+    });
+  }
+
+  /**
    * Clusters that start collapsed: none in a program of at most COLLAPSE_THRESHOLD nodes; else every group
    * but the stages (forward / backward / optimize stay open: their direct content is bounded by the
    * hierarchy), and every cluster of more than COLLAPSE_THRESHOLD nodes.
    */
   defaultCollapsed(): string[] {
     const out: string[] = [];
-    if (this.hierarchical && this.nodes.size <= COLLAPSE_THRESHOLD) {
+    if (this.hierarchical && this.totalNodes <= COLLAPSE_THRESHOLD) {
       return out; // a small program is drawn whole
     }
     this.clusters.forEach(c => {
@@ -479,7 +573,7 @@ export class ProgramGraphModel {
         n++;
         continue;
       }
-      n += c.nodes.length;
+      n += c.loaded ? c.nodes.length : c.direct;
       todo.push(...c.kids);
     }
     return n;
@@ -500,7 +594,8 @@ export class ProgramGraphModel {
       const later: string[] = [];
       for (const id of frontier) {
         const c = this.clusters.get(id)!;
-        const grow = c.nodes.length + c.kids.length - 1;
+        // (an unfetched group's kids are not known yet: "expand all" opens them in a later round)
+        const grow = c.loaded ? c.nodes.length + c.kids.length - 1 : c.direct + c.kidsCount - 1;
         if (count + grow <= budget) {
           next.delete(id);
           count += grow;
@@ -680,14 +775,35 @@ export class ProgramGraphModel {
       }
       return st;
     };
-    type Drawn = { a: string; b: string; kind: GEdge['kind']; attrs: string; count: number; folded: boolean };
+    type Drawn = { a: string; b: string; kind: 'data' | 'sub'; attrs: string; count: number; folded: boolean };
     const drawn = new Map<string, Drawn>();
+    // a gdata end that is a cluster id: the folded cluster around it (an unfetched group is always folded)
+    const visG = (v: string): string | null => {
+      if (!this.clusters.has(v)) {
+        return vis(v);
+      }
+      let f = foldOf.get(v);
+      if (f === undefined) {
+        f = this.collapsedAround(v, collapsed);
+        foldOf.set(v, f);
+      }
+      return f;
+    };
     for (const e of this.edges) {
-      const from = vis(e.from);
+      const from = e.kind === 'gdata' ? visG(e.from) : vis(e.from);
+      if (from === null) {
+        continue;
+      }
       let to: string;
       let lhead = '';
       let ltail = '';
-      if (e.kind === 'sub') {
+      if (e.kind === 'gdata') {
+        const t = visG(e.to);
+        if (t === null) {
+          continue;
+        }
+        to = t;
+      } else if (e.kind === 'sub') {
         const hidden = this.collapsedAround(e.to, collapsed);
         if (hidden) {
           to = hidden;
@@ -711,7 +827,9 @@ export class ProgramGraphModel {
       let b = endpoint(to);
       let sigA = a;
       let sigB = b;
-      if (e.kind === 'data' && this.hierarchical) {
+      const kind: 'data' | 'sub' = e.kind === 'sub' ? 'sub' : 'data';
+      const weight = e.n ?? 1;
+      if (kind === 'data' && this.hierarchical) {
         // Between stages (forward -> backward, optimize -> forward...) one edge per pair of stages, from
         // the stage cluster (or its folded node), not one per variable: each would span the whole open
         // stage and Graphviz's crossing minimisation grows with them. Edges back to an earlier stage do
@@ -734,7 +852,7 @@ export class ProgramGraphModel {
           const sig = `S:${sa}>S:${sb}`;
           const have = drawn.get(sig);
           if (have) {
-            have.count++;
+            have.count += weight;
             continue;
           }
           const back = this.topClusters.indexOf(sa) > this.topClusters.indexOf(sb);
@@ -743,13 +861,13 @@ export class ProgramGraphModel {
             b: lb[0],
             kind: 'data',
             attrs: `${la[1] ? `, ltail=${la[1]}` : ''}${lb[1] ? `, lhead=${lb[1]}` : ''}${back ? ', constraint=false, style=dashed' : ''}, class="jp-Kernelcore-stageedge"`,
-            count: 1,
+            count: weight,
             folded: false
           });
           continue;
         }
       }
-      if (e.kind === 'data' && fromFolded !== toFolded && !this.hierarchical) {
+      if (kind === 'data' && fromFolded !== toFolded && !this.hierarchical) {
         // the open end: a node, or the open group it sits in
         const openEnd = fromFolded ? to : from;
         const grp = openGroupOf(openEnd);
@@ -767,14 +885,14 @@ export class ProgramGraphModel {
           }
         }
       }
-      const sig = `${sigA}>${sigB}>${e.kind}`;
+      const sig = `${sigA}>${sigB}>${kind}`;
       const have = drawn.get(sig);
       if (have) {
-        have.count++;
+        have.count += weight;
         continue;
       }
-      const style = e.kind === 'sub' ? `, style=dashed, class="jp-Kernelcore-subedge"` : '';
-      drawn.set(sig, { a, b, kind: e.kind, attrs: `${style}${ltail}${lhead}`, count: 1, folded: fromFolded && toFolded });
+      const style = kind === 'sub' ? `, style=dashed, class="jp-Kernelcore-subedge"` : '';
+      drawn.set(sig, { a, b, kind, attrs: `${style}${ltail}${lhead}`, count: weight, folded: fromFolded && toFolded });
     }
     let n = 0;
     drawn.forEach(d => {

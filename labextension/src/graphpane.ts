@@ -2,11 +2,13 @@
  * One laid-out program graph: renders a ProgramGraphModel through Graphviz (WASM), maps the SVG back
  * to program ids, and handles zoom (wheel), pan (drag), fit, clicks and hovers.
  */
-import { clear, h } from './dom';
+import { clear, h, nextTask } from './dom';
 import { ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from './graph';
 import { cancelLayout, layoutEngine, LayoutError } from './layout';
 
 let paneCounter = 0;
+/** Above this many drawn nodes there is no overview (copying a huge drawing costs more than it shows). */
+const MINIMAP_MAX_NODES = 1000;
 /** Screen pixels per Graphviz point below which a graph opens zoomed in (10pt labels stay readable). */
 const MIN_SCALE = 0.6;
 /** Fit shows the whole graph only where labels stay this readable (screen px per Graphviz point). */
@@ -18,6 +20,8 @@ type Hit = { type: 'node'; id: string } | { type: 'cluster'; cid: string };
 export interface PaneClasses {
   removed?: Set<string>;
   matches?: Set<string>; // node keys
+  /** folded groups holding search hits that are not drawn (a lazy program's unfetched ops and vars) */
+  matchClusters?: Set<string>;
   selected?: string;
   current?: Set<string>;
   partner?: Set<string>;
@@ -125,6 +129,10 @@ export class GraphPane {
     }
     if (gen !== this._gen) {
       return false; // a newer render won
+    }
+    await nextTask(); // what Graphviz gave is parsed; putting it in place is a task of its own
+    if (gen !== this._gen) {
+      return false;
     }
     this._signal = null;
     this._install(svg, keepView);
@@ -323,7 +331,17 @@ export class GraphPane {
     }
     this.svg = svg;
     this.canvas.appendChild(svg);
-    this._buildMinimap(svg);
+    // the overview copy is not needed for the first paint: built in a later task
+    clear(this.minimap);
+    this._miniSvg = null;
+    this._miniRect = null;
+    this.minimap.classList.add('jp-Kernelcore-hidden');
+    const gen = this._gen;
+    setTimeout(() => {
+      if (gen === this._gen && this.svg === svg) {
+        this._buildMinimap(svg);
+      }
+    }, 50);
   }
 
   /** Put state classes on the drawn elements. */
@@ -350,6 +368,7 @@ export class GraphPane {
     };
     s.removed?.forEach(id => mark(id, 'jp-Kernelcore-pruned', true));
     s.matches?.forEach(key => mark(g.nodes.get(key)?.id ?? key, 'jp-Kernelcore-match'));
+    s.matchClusters?.forEach(cid => this.clusterEls.get(cid)?.classList.add('jp-Kernelcore-match'));
     s.current?.forEach(id => mark(id, 'jp-Kernelcore-current'));
     s.partner?.forEach(id => mark(id, 'jp-Kernelcore-partner'));
     s.twin?.forEach(id => mark(id, 'jp-Kernelcore-twin'));
@@ -384,7 +403,7 @@ export class GraphPane {
     this._miniSvg = null;
     this._miniRect = null;
     const b0 = this._vb0;
-    if (!b0 || svg.querySelectorAll('g.node').length > 2000) {
+    if (!b0 || svg.querySelectorAll('g.node').length > MINIMAP_MAX_NODES) {
       this.minimap.classList.add('jp-Kernelcore-hidden');
       return; // (a copy of a huge drawing costs more than it shows)
     }

@@ -16,6 +16,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { setDebuggerModel } from './debugactions';
 import { DebuggerModel } from './debugmodel';
 import { PROGRAM_FACTORY, PROGRAM_FILE_TYPE, ProgramFileFactory } from './fileviewer';
+import { setKernelLookup } from './parts';
 import { Command } from './protocol';
 import { KernelcoreSidebar } from './sidebar';
 import { TensorPanel } from './tensorpanel';
@@ -98,6 +99,16 @@ const modelPlugin: JupyterFrontEndPlugin<IKernelcoreDebuggerModel> = {
   optional: [INotebookTracker],
   activate: (_app: JupyterFrontEnd, tracker: INotebookTracker | null): IKernelcoreDebuggerModel => {
     const model = new DebuggerModel();
+    // the program renderer (a cell result) fetches a big program's groups from the kernel of its notebook
+    setKernelLookup(node => {
+      let kernel: any = null;
+      tracker?.forEach(panel => {
+        if (!kernel && panel.node.contains(node)) {
+          kernel = panel.sessionContext.session?.kernel ?? null;
+        }
+      });
+      return kernel;
+    });
     const follow = () => {
       const panel = tracker?.currentWidget ?? null;
       model.setKernel((panel?.sessionContext.session?.kernel as any) ?? null, !!panel);
@@ -135,7 +146,9 @@ const debuggerPlugin: JupyterFrontEndPlugin<void> = {
   ) => {
     const current = () => {
       const panel = tracker?.currentWidget ?? null;
-      return panel ? { name: panel.context.path, nb: (panel.content.model as any) ?? null } : null;
+      return panel
+        ? { name: panel.context.path, nb: (panel.content.model as any) ?? null, kernel: (panel.sessionContext.session?.kernel as any) ?? null }
+        : null;
     };
     // programs drawn as outputs or files (the MIME renderer, the file viewer) act on the live session through
     // the model this plugin was given

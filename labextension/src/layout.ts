@@ -5,7 +5,7 @@
  * A layout has a time budget (past it the worker is stopped and the view says so) and can be cancelled
  * (a newer layout of the same view supersedes it). The SVG text is parsed and sanitized here.
  */
-import { sanitizeSvg } from './dom';
+import { nextTask, sanitizeSvg } from './dom';
 
 export interface LayoutOptions {
   /** Milliseconds before the layout is abandoned (the worker is stopped and restarted). */
@@ -187,13 +187,19 @@ export function sharedLayout(): SharedLayout {
   return g[SHARED]!;
 }
 
-/** SVG text to a sanitized SVG element. */
-export function parseSvg(text: string): SVGSVGElement {
+/** SVG text to an SVG element, not yet sanitized. */
+function parseOnly(text: string): SVGSVGElement {
   const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
   const svg = doc.documentElement as unknown as SVGSVGElement;
   if (!svg || svg.nodeName.toLowerCase() !== 'svg') {
     throw new LayoutError('Graphviz returned no SVG');
   }
+  return svg;
+}
+
+/** SVG text to a sanitized SVG element. */
+export function parseSvg(text: string): SVGSVGElement {
+  const svg = parseOnly(text);
   sanitizeSvg(svg);
   return svg;
 }
@@ -205,7 +211,14 @@ export const workerLayout: LayoutEngine = async (dot, options = {}) => {
   if (options.signal?.cancelled) {
     throw new LayoutError('cancelled');
   }
-  return parseSvg(text);
+  // parsing and sanitizing a big drawing are two tasks, not one long one
+  const svg = parseOnly(text);
+  await nextTask();
+  if (options.signal?.cancelled) {
+    throw new LayoutError('cancelled');
+  }
+  sanitizeSvg(svg);
+  return svg;
 };
 
 let engine: LayoutEngine = workerLayout;

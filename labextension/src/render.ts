@@ -6,6 +6,7 @@
 import { modelActions } from './debugactions';
 import { h } from './dom';
 import { LocalModel } from './model';
+import { CommPartsSource, PartsSource } from './parts';
 import { isProgramJSON, isTraceJSON, ProgramJSON, TraceJSON } from './schema';
 import { ProgramGraphView } from './views/ProgramGraph';
 import { TraceTimelineView } from './views/TraceTimeline';
@@ -31,14 +32,17 @@ export function traceNote(trace: TraceJSON): string | undefined {
  * Render a program into `host`; resolves when laid out. Its details panel gets the debug actions over the
  * plugin's debugger model (the active notebook kernel's live session) when the plugin has started.
  */
-export async function showProgram(host: HTMLElement, data: unknown): Promise<Disposable> {
+export async function showProgram(host: HTMLElement, data: unknown, source?: PartsSource | null): Promise<Disposable> {
   if (!isProgramJSON(data)) {
     host.appendChild(h('div', { cls: 'jp-Kernelcore-error', text: 'not a kernelcore program (expected schema "kernelcore.program")' }));
     return { dispose: () => undefined };
   }
-  const view = new ProgramGraphView(programModel(data), host, { local: true, debug: modelActions() });
+  // a big program's cell result holds its outline; group contents come from the notebook's kernel
+  const id = data.lazy && typeof data.lazy.id === 'string' ? data.lazy.id : null;
+  const parts = source ?? (id ? new CommPartsSource(host, id) : null);
+  const view = new ProgramGraphView(programModel(data), host, { local: true, parts, debug: modelActions() });
   await view.ready;
-  return view;
+  return { dispose: () => { view.dispose(); (parts as { dispose?: () => void } | null)?.dispose?.(); } };
 }
 
 export function showTrace(host: HTMLElement, data: unknown): Disposable {

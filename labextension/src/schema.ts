@@ -60,7 +60,18 @@ export interface GroupJSON {
   last: number;
   ops: number;
   count?: number; // repeat: how many alike siblings
+  /** version 3, lazy programs: ops + vars directly in the group */
+  nodes?: number;
+  /** version 3, lazy programs: whether its direct ops and vars are in `ops`/`vars` (else fetched on opening) */
+  loaded?: boolean;
+  /** version 3, lazy programs: how many groups sit directly in it (known or not yet) */
+  kids?: number;
 }
+
+/** [group of the writer side, group of the reader side, how many var-op edges] (innermost groups). */
+export type GroupEdgeJSON = [string, string, number];
+/** [var id, the op's innermost group (null: block level), "in": the op reads it | "out": writes it, count] */
+export type ExternalEdgeJSON = [string, string | null, 'in' | 'out' | string, number];
 
 export interface BlockJSON {
   idx: number;
@@ -68,6 +79,41 @@ export interface BlockJSON {
   vars: VarJSON[];
   ops: OpJSON[];
   groups?: GroupJSON[];
+  /** version 3, lazy programs: merged edges between innermost groups */
+  edges?: GroupEdgeJSON[];
+  /** version 3, lazy programs: names the sent ops use whose variables were not sent -> their group */
+  refs?: Record<string, string | null>;
+  /** version 3, lazy programs: edges from sent variables to ops not sent */
+  external?: ExternalEdgeJSON[];
+}
+
+/** What a lazy program's group fetch answers (kernelcore.program_parts.ProgramParts.contents). */
+export interface GroupContentsJSON {
+  block: number;
+  groups: Array<string | null>;
+  ops: OpJSON[];
+  vars: VarJSON[];
+  refs: Record<string, string | null>;
+  external: ExternalEdgeJSON[];
+  /** replaces the block's edges */
+  edges: GroupEdgeJSON[];
+  /** the groups the view may draw now (the loaded ones and their kids), parents first */
+  known: GroupJSON[];
+}
+
+export interface SearchHitJSON {
+  id: string;
+  name: string;
+  block: number;
+  group: string | null;
+  /** the groups around the hit, outermost first */
+  path?: string[];
+}
+
+export interface LazyJSON {
+  id: string | null; // the program id the kernel knows it by
+  ops: number; // in the whole program
+  vars: number;
 }
 
 export interface PrunedJSON {
@@ -82,6 +128,8 @@ export interface ProgramJSON {
   blocks: BlockJSON[];
   pruned?: PrunedJSON | null;
   dot?: string | null;
+  /** version 3: null, or set when `blocks` holds only the skeleton (group contents come on demand) */
+  lazy?: LazyJSON | null;
 }
 
 export type PreviewKind = 'heatmap' | 'sparkline' | 'scalar';

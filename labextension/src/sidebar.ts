@@ -12,6 +12,7 @@
  */
 import { Widget } from '@lumino/widgets';
 import { button, clear, formatNumber, formatShape, h } from './dom';
+import { CommPartsSource, KernelLike } from './parts';
 import { programModel } from './render';
 import { isProgramJSON, PROGRAM_MIME, TRACE_MIME } from './schema';
 import { Command, Origin, Session, WatchCond } from './protocol';
@@ -105,6 +106,7 @@ export class KernelcoreSidebar extends Widget {
   private _graphHost: HTMLElement;
   private _graphNote: HTMLElement;
   private _graph: ProgramGraphView | null = null;
+  private _graphParts: CommPartsSource | null = null;
   private _graphData: unknown = undefined;
   private _opTypes: HTMLSelectElement;
   private _shownScope: number | null = null;
@@ -114,7 +116,7 @@ export class KernelcoreSidebar extends Widget {
 
   constructor(
     readonly model: IKernelcoreDebuggerModel,
-    private _find: () => { name: string; nb: NotebookLike | null } | null = () => null
+    private _find: () => { name: string; nb: NotebookLike | null; kernel?: KernelLike | null } | null = () => null
   ) {
     super();
     this.id = 'jp-kernelcore-debugger';
@@ -389,7 +391,11 @@ export class KernelcoreSidebar extends Widget {
         button('Run to here', () => void this.run('run_to', { block, op: idx }), { cls: 'jp-Kernelcore-runToHere' })
       );
     });
-    this._graph = new ProgramGraphView(m, this._graphHost, { local: true });
+    // a big program's output holds its outline: the groups come from the notebook's kernel, as in the output
+    const pid = data.lazy && typeof data.lazy.id === 'string' ? data.lazy.id : null;
+    this._graphParts?.dispose();
+    this._graphParts = pid ? new CommPartsSource(() => this._find()?.kernel ?? null, pid) : null;
+    this._graph = new ProgramGraphView(m, this._graphHost, { local: true, parts: this._graphParts });
     if (this.model.session) {
       this._markGraph(this.model.session);
     }
@@ -407,6 +413,7 @@ export class KernelcoreSidebar extends Widget {
   dispose(): void {
     this.model.changed.disconnect(this._render, this);
     this._graph?.dispose();
+    this._graphParts?.dispose();
     super.dispose();
   }
 }

@@ -262,7 +262,7 @@ describe('DOT escaping', () => {
     const ops = p.blocks[0].ops;
     // the last op (in the last group) reads every variable made in group 1 (ops 100-199), and the
     // first op of group 1 writes a second output read in group 2: many edges between the same pairs
-    ops[399].inputs = { X: ['t399'], Y: ops.slice(100, 200).map(o => o.outputs.Out[0]) };
+    ops[399].inputs = { X: ['t399'], Y: ops.slice(100, 200).map(o => o.outputs?.Out[0] ?? "") };
     ops[250].inputs = { X: ['t250'], Y: ['t101', 't150', 't199'] };
     const g = new ProgramGraphModel(p);
     const groups = [...g.clusters.values()].filter(c => c.kind === 'group').map(c => c.id);

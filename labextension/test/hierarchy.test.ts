@@ -148,6 +148,7 @@ describe('minimap', () => {
     const m = new FakeModel({ program: MLP, pruned_program: null, selected: '', details: {}, search: '', collapsed: [] });
     const view = new ProgramGraphView(m as never, el, { local: true });
     await view.ready;
+    await new Promise(r => setTimeout(r, 100)); // the overview is built in a task after the first paint
     const mini = view.left.minimap;
     expect(mini.classList.contains('jp-Kernelcore-hidden')).toBe(true); // all in view
     // the copy holds no node the view's own queries could mistake for the drawing's

@@ -210,6 +210,7 @@ class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
         table = {name: (lambda _c, name=name: self._run(name)) for name in COMMANDS}
         table["select"] = lambda c: (self._timeline_select(c) if "seq" in c else self._graph_select(c))
         table["open"] = self._forest_open
+        table["contents"] = table["search"] = self._graph_parts  # a big program's groups, fetched as opened
         if self._has_rnn:  # a goto may run the session forward: the other views follow
             table["goto"] = self._stepper_goto
             table["prev"] = self._stepper_prev

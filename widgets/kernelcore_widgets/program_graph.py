@@ -9,6 +9,7 @@ import traitlets as t
 import kernelcore as kc
 from kernelcore.debug import active_session, session_hooks
 from kernelcore.display import op_id, parse_node_id, program_json, var_id
+from kernelcore.program_parts import program_view_json
 
 from ._base import STATIC, KCWidget
 from .comm import pin_to_main_shell
@@ -78,7 +79,8 @@ class GraphState(t.HasTraits):
         self._program = as_program(program)
         self._pruned = pruned
         self._scope = scope
-        self.program = program_json(self._program, pruned)
+        # a big program: its skeleton; the view asks for a group's ops when it opens it (`contents`)
+        self.program, self._parts = program_view_json(self._program, pruned)
         self.pruned_program = program_json(pruned.program) if side_by_side else None
 
     # -- Python API -------------------------------------------------------------------------------------
@@ -109,6 +111,28 @@ class GraphState(t.HasTraits):
         return self.details
 
     # -- messages ---------------------------------------------------------------------------------------
+    def _graph_parts(self, content) -> None:
+        """`{"type": "contents"|"search", "req": n, ...}` -> `{"type": "parts", "req": n, "ok", "error",
+        "result"}` (a custom message; the parts of a big program, kernelcore.program_parts)."""
+        req = content.get("req")
+        if self._parts is None:
+            self.send({"type": "parts", "req": req, "ok": False, "error": "this program was sent whole",
+                       "result": None})
+            return
+        result = self._parts.handle(content)
+        err = result.get("error")
+        self.send({"type": "parts", "req": req, "ok": err is None, "error": err, "result": None if err else result})
+
+    def _op_entry(self, b: int, i: int) -> dict:
+        if getattr(self, "_parts", None) is not None:
+            return self._parts.op_json(b, i)
+        return next(o for o in self.program["blocks"][b]["ops"] if o["idx"] == i)
+
+    def _var_entry(self, b: int, name: str) -> dict:
+        if getattr(self, "_parts", None) is not None:
+            return self._parts.var_json(b, name)
+        return next(v for v in self.program["blocks"][b]["vars"] if v["name"] == name)
+
     def _graph_select(self, content) -> None:
         node_id = content.get("id")
         self.select(node_id if isinstance(node_id, str) else "")
@@ -162,7 +186,7 @@ class GraphState(t.HasTraits):
             opdef = None
         ins, in_comments = self._io(block, op.inputs, opdef)
         outs, out_comments = self._io(block, op.outputs, opdef)
-        op_json = next(o for o in self.program["blocks"][b]["ops"] if o["idx"] == i)
+        op_json = self._op_entry(b, i)
         attr_comments = {}
         if opdef is not None:
             for name in op_json["attrs"]:
@@ -183,7 +207,10 @@ class GraphState(t.HasTraits):
 
     def _group_path(self, b: int, gid) -> list:
         """The labels of group `gid` and the groups around it, outermost first."""
-        groups = {g["id"]: g for g in self.program["blocks"][b].get("groups", ())}
+        if getattr(self, "_parts", None) is not None:  # the skeleton holds only the groups shown so far
+            groups = self._parts.blocks[b].by_id
+        else:
+            groups = {g["id"]: g for g in self.program["blocks"][b].get("groups", ())}
         out = []
         while gid is not None and gid in groups and len(out) < 1000:
             out.append(groups[gid]["label"])
@@ -194,7 +221,7 @@ class GraphState(t.HasTraits):
         prog = self._program
         if not 0 <= b < prog.num_blocks or not prog.block(b).has_var(name):
             return {"id": node_id, "error": f"block {b} declares no variable {name!r}"}
-        vj = next(v for v in self.program["blocks"][b]["vars"] if v["name"] == name)
+        vj = self._var_entry(b, name)
         writers, readers = [], []
         for blk in prog.blocks:
             here = blk.find_var_recursive(name)
@@ -246,7 +273,8 @@ class ProgramGraph(GraphState, KCWidget):
         super().close()
 
     def _messages(self) -> dict:
-        return {"select": self._graph_select, "debug": self._debug_action}
+        return {"select": self._graph_select, "debug": self._debug_action, "contents": self._graph_parts,
+                "search": self._graph_parts}
 
     # -- breakpoints from this graph into the kernel's live session ------------------------------------------
     def _live(self):

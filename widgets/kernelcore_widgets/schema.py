@@ -23,7 +23,8 @@ SAMPLE_SIDE = 16  # a sample holds at most SAMPLE_SIDE x SAMPLE_SIDE values
 
 
 # --------------------------------------------------------------------------------------------------------
-# ProgramJSON (schema "kernelcore.program", version 2): kernelcore.display.program_json builds it.
+# ProgramJSON (schema "kernelcore.program", version 3): kernelcore.display.program_json builds it (and
+# kernelcore.program_parts the skeleton of a big program, whose groups carry nodes/kids/loaded).
 class VarJSON(TypedDict):
     id: str                 # "v<block>:<name>", the declaring block
     name: str

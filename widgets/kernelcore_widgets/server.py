@@ -1,6 +1,9 @@
 """The Jupyter server extension: `GET /kernelcore/program?path=<file>` -> the ProgramJSON of a program file
 under the server's root (a `.pdmodel`, `__model__` or kernelcore program), so JupyterLab's file viewer can
-draw files it cannot parse in the browser. Errors are JSON 4xx, `{"message": ...}`, naming the problem:
+draw files it cannot parse in the browser; for a program of more than 2,000 ops that is its skeleton
+(ProgramJSON 3, kernelcore/program_parts.py), and `GET /kernelcore/program/parts?path=<file>&request=<JSON>`
+answers the viewer's requests for a group's contents or a search (`{"ok", "error", "result"}`, the parts
+kept for a few files by size and mtime). Errors are JSON 4xx, `{"message": ...}`, naming the problem:
 a path that leaves the root, is hidden, too long or a symlink loop (400/404), a missing file, a file that is
 not a program (400), a program over the size or time budget (413).
 
@@ -12,13 +15,17 @@ contents API does. Nothing logged carries the request's query (its `token=`).
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import json
 import os
 import re
+import threading
 from pathlib import Path
 
 ROUTE = "/kernelcore/program"
+PARTS_ROUTE = "/kernelcore/program/parts"  # a big program's groups and search (kernelcore.program_parts)
+PARTS_CACHE = 4                # program files whose parts are kept (by path, size and mtime)
 MAX_BYTES = 64 * 1024 * 1024   # the size budget: larger program files are refused (413) before they are read
 MAX_NODES = 200_000            # ops + variables: larger programs are refused (413) before they are laid out
 TIME_BUDGET_S = 30.0           # the time budget of one request's work (413 past it)
@@ -74,10 +81,60 @@ def resolve_under(root_dir, path: str | None, *, allow_hidden: bool = False) -> 
     return full
 
 
+_parts: "collections.OrderedDict" = collections.OrderedDict()  # (file, size, mtime) -> ProgramParts
+_parts_lock = threading.Lock()
+
+
+def _file_parts(full: Path, program=None):
+    """The ProgramParts of program file `full` as it is now (built once per size and mtime, a few kept)."""
+    from kernelcore.program_parts import ProgramParts
+    st = full.stat()
+    key = (str(full), st.st_size, st.st_mtime_ns)
+    with _parts_lock:
+        hit = _parts.get(key)
+        if hit is not None:
+            _parts.move_to_end(key)
+            return hit
+    if program is None:
+        import kernelcore as kc
+        program = kc.load_program(full)
+    parts = ProgramParts(program)
+    with _parts_lock:
+        _parts[key] = parts
+        while len(_parts) > PARTS_CACHE:
+            _parts.popitem(last=False)
+    return parts
+
+
+def program_file_parts(root_dir, path: str | None, request: str | None, *, allow_hidden: bool = False) -> dict:
+    """The answer to one parts request (`request`: its JSON, {"type": "contents"|"search", ...}) about the
+    big program file `path`: {"ok", "error", "result"} as the kernel's comm answers."""
+    import kernelcore as kc
+    full = resolve_under(root_dir, path, allow_hidden=allow_hidden)
+    try:
+        msg = json.loads(request or "")
+    except ValueError:
+        raise ProgramRequestError("the 'request' query argument is not JSON") from None
+    if not isinstance(msg, dict):
+        raise ProgramRequestError("the 'request' query argument is not a JSON object")
+    if full.stat().st_size > MAX_BYTES:
+        raise ProgramRequestError(f"{path!r} is over the viewer's {MAX_BYTES} bytes", 413)
+    try:
+        parts = _file_parts(full)
+    except kc.KernelcoreError as e:
+        raise ProgramRequestError(f"{path!r} is not a program kernelcore can read: {e}") from None
+    result = parts.handle(msg)
+    if "error" in result:
+        return {"ok": False, "error": result["error"], "result": None}
+    return {"ok": True, "error": None, "result": result}
+
+
 def program_file_json(root_dir, path: str | None, *, allow_hidden: bool = False) -> dict:
-    """The ProgramJSON of program file `path` under `root_dir` (what the handler answers)."""
+    """The ProgramJSON of program file `path` under `root_dir` (what the handler answers): a big program's
+    skeleton (ProgramJSON 3, `lazy.id` null: the viewer asks PARTS_ROUTE for the rest)."""
     import kernelcore as kc
     from kernelcore.display import program_json
+    from kernelcore.program_parts import is_big
 
     full = resolve_under(root_dir, path, allow_hidden=allow_hidden)
     size = full.stat().st_size
@@ -93,7 +150,10 @@ def program_file_json(root_dir, path: str | None, *, allow_hidden: bool = False)
     if nodes > MAX_NODES:
         raise ProgramRequestError(f"{path!r} has {nodes} ops and variables; the viewer lays out programs of up "
                                   f"to {MAX_NODES}", 413)
-    out = program_json(program)
+    if is_big(program):
+        out = _file_parts(full, program).skeleton(None)
+    else:
+        out = program_json(program)
     out["path"] = path
     return out
 
@@ -106,13 +166,18 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
 
 
 async def program_response(root_dir, path: str | None, *, allow_hidden: bool = False,
-                           budget_s: float | None = None) -> tuple[int, dict]:
+                           budget_s: float | None = None, request: str | None = None) -> tuple[int, dict]:
     """(status, JSON body) for a request: the work runs on the thread pool, bounded by `budget_s`
     (default TIME_BUDGET_S). A request past its budget is answered 413; its thread finishes in the
-    background (Python cannot stop a thread), and the pool's size bounds how many such threads there are."""
+    background (Python cannot stop a thread), and the pool's size bounds how many such threads there are.
+    With `request` (a parts request's JSON), the answer is program_file_parts'."""
     budget = TIME_BUDGET_S if budget_s is None else budget_s
     loop = asyncio.get_running_loop()
-    work = loop.run_in_executor(_executor(), lambda: program_file_json(root_dir, path, allow_hidden=allow_hidden))
+    if request is not None:
+        work = loop.run_in_executor(_executor(), lambda: program_file_parts(root_dir, path, request,
+                                                                            allow_hidden=allow_hidden))
+    else:
+        work = loop.run_in_executor(_executor(), lambda: program_file_json(root_dir, path, allow_hidden=allow_hidden))
     try:
         return 200, await asyncio.wait_for(work, budget)
     except ProgramRequestError as e:
@@ -141,8 +206,12 @@ def _handler_class():
             cm = self.settings.get("contents_manager")
             allow_hidden = bool(getattr(cm, "allow_hidden", False))
             path = self.get_query_argument("path", None)
+            request = self.get_query_argument("request", None) if self.request.path.endswith("/parts") else None
+            if request is None and self.request.path.endswith("/parts"):
+                request = ""
             try:
-                status, body = await program_response(os.path.expanduser(root), path, allow_hidden=allow_hidden)
+                status, body = await program_response(os.path.expanduser(root), path, allow_hidden=allow_hidden,
+                                                      request=request)
                 text = json.dumps(body, allow_nan=False)
             except Exception as e:  # noqa: BLE001 - a bug: a plain 500, logged without the query
                 self.log.error("kernelcore: %s %s failed: %s: %s", self.request.method, self.request.path,
@@ -173,5 +242,7 @@ def _load_jupyter_server_extension(serverapp) -> None:
     web_app = serverapp.web_app
     web_app.settings["kernelcore_root_dir"] = serverapp.root_dir
     route = url_path_join(web_app.settings["base_url"], ROUTE)
-    web_app.add_handlers(".*$", [(route, _handler_class())])
+    handler = _handler_class()
+    web_app.add_handlers(".*$", [(url_path_join(web_app.settings["base_url"], PARTS_ROUTE), handler),
+                                 (route, handler)])
     serverapp.log.info("kernelcore: program files served at %s", route)

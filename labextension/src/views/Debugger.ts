@@ -14,6 +14,7 @@ import { ProgramGraphView } from './ProgramGraph';
 import { RNNStepperView } from './RNNStepper';
 import { ScopeForestView } from './ScopeForest';
 import { TraceTimelineView } from './TraceTimeline';
+import { withKernelNotice } from '../restart';
 
 export const ACTIONS: Array<[DebuggerAction, string, string]> = [
   ['step', 'Step', 'run to the next op, into sub-blocks'],
@@ -134,4 +135,4 @@ async function render({ model, el }: RenderProps): Promise<() => void> {
   return () => view.dispose();
 }
 
-export default { render };
+export default { render: withKernelNotice(render) };

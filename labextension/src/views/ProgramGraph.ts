@@ -4,6 +4,8 @@
  * role and vars by kind; a click selects a node (`select` message, Python answers with `details`);
  * search highlights names; wheel zooms, drag pans. With `pruned` the removed parts are greyed, and with
  * a `pruned_program` the two are drawn side by side, a hover lighting the partner on the other side.
+ * A big program comes in parts (ProgramJSON 3 `lazy`): a group's ops are fetched when it opens and search
+ * runs in the kernel (the `parts` option: the widget's comm, the kernelcore.program comm or the server).
  *
  * The details panel offers debug actions (debugactions.ts): an op's "Break here" / "Run to here", a variable's
  * "Break on write" / "Watch...", sent as `debug` messages and answered in the `debug` trait.
@@ -11,18 +13,41 @@
  * Traits: program, pruned_program, selected, details, search, collapsed, debug. See docs/frontend-contract.md.
  */
 import { DebugActions, renderActions, targetOf, WidgetDebugActions } from '../debugactions';
-import { button, clear, h } from '../dom';
+import { button, clear, h, nextTask } from '../dom';
 import { localDetails, renderNodeDetails } from '../details';
 import { EXPAND_BUDGET, ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from '../graph';
 import { GraphPane, HEAT_LEVELS } from '../graphpane';
 import { Listeners, RenderProps, setTrait, WidgetModel } from '../model';
-import { isProgramJSON, ProgramJSON, PrunedJSON } from '../schema';
+import { ModelPartsSource, PartsSource, RERUN, SearchResult } from '../parts';
+import { BlockJSON, GroupContentsJSON, GroupJSON, isProgramJSON, ProgramJSON, PrunedJSON } from '../schema';
+import { withKernelNotice } from '../restart';
 
 export interface ProgramGraphOptions {
   /** No kernel behind the model: details come from the ProgramJSON only, and no message is sent. */
   local?: boolean;
   /** Where "Break here" / "Run to here" / "Break on write" / "Watch..." go (none: no such actions). */
   debug?: DebugActions | null;
+  /**
+   * Where a lazy program's group contents and search come from (ProgramJSON version 3 `lazy`). A widget
+   * (not `local`) asks its own model by default; a cell result gives the kernel comm; none: a lazy group
+   * cannot open (the view says to re-run the cell).
+   */
+  parts?: PartsSource | null;
+}
+
+/** A lazy program's skeleton copied so fetched contents can be merged into it (the trait value stays as sent). */
+function mergeable(p: ProgramJSON): ProgramJSON {
+  return {
+    ...p,
+    blocks: p.blocks.map(b => ({
+      ...b,
+      ops: [...(b.ops ?? [])],
+      vars: [...(b.vars ?? [])],
+      groups: (b.groups ?? []).map(g => ({ ...g })),
+      refs: { ...(b.refs ?? {}) },
+      external: [...(b.external ?? [])]
+    }))
+  };
 }
 
 function idsOf(list: unknown): string[] {
@@ -68,6 +93,15 @@ export class ProgramGraphView {
   private _actions: HTMLElement | null = null;
   private _actionsFor: string | null = null;
   private _offDebug: (() => void) | null = null;
+  /** a lazy program: the skeleton with what was fetched merged in (the graph is built from it) */
+  private _merged: ProgramJSON | null = null;
+  private _groupJSON = new Map<string, GroupJSON>();
+  private _parts: PartsSource | null;
+  private _ownParts: ModelPartsSource | null = null;
+  /** a lazy program's search, answered by the kernel over every name */
+  private _remote: { q: string; result: SearchResult | null; promise: Promise<SearchResult | null> } | null = null;
+  private _remoteTimer: ReturnType<typeof setTimeout> | null = null;
+  private _renderGen = 0;
 
   constructor(
     readonly model: WidgetModel,
@@ -75,6 +109,13 @@ export class ProgramGraphView {
     readonly options: ProgramGraphOptions = {}
   ) {
     this._listeners = new Listeners(model);
+    if (options.parts !== undefined) {
+      this._parts = options.parts;
+    } else if (!options.local) {
+      this._parts = this._ownParts = new ModelPartsSource(model);
+    } else {
+      this._parts = null;
+    }
     this.root = h('div', { cls: 'jp-Kernelcore-ProgramGraph jp-Kernelcore-view' });
     this._search = h('input', { cls: 'jp-Kernelcore-search', attrs: { type: 'search', placeholder: 'search names', 'aria-label': 'search names' } });
     this._count = h('span', { cls: 'jp-Kernelcore-count' });
@@ -116,6 +157,10 @@ export class ProgramGraphView {
       this._restyle();
     });
     this._search.addEventListener('keydown', ev => {
+      if (ev.key === 'Enter' && this.graph?.lazy && this._remote) {
+        void this._nextRemote(ev.shiftKey ? -1 : 1);
+        return;
+      }
       if (ev.key === 'Enter' && this._matches.length && this.graph) {
         const step = ev.shiftKey ? -1 : 1;
         this._matchCursor = (this._matchCursor + step + this._matches.length) % this._matches.length;
@@ -247,12 +292,16 @@ export class ProgramGraphView {
     if (!g) {
       return;
     }
+    if (g.lazy) {
+      this.ready = this._expandAllLazy();
+      return;
+    }
     const cur = new Set(idsOf(this.model.get('collapsed')));
     const r = g.expandWithin(cur, this.expandBudget);
     if (r.left === 0) {
       this._say(r.opened ? '' : 'everything is open');
     } else {
-      const total = g.nodes.size;
+      const total = g.totalNodes;
       this._say(
         `Opened ${r.opened} group${r.opened === 1 ? '' : 's'}; ${r.left} stay folded: all of this program is ${total.toLocaleString()} nodes, ` +
           `more than ${this.expandBudget} can be drawn at once and stay readable. Open groups one by one, or search.`
@@ -264,15 +313,81 @@ export class ProgramGraphView {
     }
   }
 
-  /** Open the groups around program id `id`, lay out, and zoom to it. */
-  reveal(id: string): void {
+  /**
+   * "Expand all" in a lazy program: an unfetched group's kids are known only once it is fetched, so open
+   * level by level (fetching each level's groups), within the budget, and lay out once at the end.
+   */
+  private async _expandAllLazy(): Promise<void> {
+    let cur = new Set(idsOf(this.model.get('collapsed')));
+    let opened = 0;
+    for (let round = 0; round < 16 && this.graph; round++) {
+      const r = this.graph.expandWithin(cur, this.expandBudget);
+      if (!r.opened) {
+        break;
+      }
+      opened += r.opened;
+      cur = r.collapsed;
+      const need = this.graph.unloadedOpen(cur);
+      if (!need.size) {
+        break;
+      }
+      this._status.textContent = `loading ${[...need.values()].flat().length} groups\u2026`;
+      try {
+        const fresh = await this._fetch(need, () => false);
+        fresh?.forEach(id => cur.add(id));
+      } catch (err) {
+        need.forEach(list => list.forEach(id => cur.add(id)));
+        this._say(`Could not open every group: ${String((err as Error)?.message ?? err)}`);
+        break;
+      }
+    }
     const g = this.graph;
     if (!g) {
       return;
     }
+    const left = g.expandWithin(cur, 0).left;
+    if (left === 0) {
+      this._say(opened ? '' : 'everything is open');
+    } else {
+      this._say(
+        `Opened ${opened} group${opened === 1 ? '' : 's'}; ${left} stay folded: all of this program is ${g.totalNodes.toLocaleString()} nodes, ` +
+          `more than ${this.expandBudget} can be drawn at once and stay readable. Open groups one by one, or search.`
+      );
+    }
+    if (opened) {
+      this._freshView = true;
+      this._setCollapsed([...cur]);
+      await this.ready;
+    }
+  }
+
+  /** Open the groups around program id `id` (for a node of a lazy program not fetched yet: around its
+   * innermost `group`), lay out, and zoom to it. */
+  reveal(id: string, group?: string | null, path?: string[], described?: Record<string, GroupJSON>): void {
+    let g = this.graph;
+    if (!g) {
+      return;
+    }
+    // a search hit in groups this view does not know yet: add them (the kernel described them), to open
+    let added = false;
+    if (!g.byId.has(id) && group && !g.clusters.has(group) && path && described && this._merged) {
+      const m = /^[ov](\d+):/.exec(id);
+      const blk = m ? this._merged.blocks.find(b => b.idx === Number(m[1])) : undefined;
+      const missing = path.filter(p => !g!.clusters.has(p)).map(p => described[p]).filter(Boolean);
+      if (blk && missing.length) {
+        this._addGroups(blk, missing);
+        this.graph = g = new ProgramGraphModel(this._merged);
+        added = true;
+      }
+    }
     const cur = new Set(idsOf(this.model.get('collapsed')));
-    const around = g.pathOf(id).map(p => p.id);
+    const around = !g.byId.has(id) && group && g.clusters.has(group) ? g.ancestors(group) : g.pathOf(id).map(p => p.id);
     const closed = around.filter(c => cur.has(c));
+    if (closed.length === 0 && added) {
+      this._focusAfter = id;
+      this.ready = this._renderLeft();
+      return;
+    }
     if (closed.length === 0) {
       this.left.zoomTo(id);
       this._focus(id);
@@ -347,7 +462,12 @@ export class ProgramGraphView {
       return;
     }
     if (program !== this._programSeen) {
-      this.graph = new ProgramGraphModel(program as ProgramJSON);
+      const pj = program as ProgramJSON;
+      this._merged = pj.lazy ? mergeable(pj) : null;
+      this._groupJSON.clear();
+      this._merged?.blocks.forEach(b => (b.groups ?? []).forEach(gr => this._groupJSON.set(gr.id, gr)));
+      this._remote = null;
+      this.graph = new ProgramGraphModel(this._merged ?? pj);
       this._programSeen = program;
       // A new program whose clusters `collapsed` does not name starts with the big ones folded.
       const valid = idsOf(this.model.get('collapsed')).filter(id => this.graph!.clusters.has(id));
@@ -384,6 +504,9 @@ export class ProgramGraphView {
     }
     this._computePartners();
     this._updateMatches(String(this.model.get('search') ?? this._search.value ?? ''));
+    if (this.graph && this.graph.clusters.size > 2000) {
+      await nextTask(); // a big model was just built: its DOT is the next task
+    }
     await Promise.all([this._renderLeft(), this._renderRight()]);
     this._showDetails();
   }
@@ -421,11 +544,143 @@ export class ProgramGraphView {
     });
   }
 
+  /**
+   * A lazy program: fetch the contents of the groups `collapsed` leaves open and in view that are not here
+   * yet, merge them and rebuild the graph. Returns the folded set to draw (groups that could not be fetched
+   * stay folded, and the note says why), or null when a newer render started meanwhile.
+   */
+  private async _ensureLoaded(collapsed: Set<string>, gen: number): Promise<Set<string> | null> {
+    const g = this.graph;
+    if (!g || !g.lazy) {
+      return collapsed;
+    }
+    const need = g.unloadedOpen(collapsed);
+    if (need.size === 0) {
+      return collapsed;
+    }
+    const ids = [...need.values()].flat();
+    const label = ids.length === 1 ? `\u201c${g.clusters.get(ids[0])?.label ?? ids[0]}\u201d` : `${ids.length} groups`;
+    this._status.textContent = `loading ${label}\u2026`;
+    this.root.classList.add('jp-Kernelcore-loading');
+    let failure: string | null = null;
+    let out = collapsed;
+    try {
+      const fresh = await this._fetch(need, () => gen !== this._renderGen);
+      if (fresh === null) {
+        return null;
+      }
+      // the opened groups' kids are known now: they start folded
+      out = new Set([...collapsed, ...fresh]);
+      if (fresh.length) {
+        this._quiet = true;
+        try {
+          this._setCollapsed([...out]);
+        } finally {
+          this._quiet = false;
+        }
+      }
+      await nextTask();
+    } catch (err) {
+      failure = String((err as Error)?.message ?? err);
+    } finally {
+      this.root.classList.remove('jp-Kernelcore-loading');
+    }
+    if (failure === null) {
+      return out;
+    }
+    this._say(`Could not open ${label}: ${failure}`);
+    const back = new Set(collapsed);
+    ids.forEach(id => back.add(id));
+    this._quiet = true;
+    try {
+      this._setCollapsed([...back]);
+    } finally {
+      this._quiet = false;
+    }
+    return back;
+  }
+
+  /** The loaded groups of each block of a lazy program (what a contents request says the view has). */
+  private _loadedOf(block: number): string[] {
+    const blk = this._merged?.blocks.find(b => b.idx === block);
+    return (blk?.groups ?? []).filter(gr => gr.loaded).map(gr => gr.id);
+  }
+
+  /**
+   * Fetch the contents of `need` (block -> group ids), merge them and rebuild the graph. Returns the ids of
+   * the groups that became known (to start folded), or null when `stale()` says a newer render started.
+   */
+  private async _fetch(need: Map<number, string[]>, stale: () => boolean): Promise<string[] | null> {
+    if (!this._parts) {
+      throw new Error(`this output holds only the outline of a big program; ${RERUN}`);
+    }
+    const parts = this._parts;
+    const replies = await Promise.all([...need].map(([b, list]) => parts.contents(b, list, [...this._loadedOf(b), ...list])));
+    if (stale()) {
+      return null;
+    }
+    const fresh: string[] = [];
+    replies.forEach(r => fresh.push(...this._mergeContents(r)));
+    await nextTask();
+    if (stale()) {
+      return null;
+    }
+    this.graph = new ProgramGraphModel(this._merged!);
+    this.left.graph = this.graph; // the same drawing refined: keep the view where it is
+    return fresh;
+  }
+
+  /** Add groups the kernel described (not loaded) to the merged skeleton; returns the ids that were new. */
+  private _addGroups(blk: BlockJSON, groups: Iterable<GroupJSON>): string[] {
+    const fresh: string[] = [];
+    for (const gr of groups) {
+      if (!gr || typeof gr.id !== 'string' || this._groupJSON.has(gr.id)) {
+        continue;
+      }
+      const copy = { ...gr, loaded: false };
+      (blk.groups ??= []).push(copy);
+      this._groupJSON.set(copy.id, copy);
+      fresh.push(copy.id);
+    }
+    return fresh;
+  }
+
+  /** Merge one contents answer; returns the groups that became known. */
+  private _mergeContents(r: GroupContentsJSON): string[] {
+    const blk = this._merged?.blocks.find(b => b.idx === r.block) as BlockJSON | undefined;
+    if (!blk || !r || !Array.isArray(r.ops) || !Array.isArray(r.vars)) {
+      return [];
+    }
+    for (const o of r.ops) {
+      blk.ops.push(o);
+    }
+    for (const v of r.vars) {
+      blk.vars.push(v);
+    }
+    const fresh = this._addGroups(blk, Array.isArray(r.known) ? r.known : []);
+    for (const gid of r.groups ?? []) {
+      const gj = gid ? this._groupJSON.get(gid) : undefined;
+      if (gj) {
+        gj.loaded = true;
+      }
+    }
+    // refs, external and edges are for the new loaded set, lifted to the groups known now: they replace
+    blk.refs = r.refs ?? {};
+    blk.external = Array.isArray(r.external) ? r.external : [];
+    blk.edges = Array.isArray(r.edges) ? r.edges : [];
+    return fresh.filter(id => !(r.groups ?? []).includes(id));
+  }
+
   private async _renderLeft(): Promise<void> {
     if (!this.graph) {
       return;
     }
-    const collapsed = new Set(idsOf(this.model.get('collapsed')));
+    const gen = ++this._renderGen;
+    const loaded = await this._ensureLoaded(new Set(idsOf(this.model.get('collapsed'))), gen);
+    if (loaded === null || gen !== this._renderGen) {
+      return;
+    }
+    const collapsed = loaded;
     this._status.textContent = 'laying out\u2026';
     const anchor = this._anchor;
     this._anchor = undefined;
@@ -463,13 +718,119 @@ export class ProgramGraphView {
     const ops = g.opCount;
     const pr = this._pruned();
     const pruned = pr ? `, ${idsOf(pr.removed_ops).length} ops pruned` : '';
-    return `${g.blocks.size} block${g.blocks.size === 1 ? '' : 's'}, ${ops} ops, ${g.nodes.size - ops} vars${pruned}`;
+    return `${g.blocks.size} block${g.blocks.size === 1 ? '' : 's'}, ${ops} ops, ${g.totalNodes - ops} vars${pruned}`;
   }
 
   private _updateMatches(q: string): void {
     this._matches = this.graph ? this.graph.search(q) : [];
     this._matchCursor = -1;
     this._count.textContent = q.trim() ? `${this._matches.length} match${this._matches.length === 1 ? '' : 'es'}` : '';
+    if (this.graph?.lazy) {
+      this._remoteSearch(q);
+    }
+  }
+
+  /** A lazy program: search every name on the kernel side (the fetched nodes' matches show meanwhile). */
+  private _remoteSearch(q: string): void {
+    const query = q.trim();
+    if (this._remote?.q === query) {
+      return;
+    }
+    if (this._remoteTimer) {
+      clearTimeout(this._remoteTimer);
+    }
+    if (!query || !this._parts) {
+      this._remote = null;
+      return;
+    }
+    const parts = this._parts;
+    let start: () => void = () => undefined;
+    const begun = new Promise<void>(res => (start = res));
+    const entry: { q: string; result: SearchResult | null; promise: Promise<SearchResult | null> } = {
+      q: query,
+      result: null,
+      promise: begun.then(() =>
+        parts.search(query).then(
+          r => r,
+          err => {
+            this._say(`search: ${String((err as Error)?.message ?? err)}`);
+            return null;
+          }
+        )
+      )
+    };
+    this._remote = entry;
+    entry.promise.then(r => {
+      if (this._remote !== entry || !r) {
+        return;
+      }
+      entry.result = r;
+      this._matchCursor = -1;
+      const more = r.total > r.hits.length ? ` (first ${r.hits.length})` : '';
+      this._count.textContent = `${r.total} match${r.total === 1 ? '' : 'es'}${more}`;
+      this._restyle();
+    });
+    this._remoteTimer = setTimeout(start, 150);
+  }
+
+  /** Enter in a lazy program's search: the next (or previous) hit, its groups opened (fetched). */
+  private async _nextRemote(step: number): Promise<void> {
+    const entry = this._remote;
+    if (!entry) {
+      return;
+    }
+    if (this._remoteTimer) {
+      clearTimeout(this._remoteTimer);
+      this._remoteTimer = null;
+    }
+    const r = entry.result ?? (await (async () => {
+      // start at once: Enter does not wait for the typing pause
+      const parts = this._parts;
+      if (!parts) {
+        return null;
+      }
+      try {
+        entry.result = await parts.search(entry.q);
+      } catch (err) {
+        this._say(`search: ${String((err as Error)?.message ?? err)}`);
+        return null;
+      }
+      return entry.result;
+    })());
+    if (!r || !r.hits.length || this._remote !== entry) {
+      return;
+    }
+    this._matchCursor = (this._matchCursor + step + r.hits.length) % r.hits.length;
+    const hit = r.hits[this._matchCursor];
+    this._count.textContent = `${this._matchCursor + 1} of ${r.total}`;
+    this.reveal(hit.id, hit.group, hit.path, r.groups);
+  }
+
+  /** Search hits of a lazy program: node keys drawn, and the folded groups around hits not drawn. */
+  private _remoteMarks(): { keys: Set<string>; clusters: Set<string> } {
+    const keys = new Set<string>();
+    const clusters = new Set<string>();
+    const g = this.graph;
+    const r = this._remote?.result;
+    if (!g || !r) {
+      return { keys, clusters };
+    }
+    const collapsed = this.left.collapsed;
+    for (const hit of r.hits) {
+      const key = g.byId.get(hit.id);
+      if (key) {
+        keys.add(key);
+      } else {
+        // the innermost group around the hit that this view knows (an unknown one sits in it, folded)
+        const chain = hit.path ?? (hit.group ? [hit.group] : []);
+        const near = [...chain].reverse().find(p => g.clusters.has(p));
+        const c = near ? g.collapsedAround(near, collapsed) ?? near : null;
+        if (c) {
+          clusters.add(c);
+        }
+      }
+    }
+    return { keys, clusters };
   }
 
   private _restyle(): void {
@@ -493,9 +854,11 @@ export class ProgramGraphView {
     const selKey = this.graph?.byId.get(selected);
     const fwd = selKey ? this.graph?.nodes.get(selKey)?.op?.forward : undefined;
     const twin = typeof fwd === 'string' ? new Set([fwd]) : new Set<string>();
+    const remote = this._remoteMarks();
     this.left.applyClasses({
       removed: this._removed,
-      matches: new Set(this._matches),
+      matches: new Set([...this._matches, ...remote.keys]),
+      matchClusters: remote.clusters,
       selected,
       current: this._current,
       partner: leftPartner,
@@ -579,6 +942,10 @@ export class ProgramGraphView {
     if (this._searchTimer) {
       clearTimeout(this._searchTimer);
     }
+    if (this._remoteTimer) {
+      clearTimeout(this._remoteTimer);
+    }
+    this._ownParts?.dispose();
     this.panes().forEach(p => p.dispose());
     this.root.remove();
   }
@@ -591,7 +958,7 @@ async function render({ model, el }: RenderProps): Promise<() => void> {
   return () => view.dispose();
 }
 
-export default { render };
+export default { render: withKernelNotice(render) };
 
 /** The "what ran" overlay of a run (traits `ran`: op id -> {runs, ns, timesteps}; `run_diff`: op id -> the
  * largest difference of its outputs from another run): ops that never ran, a heat level by time, ops whose

@@ -10,6 +10,7 @@ import { button, clear, formatShape, h } from '../dom';
 import { Listeners, RenderProps, WidgetModel } from '../model';
 import { isValuePreview, renderPreview } from '../preview';
 import { MemoryFlowJSON, ScopeJSON, StepVarJSON } from '../schema';
+import { withKernelNotice } from '../restart';
 
 const STRIP_WINDOW = 7; // boxes either side of the current step
 
@@ -197,4 +198,4 @@ function render({ model, el }: RenderProps): () => void {
   return () => view.dispose();
 }
 
-export default { render };
+export default { render: withKernelNotice(render) };

@@ -9,6 +9,7 @@ import { button, clear, formatShape, h } from '../dom';
 import { Listeners, RenderProps, WidgetModel } from '../model';
 import { isValuePreview, renderPreview } from '../preview';
 import { ForestVarJSON, ScopeForestJSON, ScopeNodeJSON } from '../schema';
+import { withKernelNotice } from '../restart';
 
 const KIDS_PAGE = 100;
 
@@ -234,4 +235,4 @@ function render({ model, el }: RenderProps): () => void {
   return () => view.dispose();
 }
 
-export default { render };
+export default { render: withKernelNotice(render) };

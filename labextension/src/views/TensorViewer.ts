@@ -12,6 +12,7 @@ import { button, clear, formatNumber, formatShape, h } from '../dom';
 import { Listeners, RenderProps, WidgetModel } from '../model';
 import { rampColor, sampleNumber } from '../preview';
 import { SampleValue } from '../schema';
+import { withKernelNotice } from '../restart';
 
 export interface TensorSlice {
   rows: number;
@@ -283,4 +284,4 @@ function render({ model, el }: RenderProps): () => void {
   return () => view.dispose();
 }
 
-export default { render };
+export default { render: withKernelNotice(render) };

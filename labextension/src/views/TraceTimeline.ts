@@ -10,6 +10,7 @@ import { clear, formatNs, formatShape, h, short } from '../dom';
 import { Listeners, RenderProps, setTrait, WidgetModel } from '../model';
 import { TraceEvent, TraceFilter } from '../schema';
 import { TimeAxis } from '../timeaxis';
+import { withKernelNotice } from '../restart';
 
 const ROW_H = 22;
 const DEFAULT_VIEW_H = 320;
@@ -339,4 +340,4 @@ function render({ model, el }: RenderProps): () => void {
   return () => view.dispose();
 }
 
-export default { render };
+export default { render: withKernelNotice(render) };

@@ -1,0 +1,440 @@
+"""A big program's ProgramJSON in parts (contract version 3): the skeleton first, a group's ops on demand.
+
+A 50,000-op program's whole ProgramJSON is ~60 MB and takes seconds to build, send and parse, while a
+person first sees a few dozen folded groups. So, as Model Explorer does, the first payload carries the
+hierarchy (every group of kernelcore/hierarchy.py, with how many ops and variables sit directly in it),
+the group-to-group edges (merged: one entry per pair of innermost groups, with a count), and the ops and
+variables of what the view shows open at first (block level and the stages); the ops and variables of
+any other group are sent when that group is opened (`ProgramParts.contents`), and search runs here, over
+every name (`ProgramParts.search`).
+
+What it reads of each op for the skeleton is only what the hierarchy needs (type, role, name scope,
+role_var, slots); attributes, comments and callsites are read per opened group. The parts of a program
+are built once per program version and cached (weakly: dropping the program drops them).
+
+`program_mimebundle` is what `Program._repr_mimebundle_` returns: programs of at most LAZY_ABOVE ops carry
+everything (a saved notebook and the file viewer draw them with no kernel); bigger ones carry the skeleton
+and a program id, which the front end gives back over the `kernelcore.program` comm (registered by
+kernelcore_widgets; this engine module imports nothing from Jupyter) to fetch group contents. Displayed
+programs are held weakly by id (`lookup`).
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import html
+import itertools
+import weakref
+
+from . import display, hierarchy
+from .display import OPTIMIZE_OPS, op_id, var_id
+
+# Ops in all blocks above which the MIME bundle, the widget and the file viewer send the skeleton only.
+# Measured (docs/benchmarks.md): the whole JSON of a 2,000-op training MLP is 1.5 MB and 0.08 s of Python,
+# and the 5,123-op one's 3.8-5.6 MB made 170-300 ms main-thread tasks in the browser; at 2,000 ops the
+# whole JSON stays well inside the 200 ms task budget, and saved notebooks of such programs still draw
+# every group with no kernel.
+LAZY_ABOVE = 2_000
+SEARCH_LIMIT = 500   # search hits answered at most
+
+_parts: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Program -> ProgramParts
+_displayed: dict[str, tuple] = {}  # program id -> (weakref to the Program, its version when shown)
+_ids = itertools.count(1)
+
+
+def is_big(program) -> bool:
+    return sum(len(b.ops) for b in program.desc.blocks) > LAZY_ABOVE
+
+
+def parts_of(program) -> "ProgramParts":
+    """The ProgramParts of `program` at its current version (built once, cached per program)."""
+    have = _parts.get(program)
+    version = getattr(program, "version", 0)
+    if have is None or have.version != version:
+        have = ProgramParts(program, version)
+        _parts[program] = have
+    return have
+
+
+def register(program) -> str:
+    """An id under which `program` (held weakly) can be found by `lookup` while it lives."""
+    pid = f"p{next(_ids)}"
+    version = getattr(program, "version", 0)
+    _displayed[pid] = (weakref.ref(program), version)
+    for k in [k for k, (ref, _v) in _displayed.items() if ref() is None]:
+        del _displayed[k]
+    return pid
+
+
+class ProgramGone(LookupError):
+    """The program an id names is no longer here (a restarted kernel, a dropped or edited program)."""
+
+
+def lookup(pid: str) -> "ProgramParts":
+    hit = _displayed.get(pid) if isinstance(pid, str) else None
+    program = hit[0]() if hit is not None else None
+    if program is None:
+        raise ProgramGone(f"program {pid!r} is not in this kernel (was it restarted?); re-run the cell to open it")
+    parts = parts_of(program)
+    if parts.version != hit[1]:
+        raise ProgramGone(f"program {pid!r} changed since it was shown; re-run the cell to open it")
+    return parts
+
+
+def _read_min(op, want_subs: bool):
+    """What the hierarchy needs of an OpDesc: (type, role attr or None, namescope, inputs, outputs,
+    role_var, sub-block indices)."""
+    role = ns = None
+    role_var: list = []
+    subs: list = []
+    for a in op.attrs:
+        name = a.name
+        if name == "op_role":
+            role = a.i
+        elif name == "op_namescope":
+            ns = a.s
+        elif name == "op_role_var":
+            role_var = list(a.strings)
+        elif want_subs:
+            t = a.type
+            if t == display._A_BLOCK:
+                subs.append(a.block_idx)
+            elif t == display._A_BLOCKS:
+                subs.extend(a.blocks_idx)
+    ins = [(s.parameter, list(s.arguments)) for s in op.inputs]
+    outs = [(s.parameter, list(s.arguments)) for s in op.outputs]
+    return op.type, role, ns, ins, outs, role_var, subs
+
+
+class _Block:
+    __slots__ = ("recs", "roles", "groups", "inner", "fwd", "vgroup", "var_order", "ops_in", "vars_in",
+                 "edges", "ext", "by_id", "stages", "var_index", "parent", "order", "kids")
+
+
+@contextlib.contextmanager
+def _no_gc():
+    """Tens of thousands of small objects made at once: the cyclic collector would walk the whole heap
+    (the parts themselves included) dozens of times for nothing; nothing built here makes a cycle."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class ProgramParts:
+    """One program's skeleton and group contents (ProgramJSON version 3)."""
+
+    def __init__(self, program, version: int = 0):
+        # the desc, not the program: the cache maps the program (weakly) to this, which must not keep it alive
+        self.desc = program.desc
+        self.version = version
+        with _no_gc():
+            self._build()
+
+    def _build(self) -> None:
+        desc = self.desc
+        many = len(desc.blocks) > 1
+        self.declared = declared = [{v.name for v in b.vars} for b in desc.blocks]
+        reads = [[_read_min(op, many) for op in block.ops] for block in desc.blocks]
+        self.kinds = kinds = display._var_kinds(desc, declared, [[(r[0], r[3], r[4], r[6]) for r in rd]
+                                                                for rd in reads])
+        self.blocks: list[_Block] = []
+        for b, block in enumerate(desc.blocks):
+            read = reads[b]
+            params = {v.name for v in block.vars if kinds[(b, v.name)] == "param"}
+            bp = block.parent_idx
+            while 0 <= bp < len(desc.blocks):
+                params.update(n for n in declared[bp] if kinds.get((bp, n)) == "param")
+                bp = desc.blocks[bp].parent_idx if bp > 0 else -1
+            roles = [hierarchy.role_name(r[1], r[0], OPTIMIZE_OPS) for r in read]
+            groups, inner, fwd = hierarchy.block_groups(
+                b, [(r[0], roles[i], r[2], r[3], r[4], r[5]) for i, r in enumerate(read)], params)
+            blk = _Block()
+            blk.recs, blk.roles, blk.groups, blk.inner, blk.fwd = read, roles, groups, inner, fwd
+            blk.by_id = {g["id"]: g for g in groups}
+            blk.parent = {g["id"]: g["parent"] for g in groups}
+            blk.order = {g["id"]: k for k, g in enumerate(groups)}
+            blk.kids = {}
+            for g in groups:
+                blk.kids.setdefault(g["parent"], []).append(g["id"])
+            blk.stages = {g["id"] for g in groups if g["kind"] == "stage"}
+            ops_in: dict = {}
+            for i, g in enumerate(inner):
+                ops_in.setdefault(g, []).append(i)
+            first_group: dict = {}
+            for i, r in enumerate(read):
+                g = inner[i]
+                for _s, names in r[3]:
+                    for nm in names:
+                        if nm not in first_group:
+                            first_group[nm] = g
+                for _s, names in r[4]:
+                    for nm in names:
+                        if nm not in first_group:
+                            first_group[nm] = g
+            vgroup: dict = {}
+            vars_in: dict = {}
+            order = []
+            for name in (v.name for v in block.vars):
+                g = None if kinds[(b, name)] == "data" else first_group.get(name)
+                vgroup[name] = g
+                vars_in.setdefault(g, []).append(name)
+                order.append(name)
+            # cross-group edges: per pair of innermost groups (data flows writer -> var -> reader), and per
+            # group the edges from its variables to ops elsewhere
+            edges: dict = {}
+            ext: dict = {}
+            here = declared[b]
+            for i, r in enumerate(read):
+                go = inner[i]
+                for k, into in ((3, True), (4, False)):
+                    for _s, names in r[k]:
+                        for nm in names:
+                            if nm not in here:
+                                continue
+                            gv = vgroup.get(nm)
+                            if gv == go:
+                                continue
+                            ext.setdefault(gv, []).append((nm, go, into))  # gv None: block level
+                            if gv is not None and go is not None:
+                                key = (gv, go) if into else (go, gv)
+                                edges[key] = edges.get(key, 0) + 1
+            blk.vgroup, blk.var_order, blk.ops_in, blk.vars_in = vgroup, order, ops_in, vars_in
+            blk.edges, blk.ext = edges, ext
+            blk.var_index = {nm: k for k, nm in enumerate(order)}
+            self.blocks.append(blk)
+        self.n_ops = sum(len(b.recs) for b in self.blocks)
+        self.n_vars = sum(len(b.var_order) for b in self.blocks)
+
+    # -- JSON pieces --------------------------------------------------------------------------------------
+    def op_json(self, b: int, i: int) -> dict:
+        """The ProgramJSON op entry of op `i` of block `b` (attributes read now)."""
+        blk = self.blocks[b]
+        typ, _role, _ns, ins, outs, _rv, attrs, subs, site = display._read_op(self.desc.blocks[b].ops[i])
+        o = {"id": op_id(b, i), "idx": i, "type": typ, "role": blk.roles[i], "inputs": dict(ins),
+             "outputs": dict(outs), "attrs": attrs, "sub_blocks": subs, "comment": display.op_comment(typ),
+             "unsupported": not display.op_supported(typ), "group": blk.inner[i]}
+        if blk.fwd[i] is not None:
+            o["forward"] = op_id(b, blk.fwd[i])
+        if site is not None:
+            o["callsite"] = site
+        return o
+
+    def var_json(self, b: int, name: str) -> dict | None:
+        blk = self.blocks[b]
+        if name not in blk.vgroup:
+            return None
+        return display._var_json(b, self._var_desc(b, name), self.kinds[(b, name)], blk.vgroup[name])
+
+    def _var_desc(self, b: int, name: str):
+        return self.desc.blocks[b].vars[self.blocks[b].var_index[name]]
+
+    def _group_json(self, blk, gid: str, loaded) -> dict:
+        d = dict(blk.by_id[gid])
+        d["nodes"] = len(blk.ops_in.get(gid, ())) + len(blk.vars_in.get(gid, ()))
+        d["kids"] = len(blk.kids.get(gid, ()))
+        d["loaded"] = gid in loaded
+        return d
+
+    def contents(self, b: int, group_ids, loaded=None) -> dict:
+        """What the view needs to open groups `group_ids` of block `b` (None: block level), given that it
+        has the contents of groups `loaded` (block level always): the ops and variables directly in
+        `group_ids`; `known`, the groups it may draw (those loaded and their kids, as GroupJSON, parents
+        first); and, for the new loaded set, lifted to the known groups (an unknown group is drawn as the
+        known group around it): `refs` (name -> group) for the names loaded ops use whose variables are not
+        loaded, `external` ([var id, group, "in" (the op reads it) | "out", count]) for the edges of loaded
+        variables to ops not loaded, and `edges` ([writer-side group, reader-side group, count]) between
+        groups neither of which is loaded. `refs`, `external` and `edges` replace what the view had."""
+        if not 0 <= b < len(self.blocks):
+            raise KeyError(f"the program has no block {b}")
+        blk = self.blocks[b]
+        gids = []
+        for g in group_ids:
+            if g is not None and g not in blk.by_id:
+                raise KeyError(f"block {b} has no group {g!r}")
+            gids.append(g)
+        L = {None, *gids}
+        for g in loaded or ():
+            if g is not None and g not in blk.by_id:
+                raise KeyError(f"block {b} has no group {g!r}")
+            L.add(g)
+        # known: the loaded groups and their kids (a group opens only inside an open one, so every loaded
+        # group's parent is loaded too: the known groups form a tree from the top)
+        known = [g for g in L if g is not None]
+        for g in L:
+            known.extend(k for k in blk.kids.get(g, ()) if k not in L)
+        K = set(known)
+        parent = blk.parent
+        lifted: dict = {}
+
+        def lift(g):
+            hit = lifted.get(g)
+            if hit is None:
+                x = g
+                while x is not None and x not in K:
+                    x = parent[x]
+                lifted[g] = hit = x
+            return hit
+
+        vdescs = self.desc.blocks[b].vars
+        vindex = blk.var_index
+        ops, vars_ = [], []
+        for g in gids:
+            for i in blk.ops_in.get(g, ()):
+                ops.append(self.op_json(b, i))
+            for nm in blk.vars_in.get(g, ()):
+                vars_.append(display._var_json(b, vdescs[vindex[nm]], self.kinds[(b, nm)], blk.vgroup[nm]))
+        refs: dict = {}
+        vgroup = blk.vgroup
+        for g in L:
+            for i in blk.ops_in.get(g, ()):
+                r = blk.recs[i]
+                for k in (3, 4):
+                    for _s, names in r[k]:
+                        for nm in names:
+                            if nm in vgroup:
+                                if vgroup[nm] not in L:
+                                    refs[nm] = lift(vgroup[nm])
+                            elif b > 0 and nm not in refs:
+                                outer = self._outer_ref(b, nm)
+                                if outer is not None:
+                                    refs[nm] = outer
+        ext: dict = {}
+        for g in L:
+            for nm, go, into in blk.ext.get(g, ()):
+                if go in L:
+                    continue
+                key = (nm, lift(go), into)
+                ext[key] = ext.get(key, 0) + 1
+        edges: dict = {}
+        for (a, z), n in blk.edges.items():
+            if a in L or z in L:
+                continue
+            la, lz = lift(a), lift(z)
+            if la != lz:
+                edges[(la, lz)] = edges.get((la, lz), 0) + n
+        order = blk.order
+        known.sort(key=order.__getitem__)
+        return {"block": b, "groups": gids, "ops": ops, "vars": vars_, "refs": refs,
+                "external": [[var_id(b, nm), go, "in" if into else "out", n] for (nm, go, into), n in ext.items()],
+                "edges": [[a, z, n] for (a, z), n in edges.items()],
+                "known": [self._group_json(blk, g, L) for g in known]}
+
+    def _outer_ref(self, b: int, name: str):
+        """For a name a sub-block's op uses that an enclosing block declares inside one of its groups: the
+        group of that block's skeleton around it (known to the view from the start; the edge is drawn to
+        it while it is folded). None when the variable sits at block level (always sent) or nowhere."""
+        a = self.desc.blocks[b].parent_idx
+        while 0 <= a < len(self.blocks):
+            outer = self.blocks[a]
+            if name in outer.vgroup:
+                g = outer.vgroup[name]
+                if g is None:
+                    return None
+                first = {None, *outer.stages}
+                while outer.parent[g] not in first:
+                    g = outer.parent[g]
+                return g
+            a = self.desc.blocks[a].parent_idx if a > 0 else -1
+        return None
+
+    def skeleton(self, pid: str | None = None, pruned=None) -> dict:
+        """ProgramJSON version 3 with `lazy` set: the contents of block level and of the stages, the groups
+        known then (those and their kids, with `nodes`, `kids` and `loaded`), and refs / external / edges
+        lifted to them (see `contents`)."""
+        with _no_gc():
+            blocks = []
+            for b, blk in enumerate(self.blocks):
+                first = [None, *sorted(blk.stages, key=lambda g: blk.by_id[g]["first"])]
+                c = self.contents(b, first)
+                blocks.append({"idx": b, "parent": self.desc.blocks[b].parent_idx, "vars": c["vars"],
+                               "ops": c["ops"], "groups": c["known"], "refs": c["refs"],
+                               "external": c["external"], "edges": c["edges"]})
+            return {"schema": display.SCHEMA, "version": display.VERSION, "blocks": blocks,
+                    "pruned": _pruned_json(pruned), "dot": None,
+                    "lazy": {"id": pid, "ops": self.n_ops, "vars": self.n_vars}}
+
+    def search(self, query: str, limit: int = SEARCH_LIMIT) -> dict:
+        """Ops (by type or id) and variables (by name or id) whose text holds `query`, case-insensitive:
+        {"hits": [{id, name, block, group, path}], "total": n, "groups": {id: GroupJSON}} with at most `limit`
+        hits; `path` lists the groups around a hit, outermost first, and `groups` describes them (the view may
+        not know them yet: it opens them to reveal the hit)."""
+        q = str(query).strip().lower()
+        hits: list = []
+        total = 0
+        if not q:
+            return {"hits": hits, "total": 0, "groups": {}}
+        for b, blk in enumerate(self.blocks):
+            for i, r in enumerate(blk.recs):
+                oid = op_id(b, i)
+                if q in r[0].lower() or q in oid.lower():
+                    total += 1
+                    if len(hits) < limit:
+                        hits.append({"id": oid, "name": r[0], "block": b, "group": blk.inner[i]})
+            for nm in blk.var_order:
+                vid = var_id(b, nm)
+                if q in vid.lower():
+                    total += 1
+                    if len(hits) < limit:
+                        hits.append({"id": vid, "name": nm, "block": b, "group": blk.vgroup[nm]})
+        paths: dict = {}
+        for h in hits:
+            blk = self.blocks[h["block"]]
+            chain = []
+            g = h["group"]
+            while g is not None:
+                chain.append(g)
+                paths.setdefault(g, self._group_json(blk, g, ()))
+                g = blk.parent[g]
+            h["path"] = chain[::-1]
+        return {"hits": hits, "total": total, "groups": paths}
+
+    def handle(self, msg: dict) -> dict:
+        """One request of the parts protocol -> its answer (the widget and the comm both call this):
+        {"type": "contents", "block": int, "groups": [id|null], "loaded": [id]} -> the contents;
+        {"type": "search", "query": str} -> the hits. Errors answer {"error": str}."""
+        kind = msg.get("type") if isinstance(msg, dict) else None
+        try:
+            if kind == "contents":
+                b = msg.get("block")
+                groups = msg.get("groups")
+                loaded = msg.get("loaded", [])
+                if not isinstance(b, int) or not isinstance(groups, list) or not isinstance(loaded, list):
+                    raise KeyError("contents needs block (int), groups and loaded (lists of group ids)")
+                with _no_gc():
+                    return self.contents(b, groups, loaded)
+            if kind == "search":
+                return self.search(str(msg.get("query", "")))
+            return {"error": f"unknown request {kind!r} (contents or search)"}
+        except KeyError as e:
+            return {"error": str(e.args[0]) if e.args else "not found"}
+
+
+def _pruned_json(pruned):
+    if pruned is None:
+        return None
+    to_json = getattr(pruned, "to_json", None)
+    return to_json() if callable(to_json) else pruned
+
+
+def program_view_json(program, pruned=None) -> tuple[dict, "ProgramParts | None"]:
+    """What a view of `program` is first given: the whole ProgramJSON (small programs) or the skeleton of
+    its parts (lazy; the ProgramParts answers the rest)."""
+    if not is_big(program):
+        return display.program_json(program, pruned), None
+    parts = parts_of(program)
+    return parts.skeleton(register(program), pruned), parts
+
+
+def program_mimebundle(program) -> dict:
+    """Program._repr_mimebundle_: display.program_mimebundle, with the skeleton in place of the whole
+    ProgramJSON for programs of more than LAZY_ABOVE ops."""
+    if not is_big(program):
+        return display.program_mimebundle(program)
+    pj, _parts_ = program_view_json(program)
+    text = display.program_text_head(program)
+    return {display.PROGRAM_MIME: pj, "text/plain": text,
+            "text/html": f'<pre class="kernelcore-program">{html.escape(text)}</pre>'}

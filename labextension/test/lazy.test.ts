@@ -1,0 +1,170 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ProgramGraphModel } from '../src/graph';
+import type { GroupContentsJSON, ProgramJSON } from '../src/schema';
+import type { SearchResult } from '../src/parts';
+import { ProgramGraphView } from '../src/views/ProgramGraph';
+import { container, FakeModel, flush } from './fake-model';
+
+/** A 20-layer training MLP sent in parts, the kernel's answers to the requests made here, and its whole
+ * ProgramJSON (tests/make_frontend_fixtures.py, from kernelcore.program_parts). */
+const LAZY: { skeleton: ProgramJSON; whole: ProgramJSON; replies: Record<string, GroupContentsJSON>; search: SearchResult } = JSON.parse(
+  readFileSync(join(__dirname, 'data', 'mlp_lazy.json'), 'utf8')
+);
+const key = (groups: string[], loaded: string[]) => JSON.stringify({ g: [...groups].sort(), l: [...loaded].sort() });
+
+/** The drawn edges of `g` with `collapsed` folded, by program id (ops/vars) or group id, with their weight. */
+function drawnEdges(g: ProgramGraphModel, collapsed: Set<string>): string[] {
+  const idOf = new Map<string, string>();
+  g.nodes.forEach(n => idOf.set(n.key, n.id));
+  g.clusters.forEach((_c, cid) => idOf.set(g.collapsedKey(cid), cid));
+  const out: string[] = [];
+  for (const line of g.toDot(collapsed, 'p_').split('\n')) {
+    const m = /^\s+(\S+) -> (\S+) \[(.*)\];$/.exec(line);
+    if (m) {
+      const pw = /penwidth=([\d.]+)/.exec(m[3]);
+      out.push(`${idOf.get(m[1]) ?? m[1]} > ${idOf.get(m[2]) ?? m[2]} ${pw ? pw[1] : '1'} ${/constraint=false/.test(m[3]) ? 'back' : ''}`);
+    }
+  }
+  return out.sort();
+}
+
+/** What the view does with an answer: ops and vars added, groups known, refs/external/edges replaced. */
+function merged(p: ProgramJSON, opened: string[], r: GroupContentsJSON): ProgramJSON {
+  const q: ProgramJSON = JSON.parse(JSON.stringify(p));
+  const b = q.blocks[0];
+  b.ops.push(...r.ops);
+  b.vars.push(...r.vars);
+  for (const g of r.known) {
+    if (!b.groups!.some(x => x.id === g.id)) {
+      b.groups!.push({ ...g, loaded: false });
+    }
+  }
+  b.groups!.forEach(g => opened.includes(g.id) && (g.loaded = true));
+  Object.assign(b, { refs: r.refs, external: r.external, edges: r.edges });
+  return q;
+}
+
+/** A fake kernel: answers the view's requests from the fixture (an unexpected request fails the test). */
+function serve(model: FakeModel): () => Promise<void> {
+  const answered = new Set<any>();
+  return async () => {
+    for (let i = 0; i < 8; i++) {
+      await flush();
+      for (const m of model.sent.filter(x => !answered.has(x) && (x.type === 'contents' || x.type === 'search'))) {
+        answered.add(m);
+        const result = m.type === 'search' ? LAZY.search : LAZY.replies[key(m.groups, m.loaded)];
+        const reply = result ? { type: 'parts', req: m.req, ok: true, error: null, result } : { type: 'parts', req: m.req, ok: false, error: `no fixture for ${key(m.groups, m.loaded)}`, result: null };
+        (model.handlers['msg:custom'] ?? []).forEach(cb => cb(reply));
+      }
+    }
+  };
+}
+
+function viewOf(program: ProgramJSON) {
+  const model = new FakeModel({ program, pruned_program: null, selected: '', details: {}, search: '', collapsed: [] });
+  return { model, view: new ProgramGraphView(model as any, container()) };
+}
+
+afterEach(() => {
+  document.body.textContent = '';
+});
+
+describe('a lazy program (ProgramJSON version 3)', () => {
+  it('draws from the skeleton what the whole program draws, before and after opening groups', () => {
+    const lazy = new ProgramGraphModel(LAZY.skeleton);
+    const whole = new ProgramGraphModel(LAZY.whole);
+    expect(lazy.lazy).toBe(true);
+    expect(lazy.clusters.size).toBeLessThan(whole.clusters.size / 4);
+    expect(lazy.nodes.size).toBeLessThan(whole.nodes.size / 10);
+    expect(lazy.totalNodes).toBe(whole.nodes.size);
+    expect(lazy.opCount).toBe(whole.opCount);
+    const folded = new Set(lazy.defaultCollapsed());
+    // the whole program folded alike: every group the skeleton does not know sits in a folded one
+    const wholeFolded = new Set(whole.defaultCollapsed());
+    expect(whole.visibleCount(wholeFolded)).toBe(lazy.visibleCount(folded));
+    expect(drawnEdges(lazy, folded)).toEqual(drawnEdges(whole, wholeFolded));
+    expect(lazy.unloadedOpen(folded).size).toBe(0);
+    // open the forward repeat, then its first kid: the answers refine the drawing to the whole program's
+    const stages = LAZY.skeleton.blocks[0].groups!.filter(g => g.loaded).map(g => g.id);
+    const repeat = [...lazy.clusters.values()].find(c => c.gkind === 'repeat')!;
+    const open1 = new Set(folded);
+    open1.delete(repeat.id);
+    expect([...lazy.unloadedOpen(open1).values()].flat()).toEqual([repeat.id]);
+    const r1 = LAZY.replies[key([repeat.id], [...stages, repeat.id])];
+    const g1 = new ProgramGraphModel(merged(LAZY.skeleton, [repeat.id], r1));
+    const kids = g1.clusters.get(repeat.id)!.kids;
+    expect(kids.length).toBe(repeat.kidsCount);
+    kids.forEach(k => open1.add(k)); // known now, folded
+    const w1 = new Set(wholeFolded);
+    w1.delete(repeat.id);
+    expect(g1.visibleCount(open1)).toBe(whole.visibleCount(w1));
+    expect(drawnEdges(g1, open1)).toEqual(drawnEdges(whole, w1));
+    const kid = kids[0];
+    const r2 = LAZY.replies[key([kid], [...stages, repeat.id, kid])];
+    const g2 = new ProgramGraphModel(merged(merged(LAZY.skeleton, [repeat.id], r1), [repeat.id, kid], r2));
+    const open2 = new Set(open1);
+    open2.delete(kid);
+    g2.clusters.get(kid)!.kids.forEach(k => open2.add(k));
+    const w2 = new Set(w1);
+    w2.delete(kid);
+    expect(g2.unloadedOpen(open2).size).toBe(0);
+    expect(g2.visibleCount(open2)).toBe(whole.visibleCount(w2));
+    expect(drawnEdges(g2, open2)).toEqual(drawnEdges(whole, w2));
+  });
+
+  it('opens a group by asking the widget model, and says to re-run the cell when no answer can come', async () => {
+    const { model, view } = viewOf(LAZY.skeleton);
+    await view.ready;
+    const repeat = [...view.graph!.clusters.values()].find(c => c.gkind === 'repeat')!;
+    expect(repeat.loaded).toBe(false);
+    model.set('collapsed', (model.get('collapsed') as string[]).filter(id => id !== repeat.id));
+    await flush();
+    const ask = model.sent.find(m => m.type === 'contents');
+    expect(ask).toMatchObject({ type: 'contents', block: 0, groups: [repeat.id] });
+    expect(view.root.textContent).toContain('loading');
+    await serve(model)();
+    await view.ready;
+    const opened = view.graph!.clusters.get(repeat.id)!;
+    expect(opened.loaded).toBe(true);
+    expect(view.left.clusterEls.has(repeat.id)).toBe(true);
+    // its kids are known now and start folded
+    expect(opened.kids.length).toBeGreaterThan(3);
+    opened.kids.forEach(k => expect((model.get('collapsed') as string[]).includes(k)).toBe(true));
+    // a kernel that answers no more: the group stays folded and the view says what to do
+    const kid = opened.kids[1];
+    model.set('collapsed', (model.get('collapsed') as string[]).filter(id => id !== kid));
+    await flush();
+    const ask2 = model.sent.filter(m => m.type === 'contents')[1];
+    expect(ask2.loaded).toContain(repeat.id);
+    (model.handlers['msg:custom'] ?? []).forEach(cb => cb({ type: 'parts', req: ask2.req, ok: false, error: "program 'p1' is not in this kernel (was it restarted?); re-run the cell to open it", result: null }));
+    await flush();
+    await view.ready;
+    expect(view.root.querySelector('.jp-Kernelcore-note')!.textContent).toContain('re-run the cell');
+    expect((model.get('collapsed') as string[]).includes(kid)).toBe(true);
+    view.dispose();
+  });
+
+  it('finds names in groups it does not know, and opens the groups around a hit', async () => {
+    const { model, view } = viewOf(LAZY.skeleton);
+    await view.ready;
+    const target = LAZY.whole.blocks[0].vars.find(v => v.name === 'fc_7.w_0')!;
+    expect(view.graph!.byId.has(target.id)).toBe(false);
+    expect(view.graph!.clusters.has(target.group!)).toBe(false);
+    const input = view.root.querySelector('input.jp-Kernelcore-search') as HTMLInputElement;
+    input.value = 'fc_7.w_0';
+    input.dispatchEvent(new Event('input'));
+    input.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter' }));
+    const answer = serve(model);
+    await answer();
+    await view.ready;
+    await answer();
+    await view.ready;
+    expect(model.sent.find(m => m.type === 'search')).toMatchObject({ query: 'fc_7.w_0' });
+    expect(view.root.querySelector('.jp-Kernelcore-note')?.textContent ?? '').toBe('');
+    expect(view.graph!.byId.has(target.id)).toBe(true);
+    expect(view.left.nodeEls.get(target.id)?.classList.contains('jp-Kernelcore-match')).toBe(true);
+    view.dispose();
+  });
+});

@@ -1,0 +1,288 @@
+"""A big program in parts (kernelcore/program_parts.py, ProgramJSON version 3): the skeleton plus every
+group's contents is exactly the whole ProgramJSON; the merged edges, refs and external edges are what the
+whole program's ops and variables imply; search sees unsent names; ids of displayed programs die with them."""
+from __future__ import annotations
+
+import gc
+import json
+
+import pytest
+
+import kernelcore as kc
+from kernelcore import program_parts
+from kernelcore.display import program_json
+from kernelcore.program_parts import ProgramGone, ProgramParts
+from test_contract import check
+
+LAYERS = 60
+
+
+def mlp(layers=LAYERS):
+    L = kc.layers
+    main, startup = kc.Program(), kc.Program()
+    with kc.program_guard(main, startup):
+        h = L.data("x", [-1, 8])
+        for _ in range(layers):
+            h = L.fc(h, 8, act="relu")
+        kc.optimizer.SGD(learning_rate=0.1).minimize(L.mean(h), startup)
+    return main
+
+
+@pytest.fixture(scope="module")
+def prog():
+    return mlp()
+
+
+@pytest.fixture(scope="module")
+def whole(prog):
+    return program_json(prog)
+
+
+@pytest.fixture(scope="module")
+def parts(prog):
+    return ProgramParts(prog, prog.version)
+
+
+def _open_everything(parts, skel):
+    """Open every group the way the view does (a group becomes known when its parent is opened): the
+    skeleton's ops/vars, then each round's contents, until nothing known is left unopened."""
+    b0 = skel["blocks"][0]
+    ops = {o["id"]: o for o in b0["ops"]}
+    vars_ = {v["id"]: v for v in b0["vars"]}
+    known = {g["id"]: g for g in b0["groups"]}
+    loaded = {g["id"] for g in b0["groups"] if g["loaded"]}
+    rounds = 0
+    while True:
+        todo = [g for g in known if g not in loaded]
+        if not todo:
+            return ops, vars_, known, rounds
+        rounds += 1
+        c = parts.contents(0, todo, sorted(loaded))
+        check("GroupContentsJSON", c)
+        for o in c["ops"]:
+            assert o["id"] not in ops, "an op sent twice"
+            ops[o["id"]] = o
+        for v in c["vars"]:
+            assert v["id"] not in vars_, "a var sent twice"
+            vars_[v["id"]] = v
+        loaded.update(todo)
+        for g in c["known"]:
+            known.setdefault(g["id"], g)
+
+
+def test_skeleton_and_contents_are_the_whole_program(parts, whole):
+    skel = parts.skeleton("p-test")
+    check("ProgramJSON", skel)
+    assert skel["version"] == 3 and skel["lazy"]["id"] == "p-test"
+    b0, w0 = skel["blocks"][0], whole["blocks"][0]
+    assert skel["lazy"]["ops"] == len(w0["ops"]) and skel["lazy"]["vars"] == len(w0["vars"])
+    # at first: the stages (loaded) and their kids (known, folded); a handful of groups, few ops
+    assert {g["kind"] for g in b0["groups"] if g["loaded"]} == {"stage"}
+    assert all(g["parent"] is None or g["parent"] in {x["id"] for x in b0["groups"] if x["loaded"]}
+               for g in b0["groups"])
+    assert len(b0["groups"]) < 12 < len(w0["groups"])
+    assert len(b0["ops"]) < len(w0["ops"]) / 10
+    ops, vars_, known, rounds = _open_everything(parts, skel)
+    assert rounds >= 3  # stages > repeats > ranges > layers
+    assert ops == {o["id"]: o for o in w0["ops"]}
+    assert vars_ == {v["id"]: v for v in w0["vars"]}
+    # every group became known, as in the whole JSON, with its direct nodes and kids counted
+    whole_groups = {g["id"]: g for g in w0["groups"]}
+    assert set(known) == set(whole_groups)
+    direct, kids = {}, {}
+    for x in w0["ops"] + w0["vars"]:
+        direct[x["group"]] = direct.get(x["group"], 0) + 1
+    for g in w0["groups"]:
+        kids[g["parent"]] = kids.get(g["parent"], 0) + 1
+    for gid, g in known.items():
+        assert {k: g[k] for k in whole_groups[gid]} == whole_groups[gid]
+        assert g["nodes"] == direct.get(gid, 0) and g["kids"] == kids.get(gid, 0)
+
+
+def _expected(whole_block, loaded):
+    """refs, external and edges for `loaded` computed from the whole JSON alone."""
+    groups = {g["id"]: g for g in whole_block["groups"]}
+    L = {None, *loaded}
+    K = set(loaded) | {g for g, x in groups.items() if x["parent"] in L}
+
+    def lift(g):
+        while g is not None and g not in K:
+            g = groups[g]["parent"]
+        return g
+
+    vgroup = {v["name"]: v["group"] for v in whole_block["vars"]}
+    refs, ext, edges = {}, {}, {}
+    for o in whole_block["ops"]:
+        go = o["group"]
+        for slots, d in ((o["inputs"], "in"), (o["outputs"], "out")):
+            for names in slots.values():
+                for n in names:
+                    if n not in vgroup:
+                        continue
+                    gv = vgroup[n]
+                    if go in L and gv not in L:
+                        refs[n] = lift(gv)
+                    if gv in L and go not in L:
+                        key = (f"v0:{n}", lift(go), d)
+                        ext[key] = ext.get(key, 0) + 1
+                    if gv not in L and go not in L and gv != go:
+                        a, z = (lift(gv), lift(go)) if d == "in" else (lift(go), lift(gv))
+                        if a != z:
+                            edges[(a, z)] = edges.get((a, z), 0) + 1
+    return refs, ext, edges
+
+
+def test_refs_external_and_edges_lift_to_the_known_groups(parts, whole):
+    w0 = whole["blocks"][0]
+    skel = parts.skeleton(None)["blocks"][0]
+    stages = [g["id"] for g in skel["groups"] if g["loaded"]]
+    groups = {g["id"]: g for g in w0["groups"]}
+    repeat = next(g for g in w0["groups"] if g["kind"] == "repeat" and g["parent"] == stages[0])
+    rng = next(g for g in w0["groups"] if g["parent"] == repeat["id"])
+    layer = next(g for g in w0["groups"] if g["parent"] == rng["id"] and g["kind"] == "layer")
+    opened = [(skel, stages)]
+    c = parts.contents(0, [repeat["id"], rng["id"], layer["id"]], stages)
+    opened.append((c, stages + [repeat["id"], rng["id"], layer["id"]]))
+    for got, loaded in opened:
+        refs, ext, edges = _expected(w0, loaded)
+        assert got["refs"] == refs
+        assert {(v, g, d): n for v, g, d, n in got["external"]} == ext
+        assert {(a, z): n for a, z, n in got["edges"]} == edges
+        known = {g["id"] for g in got.get("known", got.get("groups"))}
+        ends = {z for a, z0, n in got["edges"] for z in (a, z0)} | {g for _v, g, _d, _n in got["external"]}
+        assert ends <= known, "an edge to a group the view does not know"
+    assert edges and ext and refs
+    assert all(groups[g]["parent"] in {None, *opened[-1][1]} for g in {x["id"] for x in c["known"]})
+
+
+def test_search_finds_names_in_unsent_groups(parts, whole):
+    w0 = whole["blocks"][0]
+    r = parts.search("fc_37.W")
+    check("SearchResultJSON", r)
+    want = sorted(v["id"] for v in w0["vars"] if "fc_37.w" in v["id"].lower())
+    assert sorted(h["id"] for h in r["hits"]) == want and r["total"] == len(want) > 0
+    groups = {v["id"]: v["group"] for v in w0["vars"]}
+    assert all(h["group"] == groups[h["id"]] for h in r["hits"])
+    parents = {g["id"]: g["parent"] for g in w0["groups"]}
+    for h in r["hits"]:  # the groups around each hit, outermost first, described for a view that lacks them
+        assert h["path"][-1] == h["group"] and parents[h["path"][0]] is None
+        assert all(parents[k] == p for p, k in zip(h["path"], h["path"][1:]))
+        assert all(r["groups"][g]["id"] == g for g in h["path"])
+    r = parts.search("relu_grad")
+    assert r["total"] == LAYERS and all(h["id"].startswith("o0:") for h in r["hits"])
+    assert parts.search("   ") == {"hits": [], "total": 0, "groups": {}}
+    assert parts.search("relu", limit=5)["total"] == 2 * LAYERS and len(parts.search("relu", limit=5)["hits"]) == 5
+
+
+def test_requests_and_their_errors(parts):
+    assert "error" in parts.handle({"type": "contents", "block": 0, "groups": ["group_0_99999"]})
+    assert "error" in parts.handle({"type": "contents", "block": 0, "groups": [], "loaded": ["nope"]})
+    assert "error" in parts.handle({"type": "contents", "block": 7, "groups": [None]})
+    assert "error" in parts.handle({"type": "contents", "block": "0", "groups": [None]})
+    assert "error" in parts.handle({"type": "drop_tables"})
+    assert parts.handle({"type": "search", "query": "mean"})["total"] >= 1
+
+
+def test_the_bundle_of_a_big_program_is_its_skeleton_and_its_id_dies_with_it(monkeypatch):
+    from kernelcore_widgets.program_comm import answer
+    monkeypatch.setattr(program_parts, "LAZY_ABOVE", 100)
+    small = mlp(3)
+    assert small._repr_mimebundle_()["application/vnd.kernelcore.program+json"]["lazy"] is None
+    p = mlp(20)
+    pj = p._repr_mimebundle_()["application/vnd.kernelcore.program+json"]
+    check("ProgramJSON", pj)
+    pid = pj["lazy"]["id"]
+    g = next(x["id"] for x in pj["blocks"][0]["groups"] if not x["loaded"])
+    reply = answer(pid, {"req": 4, "type": "contents", "block": 0, "groups": [g]})
+    check("PartsReplyJSON", reply)
+    assert reply["ok"] and reply["req"] == 4 and reply["result"]["groups"] == [g]
+    bad = answer(pid, {"req": 5, "type": "contents", "block": 0, "groups": ["nope"]})
+    assert not bad["ok"] and "nope" in bad["error"]
+    assert program_parts.parts_of(p) is program_parts.parts_of(p)  # built once per version
+    p.touch()  # an edit: the shown ids may no longer mean what they meant
+    assert not answer(pid, {"req": 6, "type": "search", "query": "fc"})["ok"]
+    pj2 = p._repr_mimebundle_()["application/vnd.kernelcore.program+json"]
+    assert answer(pj2["lazy"]["id"], {"req": 7, "type": "search", "query": "fc"})["ok"]
+    del p
+    gc.collect()
+    gone = answer(pj2["lazy"]["id"], {"req": 8, "type": "search", "query": "fc"})
+    assert not gone["ok"] and "re-run the cell" in gone["error"]
+    with pytest.raises(ProgramGone):
+        program_parts.lookup("p-never")
+
+
+def test_widget_sends_the_skeleton_and_answers_contents_and_details(monkeypatch):
+    kw = pytest.importorskip("kernelcore_widgets")
+    monkeypatch.setattr(program_parts, "LAZY_ABOVE", 100)
+    p = mlp(20)
+    w = kw.ProgramGraph(p)
+    assert w.program["lazy"] is not None
+    sent = []
+    monkeypatch.setattr(w, "send", lambda m, *a, **k: sent.append(m))
+    g = next(x for x in w.program["blocks"][0]["groups"] if not x["loaded"] and x["nodes"])
+    w.handle_message({"type": "contents", "req": 1, "block": 0, "groups": [g["id"]]})
+    assert sent[-1]["type"] == "parts" and sent[-1]["ok"] and sent[-1]["req"] == 1
+    check("PartsReplyJSON", sent[-1])
+    op = sent[-1]["result"]["ops"][0]
+    d = w.select(op["id"])  # an op the first payload did not carry: Python still describes it
+    assert d["type"] == op["type"] and d["attrs"] == op["attrs"]
+    whole = {g["id"]: g for g in program_json(p)["blocks"][0]["groups"]}
+    want, gid = [], op["group"]
+    while gid is not None:  # every group around it, though the skeleton did not list them all
+        want.append(whole[gid]["label"])
+        gid = whole[gid]["parent"]
+    assert d["layer"] == want[::-1] and len(want) >= 2
+    w.handle_message({"type": "search", "req": 2, "query": "fc_5.w_0"})
+    assert sent[-1]["ok"] and sent[-1]["result"]["total"] >= 1
+
+
+def test_the_file_viewers_server_sends_a_big_file_in_parts(tmp_path, monkeypatch):
+    server = pytest.importorskip("kernelcore_widgets.server")
+    monkeypatch.setattr(program_parts, "LAZY_ABOVE", 100)
+    p = mlp(20)
+    kc.save_program(p, tmp_path / "big.pdmodel")
+    kc.save_program(mlp(3), tmp_path / "small.pdmodel")
+    assert server.program_file_json(tmp_path, "small.pdmodel")["lazy"] is None
+    skel = server.program_file_json(tmp_path, "big.pdmodel")
+    check("ProgramJSON", skel)
+    assert skel["lazy"] == {"id": None, "ops": len(p.global_block().ops), "vars": skel["lazy"]["vars"]}
+    g = next(x["id"] for x in skel["blocks"][0]["groups"] if not x["loaded"])
+    loaded = [x["id"] for x in skel["blocks"][0]["groups"] if x["loaded"]]
+    ans = server.program_file_parts(tmp_path, "big.pdmodel", json.dumps(
+        {"type": "contents", "block": 0, "groups": [g], "loaded": loaded + [g]}))
+    check("PartsReplyJSON", {"req": None, **ans})
+    assert ans["ok"] and ans["result"]["known"]
+    whole = program_json(p)["blocks"][0]
+    assert ans["result"]["ops"] == [] or {o["id"] for o in ans["result"]["ops"]} <= {o["id"] for o in whole["ops"]}
+    assert server.program_file_parts(tmp_path, "big.pdmodel", '{"type": "search", "query": "fc_4.w_0"}')["ok"]
+    assert not server.program_file_parts(tmp_path, "big.pdmodel", '{"type": "nope"}')["ok"]
+    with pytest.raises(server.ProgramRequestError):
+        server.program_file_parts(tmp_path, "big.pdmodel", "not json")
+    with pytest.raises(server.ProgramRequestError):
+        server.program_file_parts(tmp_path, "../big.pdmodel", "{}")
+
+
+def test_a_program_with_sub_blocks_in_parts():
+    from test_contract import training_program
+    from test_debug import rnn_program
+    for prog in (rnn_program()[0], training_program()[0]):
+        parts = ProgramParts(prog, prog.version)
+        skel = parts.skeleton("p")
+        check("ProgramJSON", skel)
+        whole = program_json(prog)
+        for sb, wb in zip(skel["blocks"], whole["blocks"]):
+            b = sb["idx"]
+            ops = {o["id"] for o in sb["ops"]}
+            vars_ = {v["id"] for v in sb["vars"]}
+            known = {g["id"]: g for g in sb["groups"]}
+            loaded = {g for g, x in known.items() if x["loaded"]}
+            while [g for g in known if g not in loaded]:
+                todo = [g for g in known if g not in loaded]
+                c = parts.contents(b, todo, sorted(loaded | set(todo)))
+                ops |= {o["id"] for o in c["ops"]}
+                vars_ |= {v["id"] for v in c["vars"]}
+                loaded |= set(todo)
+                for g in c["known"]:
+                    known.setdefault(g["id"], g)
+                assert set(c["refs"].values()) <= set(known) | {g["id"] for blk in whole["blocks"] for g in blk["groups"]}
+            assert ops == {o["id"] for o in wb["ops"]} and vars_ == {v["id"] for v in wb["vars"]}
