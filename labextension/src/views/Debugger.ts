@@ -67,7 +67,7 @@ export class DebuggerView {
     const timelineBox = h('div', { cls: 'jp-Kernelcore-dbgTimeline' }, [h('div', { cls: 'jp-Kernelcore-sectionTitle', text: 'Events' })]);
     this._bpList = h('ul', { cls: 'jp-Kernelcore-dbgBreakpoints' });
     const bpBox = h('div', { cls: 'jp-Kernelcore-dbgBreakpointBox' }, [h('div', { cls: 'jp-Kernelcore-sectionTitle', text: 'Breakpoints' }), this._bpList]);
-    side.append(forestBox, this._rnnBox, bpBox);
+    side.append(bpBox, forestBox, this._rnnBox);
     this.root.append(controls, h('div', { cls: 'jp-Kernelcore-dbgMain' }, [graphBox, side]), timelineBox);
     el.appendChild(this.root);
 
