@@ -142,24 +142,31 @@ def test_the_debugger_widgets_graph_breaks_on_its_own_session_and_both_lists_upd
     assert d.debug["live"]  # a refused action leaves the actions on
 
 
-def test_the_debugger_pins_its_debug_messages_to_the_main_shell(monkeypatch):
+def test_the_debugger_runs_what_moves_its_session_on_the_main_shell(monkeypatch):
     from kernelcore_widgets import Debugger, graph_debug
     pinned = []
     monkeypatch.setattr(graph_debug, "pin_to_main_shell", lambda c, when=None: pinned.append((c, when)))
     prog, scope, feed, last, *_ = rnn()
     d = Debugger(kc.debug(prog, feed=feed, fetch_list=[last], scope=scope))
     assert "debug" in d._messages()
-    assert pinned == [(d.comm, graph_debug.is_debug_message)]
+    assert len(pinned) == 1 and pinned[0][0] is d.comm
+    when = pinned[0][1]
+    for kind in ("debug", "step", "next", "cont", "back", "reverse_cont", "goto", "prev"):
+        assert when({"method": "custom", "content": {"type": kind}}), kind
+    for data in ({"method": "custom", "content": {"type": "select", "id": "o1:2"}},
+                 {"method": "custom", "content": {"type": "open"}}, {"method": "update", "state": {}}):
+        assert not when(data), data
 
 
 # -- a session on another program: a clone is accepted, other ops are refused saying where -----------------------
 def test_a_session_on_a_clone_of_the_program_is_accepted():
     prog, scope, feed, last, hs, names = rnn()
     copy = prog.clone()
-    # a copy that differs in an attribute only still has the same ops at the same places
-    op = copy.block(1).ops[3]
+    # a copy that differs in an attribute only (where it was written, as Paddle records) has the same ops
+    op = copy.desc.blocks[1].ops[3]
     assert op.type == "tanh"
-    copy.desc.blocks[1].ops[3].is_target = True
+    op.attrs.add(name="op_callstack", type=5, strings=["elsewhere.py:1"])  # 5: STRINGS
+    assert copy.to_bytes() != prog.to_bytes()
     sess = kc.debug(copy, feed=feed, fetch_list=[last], scope=scope)
     g = _graph(prog, lambda: sess)
     assert g.debug["live"] and "a copy of this program with the same ops" in g.debug["text"], g.debug

@@ -25,6 +25,12 @@ _active: weakref.ref | None = None
 COMMANDS = ("step", "next", "finish", "step_timestep", "cont", "back", "back_timestep", "reverse_cont")
 
 
+def _moves_session(data) -> bool:
+    """An ipywidgets custom message that moves the session (a step command, a timestep goto / prev)."""
+    content = data.get("content") if isinstance(data, dict) else None
+    return isinstance(content, dict) and content.get("type") in (*COMMANDS, "goto", "prev")
+
+
 def active_debugger() -> Debugger:
     """The Debugger created or displayed last (for Python callers; the sidebar talks to the session through
     the `kernelcore.debugger` comm, see kernelcore_widgets.comm)."""
@@ -98,7 +104,8 @@ class Debugger(GraphState, DebugActionsState, ForestState, StepperState, Timelin
         session.listeners.append(follow)
         self._debug_idle_text = ("this debugger's session: breakpoints added here show below (and in the sidebar "
                                  "when it drives the same session)")
-        self._init_debug_actions(lambda: self.session)
+        # the step commands (and the timesteps' goto / prev) move the session too: the main shell runs them
+        self._init_debug_actions(lambda: self.session, drives=_moves_session)
         self.refresh()
         _set_active(self)
 

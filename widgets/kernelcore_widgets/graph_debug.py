@@ -58,11 +58,13 @@ class DebugActionsState(t.HasTraits):
     _debug_idle_text = ("live debug session (the one the sidebar drives): breakpoints added here show in its "
                         "Breakpoints panel")
 
-    def _init_debug_actions(self, session_fn) -> None:
+    def _init_debug_actions(self, session_fn, drives=None) -> None:
+        """`drives(data)`: the widget's other messages that move the session (besides "debug")."""
         self._session_fn = session_fn
         # the debug actions drive the session: on the main shell, in order with the cells and the sidebar
         # (selecting nodes stays on the widgets' subshell, answered while a cell runs)
-        pin_to_main_shell(getattr(self, "comm", None), is_debug_message)
+        when = is_debug_message if drives is None else (lambda data: is_debug_message(data) or drives(data))
+        pin_to_main_shell(getattr(self, "comm", None), when)
         self._say_debug()
 
     def _live(self):
