@@ -36,7 +36,7 @@ export async function showProgram(host: HTMLElement, data: unknown): Promise<Dis
     host.appendChild(h('div', { cls: 'jp-Kernelcore-error', text: 'not a kernelcore program (expected schema "kernelcore.program")' }));
     return { dispose: () => undefined };
   }
-  const view = new ProgramGraphView(programModel(data), host, { local: true, debug: modelActions() });
+  const view = new ProgramGraphView(programModel(data), host, { local: true, debug: modelActions(data) });
   await view.ready;
   return view;
 }

@@ -3,7 +3,8 @@
   Breakpoints list and the sidebar's both show it, the widget's Continue pauses there;
 - a `.pdmodel` opened from the file browser, bound to a live session started in a notebook: "Break on write"
   on a variable, continue from the sidebar, paused right after its writer;
-- a ProgramGraph widget over a program other than the live session's: the buttons are off and say why.
+- a ProgramGraph widget over a program other than the live session's: the buttons are off and say why (a
+  clone's are on); a program file whose op types the session's program lacks: off too.
 Screenshots in out/screenshots/."""
 from __future__ import annotations
 
@@ -49,7 +50,9 @@ def test_break_here_in_the_debugger_widgets_graph(page, lab):
     view.locator("button.jp-Kernelcore-action-cont").click()
     position = view.locator(".jp-Kernelcore-position")
     view.locator(".jp-Kernelcore-position", has_text="op #2 elementwise_add t=0").wait_for()
-    assert "breakpoint" in view.locator(".jp-Kernelcore-debugControls .jp-Kernelcore-status").text_content()
+    # traits arrive one by one: wait for the reason too
+    reason = view.locator(".jp-Kernelcore-debugControls .jp-Kernelcore-status")
+    reason.filter(has_text="breakpoint #1 block 1 op #2").wait_for()
     _where(sb, "op #2 elementwise_add t=0")  # the sidebar follows the widget's move
     view.locator("svg g.node.jp-Kernelcore-current", has_text="elementwise_add").first.wait_for()
     shot(view, "debugger_widget_break_here")
@@ -119,4 +122,17 @@ def test_a_graph_of_another_program_says_so_and_a_clone_is_accepted(page, lab):
     accepted.locator("button.jp-Kernelcore-breakHere").wait_for()
     assert not accepted.locator("button.jp-Kernelcore-breakHere").is_disabled()
     assert "same ops" in accepted.locator(".jp-Kernelcore-debugNote").text_content()
+    # a file whose program has op types the session's lacks (the MLP's feed, mul, relu...): refused too
+    page.locator(".jp-DirListing-itemText", has_text=re.compile(r"^programs$")).dblclick()
+    page.locator(".jp-DirListing-itemText", has_text=re.compile(r"^mlp\.pdmodel$")).dblclick()
+    view = page.locator(".jp-Kernelcore-fileView")
+    view.locator("svg g.node").first.wait_for(timeout=60_000)
+    view.locator("svg g.node.jp-Kernelcore-op", has_text="relu").first.dispatch_event("click")
+    view.locator("button.jp-Kernelcore-breakHere").wait_for()
+    note = view.locator(".jp-Kernelcore-debugNote")
+    note.filter(has_text="another program").wait_for()
+    assert view.locator("button.jp-Kernelcore-breakHere").is_disabled()
+    assert note.text_content() == ("the live debug session runs another program than this graph shows "
+                                   "(it has no 'feed' op)"), note.text_content()
+    shot(page, "file_of_another_program")
     assert not [p for p in page.problems if "kernelcore" in p.lower()], page.problems
