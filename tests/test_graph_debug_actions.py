@@ -93,7 +93,7 @@ def test_a_session_started_after_the_widget_turns_the_actions_on():
 def test_debug_actions_run_on_the_main_shell_and_selection_stays_where_it_was():
     """A ProgramGraph's debug messages drive the session: the kernel must run them on its main shell (with the
     cells and the sidebar's comm), while a click that only selects a node may stay on the widgets' subshell."""
-    from kernelcore_widgets.program_graph import _is_debug_message
+    from kernelcore_widgets.graph_debug import is_debug_message as _is_debug_message
 
     class FakeComm:
         def _reply_subshell_for(self, data, default):
@@ -107,3 +107,94 @@ def test_debug_actions_run_on_the_main_shell_and_selection_stays_where_it_was():
     assert c._reply_subshell_for(select, "x") == "the-widgets-subshell"
     assert c._reply_subshell_for({"method": "update", "state": {}}, "x") == "the-widgets-subshell"
     comm.pin_to_main_shell(object())  # a comm without subshell routing: nothing to do
+
+
+# -- the Debugger widget's graph: the same actions, on the Debugger's own session ---------------------------------
+def test_the_debugger_widgets_graph_breaks_on_its_own_session_and_both_lists_update():
+    from kernelcore_widgets import Debugger
+    prog, scope, feed, last, hs, names = rnn()
+    mine = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)
+    d = Debugger(mine)
+    assert d.debug["live"] and "this debugger's session" in d.debug["text"] and d.breakpoints == []
+    # a later session is the kernel's live one; the Debugger still drives its own
+    prog2, scope2, feed2, last2, *_ = rnn()
+    later = kc.debug(prog2, feed=feed2, fetch_list=[last2], scope=scope2)
+    assert kc.active_session() is later
+    got = []
+    ch = comm.DebugChannel(got.append, lambda: mine)  # the sidebar bound to the Debugger's session
+    ch.push()
+    n = len(got)
+    d.handle_message({"type": "select", "id": "o1:2"})
+    d.handle_message({"type": "debug", "action": "break_op", "block": 1, "op": 2})
+    assert d.debug["ok"] and "added breakpoint #1 block 1 op #2" in d.debug["text"], d.debug
+    assert [(b.block, b.op) for b in mine.breakpoints] == [(1, 2)] and later.breakpoints == []
+    assert [b["text"] for b in d.breakpoints] == ["#1 block 1 op #2"]  # the widget's list
+    assert len(got) == n + 1 and [b["text"] for b in got[-1]["state"]["session"]["breakpoints"]] == \
+        ["#1 block 1 op #2"]  # the sidebar's list
+    d.handle_message({"type": "cont"})
+    assert d.frames[-1]["block"] == 1 and d.frames[-1]["op"] == 2 and "breakpoint" in d.stop_reason
+    d.handle_message({"type": "debug", "action": "watch", "var": names["h_new"], "cond": "nan"})
+    assert d.debug["ok"] and [b["kind"] for b in d.breakpoints] == ["op", "watch"]
+    d.handle_message({"type": "debug", "action": "run_to", "block": 1, "op": 4})
+    assert d.frames[-1]["op"] == 4 and d.debug["ok"] and "ran to" in d.debug["text"]
+    d.handle_message({"type": "debug", "action": "break_op", "block": 1, "op": "x"})
+    assert not d.debug["ok"] and "'op' must be an integer" in d.debug["text"]
+    assert d.debug["live"]  # a refused action leaves the actions on
+
+
+def test_the_debugger_runs_what_moves_its_session_on_the_main_shell(monkeypatch):
+    from kernelcore_widgets import Debugger, graph_debug
+    pinned = []
+    monkeypatch.setattr(graph_debug, "pin_to_main_shell", lambda c, when=None: pinned.append((c, when)))
+    prog, scope, feed, last, *_ = rnn()
+    d = Debugger(kc.debug(prog, feed=feed, fetch_list=[last], scope=scope))
+    assert "debug" in d._messages()
+    assert len(pinned) == 1 and pinned[0][0] is d.comm
+    when = pinned[0][1]
+    for kind in ("debug", "step", "next", "cont", "back", "reverse_cont", "goto", "prev"):
+        assert when({"method": "custom", "content": {"type": kind}}), kind
+    for data in ({"method": "custom", "content": {"type": "select", "id": "o1:2"}},
+                 {"method": "custom", "content": {"type": "open"}}, {"method": "update", "state": {}}):
+        assert not when(data), data
+
+
+# -- a session on another program: a clone is accepted, other ops are refused saying where -----------------------
+def test_a_session_on_a_clone_of_the_program_is_accepted():
+    prog, scope, feed, last, hs, names = rnn()
+    copy = prog.clone()
+    # a copy that differs in an attribute only (where it was written, as Paddle records) has the same ops
+    op = copy.desc.blocks[1].ops[3]
+    assert op.type == "tanh"
+    op.attrs.add(name="op_callstack", type=5, strings=["elsewhere.py:1"])  # 5: STRINGS
+    assert copy.to_bytes() != prog.to_bytes()
+    sess = kc.debug(copy, feed=feed, fetch_list=[last], scope=scope)
+    g = _graph(prog, lambda: sess)
+    assert g.debug["live"] and "a copy of this program with the same ops" in g.debug["text"], g.debug
+    g.handle_message({"type": "debug", "action": "break_op", "block": 1, "op": 3})
+    assert g.debug["ok"] and sess.breakpoints[-1].op == 3
+    sess.cont()
+    assert (sess.position.innermost.block, sess.position.innermost.op) == (1, 3)
+
+
+def test_a_session_whose_ops_differ_is_refused_saying_where():
+    from kernelcore_widgets.graph_debug import program_mismatch
+    prog, scope, feed, last, hs, names = rnn()
+    sess = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)
+    other = prog.clone()
+    other.desc.blocks[1].ops[3].type = "sigmoid"
+    assert program_mismatch(prog, other) == "block 1 op #3 is 'sigmoid' there, 'tanh' here"
+    g = _graph(other, lambda: sess)
+    assert not g.debug["live"]
+    assert "runs another program than this graph shows (block 1 op #3 is 'tanh' there, 'sigmoid' here)" \
+        in g.debug["text"] and "ProgramGraph(sess.program)" in g.debug["text"], g.debug
+    g.handle_message({"type": "debug", "action": "break_op", "block": 1, "op": 3})
+    assert not g.debug["ok"] and g.debug["text"].startswith("not done: the live debug session runs another")
+    assert sess.breakpoints == []
+    longer = prog.clone()
+    longer.desc.blocks[0].ops.add().CopyFrom(prog.desc.blocks[0].ops[0])
+    assert "block 0 has an op #" in program_mismatch(prog, longer)
+    assert "block 0 ends before op #" in program_mismatch(longer, prog)
+    renamed = prog.clone()
+    renamed.desc.blocks[1].ops[3].outputs[0].arguments[0] = "elsewhere"
+    assert program_mismatch(prog, renamed) == "block 1 op #3 ('tanh') reads or writes other variables there"
+    assert "block(s)" in program_mismatch(prog, kc.Program())

@@ -7,12 +7,15 @@
  *    ({live, text, ok}); the session tells its listeners, so the sidebar's Breakpoints panel updates;
  *  - a program rendered as a cell output or opened as a file (the labextension): requests over the debugger
  *    model (IKernelcoreDebuggerModel, the `kernelcore.debugger` comm), which the plugin hands to the renderers
- *    through `setDebuggerModel`.
- * With no live session the actions are disabled and the panel says why.
+ *    through `setDebuggerModel`. The state the comm sends names the session's op types only, so these can
+ *    tell a session of another program only when it lacks one of the shown program's op types.
+ * With no live session (or one that clearly runs another program) the actions are disabled and the panel
+ * says why.
  */
 import { button, clear, h } from './dom';
 import { WidgetModel } from './model';
 import { Breakpoint, Watch, WatchCond } from './protocol';
+import { ProgramJSON } from './schema';
 import { IKernelcoreDebuggerModel } from './tokens';
 
 export type DebugAction =
@@ -73,16 +76,40 @@ export class ModelDebugActions implements DebugActions {
   private _seen: number | null = null;
   private _cbs = new Set<() => void>();
 
-  constructor(private _dbg: IKernelcoreDebuggerModel) {}
+  private _types: string[];
+
+  /** `program`: the program the graph shows (its op types are checked against the session's). */
+  constructor(
+    private _dbg: IKernelcoreDebuggerModel,
+    program: ProgramJSON | null = null
+  ) {
+    const types = new Set<string>();
+    program?.blocks.forEach(b => b.ops.forEach(o => types.add(o.type)));
+    this._types = [...types].sort();
+  }
+
+  private get _connected(): boolean {
+    return this._dbg.status === 'connected' && !!this._dbg.session;
+  }
+
+  /** An op type of the shown program that the session's program lacks (null: none, or nothing to compare). */
+  private get _missing(): string | null {
+    const have = this._dbg.session?.op_types;
+    return Array.isArray(have) ? (this._types.find(t => !have.includes(t)) ?? null) : null;
+  }
 
   get live(): boolean {
-    return this._dbg.status === 'connected' && !!this._dbg.session;
+    return this._connected && this._missing === null;
   }
 
   get text(): string {
     const s = this._dbg.session;
-    if (!this.live || !s) {
+    if (!this._connected || !s) {
       return `no live debug session: ${this._dbg.statusText || 'not connected to the kernel'}`;
+    }
+    const missing = this._missing;
+    if (missing !== null) {
+      return `the live debug session runs another program than this graph shows (it has no '${missing}' op)`;
     }
     if (this._last && this._seen === s.id) {
       return this._last.text;
@@ -136,9 +163,9 @@ export function setDebuggerModel(model: IKernelcoreDebuggerModel | null): void {
   _model = model;
 }
 
-/** Actions over the plugin's debugger model (null before the plugin started, e.g. in tests). */
-export function modelActions(): DebugActions | null {
-  return _model ? new ModelDebugActions(_model) : null;
+/** Actions over the plugin's debugger model for a graph of `program` (null before the plugin started, e.g. in tests). */
+export function modelActions(program: ProgramJSON | null = null): DebugActions | null {
+  return _model ? new ModelDebugActions(_model, program) : null;
 }
 
 export type ActionTarget = { kind: 'op'; block: number; op: number; label: string } | { kind: 'var'; name: string };

@@ -40,7 +40,7 @@ export async function showProgram(host: HTMLElement, data: unknown, source?: Par
   // a big program's cell result holds its outline; group contents come from the notebook's kernel
   const id = data.lazy && typeof data.lazy.id === 'string' ? data.lazy.id : null;
   const parts = source ?? (id ? new CommPartsSource(host, id) : null);
-  const view = new ProgramGraphView(programModel(data), host, { local: true, parts, debug: modelActions() });
+  const view = new ProgramGraphView(programModel(data), host, { local: true, parts, debug: modelActions(data) });
   await view.ready;
   return { dispose: () => { view.dispose(); (parts as { dispose?: () => void } | null)?.dispose?.(); } };
 }

@@ -115,4 +115,28 @@ describe('Debugger', () => {
     expect(box.style.display).toBe('');
     view.dispose();
   });
+
+  it("gives the graph's details the debug actions and lists the session's breakpoints", async () => {
+    const el = container();
+    const m = new FakeModel(state({ debug: { live: true, text: "this debugger's session", ok: true }, breakpoints: [] }));
+    const cleanup = await DebuggerWidget.render({ model: m, el });
+    expect(el.querySelector('.jp-Kernelcore-dbgBreakpoints')!.textContent).toContain('none');
+    m.set('selected', 'o0:1');
+    const brk = el.querySelector('button.jp-Kernelcore-breakHere') as HTMLButtonElement;
+    expect(brk.disabled).toBe(false);
+    brk.click();
+    expect(m.sent.filter(x => x.type === 'debug')).toEqual([{ type: 'debug', action: 'break_op', block: 0, op: 1 }]);
+    m.pythonSets('breakpoints', [
+      { id: 1, kind: 'op', text: '#1 block 0 op #1', enabled: true },
+      { id: 2, kind: 'watch', text: '#2 <b>h</b> nan', enabled: false }
+    ]);
+    const items = [...el.querySelectorAll('.jp-Kernelcore-dbgBreakpoint')];
+    expect(items.map(i => i.textContent)).toEqual(['#1 block 0 op #1', '#2 <b>h</b> nan']);
+    expect(items[1].classList.contains('jp-Kernelcore-muted')).toBe(true);
+    expect(el.querySelector('.jp-Kernelcore-dbgBreakpoints b')).toBeNull(); // names are text, never markup
+    m.pythonSets('debug', { live: false, text: 'no session', ok: true });
+    expect((el.querySelector('button.jp-Kernelcore-breakHere') as HTMLButtonElement).disabled).toBe(true);
+    cleanup();
+    expect(m.listenerCount()).toBe(0);
+  });
 });

@@ -131,6 +131,23 @@ describe('debug actions over the debugger model (outputs and files)', () => {
     expect(d.live).toBe(false);
     expect(d.text).toContain('no live debug session');
   });
+
+  it("refuses a session that lacks one of the shown program's op types, and says which", () => {
+    const { model } = connected(); // the session runs the RNN program (its op types are in the state)
+    const shown = mlp();
+    const d = new ModelDebugActions(model, shown);
+    const have = STATES[0].state.session!.op_types;
+    const missing = [...new Set(shown.blocks.flatMap(b => b.ops.map(o => o.type)))].sort().find(t => !have.includes(t))!;
+    expect(missing).toBeTruthy();
+    expect(d.live).toBe(false);
+    expect(d.text).toBe(`the live debug session runs another program than this graph shows (it has no '${missing}' op)`);
+    // a program whose op types the session has: accepted
+    const same = JSON.parse(JSON.stringify(shown));
+    same.blocks.forEach((b: any) => b.ops.forEach((o: any, i: number) => (o.type = have[i % have.length])));
+    const ok = new ModelDebugActions(model, same);
+    expect(ok.live).toBe(true);
+    expect(ok.text).toContain('paused at');
+  });
 });
 
 function view(over: Partial<TensorView>): TensorView {

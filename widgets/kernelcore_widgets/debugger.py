@@ -15,6 +15,7 @@ import kernelcore as kc
 from kernelcore.display import op_id
 
 from ._base import STATIC, KCWidget
+from .graph_debug import DebugActionsState
 from .program_graph import GraphState
 from .rnn_stepper import STEPPED, StepperState
 from .scope_forest import ForestState
@@ -22,6 +23,12 @@ from .trace_timeline import TimelineState
 
 _active: weakref.ref | None = None
 COMMANDS = ("step", "next", "finish", "step_timestep", "cont", "back", "back_timestep", "reverse_cont")
+
+
+def _moves_session(data) -> bool:
+    """An ipywidgets custom message that moves the session (a step command, a timestep goto / prev)."""
+    content = data.get("content") if isinstance(data, dict) else None
+    return isinstance(content, dict) and content.get("type") in (*COMMANDS, "goto", "prev")
 
 
 def active_debugger() -> Debugger:
@@ -52,7 +59,7 @@ class Stop:
         return f"{self.position} ({self.stop_reason})"
 
 
-class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
+class Debugger(GraphState, DebugActionsState, ForestState, StepperState, TimelineState, KCWidget):
     """`Debugger(session)`: a kc.DebugSession (`kc.debug(program, feed=..., scope=...)`).
 
     A thin view over the session: every command is a session move (messages `{"type": "step" | "next" |
@@ -61,7 +68,9 @@ class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
     the widget listens to the session. In the past (after "back") the graph, forest and timesteps show the
     state rebuilt from the record; forward moves replay the record and then run on.
     The views' own messages work here too: `select` (with "id": the graph; with "seq": the timeline),
-    `open` (the forest), `goto` and `prev` (the timesteps; the RNN panel's "next" is the button "Step t")."""
+    `open` (the forest), `goto` and `prev` (the timesteps; the RNN panel's "next" is the button "Step t"),
+    and the graph's `debug` actions (Break here, Run to here, Break on write, Watch: graph_debug.py), which act
+    on this widget's own session; `breakpoints` lists the session's breakpoints and watches."""
 
     _esm = STATIC / "Debugger.js"
     _css = STATIC / "Debugger.css"
@@ -71,6 +80,7 @@ class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
     stop_reason = t.Unicode("").tag(sync=True)
     finished = t.Bool(False).tag(sync=True)       # the run has ended
     time_travel = t.Int(-1).tag(sync=True)        # the pause shown when the cursor is in the past; -1: the present
+    breakpoints = t.List().tag(sync=True)         # the session's breakpoints and watches: [{id, kind, text, enabled}]
 
     def __init__(self, session, **kw):
         if not isinstance(session, kc.DebugSession):
@@ -92,6 +102,10 @@ class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
                 d.refresh()
         self._follow = follow
         session.listeners.append(follow)
+        self._debug_idle_text = ("this debugger's session: breakpoints added here show below (and in the sidebar "
+                                 "when it drives the same session)")
+        # the step commands (and the timesteps' goto / prev) move the session too: the main shell runs them
+        self._init_debug_actions(lambda: self.session, drives=_moves_session)
         self.refresh()
         _set_active(self)
 
@@ -127,6 +141,9 @@ class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
         self.point_at(s._scope_at(), node)
         self.stop_reason = s.stop_reason
         self.finished = s.finished
+        self.breakpoints = [{"id": b.id, "kind": b.kind, "text": str(b), "enabled": b.enabled}
+                            for b in s.breakpoints] + [{"id": w.id, "kind": "watch", "text": str(w),
+                                                        "enabled": w.enabled} for w in s.watches]
         self.update_events()
 
     def _details_scope(self, node_id: str):
@@ -211,6 +228,7 @@ class Debugger(GraphState, ForestState, StepperState, TimelineState, KCWidget):
         table["select"] = lambda c: (self._timeline_select(c) if "seq" in c else self._graph_select(c))
         table["open"] = self._forest_open
         table["contents"] = table["search"] = self._graph_parts  # a big program's groups, fetched as opened
+        table["debug"] = self._debug_action
         if self._has_rnn:  # a goto may run the session forward: the other views follow
             table["goto"] = self._stepper_goto
             table["prev"] = self._stepper_prev

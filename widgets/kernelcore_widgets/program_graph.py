@@ -12,7 +12,7 @@ from kernelcore.display import op_id, parse_node_id, program_json, var_id
 from kernelcore.program_parts import program_view_json
 
 from ._base import STATIC, KCWidget
-from .comm import pin_to_main_shell
+from .graph_debug import DebugActionsState
 from .schema import value_preview
 
 
@@ -241,31 +241,24 @@ class GraphState(t.HasTraits):
         return d
 
 
-class ProgramGraph(GraphState, KCWidget):
-    """`ProgramGraph(program, pruned=None, scope=None, side_by_side=False)`.
+class ProgramGraph(GraphState, DebugActionsState, KCWidget):
+    """`ProgramGraph(program, pruned=None, scope=None, side_by_side=False, session=None)`.
 
     `program` is a kc.Program (or a program file's path); `pruned` the PruneResult of `kc.prune(program, ...)`:
     the removed ops and variables are greyed, or with side_by_side=True the pruned program is drawn beside.
     With a `scope`, the details of a node carry previews of the values it holds. The browser's
-    `{"type": "select", "id": ...}` (or a change of `selected`) sets `details`."""
+    `{"type": "select", "id": ...}` (or a change of `selected`) sets `details`. The details' debug actions
+    (graph_debug.py) act on `session`, else on the kernel's live session (`kc.active_session()`)."""
 
     _esm = STATIC / "ProgramGraph.js"
     _css = STATIC / "ProgramGraph.css"
 
-    # the kernel's live debug session as the graph's "Break here" / "Break on write" / "Watch" actions see it:
-    # {"live": bool (actions enabled), "text": a sentence for the widget, "ok": whether the last action worked}
-    debug = t.Dict().tag(sync=True)
-
     def __init__(self, program, pruned=None, scope=None, side_by_side: bool = False, session=None, **kw):
         super().__init__(**kw)
         self._init_graph(program, pruned, scope, side_by_side)
-        self._session_fn = (lambda: session) if session is not None else active_session
         self._hook = _weak_hook(self)
         session_hooks.append(self._hook)  # a session started later makes the actions live
-        # the debug actions drive the session: on the main shell, in order with the cells and the sidebar
-        # (selecting nodes stays on the widgets' subshell, answered while a cell runs)
-        pin_to_main_shell(getattr(self, "comm", None), _is_debug_message)
-        self._say_debug()
+        self._init_debug_actions((lambda: session) if session is not None else active_session)
 
     def close(self) -> None:
         if getattr(self, "_hook", None) in session_hooks:
@@ -275,76 +268,6 @@ class ProgramGraph(GraphState, KCWidget):
     def _messages(self) -> dict:
         return {"select": self._graph_select, "debug": self._debug_action, "contents": self._graph_parts,
                 "search": self._graph_parts}
-
-    # -- breakpoints from this graph into the kernel's live session ------------------------------------------
-    def _live(self):
-        """(session, None) or (None, why the actions cannot work now)."""
-        sess = self._session_fn()
-        if sess is None:
-            return None, "no live debug session in this kernel: start one with kc.debug(program, feed=...)"
-        if sess.program is not self._program and \
-                sess.program.desc.SerializeToString() != self._program.desc.SerializeToString():
-            return None, "the live debug session runs another program than this graph shows"
-        return sess, None
-
-    def _say_debug(self, text: str | None = None, ok: bool = True) -> None:
-        sess, why = self._live()
-        if why is not None:
-            self.debug = {"live": False, "text": why, "ok": ok if text is not None else True}
-            return
-        self.debug = {"live": True, "ok": ok, "text": text or "live debug session (the one the sidebar drives): "
-                      "breakpoints added here show in its Breakpoints panel"}
-
-    def debug_action(self, action: str, **args) -> str:
-        """What the graph's buttons do (a `{"type": "debug", "action": ...}` message): "break_op" (block, op),
-        "run_to" (block, op), "break_write" (var), "watch" (var, cond, lo?, hi?), on the kernel's live session.
-        The session tells its listeners (the sidebar updates). Returns the sentence the widget shows."""
-        sess, why = self._live()
-        if why is not None:
-            raise kc.KernelcoreError(why)
-        if action == "break_op":
-            b = sess.break_on(block=_int_arg(args, "block"), op=_int_arg(args, "op"))
-            return f"added breakpoint {b}"
-        if action == "run_to":
-            sess.run_to(_int_arg(args, "block"), _int_arg(args, "op"))
-            return f"ran to {sess.position} ({sess.stop_reason})"
-        if action not in ("break_write", "watch"):
-            raise kc.KernelcoreError(f"unknown debug action {action!r:.40}: expected break_op, run_to, "
-                                     f"break_write or watch")
-        var = args.get("var")
-        if not isinstance(var, str) or not var:
-            raise kc.KernelcoreError(f"{action}: 'var' must be a variable name, got {var!r:.40}")
-        if action == "break_write":
-            b = sess.break_on(write=var)
-            return f"added breakpoint {b}"
-        num = (lambda x: float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None)
-        w = sess.watch(var, str(args.get("cond") or "nan"), lo=num(args.get("lo")),
-                       hi=num(args.get("hi")))  # overflow: hi is the bound
-        return f"added watch {w}"
-
-    def _debug_action(self, content) -> None:
-        args = {k: v for k, v in content.items() if k not in ("type", "action")}
-        try:
-            text = self.debug_action(str(content.get("action")), **args)
-        except (kc.KernelcoreError, ValueError, TypeError) as e:
-            self._say_debug(f"not done: {e}", ok=False)
-            if not self.debug["live"]:
-                self.debug = {**self.debug, "text": f"not done: {self.debug['text']}"}
-            return
-        self._say_debug(text)
-
-
-def _is_debug_message(data) -> bool:
-    """An ipywidgets custom message carrying {"type": "debug", ...}."""
-    content = data.get("content") if isinstance(data, dict) else None
-    return isinstance(content, dict) and content.get("type") == "debug"
-
-
-def _int_arg(args: dict, key: str) -> int:
-    v = args.get(key)
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise kc.KernelcoreError(f"{key!r} must be an integer, got {v!r:.40}")
-    return v
 
 
 def _weak_hook(widget):

@@ -4,10 +4,16 @@
  * The ops named in `position` ("block B op #I > ...") are marked in the graph; selecting a timeline
  * event selects its op in the graph and reveals its scope in the forest.
  *
+ * The graph's details carry the debug actions (debugactions.ts: Break here, Run to here, Break on write,
+ * Watch...), sent as `debug` messages that Python answers on this widget's own session, in the `debug` trait;
+ * the session's breakpoints and watches are listed under "Breakpoints".
+ *
  * Traits: those of ProgramGraph, ScopeForest, RNNStepper and TraceTimeline, plus position,
- * frames, stop_reason, finished and time_travel (the pause looked at in the past, -1 for the present).
+ * frames, stop_reason, finished, time_travel (the pause looked at in the past, -1 for the present), debug
+ * and breakpoints ([{id, kind, text, enabled}]).
  */
-import { button, h } from '../dom';
+import { WidgetDebugActions } from '../debugactions';
+import { button, clear, h } from '../dom';
 import { Listeners, RenderProps, WidgetModel } from '../model';
 import { DebugFrame, DebuggerAction, frameOps, TraceEvent } from '../schema';
 import { ProgramGraphView } from './ProgramGraph';
@@ -38,6 +44,7 @@ export class DebuggerView {
   private _position: HTMLElement;
   private _reason: HTMLElement;
   private _rnnBox: HTMLElement;
+  private _bpList: HTMLElement;
 
   constructor(
     readonly model: WidgetModel,
@@ -59,11 +66,13 @@ export class DebuggerView {
     const forestBox = h('div', { cls: 'jp-Kernelcore-dbgForest' }, [h('div', { cls: 'jp-Kernelcore-sectionTitle', text: 'Scopes' })]);
     this._rnnBox = h('div', { cls: 'jp-Kernelcore-dbgRNN' }, [h('div', { cls: 'jp-Kernelcore-sectionTitle', text: 'Timesteps' })]);
     const timelineBox = h('div', { cls: 'jp-Kernelcore-dbgTimeline' }, [h('div', { cls: 'jp-Kernelcore-sectionTitle', text: 'Events' })]);
-    side.append(forestBox, this._rnnBox);
+    this._bpList = h('ul', { cls: 'jp-Kernelcore-dbgBreakpoints' });
+    const bpBox = h('div', { cls: 'jp-Kernelcore-dbgBreakpointBox' }, [h('div', { cls: 'jp-Kernelcore-sectionTitle', text: 'Breakpoints' }), this._bpList]);
+    side.append(bpBox, forestBox, this._rnnBox);
     this.root.append(controls, h('div', { cls: 'jp-Kernelcore-dbgMain' }, [graphBox, side]), timelineBox);
     el.appendChild(this.root);
 
-    this.graph = new ProgramGraphView(model, graphBox);
+    this.graph = new ProgramGraphView(model, graphBox, { debug: new WidgetDebugActions(model) });
     this.forest = new ScopeForestView(model, forestBox);
     this.stepper = new RNNStepperView(model, this._rnnBox, { nextMessage: { type: 'step_timestep' } });
     this.timeline = new TraceTimelineView(model, timelineBox);
@@ -71,8 +80,25 @@ export class DebuggerView {
     this._listeners.onChange(['position', 'frames', 'stop_reason', 'finished', 'time_travel'], () => this._update());
     this._listeners.onChange(['num_steps'], () => this._updateRnn());
     this._listeners.onChange(['selected_event'], () => this._followEvent());
+    this._listeners.onChange(['breakpoints'], () => this._updateBreakpoints());
     this._update();
     this._updateRnn();
+    this._updateBreakpoints();
+  }
+
+  private _updateBreakpoints(): void {
+    const list = this.model.get('breakpoints');
+    const items = (Array.isArray(list) ? list : []) as Array<{ id?: unknown; kind?: unknown; text?: unknown; enabled?: unknown }>;
+    clear(this._bpList);
+    if (!items.length) {
+      this._bpList.appendChild(h('li', { cls: 'jp-Kernelcore-muted', text: 'none: click an op or a variable in the graph to add one' }));
+      return;
+    }
+    for (const b of items) {
+      const li = h('li', { cls: ['jp-Kernelcore-dbgBreakpoint', b.enabled === false ? 'jp-Kernelcore-muted' : ''], text: String(b.text ?? '') });
+      li.dataset.kind = String(b.kind ?? '');
+      this._bpList.appendChild(li);
+    }
   }
 
   get ready(): Promise<void> {
