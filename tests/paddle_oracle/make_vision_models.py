@@ -14,6 +14,12 @@ Every case is built in static mode with fixed seeds (program random_seed, numpy 
 and OUTDIR/manifest-<paddle version>.json: {"ok": [cases], "failed": {case: error}}. With --failed, only the cases
 some manifest in OUTDIR lists as failed (and no manifest lists as ok) are built. Case names after OUTDIR pick
 cases; --all adds the bigger EXTRA_MODELS.
+
+    .venv-paddle/bin/python tests/paddle_oracle/make_vision_models.py OUTDIR --constructors [names]
+
+builds (does not run) every public model constructor of paddle.vision.models at its design input size and
+writes each inference program alone, <name>.pdmodel (no parameters), plus OUTDIR/constructors.json (op-type
+summary); see make_constructor_programs.
 """
 from __future__ import annotations
 
@@ -369,6 +375,85 @@ def make_train_cnn(outdir, name="train_cnn"):
 TRAIN_STEPS = {"train_cnn": make_train_cnn}
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# --constructors: the inference program of every public model constructor, without parameters
+# ---------------------------------------------------------------------------------------------------------------
+def constructors():
+    """Every public model constructor of paddle.vision.models, as (name, callable), in __all__ order: each
+    factory function (resnet18, vgg16, ...) and each model class that no factory returns (LeNet). The classes
+    the factories return (ResNet, VGG, ...) are those factories with fixed arguments, and some cannot be called
+    without arguments (ResNet needs a block type, VGG its features)."""
+    import inspect
+    from paddle.vision import models as M
+    names = list(M.__all__)
+    funcs = [n for n in names if inspect.isfunction(getattr(M, n))]
+    returned = set()
+    for n in funcs:
+        ann = inspect.signature(getattr(M, n)).return_annotation
+        returned.add(ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann)))
+    classes = [n for n in names if inspect.isclass(getattr(M, n)) and issubclass(getattr(M, n), nn.Layer)
+               and n not in returned]
+    return [(n, getattr(M, n)) for n in names if n in funcs or n in classes]
+
+
+def constructor_input_shape(name):
+    """Batch 1 at the size the model was designed for (AlexNet's and GoogLeNet's classifiers need 224x224)."""
+    return [1, 1, 28, 28] if name == "LeNet" else [1, 3, 224, 224]
+
+
+def make_constructor_programs(outdir, only=()):
+    """Build (not run) each constructor's eval-mode model on a `paddle.static.data` input and write the program
+    save_inference_model would write (normalize_program: pruned to the outputs, feed/fetch ops, is_test set;
+    extra attrs clipped) as <name>.pdmodel, with no parameters. constructors.json holds, per constructor, the
+    input shape, fetch names, op-type counts, op count and parameter count/bytes (what a .pdiparams would hold);
+    the union of op types; the time taken; and any constructor that failed to build, with its error."""
+    import time
+    t_all = time.perf_counter()
+    summary = {"paddle_version": paddle.__version__, "constructors": {}, "failed": {}}
+    for name, ctor in constructors():
+        if only and name not in only:
+            continue
+        t0 = time.perf_counter()
+        try:
+            main, startup = paddle.static.Program(), paddle.static.Program()
+            with paddle.static.program_guard(main, startup):
+                paddle.utils.unique_name.switch()
+                shape = constructor_input_shape(name)
+                x = paddle.static.data("x", shape, "float32")
+                model = ctor()
+                model.eval()
+                y = model(x)
+            ys = list(y) if isinstance(y, (list, tuple)) else [y]  # GoogLeNet returns (out, aux1, aux2)
+            prog = paddle.static.normalize_program(main, [x], ys)
+            prog = prog._remove_training_info(clip_extra=True)  # what save_inference_model does
+            data = prog.desc.serialize_to_string()
+        except Exception as e:
+            summary["failed"][name] = f"{type(e).__name__}: {str(e)[-800:]}"
+            print(f"{name}: FAILED {summary['failed'][name][:200]}", flush=True)
+            continue
+        with open(os.path.join(outdir, name + ".pdmodel"), "wb") as f:
+            f.write(data)
+        counts = {}
+        for op in prog.global_block().ops:
+            counts[op.type] = counts.get(op.type, 0) + 1
+        params = [v for v in prog.list_vars() if v.persistable and v.name not in ("feed", "fetch")]
+        n_params = int(sum(np.prod(v.shape) for v in params))
+        summary["constructors"][name] = {
+            "input_shape": shape, "fetch_names": [v.name for v in ys],
+            "fetch_shapes": [list(v.shape) for v in ys], "n_ops": sum(counts.values()),
+            "op_types": dict(sorted(counts.items())), "n_parameters": n_params, "parameter_bytes": 4 * n_params,
+            "program_bytes": len(data), "seconds": round(time.perf_counter() - t0, 3)}
+        print(f"{name}: {sum(counts.values())} ops, {n_params / 1e6:.1f}M parameters, "
+              f"{time.perf_counter() - t0:.2f} s", flush=True)
+    summary["op_types"] = sorted({t for c in summary["constructors"].values() for t in c["op_types"]})
+    summary["seconds"] = round(time.perf_counter() - t_all, 2)
+    with open(os.path.join(outdir, "constructors.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    print(f"{len(summary['constructors'])} constructors in {summary['seconds']} s; op types: "
+          f"{summary['op_types']}", flush=True)
+    return summary
+
+
 def main(argv):
     args = [a for a in argv[1:] if not a.startswith("--")]
     if len(args) < 1:
@@ -376,6 +461,9 @@ def main(argv):
         return 2
     outdir = args[0]
     os.makedirs(outdir, exist_ok=True)
+    if "--constructors" in argv:
+        summary = make_constructor_programs(outdir, args[1:])
+        return 1 if summary["failed"] else 0
     names = args[1:] or list(ALL_CASES if "--all" in argv else CASES) + list(TRAIN_STEPS)
     if "--reference" in argv:
         reference_pass(outdir, names)

@@ -1,0 +1,123 @@
+"""Every public model constructor of paddle.vision.models: its inference program, as Paddle writes it, is one
+kernelcore supports and can prepare, and kernelcore's shape inference agrees with Paddle's on every value.
+
+A session fixture runs tests/paddle_oracle/make_vision_models.py --constructors with Paddle 3.3.1 (legacy IR):
+it builds (does not run) each constructor's eval-mode model at its design input size (1x3x224x224; LeNet
+1x1x28x28) and writes the program save_inference_model would write, without parameters (~15 s of CPU). Without
+the Paddle venv these tests skip and say so. Output parity, which needs parameters, is tests/test_paddle_vision.py.
+"""
+import json
+import os
+import subprocess
+import warnings
+from pathlib import Path
+
+import pytest
+
+import kernelcore as kc
+from kernelcore.program import Program
+from kernelcore.support import UnsupportedOpsWarning, describe, unsupported_ops
+
+pytestmark = pytest.mark.paddle
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERATOR = ROOT / "tests" / "paddle_oracle" / "make_vision_models.py"
+PADDLE3 = ROOT / ".venv-paddle" / "bin" / "python"
+
+# paddle.vision.models' public constructors (Paddle 3.3.1): the factory functions, and LeNet, the one model
+# class no factory returns. test_the_list_is_paddles checks this against what the generator enumerates.
+CONSTRUCTORS = [
+    "resnet18", "resnet34", "resnet50", "resnet101", "resnet152",
+    "resnext50_32x4d", "resnext50_64x4d", "resnext101_32x4d", "resnext101_64x4d", "resnext152_32x4d",
+    "resnext152_64x4d", "wide_resnet50_2", "wide_resnet101_2",
+    "vgg11", "vgg13", "vgg16", "vgg19",
+    "mobilenet_v1", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large",
+    "LeNet",
+    "densenet121", "densenet161", "densenet169", "densenet201", "densenet264",
+    "alexnet", "inception_v3", "squeezenet1_0", "squeezenet1_1", "googlenet",
+    "shufflenet_v2_x0_25", "shufflenet_v2_x0_33", "shufflenet_v2_x0_5", "shufflenet_v2_x1_0",
+    "shufflenet_v2_x1_5", "shufflenet_v2_x2_0", "shufflenet_v2_swish",
+]
+
+
+@pytest.fixture(scope="session")
+def ctors(tmp_path_factory):
+    """(directory of <name>.pdmodel, constructors.json)"""
+    if not PADDLE3.exists():
+        pytest.skip(f"no Paddle 3.3.1 oracle at {PADDLE3.parent.parent}: run ./dev test, or "
+                    "bash tests/paddle_oracle/setup_env.sh .venv-paddle 3.3.1")
+    out = tmp_path_factory.mktemp("paddle_vision_ctors")
+    env = dict(os.environ, FLAGS_enable_pir_api="0", GLOG_minloglevel="2", PYTHONWARNINGS="ignore")
+    r = subprocess.run([str(PADDLE3), str(GENERATOR), str(out), "--constructors"], capture_output=True,
+                       text=True, env=env, timeout=600)
+    summary_path = out / "constructors.json"
+    if not summary_path.exists():  # exit 1 with a summary: some constructor failed; its test says which
+        pytest.fail(f"{GENERATOR.name} --constructors failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return out, json.loads(summary_path.read_text())
+
+
+def test_the_list_is_paddles(ctors):
+    """CONSTRUCTORS is what Paddle's paddle.vision.models offers: a constructor Paddle adds is named here."""
+    _, summary = ctors
+    built = set(summary["constructors"]) | set(summary["failed"])
+    assert built == set(CONSTRUCTORS), {"new in Paddle": sorted(built - set(CONSTRUCTORS)),
+                                        "gone from Paddle": sorted(set(CONSTRUCTORS) - built)}
+
+
+def rebuild(prog: Program, feeds: list[str]) -> Program:
+    """The program's ops appended one by one (feed/fetch ops left out) to a fresh kernelcore program that
+    declares only the parameters and the fed variables, with Paddle's shapes: every intermediate value's shape
+    and dtype then comes from kernelcore's own bind step and shape inference."""
+    src = prog.global_block()
+    out = Program()
+    blk = out.global_block()
+    for v in src.vars:
+        if v.persistable and v.name not in ("feed", "fetch") or v.name in feeds:
+            blk.create_var(v.name, shape=v.shape, dtype=v.dtype, persistable=v.persistable,
+                           is_parameter=v.is_parameter)
+    for op in src.ops:
+        if op.type in ("feed", "fetch"):
+            continue
+        blk.append_op(op.type, inputs={k: vs for k, vs in op.inputs.items() if vs},
+                      outputs={k: vs for k, vs in op.outputs.items() if vs}, attrs=op.attrs)
+    return out
+
+
+@pytest.mark.parametrize("name", CONSTRUCTORS)
+def test_constructor_program_is_supported(ctors, name):
+    """kernelcore defines every op of the constructor's inference program, prepares it for a run, and infers
+    Paddle's shape and dtype for every value an op reads and every fetched value."""
+    out, summary = ctors
+    if name in summary["failed"]:
+        pytest.fail(f"Paddle could not build {name}: {summary['failed'][name]}")
+    meta = summary["constructors"][name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnsupportedOpsWarning)
+        prog = kc.load_program(out / f"{name}.pdmodel")
+    missing = unsupported_ops(prog)
+    assert not missing, f"{name}: {describe(missing)}"
+    counts = {}
+    for op in prog.global_block().ops:
+        counts[op.type] = counts.get(op.type, 0) + 1
+    assert counts == meta["op_types"]
+
+    feeds, fetches = kc.io.feed_target_names(prog), kc.io.fetch_target_names(prog)
+    assert feeds == ["x"] and fetches == meta["fetch_names"]
+    kc.Executor(kc.CPUPlace()).prepare(prog)
+
+    ours = rebuild(prog, feeds).global_block()
+    src = prog.global_block()
+    read = {n for op in src.ops if op.type != "feed" for n in op.input_arg_names}
+    checked = 0
+    for n in sorted(read):
+        theirs = src.var(n)
+        if theirs.persistable or n in feeds or n == "feed":
+            continue
+        mine = ours.var(n)
+        assert (mine.shape, mine.dtype) == (theirs.shape, theirs.dtype), (
+            f"{name}: {n}: kernelcore infers shape {mine.shape} dtype {mine.dtype_name}, "
+            f"Paddle declares {theirs.shape} {theirs.dtype_name}")
+        checked += 1
+    assert checked >= meta["n_ops"] // 2, f"{name}: only {checked} values checked of {meta['n_ops']} ops"
+    for n, shape in zip(fetches, meta["fetch_shapes"]):
+        assert list(ours.var(n).shape) == shape, f"{name}: fetch {n}"
