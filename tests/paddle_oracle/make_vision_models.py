@@ -70,10 +70,23 @@ MODELS = {
     "shufflenet_v2_x0_25": (_vision("shufflenet_v2_x0_25"), [2, 3, 64, 64]),
     "shufflenet_v2_swish": (_vision("shufflenet_v2_swish"), [2, 3, 96, 96]),
     "densenet121": (_vision("densenet121"), [2, 3, 64, 64]),
+    # num_classes=0 leaves out the classifiers that hold most of the weights (AlexNet: 58.6M of 61.1M parameters,
+    # VGG: 123.6M), so the files stay small (AlexNet 10 MB, VGG-11 37 MB, VGG-16 59 MB); what is left is every
+    # convolution, pool and batch norm. AlexNet then takes any input size; at 224x224 it still costs only
+    # ~0.7 GFLOP. VGG's AdaptiveAvgPool2D((7, 7)) takes its 2x2 map at 64x64 up to 7x7 (overlapping windows).
+    "alexnet": (_vision("alexnet", num_classes=0), [1, 3, 224, 224]),
+    "vgg11": (_vision("vgg11", num_classes=0), [1, 3, 64, 64]),
+    "vgg11_bn": (_vision("vgg11", batch_norm=True, num_classes=0), [1, 3, 64, 64]),
+    "vgg16": (_vision("vgg16", num_classes=0), [1, 3, 64, 64]),
+    "vgg16_bn": (_vision("vgg16", batch_norm=True, num_classes=0), [1, 3, 64, 64]),
+    # GoogLeNet's auxiliary heads need 224x224 (a 13x13 map for their 1152-wide Linear); num_classes=10 keeps
+    # all three heads (out, out1, out2: three fetches) at 8.5M parameters, 34 MB
+    "googlenet": (_vision("googlenet", num_classes=10), [1, 3, 224, 224]),
 }
-# Bigger models, built only when named on the command line (or with --all): ~100 MB of parameters each.
-# (AlexNet, VGG and GoogLeNet are left out: their classifiers hold 100-500 MB of weights, and AlexNet/GoogLeNet
-# reject inputs smaller than 224x224.)
+# Bigger models, built only when named on the command line (or with --all). InceptionV3 (87 MB of parameters at
+# num_classes=10) and ResNeXt-50 32x4d (92 MB) keep nearly all their weights in convolutions, which no argument of
+# their constructors shrinks (inception_v3 takes num_classes/with_pool; resnext50_32x4d fixes groups and width);
+# a smaller input makes them cheaper to run, not smaller. Both match Paddle when built (see NOTES.md).
 EXTRA_MODELS = {
     "inception_v3": (_vision("inception_v3", num_classes=10), [1, 3, 96, 96]),
     "resnext50_32x4d": (_vision("resnext50_32x4d", num_classes=10), [2, 3, 96, 96]),
@@ -169,7 +182,7 @@ CASES = {**MODELS, **LAYERS}
 # Models whose batch norms get running statistics from the feed (calibrate_batch_norms): without, MobileNets'
 # outputs are ~1e-11..1e-17. DenseNet-121 is left out: its outputs are O(1) already.
 CALIBRATE = {"resnet18", "mobilenet_v1", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large",
-             "shufflenet_v2_x0_25", "shufflenet_v2_swish", "resnext50_32x4d"}
+             "shufflenet_v2_x0_25", "shufflenet_v2_swish", "resnext50_32x4d", "vgg11_bn", "vgg16_bn"}
 ALL_CASES = {**CASES, **EXTRA_MODELS}
 
 
@@ -250,6 +263,7 @@ def make_case(outdir, name, spec):
         layer = make()
         layer.train() if mode == "train" else layer.eval()
         y = layer(x)
+        ys = list(y) if isinstance(y, (list, tuple)) else [y]  # GoogLeNet: (out, aux1, aux2)
         exe = paddle.static.Executor(paddle.CPUPlace())
         exe.run(startup)
         if mode == "eval" and name in CALIBRATE:
@@ -258,17 +272,15 @@ def make_case(outdir, name, spec):
             randomize_parameters(main, scope, SEED)
         pnames = persistables(main)
         init = {n: np.array(scope.find_var(n).get_tensor()) for n in pnames}
-        outs = exe.run(main, feed=feeds, fetch_list=[y])
+        outs = exe.run(main, feed=feeds, fetch_list=ys)
         after = {n: np.array(scope.find_var(n).get_tensor()) for n in pnames}
         if mode == "eval":
-            paddle.static.save_inference_model(prefix, [x], [y], exe, program=main)
+            paddle.static.save_inference_model(prefix, [x], ys, exe, program=main)
     arrays = dict(feeds)
     for i, o in enumerate(outs):
         arrays[f"{'main_' if mode == 'eval' else ''}fetch_{i}"] = np.asarray(o)
-    if mode == "eval":
-        prog, feed_names, fetch_names = main, ["x"], [y.name]  # reference_pass() rereads the saved program
-    else:
-        prog, feed_names, fetch_names = main, ["x"], [y.name]
+    prog, feed_names, fetch_names = main, ["x"], [v.name for v in ys]  # eval: reference_pass() rereads the saved one
+    if mode != "eval":
         with open(prefix + ".main.pb", "wb") as f:
             f.write(main.desc.serialize_to_string())
         for n in pnames:
