@@ -392,9 +392,11 @@ TRAIN_STEPS = {"train_cnn": make_train_cnn}
 # ---------------------------------------------------------------------------------------------------------------
 def constructors():
     """Every public model constructor of paddle.vision.models, as (name, callable), in __all__ order: each
-    factory function (resnet18, vgg16, ...) and each model class that no factory returns (LeNet). The classes
+    factory function (resnet18, vgg16, ...) and each model class that no factory stands for (LeNet). The classes
     the factories return (ResNet, VGG, ...) are those factories with fixed arguments, and some cannot be called
-    without arguments (ResNet needs a block type, VGG its features)."""
+    without arguments (ResNet needs a block type, VGG its features). A factory stands for a class when its
+    return annotation names it (3.x) or its name begins with the class's name, lower-cased without underscores
+    (2.6.2 has no annotations: MobileNetV3Small -> mobilenet_v3_small, DenseNet -> densenet121)."""
     import inspect
     from paddle.vision import models as M
     names = list(M.__all__)
@@ -403,8 +405,13 @@ def constructors():
     for n in funcs:
         ann = inspect.signature(getattr(M, n)).return_annotation
         returned.add(ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann)))
+    squashed = [f.replace("_", "").lower() for f in funcs]
+
+    def stood_for(cls):
+        return cls in returned or any(f.startswith(cls.lower()) for f in squashed)
+
     classes = [n for n in names if inspect.isclass(getattr(M, n)) and issubclass(getattr(M, n), nn.Layer)
-               and n not in returned]
+               and not stood_for(n)]
     return [(n, getattr(M, n)) for n in names if n in funcs or n in classes]
 
 
@@ -450,9 +457,12 @@ def make_constructor_programs(outdir, only=()):
             counts[op.type] = counts.get(op.type, 0) + 1
         params = [v for v in prog.list_vars() if v.persistable and v.name not in ("feed", "fetch")]
         n_params = int(sum(np.prod(v.shape) for v in params))
+        # what the fetch ops read (2.6.2's normalize_program puts a save_infer_model/scale_* op after each output)
+        fetched = sorted((op.attr("col"), op.input("X")[0]) for op in prog.global_block().ops if op.type == "fetch")
+        fetched = [prog.global_block().var(n) for _, n in fetched]
         summary["constructors"][name] = {
-            "input_shape": shape, "fetch_names": [v.name for v in ys],
-            "fetch_shapes": [list(v.shape) for v in ys], "n_ops": sum(counts.values()),
+            "input_shape": shape, "fetch_names": [v.name for v in fetched],
+            "fetch_shapes": [list(v.shape) for v in fetched], "n_ops": sum(counts.values()),
             "op_types": dict(sorted(counts.items())), "n_parameters": n_params, "parameter_bytes": 4 * n_params,
             "program_bytes": len(data), "seconds": round(time.perf_counter() - t0, 3)}
         print(f"{name}: {sum(counts.values())} ops, {n_params / 1e6:.1f}M parameters, "
