@@ -114,6 +114,12 @@ LAYERS = {
     "conv2d_asym_pad": (lambda: nn.Conv2D(3, 4, 3, padding=[1, 2, 0, 1], bias_attr=False), [1, 3, 8, 9]),
     "conv2d_nhwc": (lambda: nn.Conv2D(3, 4, 3, padding=1, data_format="NHWC"), [2, 7, 6, 3]),
     "conv2d_1x1": (lambda: nn.Conv2D(8, 16, 1), [2, 8, 5, 5]),
+    # what the EXTRA_MODELS write that no default model does: ResNeXt's 32-group 3x3 convolution (4 channels a
+    # group), InceptionV3's 1x7 / 7x1 convolutions with paddings [0, 3] / [3, 0]
+    "conv2d_groups32": (lambda: nn.Conv2D(128, 128, 3, stride=2, padding=1, groups=32, bias_attr=False),
+                        [1, 128, 7, 8]),
+    "conv2d_1x7": (lambda: nn.Conv2D(8, 6, (1, 7), padding=(0, 3)), [1, 8, 9, 10]),
+    "conv2d_7x1": (lambda: nn.Conv2D(8, 6, (7, 1), padding=(3, 0)), [1, 8, 9, 10]),
     "depthwise_conv2d": (lambda: nn.Conv2D(4, 8, 3, stride=2, padding=1, groups=4), [2, 4, 9, 9]),
     "depthwise_conv2d_k5": (lambda: nn.Conv2D(6, 6, 5, padding=2, groups=6, dilation=1), [1, 6, 7, 8]),
     "conv3d": (lambda: nn.Conv3D(3, 4, 3, stride=(1, 2, 2), padding=1), [2, 3, 5, 8, 8]),
