@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import kernelcore as kc
+from kernelcore import io as kio
 from kernelcore.program import Program
 from kernelcore.proto.framework_pb2 import VarType
 from kernelcore.support import UnsupportedOpsWarning, describe, unsupported_ops
@@ -134,7 +135,7 @@ def check_constructor(out, summary, name):
         counts[op.type] = counts.get(op.type, 0) + 1
     assert counts == meta["op_types"]
 
-    feeds, fetches = kc.io.feed_target_names(prog), kc.io.fetch_target_names(prog)
+    feeds, fetches = kio.feed_target_names(prog), kio.fetch_target_names(prog)
     assert feeds == ["x"] and fetches == meta["fetch_names"]
     kc.Executor(kc.CPUPlace()).prepare(prog)
 
