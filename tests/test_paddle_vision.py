@@ -25,10 +25,12 @@ PADDLE3 = ROOT / ".venv-paddle" / "bin" / "python"
 PADDLE2 = ROOT / ".venv-paddle2" / "bin" / "python"
 
 MODELS = ["lenet", "resnet18", "mobilenet_v1", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large",
-          "squeezenet1_0", "shufflenet_v2_x0_25", "shufflenet_v2_swish", "densenet121"]
+          "squeezenet1_0", "shufflenet_v2_x0_25", "shufflenet_v2_swish", "densenet121",
+          "alexnet", "vgg11", "vgg11_bn", "vgg16", "vgg16_bn", "googlenet"]
 LAYERS = [
     "conv1d", "conv2d", "conv2d_groups_dilation", "conv2d_same", "conv2d_valid", "conv2d_asym_pad", "conv2d_nhwc",
-    "conv2d_1x1", "depthwise_conv2d", "depthwise_conv2d_k5", "conv3d", "conv2d_transpose",
+    "conv2d_1x1", "conv2d_groups32", "conv2d_1x7", "conv2d_7x1", "depthwise_conv2d", "depthwise_conv2d_k5", "conv3d",
+    "conv2d_transpose",
     "conv2d_transpose_groups", "conv1d_transpose", "conv3d_transpose",
     "maxpool2d", "maxpool2d_ceil", "avgpool2d_exclusive", "avgpool2d_inclusive", "avgpool2d_ceil", "avgpool2d_same",
     "maxpool2d_valid", "maxpool2d_asym", "adaptive_avgpool2d", "adaptive_maxpool2d", "global_avgpool2d",

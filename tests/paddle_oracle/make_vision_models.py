@@ -14,6 +14,12 @@ Every case is built in static mode with fixed seeds (program random_seed, numpy 
 and OUTDIR/manifest-<paddle version>.json: {"ok": [cases], "failed": {case: error}}. With --failed, only the cases
 some manifest in OUTDIR lists as failed (and no manifest lists as ok) are built. Case names after OUTDIR pick
 cases; --all adds the bigger EXTRA_MODELS (EXTRA_TRAIN_STEPS, the training benchmark's programs, only when named).
+
+    .venv-paddle/bin/python tests/paddle_oracle/make_vision_models.py OUTDIR --constructors [names]
+
+builds (does not run) every public model constructor of paddle.vision.models at its design input size and
+writes each inference program alone, <name>.pdmodel (no parameters), plus OUTDIR/constructors.json (op-type
+summary); see make_constructor_programs.
 """
 from __future__ import annotations
 
@@ -64,10 +70,23 @@ MODELS = {
     "shufflenet_v2_x0_25": (_vision("shufflenet_v2_x0_25"), [2, 3, 64, 64]),
     "shufflenet_v2_swish": (_vision("shufflenet_v2_swish"), [2, 3, 96, 96]),
     "densenet121": (_vision("densenet121"), [2, 3, 64, 64]),
+    # num_classes=0 leaves out the classifiers that hold most of the weights (AlexNet: 58.6M of 61.1M parameters,
+    # VGG: 123.6M), so the files stay small (AlexNet 10 MB, VGG-11 37 MB, VGG-16 59 MB); what is left is every
+    # convolution, pool and batch norm. AlexNet then takes any input size; at 224x224 it still costs only
+    # ~0.7 GFLOP. VGG's AdaptiveAvgPool2D((7, 7)) takes its 2x2 map at 64x64 up to 7x7 (overlapping windows).
+    "alexnet": (_vision("alexnet", num_classes=0), [1, 3, 224, 224]),
+    "vgg11": (_vision("vgg11", num_classes=0), [1, 3, 64, 64]),
+    "vgg11_bn": (_vision("vgg11", batch_norm=True, num_classes=0), [1, 3, 64, 64]),
+    "vgg16": (_vision("vgg16", num_classes=0), [1, 3, 64, 64]),
+    "vgg16_bn": (_vision("vgg16", batch_norm=True, num_classes=0), [1, 3, 64, 64]),
+    # GoogLeNet's auxiliary heads need 224x224 (a 13x13 map for their 1152-wide Linear); num_classes=10 keeps
+    # all three heads (out, out1, out2: three fetches) at 8.5M parameters, 34 MB
+    "googlenet": (_vision("googlenet", num_classes=10), [1, 3, 224, 224]),
 }
-# Bigger models, built only when named on the command line (or with --all): ~100 MB of parameters each.
-# (AlexNet, VGG and GoogLeNet are left out: their classifiers hold 100-500 MB of weights, and AlexNet/GoogLeNet
-# reject inputs smaller than 224x224.)
+# Bigger models, built only when named on the command line (or with --all). InceptionV3 (87 MB of parameters at
+# num_classes=10) and ResNeXt-50 32x4d (92 MB) keep nearly all their weights in convolutions, which no argument of
+# their constructors shrinks (inception_v3 takes num_classes/with_pool; resnext50_32x4d fixes groups and width);
+# a smaller input makes them cheaper to run, not smaller. Both match Paddle when built (see NOTES.md).
 EXTRA_MODELS = {
     "inception_v3": (_vision("inception_v3", num_classes=10), [1, 3, 96, 96]),
     "resnext50_32x4d": (_vision("resnext50_32x4d", num_classes=10), [2, 3, 96, 96]),
@@ -95,6 +114,12 @@ LAYERS = {
     "conv2d_asym_pad": (lambda: nn.Conv2D(3, 4, 3, padding=[1, 2, 0, 1], bias_attr=False), [1, 3, 8, 9]),
     "conv2d_nhwc": (lambda: nn.Conv2D(3, 4, 3, padding=1, data_format="NHWC"), [2, 7, 6, 3]),
     "conv2d_1x1": (lambda: nn.Conv2D(8, 16, 1), [2, 8, 5, 5]),
+    # what the EXTRA_MODELS write that no default model does: ResNeXt's 32-group 3x3 convolution (4 channels a
+    # group), InceptionV3's 1x7 / 7x1 convolutions with paddings [0, 3] / [3, 0]
+    "conv2d_groups32": (lambda: nn.Conv2D(128, 128, 3, stride=2, padding=1, groups=32, bias_attr=False),
+                        [1, 128, 7, 8]),
+    "conv2d_1x7": (lambda: nn.Conv2D(8, 6, (1, 7), padding=(0, 3)), [1, 8, 9, 10]),
+    "conv2d_7x1": (lambda: nn.Conv2D(8, 6, (7, 1), padding=(3, 0)), [1, 8, 9, 10]),
     "depthwise_conv2d": (lambda: nn.Conv2D(4, 8, 3, stride=2, padding=1, groups=4), [2, 4, 9, 9]),
     "depthwise_conv2d_k5": (lambda: nn.Conv2D(6, 6, 5, padding=2, groups=6, dilation=1), [1, 6, 7, 8]),
     "conv3d": (lambda: nn.Conv3D(3, 4, 3, stride=(1, 2, 2), padding=1), [2, 3, 5, 8, 8]),
@@ -163,7 +188,7 @@ CASES = {**MODELS, **LAYERS}
 # Models whose batch norms get running statistics from the feed (calibrate_batch_norms): without, MobileNets'
 # outputs are ~1e-11..1e-17. DenseNet-121 is left out: its outputs are O(1) already.
 CALIBRATE = {"resnet18", "mobilenet_v1", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large",
-             "shufflenet_v2_x0_25", "shufflenet_v2_swish", "resnext50_32x4d"}
+             "shufflenet_v2_x0_25", "shufflenet_v2_swish", "resnext50_32x4d", "vgg11_bn", "vgg16_bn"}
 ALL_CASES = {**CASES, **EXTRA_MODELS}
 
 
@@ -244,6 +269,7 @@ def make_case(outdir, name, spec):
         layer = make()
         layer.train() if mode == "train" else layer.eval()
         y = layer(x)
+        ys = list(y) if isinstance(y, (list, tuple)) else [y]  # GoogLeNet: (out, aux1, aux2)
         exe = paddle.static.Executor(paddle.CPUPlace())
         exe.run(startup)
         if mode == "eval" and name in CALIBRATE:
@@ -252,17 +278,15 @@ def make_case(outdir, name, spec):
             randomize_parameters(main, scope, SEED)
         pnames = persistables(main)
         init = {n: np.array(scope.find_var(n).get_tensor()) for n in pnames}
-        outs = exe.run(main, feed=feeds, fetch_list=[y])
+        outs = exe.run(main, feed=feeds, fetch_list=ys)
         after = {n: np.array(scope.find_var(n).get_tensor()) for n in pnames}
         if mode == "eval":
-            paddle.static.save_inference_model(prefix, [x], [y], exe, program=main)
+            paddle.static.save_inference_model(prefix, [x], ys, exe, program=main)
     arrays = dict(feeds)
     for i, o in enumerate(outs):
         arrays[f"{'main_' if mode == 'eval' else ''}fetch_{i}"] = np.asarray(o)
-    if mode == "eval":
-        prog, feed_names, fetch_names = main, ["x"], [y.name]  # reference_pass() rereads the saved program
-    else:
-        prog, feed_names, fetch_names = main, ["x"], [y.name]
+    prog, feed_names, fetch_names = main, ["x"], [v.name for v in ys]  # eval: reference_pass() rereads the saved one
+    if mode != "eval":
         with open(prefix + ".main.pb", "wb") as f:
             f.write(main.desc.serialize_to_string())
         for n in pnames:
@@ -381,6 +405,95 @@ EXTRA_TRAIN_STEPS = {
 }
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# --constructors: the inference program of every public model constructor, without parameters
+# ---------------------------------------------------------------------------------------------------------------
+def constructors():
+    """Every public model constructor of paddle.vision.models, as (name, callable), in __all__ order: each
+    factory function (resnet18, vgg16, ...) and each model class that no factory stands for (LeNet). The classes
+    the factories return (ResNet, VGG, ...) are those factories with fixed arguments, and some cannot be called
+    without arguments (ResNet needs a block type, VGG its features). A factory stands for a class when its
+    return annotation names it (3.x) or its name begins with the class's name, lower-cased without underscores
+    (2.6.2 has no annotations: MobileNetV3Small -> mobilenet_v3_small, DenseNet -> densenet121)."""
+    import inspect
+    from paddle.vision import models as M
+    names = list(M.__all__)
+    funcs = [n for n in names if inspect.isfunction(getattr(M, n))]
+    returned = set()
+    for n in funcs:
+        ann = inspect.signature(getattr(M, n)).return_annotation
+        returned.add(ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann)))
+    squashed = [f.replace("_", "").lower() for f in funcs]
+
+    def stood_for(cls):
+        return cls in returned or any(f.startswith(cls.lower()) for f in squashed)
+
+    classes = [n for n in names if inspect.isclass(getattr(M, n)) and issubclass(getattr(M, n), nn.Layer)
+               and not stood_for(n)]
+    return [(n, getattr(M, n)) for n in names if n in funcs or n in classes]
+
+
+def constructor_input_shape(name):
+    """Batch 1 at the size the model was designed for (AlexNet's and GoogLeNet's classifiers need 224x224)."""
+    return [1, 1, 28, 28] if name == "LeNet" else [1, 3, 224, 224]
+
+
+def make_constructor_programs(outdir, only=()):
+    """Build (not run) each constructor's eval-mode model on a `paddle.static.data` input and write the program
+    save_inference_model would write (normalize_program: pruned to the outputs, feed/fetch ops, is_test set;
+    extra attrs clipped) as <name>.pdmodel, with no parameters. constructors.json holds, per constructor, the
+    input shape, fetch names, op-type counts, op count and parameter count/bytes (what a .pdiparams would hold);
+    the union of op types; the time taken; and any constructor that failed to build, with its error."""
+    import time
+    t_all = time.perf_counter()
+    summary = {"paddle_version": paddle.__version__, "constructors": {}, "failed": {}}
+    for name, ctor in constructors():
+        if only and name not in only:
+            continue
+        t0 = time.perf_counter()
+        try:
+            main, startup = paddle.static.Program(), paddle.static.Program()
+            with paddle.static.program_guard(main, startup):
+                paddle.utils.unique_name.switch()
+                shape = constructor_input_shape(name)
+                x = paddle.static.data("x", shape, "float32")
+                model = ctor()
+                model.eval()
+                y = model(x)
+            ys = list(y) if isinstance(y, (list, tuple)) else [y]  # GoogLeNet returns (out, aux1, aux2)
+            prog = paddle.static.normalize_program(main, [x], ys)
+            prog = prog._remove_training_info(clip_extra=True)  # what save_inference_model does
+            data = prog.desc.serialize_to_string()
+        except Exception as e:
+            summary["failed"][name] = f"{type(e).__name__}: {str(e)[-800:]}"
+            print(f"{name}: FAILED {summary['failed'][name][:200]}", flush=True)
+            continue
+        with open(os.path.join(outdir, name + ".pdmodel"), "wb") as f:
+            f.write(data)
+        counts = {}
+        for op in prog.global_block().ops:
+            counts[op.type] = counts.get(op.type, 0) + 1
+        params = [v for v in prog.list_vars() if v.persistable and v.name not in ("feed", "fetch")]
+        n_params = int(sum(np.prod(v.shape) for v in params))
+        # what the fetch ops read (2.6.2's normalize_program puts a save_infer_model/scale_* op after each output)
+        fetched = sorted((op.attr("col"), op.input("X")[0]) for op in prog.global_block().ops if op.type == "fetch")
+        fetched = [prog.global_block().var(n) for _, n in fetched]
+        summary["constructors"][name] = {
+            "input_shape": shape, "fetch_names": [v.name for v in fetched],
+            "fetch_shapes": [list(v.shape) for v in fetched], "n_ops": sum(counts.values()),
+            "op_types": dict(sorted(counts.items())), "n_parameters": n_params, "parameter_bytes": 4 * n_params,
+            "program_bytes": len(data), "seconds": round(time.perf_counter() - t0, 3)}
+        print(f"{name}: {sum(counts.values())} ops, {n_params / 1e6:.1f}M parameters, "
+              f"{time.perf_counter() - t0:.2f} s", flush=True)
+    summary["op_types"] = sorted({t for c in summary["constructors"].values() for t in c["op_types"]})
+    summary["seconds"] = round(time.perf_counter() - t_all, 2)
+    with open(os.path.join(outdir, "constructors.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    print(f"{len(summary['constructors'])} constructors in {summary['seconds']} s; op types: "
+          f"{summary['op_types']}", flush=True)
+    return summary
+
+
 def main(argv):
     args = [a for a in argv[1:] if not a.startswith("--")]
     if len(args) < 1:
@@ -388,6 +501,9 @@ def main(argv):
         return 2
     outdir = args[0]
     os.makedirs(outdir, exist_ok=True)
+    if "--constructors" in argv:
+        summary = make_constructor_programs(outdir, args[1:])
+        return 1 if summary["failed"] else 0
     names = args[1:] or list(ALL_CASES if "--all" in argv else CASES) + list(TRAIN_STEPS)
     if "--reference" in argv:
         reference_pass(outdir, names)
