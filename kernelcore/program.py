@@ -236,11 +236,16 @@ class Block:
     # -- variables --------------------------------------------------------
     def _var_desc(self, name: str) -> pb.VarDesc | None:
         vars_ = self.desc.vars
-        i = self._index.get(name)
+        index = self._index
+        i = index.get(name)
         if i is not None and i < len(vars_) and vars_[i].name == name:
             return vars_[i]
-        self._index = {v.name: k for k, v in enumerate(vars_)}
-        i = self._index.get(name)
+        if i is None and len(index) == len(vars_):
+            # an index as long as the desc and without the name: absent (create_var keeps the index whole,
+            # so declaring n variables costs n lookups, not n rebuilds of the index)
+            return None
+        self._index = index = {v.name: k for k, v in enumerate(vars_)}
+        i = index.get(name)
         return vars_[i] if i is not None else None
 
     def has_var(self, name: str) -> bool:

@@ -170,3 +170,21 @@ def test_creator_sizes_duplicable_outputs_from_num_or_sections():
         d, e = kc.op.split(x, sections=[1, 3], axis=1)
     assert [v.shape for v in (a, b, c)] == [(2, 4)] * 3
     assert (d.shape, e.shape) == ((6, 1), (6, 3))
+
+
+def test_variable_lookups_follow_the_desc_without_rebuilding_the_index_per_new_name():
+    """create_var keeps the block's name index whole, so a miss is answered from it; a desc changed
+    behind the block's back (a VarDesc appended, one removed) is still seen."""
+    prog = kc.Program()
+    b = prog.global_block()
+    for i in range(50):
+        assert not b.has_var(f"v{i}")
+        b.create_var(f"v{i}", [2])
+    assert all(b.has_var(f"v{i}") for i in range(50)) and not b.has_var("nope")
+    d = b.desc.vars.add()
+    d.name = "added_in_the_desc"
+    assert b.has_var("added_in_the_desc")
+    b.remove_var("v3")
+    assert not b.has_var("v3") and b.has_var("v4") and b.var("v49").name == "v49"
+    del b.desc.vars[0]
+    assert not b.has_var("v0") and b.has_var("v1")
