@@ -267,6 +267,9 @@ class ProgramParts:
         for g in L:
             known.extend(k for k in blk.kids.get(g, ()) if k not in L)
         K = set(known)
+        # the loaded groups in program order (block level first): what follows is built in this order, so
+        # a reply is the same in every process (a set's order follows string hashing, which varies)
+        in_order = [None] + sorted((g for g in L if g is not None), key=blk.order.__getitem__)
         parent = blk.parent
         lifted: dict = {}
 
@@ -289,7 +292,7 @@ class ProgramParts:
                 vars_.append(display._var_json(b, vdescs[vindex[nm]], self.kinds[(b, nm)], blk.vgroup[nm]))
         refs: dict = {}
         vgroup = blk.vgroup
-        for g in L:
+        for g in in_order:
             for i in blk.ops_in.get(g, ()):
                 r = blk.recs[i]
                 for k in (3, 4):
@@ -303,7 +306,7 @@ class ProgramParts:
                                 if outer is not None:
                                     refs[nm] = outer
         ext: dict = {}
-        for g in L:
+        for g in in_order:
             for nm, go, into in blk.ext.get(g, ()):
                 if go in L:
                     continue
