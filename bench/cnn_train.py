@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import kernelcore as kc  # noqa: E402
+from _op_profile import load_avg, op_type_times  # noqa: E402
 
 PADDLE = ROOT / ".venv-paddle" / "bin" / "python"
 MODELS = {"train_cnn_b32": "small CNN (b32, 3x32x32)", "train_resnet18_b8": "ResNet-18 (b8, 3x64x64)"}
@@ -272,27 +273,7 @@ class TorchStep:
 
 def profile(kcs: KcStep, runs: int = 5) -> list[tuple[str, float, int]]:
     """kernelcore's kernel time per op type: each op's best over `runs` traced steps, summed by type."""
-    best, types = {}, {}
-    for _ in range(runs):
-        kcs.reset()
-        with kc.trace(retain="none") as tr:
-            kcs.step()
-        for ev in tr.events:
-            if ev.kind == "op_run" and ev.dur_ns is not None:
-                best[ev.op] = min(best.get(ev.op, ev.dur_ns), ev.dur_ns)
-                types[ev.op] = ev.op_type
-    per = defaultdict(lambda: [0.0, 0])
-    for op, ns in best.items():
-        per[types[op]][0] += ns / 1e6
-        per[types[op]][1] += 1
-    return sorted(((t, ms, n) for t, (ms, n) in per.items()), key=lambda r: -r[1])
-
-
-def load_avg() -> str:
-    try:
-        return " ".join(f"{v:.2f}" for v in os.getloadavg())
-    except OSError:
-        return "?"
+    return op_type_times(kcs.step, runs, before=kcs.reset)
 
 
 def timed(reset, step, count):

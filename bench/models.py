@@ -28,7 +28,6 @@ import sys
 import statistics
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import kernelcore as kc  # noqa: E402
+from _op_profile import load_avg, op_type_times  # noqa: E402
 
 PADDLE = ROOT / ".venv-paddle" / "bin" / "python"
 MODELS = {"resnet18_b8": "ResNet-18", "mobilenet_v2_b8": "MobileNetV2"}
@@ -129,29 +129,9 @@ class Gemm:
 
 
 def profile(prog, scope, feed, runs: int = 10) -> list[tuple[str, float, int]]:
-    """kernelcore's kernel time per op type: each op's best over `runs` traced runs, summed by type (on a shared
-    machine a single run's per-op times mostly measure the other processes)."""
+    """kernelcore's kernel time per op type: each op's best over `runs` traced runs, summed by type."""
     exe = kc.Executor(kc.CPUPlace())
-    best, types = {}, {}
-    for _ in range(runs):
-        with kc.trace(retain="none") as tr:
-            exe.run(prog, feed=feed, scope=scope)
-        for ev in tr.events:
-            if ev.kind == "op_run" and ev.dur_ns is not None:
-                best[ev.op] = min(best.get(ev.op, ev.dur_ns), ev.dur_ns)
-                types[ev.op] = ev.op_type
-    per = defaultdict(lambda: [0.0, 0])
-    for op, ns in best.items():
-        per[types[op]][0] += ns / 1e6
-        per[types[op]][1] += 1
-    return sorted(((t, ms, n) for t, (ms, n) in per.items()), key=lambda r: -r[1])
-
-
-def load_avg() -> str:
-    try:
-        return " ".join(f"{v:.2f}" for v in os.getloadavg())
-    except OSError:
-        return "?"
+    return op_type_times(lambda: exe.run(prog, feed=feed, scope=scope), runs)
 
 
 def main() -> None:

@@ -45,7 +45,7 @@ def test_cnn_train_bench_quick_checks_every_side_and_prints_the_ratios(tmp_path)
     if not (ROOT / ".venv-paddle" / "bin" / "python").exists():
         pytest.skip("no Paddle 3.3.1 venv: bench/cnn_train.py needs it to write the training programs")
     p = subprocess.run([sys.executable, str(ROOT / "bench" / "cnn_train.py"), "--quick", "--repeat", "1",
-                        "--models", "train_cnn_b32", "--dir", str(tmp_path)], cwd=ROOT, capture_output=True,
+                        "--models", "train_cnn_b32", "--dir", str(tmp_path), "--profile"], cwd=ROOT, capture_output=True,
                        text=True, timeout=900)
     assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
     out = p.stdout
@@ -53,6 +53,7 @@ def test_cnn_train_bench_quick_checks_every_side_and_prints_the_ratios(tmp_path)
     done, total = (int(v) for v in matched.split("/"))
     assert done == total > 0, out
     assert "1 thread :" in out and "2 threads:" in out and "Target (issue 11)" in out, out
+    assert "kernelcore time per op type" in out and " conv2d " in out, out
     try:
         import torch  # noqa: F401
     except ImportError:

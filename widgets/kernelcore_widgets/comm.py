@@ -27,6 +27,7 @@ from kernelcore.debug import active_session, session_hooks
 
 from kernelcore.place import place_of
 
+from .kernel_targets import register_target
 from .schema import value_preview
 from .tensor_viewer import check_view, diff_base, draw, send_value
 
@@ -393,24 +394,10 @@ def _open(comm, open_msg) -> None:
     ch.push()
 
 
-_registered = False
-
-
 def register() -> bool:
     """Register the comm target in the running IPython kernel (no-op elsewhere). True when registered."""
-    global _registered
-    if _registered:
-        return True
-    try:
-        from IPython import get_ipython
-        ip = get_ipython()
-        if ip is None or not hasattr(ip, "kernel"):
-            return False
-        from comm import get_comm_manager
-        get_comm_manager().register_target(TARGET, _open)
-    except Exception:  # not in a kernel, or a kernel without comms: nothing to register
+    if not register_target(TARGET, _open):
         return False
     if _on_new_session not in session_hooks:
         session_hooks.append(_on_new_session)
-    _registered = True
     return True

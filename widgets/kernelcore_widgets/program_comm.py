@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from kernelcore.program_parts import ProgramGone, lookup
 
+from .kernel_targets import register_target
+
 TARGET = "kernelcore.program"
 
 
@@ -39,22 +41,6 @@ def _open(comm, open_msg) -> None:
         comm.send(answer(pid, msg["content"]["data"]))
 
 
-_registered = False
-
-
 def register() -> bool:
     """Register the comm target in the running IPython kernel (no-op elsewhere). True when registered."""
-    global _registered
-    if _registered:
-        return True
-    try:
-        from IPython import get_ipython
-        ip = get_ipython()
-        if ip is None or not hasattr(ip, "kernel"):
-            return False
-        from comm import get_comm_manager
-        get_comm_manager().register_target(TARGET, _open)
-    except Exception:  # not in a kernel, or a kernel without comms
-        return False
-    _registered = True
-    return True
+    return register_target(TARGET, _open)
