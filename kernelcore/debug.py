@@ -55,8 +55,7 @@ class Frame(NamedTuple):  # a NamedTuple, not a frozen dataclass: one is made pe
         return f"block {self.block} op #{self.op} {self.op_type}{t}"
 
 
-@dataclass(frozen=True)
-class Position:
+class Position(NamedTuple):  # one is made at every pause
     frames: tuple[Frame, ...]  # outermost first; empty when the run has ended
 
     @property
@@ -83,17 +82,22 @@ class Position:
         return " > ".join(map(str, self.frames)) if self.frames else "end of the run"
 
 
+_tuple_new = tuple.__new__  # builds a NamedTuple from its fields without its Python-level __new__
+
+
 def _position(ctx: ExecContext | None) -> Position:
+    """Where the run is paused, from the paused context up to block 0 (made at every pause)."""
     frames = []
     while ctx is not None:
         op = ctx.op
         if op is None:
             n = len(ctx.program.desc.blocks[ctx.block].ops)
-            frames.append(Frame(ctx.block, n, END_OF_BLOCK, ctx.timestep, ctx.scope.id))
+            frames.append(_tuple_new(Frame, (ctx.block, n, END_OF_BLOCK, ctx.timestep, ctx.scope.id)))
         else:
-            frames.append(Frame(ctx.block, op.idx, op.type, ctx.timestep, ctx.scope.id))
+            frames.append(_tuple_new(Frame, (ctx.block, op.idx, op.type, ctx.timestep, ctx.scope.id)))
         ctx = ctx.parent
-    return Position(tuple(reversed(frames)))
+    frames.reverse()
+    return _tuple_new(Position, (tuple(frames),))
 
 
 class Pause(NamedTuple):
@@ -546,7 +550,7 @@ class DebugSession:
             return False
         try:
             self._ctx = next(self._gen)
-            self._pauses.append(Pause(len(self.trace) - 1, _position(self._ctx)))
+            self._pauses.append(_tuple_new(Pause, (len(self.trace._items) - 1, _position(self._ctx))))
             return True
         except StopIteration as stop:
             self.result = stop.value
@@ -564,8 +568,9 @@ class DebugSession:
         self._pauses.append(Pause(len(self.trace) - 1, Position(())))
 
     def _notify(self) -> DebugSession:
-        for f in list(self.listeners):
-            f(self)
+        if self.listeners:
+            for f in list(self.listeners):
+                f(self)
         return self
 
     # -- breakpoints and watches, checked at a pause ---------------------------------------------------
@@ -656,11 +661,11 @@ class DebugSession:
                     self.stop_reason = "finished" if self.error is None else self.stop_reason
                     return self._notify()
                 self._cur += 1
-            pos = self.position
-            hit = self._hit(self._cur)
+            pos = self._pauses[self._cur].position
+            hit = self._hit(self._cur) if (self.breakpoints or self.watches) else None
             if hit:
                 self.stop_marks[self._pauses[self._cur].index] = hit  # for the exported trace's instants
-            if pos.ended:
+            if not pos.frames:  # the run ended
                 self.stop_reason = (hit + " (then the run finished)") if hit else \
                     ("finished" if self.error is None else f"error: {self.error}")
                 return self._notify()

@@ -38,6 +38,7 @@ from .values import nonfinite
 VT = pb.VarType
 _perf = time.perf_counter_ns
 _SHAPE_DTYPE = operator.attrgetter("value.shape", "value.dtype")  # a Variable's (shape, dtype)
+_VALUE = operator.attrgetter("value")  # a Variable's value, read in C
 
 # Observers that every run in this context reports to (kc.trace() adds one).
 _active_observers: contextvars.ContextVar[tuple] = contextvars.ContextVar("kernelcore_observers", default=())
@@ -629,7 +630,7 @@ def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int
                     rec = (seq, t1, t0, op, scope_id, timestep, place_name, META,
                            *[meta_of(v.value) for v in io_vars])
             elif mode is RECORD_VALUES:  # references: kernels never mutate, so they stay as they were
-                rec = (seq, t1, t0, op, scope_id, timestep, place_name, *[v.value for v in io_vars])
+                rec = (seq, t1, t0, op, scope_id, timestep, place_name, *map(_VALUE, io_vars))
             else:
                 rec = (seq, t1, t0, op, scope_id, timestep, place_name)
             seq += 1

@@ -90,6 +90,8 @@ class Trace:
             return self._items.append if record_mode == RECORD_HEAD_ONLY else self._record_head
         if self.retain == "shapes" and record_mode == RECORD_METAS:
             return self._items.append
+        if self.retain == "references" and self.max_bytes is None:
+            return self._record_reference  # a debug session's default: no cap, so nothing to queue
         return self.record_op
 
     def plain_recorder(self):
@@ -122,6 +124,15 @@ class Trace:
             items.append(rec)
             if self.max_bytes is not None:
                 self._enforce_cap()
+
+    def _record_reference(self, rec) -> None:
+        """record_op for "references" with no cap: keep the record, count what it holds."""
+        n_out = len(rec[3].out_pairs)
+        if n_out == 1:
+            self.retained_bytes += _nbytes(rec[-1])
+        elif n_out:
+            self.retained_bytes += sum(_nbytes(v) for v in rec[len(rec) - n_out:])
+        self._items.append(rec)
 
     def _compact_pending(self) -> None:
         items = self._items
