@@ -404,11 +404,11 @@ def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool
                       tuple([names[x] for x in n]) if n is not None else None for n in outs_spec])
         single_var = names[single] if single is not None else None
         bound.append((op, None if op.is_gen else _runner(op, ins, outs, simple, single_var), ins, outs,
-                      tuple([names[n] for n in io_names]),
-                      # what a traced run measures per op (events.BlockRun): a lone Variable, or a tuple of
-                      # them; unobserved runs need none
-                      _measured(tuple([names[n] for n in op.out_names + list(op.recorded)])) if observed
-                      else None))
+                      tuple([names[n] for n in io_names]) if observed else None,  # what records may carry
+                      # what a traced run measures per op (events.BlockRun): a lone Variable (most ops: their
+                      # one output, already at hand), or a tuple of them; unobserved runs need none
+                      None if not observed else single_var if single_var is not None and not op.recorded
+                      else _measured(tuple([names[n] for n in op.out_names + list(op.recorded)]))))
     at_start = tuple([names[n] for n in prepared.read_at_start])
     prepared._bound = (_forget_with(scope, prepared, "_bound"), _chain_versions(scope), bound, at_start, observed)
     return bound, at_start
