@@ -383,12 +383,15 @@ class ExecContext:
 
 
 # ---------------------------------------------------------------------------
-def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool):
-    """Create the block's variables in `scope` and resolve every op's names to Variables."""
+def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool, need_io: bool = False):
+    """Create the block's variables in `scope` and resolve every op's names to Variables. What a record
+    reads is bound only for runs that record it: `level` 0 unobserved, 1 the derived records' measured
+    Variables, 2 also every input and output (records holding values; a run from the middle of a block)."""
     cached = prepared._bound
     observed = bool(run.observers)
+    level = 0 if not observed else 2 if (need_io or run.record_mode is RECORD_VALUES) else 1
     if (cached is not None and cached[0]() is scope and cached[1] == _chain_versions(scope)
-            and (cached[4] or not observed)):
+            and cached[4] >= level):
         return cached[2], cached[3]
     names = _names_from_template(run, prepared, scope, observed) if not root_block else None
     if names is None:
@@ -404,13 +407,13 @@ def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool
                       tuple([names[x] for x in n]) if n is not None else None for n in outs_spec])
         single_var = names[single] if single is not None else None
         bound.append((op, None if op.is_gen else _runner(op, ins, outs, simple, single_var), ins, outs,
-                      tuple([names[n] for n in io_names]) if observed else None,  # what records may carry
+                      tuple([names[n] for n in io_names]) if level == 2 else None,  # what records may carry
                       # what a traced run measures per op (events.BlockRun): a lone Variable (most ops: their
                       # one output, already at hand), or a tuple of them; unobserved runs need none
                       None if not observed else single_var if single_var is not None and not op.recorded
                       else _measured(tuple([names[n] for n in op.out_names + list(op.recorded)]))))
     at_start = tuple([names[n] for n in prepared.read_at_start])
-    prepared._bound = (_forget_with(scope, prepared, "_bound"), _chain_versions(scope), bound, at_start, observed)
+    prepared._bound = (_forget_with(scope, prepared, "_bound"), _chain_versions(scope), bound, at_start, level)
     return bound, at_start
 
 
@@ -570,7 +573,7 @@ def _read(entry):
 def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int, end: int | None,
                 timestep: int | None = None, parent: ExecContext | None = None) -> Iterator:
     """The one loop. A generator; yields only when a debugger asked to pause."""
-    bound, at_start = _bind(run, prepared, scope, parent is None)
+    bound, at_start = _bind(run, prepared, scope, parent is None, need_io=bool(begin))
     ctx = ExecContext(run, scope, prepared.block_idx, timestep, parent)
     observers = run.observers
     pausing, check_nan_inf = run.pausing, run.check_nan_inf
