@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,56 +40,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import kernelcore as kc  # noqa: E402
+from _paddle_server import PADDLE, PaddleServer, generate  # noqa: E402
 from _op_profile import load_avg, op_type_times  # noqa: E402
 
-PADDLE = ROOT / ".venv-paddle" / "bin" / "python"
 MODELS = {"train_cnn_b32": "small CNN (b32, 3x32x32)", "train_resnet18_b8": "ResNet-18 (b8, 3x64x64)"}
 TARGET = 1.5  # issue 11: a training step <= 1.5x PyTorch's on CPU
 PER_WINDOW = 2
 
 
-def paddle_env(threads: int | None = None):
-    env = dict(os.environ, FLAGS_enable_pir_api="0", GLOG_minloglevel="2", PYTHONWARNINGS="ignore")
-    if threads is not None:
-        env.update(FLAGS_paddle_num_threads=str(threads), OMP_NUM_THREADS=str(threads),
-                   MKL_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
-    return env
-
-
-def generate(outdir: Path) -> None:
-    missing = [n for n in MODELS if not (outdir / f"{n}.main.pb").exists()]
-    if not missing:
-        return
-    r = subprocess.run([str(PADDLE), str(ROOT / "tests" / "paddle_oracle" / "make_vision_models.py"), str(outdir),
-                        *missing], capture_output=True, text=True, env=paddle_env())
-    if r.returncode != 0 or any(not (outdir / f"{n}.main.pb").exists() for n in missing):
-        sys.exit(f"Paddle could not write the training programs:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
-
-
-class PaddleServer:
-    def __init__(self, outdir: Path, threads: int):
-        self.p = subprocess.Popen([str(PADDLE), str(ROOT / "bench" / "_paddle_train.py"), str(outdir), *MODELS],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  env=paddle_env(threads))
-        line = self.p.stdout.readline()
-        if not line:
-            sys.exit(f"Paddle's timing server failed:\n{self.p.stderr.read()[-3000:]}")
-        self.info = json.loads(line)
-
-    def times(self, name: str, count: int) -> list[float]:
-        self.p.stdin.write(f"{name} {count}\n")
-        self.p.stdin.flush()
-        return json.loads(self.p.stdout.readline())
-
-    def close(self):
-        self.p.stdin.write("\n")
-        self.p.stdin.close()
-        self.p.wait(timeout=60)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# kernelcore
-# ---------------------------------------------------------------------------------------------------------------
 class KcStep:
     def __init__(self, outdir: Path, name: str):
         self.meta = json.loads((outdir / f"{name}.json").read_text())
@@ -317,8 +274,8 @@ def main() -> int:
     else:
         tmp = tempfile.TemporaryDirectory(prefix="kc_bench_cnn_train_")
         outdir = Path(tmp.name)
-    generate(outdir)
-    servers = {t: PaddleServer(outdir, t) for t in threads}
+    generate(outdir, MODELS, ".main.pb")
+    servers = {t: PaddleServer("_paddle_train.py", outdir, MODELS, t) for t in threads}
     first = servers[threads[0]].info
     print(f"versions: numpy {np.__version__}, torch {torch.__version__ if torch else '- (not importable)'}, Paddle "
           f"{first['paddle']} (legacy static Executor, CPUPlace)")

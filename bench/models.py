@@ -20,10 +20,8 @@ the better of the two) measured in the same run. PyTorch is not in kernelcore's 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import subprocess
 import sys
 import statistics
 import tempfile
@@ -36,50 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import kernelcore as kc  # noqa: E402
+from _paddle_server import PADDLE, PaddleServer, generate  # noqa: E402
 from _op_profile import load_avg, op_type_times  # noqa: E402
 
-PADDLE = ROOT / ".venv-paddle" / "bin" / "python"
 MODELS = {"resnet18_b8": "ResNet-18", "mobilenet_v2_b8": "MobileNetV2"}
 TARGET_GEMM_SHARE = 0.30
 TARGET_TRACED = 1.05  # a run under kc.trace() (default retention) over an untraced run
 PER_WINDOW = 3  # runs per timing window; windows alternate between kernelcore and Paddle
-
-
-def paddle_env():
-    return dict(os.environ, FLAGS_enable_pir_api="0", GLOG_minloglevel="2", PYTHONWARNINGS="ignore")
-
-
-def generate(outdir: Path) -> None:
-    missing = [n for n in MODELS if not (outdir / f"{n}.pdmodel").exists()]
-    if not missing:
-        return
-    r = subprocess.run([str(PADDLE), str(ROOT / "tests" / "paddle_oracle" / "make_vision_models.py"), str(outdir),
-                        *missing], capture_output=True, text=True, env=paddle_env())
-    if r.returncode != 0 or any(not (outdir / f"{n}.pdmodel").exists() for n in missing):
-        sys.exit(f"Paddle could not write the models:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
-
-
-class PaddleServer:
-    """bench/_paddle_models.py in Paddle's venv, serving timed runs on request."""
-
-    def __init__(self, outdir: Path):
-        self.p = subprocess.Popen([str(PADDLE), str(ROOT / "bench" / "_paddle_models.py"), str(outdir), *MODELS],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  env=paddle_env())
-        line = self.p.stdout.readline()
-        if not line:
-            sys.exit(f"Paddle's timing server failed:\n{self.p.stderr.read()[-3000:]}")
-        self.info = json.loads(line)
-
-    def times(self, name: str, count: int) -> list[float]:
-        self.p.stdin.write(f"{name} {count}\n")
-        self.p.stdin.flush()
-        return json.loads(self.p.stdout.readline())
-
-    def close(self):
-        self.p.stdin.write("\n")
-        self.p.stdin.close()
-        self.p.wait(timeout=60)
 
 
 def model_flops(prog, batch: int) -> float:
@@ -162,12 +123,12 @@ def main() -> None:
     else:
         tmp = tempfile.TemporaryDirectory(prefix="kc_bench_models_")
         outdir = Path(tmp.name)
-    generate(outdir)
+    generate(outdir, MODELS, ".pdmodel")
 
     gemm = Gemm()
     for _ in range(repeat):
         gemm.window()
-    server = PaddleServer(outdir)
+    server = PaddleServer("_paddle_models.py", outdir, MODELS)
     print(f"Paddle {server.info['paddle']} legacy static Executor, CPUPlace, {server.info['threads']}")
     print(torch_note)
     print()
