@@ -115,18 +115,14 @@ class Trace:
         else:
             if self.retain == "copies":
                 rec = rec[:RECORD_HEAD] + tuple(_copy(v) for v in rec[RECORD_HEAD:])
-            n_out = len(rec[3].out_pairs)
-            if n_out == 1:
-                self.retained_bytes += _nbytes(rec[-1])
-            elif n_out:
-                self.retained_bytes += sum(_nbytes(v) for v in rec[len(rec) - n_out:])
             self._with_values.append(len(items))
-            items.append(rec)
+            self._record_reference(rec)
             if self.max_bytes is not None:
                 self._enforce_cap()
 
     def _record_reference(self, rec) -> None:
-        """record_op for "references" with no cap: keep the record, count what it holds."""
+        """Keep a record holding values and count the bytes of its outputs (all of record_op for
+        "references" with no cap)."""
         n_out = len(rec[3].out_pairs)
         if n_out == 1:
             self.retained_bytes += _nbytes(rec[-1])

@@ -361,23 +361,8 @@ def test_provenance_follows_rnn_memory_across_timesteps():
 
 
 def test_provenance_across_while_iterations():
-    prog = kc.Program()
-    g = prog.global_block()
-    g.create_var("x0", [2, 3])
-    g.append_op("scale", {"X": ["x0"]}, {"Out": ["x"]}, {"scale": 1.0})
-    g.append_op("fill_constant", outputs={"Out": ["i"]}, attrs={"shape": [1], "dtype": 3, "value": 0.0})
-    g.append_op("fill_constant", outputs={"Out": ["n"]}, attrs={"shape": [1], "dtype": 3, "value": 3.0})
-    g.append_op("less_than", {"X": ["i"], "Y": ["n"]}, {"Out": ["cond"]})
-    g.create_var("steps", type=kc.program.VT.STEP_SCOPES)
-    body = prog.create_block(0)
-    body.append_op("scale", {"X": ["x"]}, {"Out": ["x_new"]}, {"scale": 0.5, "bias": 1.0})
-    body.append_op("increment", {"X": ["i"]}, {"Out": ["i"]}, {"step": 1.0})
-    body.append_op("less_than", {"X": ["i"], "Y": ["n"]}, {"Out": ["c_new"]})
-    body.append_op("assign", {"X": ["x_new"]}, {"Out": ["x"]})
-    body.append_op("assign", {"X": ["c_new"]}, {"Out": ["cond"]})
-    prog.rollback()
-    g.append_op("while", {"X": ["x", "i", "n"], "Condition": ["cond"]},
-                {"Out": ["x", "i", "cond"], "StepScopes": ["steps"]}, {"sub_block": body})
+    from test_control_flow import while_program
+    prog = while_program(3)  # x = x0; while i < 3: x = 0.5 * x + 1
     s = kc.debug(prog, feed={"x0": np.ones((2, 3), np.float32)}, scope=kc.Scope())
     s.run_to_end()
     o = s.provenance("x", depth=6)

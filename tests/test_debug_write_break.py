@@ -5,29 +5,13 @@ breakpoint tells the session's listeners (the sidebar hears of a breakpoint adde
 import numpy as np
 
 import kernelcore as kc
+from test_control_flow import while_program as _while_program
 from test_debug_moves import X, Y, start_flat, start_rnn
 
 
 def while_program():
     """x = x0; while i < 3: x = 0.5 * x + 1 (the body writes x with assign, the while op lists x in Out)."""
-    prog = kc.Program()
-    g = prog.global_block()
-    g.create_var("x0", [2, 3])
-    g.append_op("scale", {"X": ["x0"]}, {"Out": ["x"]}, {"scale": 1.0})
-    g.append_op("fill_constant", outputs={"Out": ["i"]}, attrs={"shape": [1], "dtype": 3, "value": 0.0})
-    g.append_op("fill_constant", outputs={"Out": ["n"]}, attrs={"shape": [1], "dtype": 3, "value": 3.0})
-    g.append_op("less_than", {"X": ["i"], "Y": ["n"]}, {"Out": ["cond"]})
-    g.create_var("steps", type=kc.program.VT.STEP_SCOPES)
-    body = prog.create_block(0)
-    body.append_op("scale", {"X": ["x"]}, {"Out": ["x_new"]}, {"scale": 0.5, "bias": 1.0})
-    body.append_op("increment", {"X": ["i"]}, {"Out": ["i"]}, {"step": 1.0})
-    body.append_op("less_than", {"X": ["i"], "Y": ["n"]}, {"Out": ["c_new"]})
-    body.append_op("assign", {"X": ["x_new"]}, {"Out": ["x"]})
-    body.append_op("assign", {"X": ["c_new"]}, {"Out": ["cond"]})
-    prog.rollback()
-    g.append_op("while", {"X": ["x", "i", "n"], "Condition": ["cond"]},
-                {"Out": ["x", "i", "cond"], "StepScopes": ["steps"]}, {"sub_block": body})
-    return prog
+    return _while_program(3)
 
 
 def test_stops_right_after_the_writer_in_the_main_block():
