@@ -20,7 +20,8 @@ from . import attrs as attrlib
 from . import dtypes
 from .errors import AttrError, KernelcoreError, LoadError, OpValidationError, ProgramError
 from .proto import framework_pb2 as pb
-from .registry import get_op_def
+from .proto.utf8_check import strings_are_utf8
+from .registry import COMMON_ATTRS, get_op_def
 from .support import UnsupportedOpsWarning, describe, unsupported_ops
 
 VT = pb.VarType
@@ -589,9 +590,23 @@ def check_structure(desc: pb.ProgramDesc, source: str = "program", error=LoadErr
             if depth[i] > MAX_NESTING_DEPTH:
                 raise error(f"{source}: block {i} is nested {depth[i]} blocks deep; kernelcore accepts at most "
                             f"{MAX_NESTING_DEPTH}")
+        block_attrs_of: dict[str, dict] = {}  # op type -> its block attributes' names -> their type
         for k, op in enumerate(b.ops):
+            must = block_attrs_of.get(op.type)
+            if must is None:
+                must = block_attrs_of[op.type] = _block_attr_types(op.type)
             for a in op.attrs:
-                idxs = [a.block_idx] if a.type == A.BLOCK else list(a.blocks_idx) if a.type == A.BLOCKS else []
+                t = a.type
+                if t == _A_BLOCK:
+                    idxs = [a.block_idx]
+                elif t == _A_BLOCKS:
+                    idxs = list(a.blocks_idx)
+                else:
+                    if must and a.name in must:
+                        # a known op's block attribute stored as another type (an INT 0 would run block 0)
+                        raise error(f"{source}: op {op.type!r} (block {i}, op #{k}) attribute {a.name!r} must be "
+                                    f"of type {attrlib.type_name(must[a.name])}, got {attrlib.type_name(t)}")
+                    continue
                 for j in idxs:
                     if not 0 < j < n:
                         raise error(f"{source}: op {op.type!r} (block {i}, op #{k}) attribute "
@@ -600,20 +615,21 @@ def check_structure(desc: pb.ProgramDesc, source: str = "program", error=LoadErr
                         raise error(f"{source}: op {op.type!r} (block {i}, op #{k}) attribute {a.name!r} "
                                     f"runs block {i}, the block that holds the op: it would run itself forever")
                     runs[i].append(j)
-                if not idxs:
-                    _check_block_attr_type(op, a, i, k, source, error)
     _check_run_graph(desc, runs, source, error)
 
 
-def _check_block_attr_type(op, a, i, k, source, error) -> None:
-    """A known op's block attribute (e.g. `sub_block`) stored as another type (an INT 0 would run block 0)."""
+_A_BLOCK, _A_BLOCKS = int(A.BLOCK), int(A.BLOCKS)  # a protobuf enum lookup costs a Python call each time
+
+
+def _block_attr_types(op_type: str) -> dict:
+    """The attributes a known op type takes as blocks (name -> BLOCK or BLOCKS); {} for an unknown type
+    (the executor reports it when it meets the op)."""
     try:
-        spec = get_op_def(op.type).attr_spec(a.name)
-    except KernelcoreError:  # unknown op type: the executor reports it when it meets the op
-        return
-    if spec is not None and spec.type in (A.BLOCK, A.BLOCKS):
-        raise error(f"{source}: op {op.type!r} (block {i}, op #{k}) attribute {a.name!r} must be of type "
-                    f"{attrlib.type_name(spec.type)}, got {attrlib.type_name(a.type)}")
+        op_def = get_op_def(op_type)
+    except KernelcoreError:
+        return {}
+    specs = {**COMMON_ATTRS, **op_def.attrs}  # as OpDef.attr_spec: the op's own first
+    return {n: s.type for n, s in specs.items() if s.type in (_A_BLOCK, _A_BLOCKS)}
 
 
 def _check_run_graph(desc, runs: list[list[int]], source: str, error) -> None:
@@ -776,10 +792,11 @@ def program_from_bytes(data: bytes, source: str = "bytes") -> Program:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise LoadError(f"{source}: not a complete ProgramDesc: required fields missing or holding "
                         f"unknown enum values: {shown}{_format_hint(data, source)}")
-    bad = _first_non_utf8(desc, "")
-    if bad is not None:
-        # proto2 does not check UTF-8 on parse; upb then hands back bytes where str is expected.
-        raise LoadError(f"{source}: field {bad} is not valid UTF-8 text")
+    if not strings_are_utf8(data):
+        # proto2 does not check UTF-8 on parse; upb then hands back bytes where str is expected. The
+        # check runs in the parser (proto/utf8_check.py); the walk that names the field only on failure.
+        bad = _first_non_utf8(desc, "")
+        raise LoadError(f"{source}: field {bad or '(a string field)'} is not valid UTF-8 text")
     if not desc.blocks:
         raise LoadError(f"{source}: the program has no blocks{_format_hint(data, source)}")
     check_structure(desc, source)

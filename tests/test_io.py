@@ -1,9 +1,11 @@
 """Programs, parameter streams and inference models: round trips, Paddle's files, and the
 LoadErrors that name what is wrong with a file."""
+import re
 import struct
 from pathlib import Path
 
 import numpy as np
+
 import pytest
 
 import kernelcore as kc
@@ -119,6 +121,25 @@ def test_invalid_utf8_is_a_load_error():
     data = prog.to_bytes().replace(b"inner", b"\xffnner")
     with pytest.raises(kc.LoadError, match="UTF-8"):
         kio.program_from_bytes(data)
+
+
+@pytest.mark.parametrize("plant, field", [
+    (lambda d: d.blocks[0].vars.add(name="BADVAR", type=pb.VarType(type=pb.VarType.LOD_TENSOR)), "blocks[0].vars"),
+    (lambda d: d.blocks[0].ops[0].inputs[0].arguments.append("BADARG"), "blocks[0].ops[0].inputs[0].arguments"),
+    (lambda d: d.blocks[0].ops[0].attrs.add(name="note", type=pb.AttrType.STRING, s="BADSTR"), "blocks[0].ops[0].attrs"),
+    (lambda d: d.blocks[0].ops[0].attrs.add(name="notes", type=pb.AttrType.STRINGS, strings=["ok", "BADSTR"]),
+     "blocks[0].ops[0].attrs"),
+])
+def test_bad_utf8_anywhere_is_named(plant, field):
+    """The parser-level check (proto/utf8_check.py) catches a bad string in any string field, and the
+    message names the field; a good program passes it."""
+    desc = pb.ProgramDesc()
+    desc.ParseFromString(small_program()[0].to_bytes())
+    plant(desc)
+    good = desc.SerializeToString()
+    kio.program_from_bytes(good.replace(b"BAD", b"ok_"))
+    with pytest.raises(kc.LoadError, match=r"field " + re.escape(field) + r".* is not valid UTF-8"):
+        kio.program_from_bytes(good.replace(b"BAD", b"\xff\xfeX"))
 
 
 # ---------------------------------------------------------------------------
