@@ -131,7 +131,13 @@ def _walk_records(reads):
 
 
 def _var_kinds(desc, declared: list[set], reads=None) -> dict[tuple[int, str], str]:
-    """(block, name) -> data|param|grad|tmp|other, by the contract's rules: @GRAD in the name is a
+    """(block, name) -> data|param|grad|tmp|other, by the contract's rules (`var_kinds_per_block`)."""
+    return {(b, name): kind for b, kinds in enumerate(var_kinds_per_block(desc, declared, reads))
+            for name, kind in kinds.items()}
+
+
+def var_kinds_per_block(desc, declared: list[set], reads=None) -> list[dict[str, str]]:
+    """Per block, name -> data|param|grad|tmp|other, by the contract's rules: @GRAD in the name is a
     gradient; is_parameter a parameter; read before any op writes it (a feed) data, written by an op tmp.
     Two refinements for files Paddle writes: a `feed` op's output is data, and a persistable tensor read
     before it is written is a parameter (an inference model's weights are persistable but not marked
@@ -141,38 +147,58 @@ def _var_kinds(desc, declared: list[set], reads=None) -> dict[tuple[int, str], s
         reads = [[(op.type, [(s.parameter, list(s.arguments)) for s in op.inputs],
                    [(s.parameter, list(s.arguments)) for s in op.outputs], _sub_block_idxs(op))
                   for op in blk.ops] for blk in desc.blocks]
-    first: dict[tuple[int, str], str] = {}
-    for b, i, phase in _walk_records(reads):
-        rec = reads[b][i]
-        slots = rec[1] if phase == "in" else rec[2]
-        what = "read" if phase == "in" else ("fed" if rec[0] == "feed" else "written")
-        here = declared[b]
+    # per block, name -> how the run first meets it (a dict per block: no (block, name) key per use)
+    first: list[dict[str, str]] = [{} for _ in desc.blocks]
+    one_block = len(reads) == 1
+
+    def meet(b: int, slots, what: str) -> None:
+        here, fb = declared[b], first[b]
         for _slot, names in slots:
             for name in names:
-                if name in here:
-                    first.setdefault((b, name), what)
+                if name in fb:
                     continue
-                d = _declaring_block(desc, declared, b, name)
-                if d is not None:
-                    first.setdefault((d, name), what)
-    kinds = {}
+                if name in here:
+                    fb[name] = what
+                elif not one_block:
+                    d = _declaring_block(desc, declared, b, name)
+                    if d is not None:
+                        first[d].setdefault(name, what)
+
+    if one_block:  # no sub-block to walk into: program order is execution order
+        for rec in reads[0]:
+            meet(0, rec[1], "read")
+            meet(0, rec[2], "fed" if rec[0] == "feed" else "written")
+    else:
+        for b, i, phase in _walk_records(reads):
+            rec = reads[b][i]
+            if phase == "in":
+                meet(b, rec[1], "read")
+            else:
+                meet(b, rec[2], "fed" if rec[0] == "feed" else "written")
+    out = []
+    tensor_types = dtypes.TENSOR_TYPES
     for b, block in enumerate(desc.blocks):
+        fb = first[b]
+        kinds: dict[str, str] = {}
         for v in block.vars:
-            how = first.get((b, v.name))
-            if "@GRAD" in v.name:
+            name = v.name
+            how = fb.get(name)
+            tensor = v.type.type in tensor_types
+            if "@GRAD" in name:
                 kind = "grad"
-            elif v.is_parameter or (v.persistable and how == "read" and v.type.type in dtypes.TENSOR_TYPES):
+            elif v.is_parameter or (tensor and how == "read" and v.persistable):
                 kind = "param"
-            elif v.type.type not in dtypes.TENSOR_TYPES:
+            elif not tensor:
                 kind = "other"  # step scopes, feed/fetch lists, readers
-            elif how in ("read", "fed"):
+            elif how == "read" or how == "fed":
                 kind = "data"
             elif how == "written":
                 kind = "tmp"
             else:
                 kind = "other"
-            kinds[(b, v.name)] = kind
-    return kinds
+            kinds[name] = kind
+        out.append(kinds)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------

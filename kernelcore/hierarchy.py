@@ -168,27 +168,31 @@ def block_groups(b: int, ops: list, param_names) -> tuple[list[dict], list, list
             fwd[i] = hit
     # layer path per op
     paths: list[tuple] = [()] * n
+    scopes: dict = {}  # namescope -> its path (a program has few distinct scopes)
+    prefixes: dict = {}  # what precedes a name's last dot -> name_path
     for i, (typ, role, ns, ins, outs, role_var) in enumerate(ops):
-        sp = scope_path(ns)
-        npth = None
         if role == "backward" and fwd[i] is not None:
             paths[i] = paths[fwd[i]]
             continue
-        if role == "optimize":
-            cands = list(role_var[:1]) + [nm for s, names in ins if s == "Param" for nm in names]
-        elif role == "forward":
-            cands = [nm for _s, names in ins for nm in names if nm in param_names]
-            cands += [nm for _s, names in outs for nm in names]
-            cands += [nm for _s, names in ins for nm in names]
-        else:
-            cands = [nm for _s, names in outs for nm in names] + [nm for _s, names in ins for nm in names]
-        for nm in cands:
-            npth = name_path(nm)
+        sp = scopes.get(ns)
+        if sp is None:
+            sp = scopes[ns] = scope_path(ns)
+        npth = None
+        for nm in _candidates(role, ins, outs, role_var, param_names):
+            # name_path reads only what precedes the last dot: the variables of a layer share it
+            base = _strip_grad(nm)
+            dot = base.rfind(".")
+            if dot < 0:
+                continue
+            pre = base[:dot]
+            npth = prefixes.get(pre, _UNSEEN)
+            if npth is _UNSEEN:
+                npth = prefixes[pre] = name_path(base)
             if npth:
                 break
         if npth and sp and npth[: len(sp)] == sp:
             sp = ()
-        paths[i] = sp + (npth or ())
+        paths[i] = sp + npth if npth else sp
     # the tree: stages, then runs of consecutive ops sharing a path prefix
     root = _G("block", "", None)
     present = [s for s in STAGES if s in set(roles)]
@@ -196,18 +200,23 @@ def block_groups(b: int, ops: list, param_names) -> tuple[list[dict], list, list
     stage_of: dict[str, _G] = {}
     cur_stage = None
     stack: list[_G] = []
+    prev_p = None
     for i in range(n):
         role = roles[i]
+        p = paths[i]
         if use_stages:
             if cur_stage is None or cur_stage.label != role:
                 cur_stage = _G("stage", role, root)
                 root.kids.append(cur_stage)
                 stage_of.setdefault(role, cur_stage)
                 stack = [cur_stage]
-        else:
-            if not stack:
-                stack = [root]
-        p = paths[i]
+                prev_p = None
+        elif not stack:
+            stack = [root]
+        if p == prev_p:  # the common case: the same layer as the op before
+            stack[-1].kids.append(i)
+            continue
+        prev_p = p
         # keep the open groups whose path is a prefix of p
         depth = 0
         while depth + 1 < len(stack) and depth < len(p) and stack[depth + 1].path == p[: depth + 1]:
@@ -246,6 +255,31 @@ def block_groups(b: int, ops: list, param_names) -> tuple[list[dict], list, list
     return out, inner, fwd
 
 
+def _candidates(role: str, ins, outs, role_var, param_names):
+    """The names whose prefixes may name an op's layer, best first: an optimizer op's parameter
+    (role_var, else its Param slot); a forward op's parameters, then outputs, then inputs; any other op's
+    outputs, then inputs."""
+    if role == "optimize":
+        yield from role_var[:1]
+        for s, names in ins:
+            if s == "Param":
+                yield from names
+    elif role == "forward":
+        for _s, names in ins:
+            for nm in names:
+                if nm in param_names:
+                    yield nm
+        for _s, names in outs:
+            yield from names
+        for _s, names in ins:
+            yield from names
+    else:
+        for _s, names in outs:
+            yield from names
+        for _s, names in ins:
+            yield from names
+
+
 def _simplify(root: _G, ops) -> None:
     """Bottom up: dissolve groups of one op, merge one-child chains, find repeats, cut ranges; fill
     first/last/ops/sig."""
@@ -277,18 +311,34 @@ def _simplify(root: _G, ops) -> None:
         _fill(g, ops, sigs)
 
 
-def _child_sig(c, ops):
-    return ("op", ops[c][0]) if isinstance(c, int) else c.sig
+_UNSEEN = object()
+_REPEAT_SIG = object()  # heads a repeat's signature key: no group's key (types and ints) starts with it
 
 
 def _fill(g: _G, ops, sigs) -> None:
-    g.ops = sum(1 if isinstance(c, int) else c.ops for c in g.kids)
-    firsts = [c if isinstance(c, int) else c.first for c in g.kids]
-    lasts = [c if isinstance(c, int) else c.last for c in g.kids]
-    g.first = min(firsts) if firsts else -1
-    g.last = max(lasts) if lasts else -1
-    key = tuple(_child_sig(c, ops) for c in g.kids)
-    g.sig = sigs.setdefault(key, len(sigs))
+    """A group's op count, op range and structure signature from its kids. Kids are in program order and
+    every group covers a contiguous run of ops (a group closes for good when an op leaves its path), so
+    the range runs from the first kid's first op to the last kid's last. An op kid's part of the
+    signature is its type (a str), a group kid's its signature (an int): the two never collide."""
+    kids = g.kids
+    total = 0
+    key = []
+    add = key.append
+    for c in kids:
+        if c.__class__ is int:
+            total += 1
+            add(ops[c][0])
+        else:
+            total += c.ops
+            add(c.sig)
+    g.ops = total
+    if kids:
+        a, z = kids[0], kids[-1]
+        g.first = a if a.__class__ is int else a.first
+        g.last = z if z.__class__ is int else z.last
+    else:
+        g.first = g.last = -1
+    g.sig = sigs.setdefault(tuple(key), len(sigs))
 
 
 def _repeats(g: _G, kids: list, sigs) -> list:
@@ -323,7 +373,7 @@ def _fill_repeat(r: _G, sigs, inner) -> None:
     r.ops = sum(1 if isinstance(c, int) else c.ops for c in r.kids)
     r.first = min(c if isinstance(c, int) else c.first for c in r.kids)
     r.last = max(c if isinstance(c, int) else c.last for c in r.kids)
-    r.sig = sigs.setdefault(("repeat", r.count, inner), len(sigs))
+    r.sig = sigs.setdefault((_REPEAT_SIG, r.count, inner), len(sigs))
 
 
 def _label_of(c) -> str:

@@ -81,29 +81,71 @@ def lookup(pid: str) -> "ProgramParts":
     return parts
 
 
-def _read_min(op, want_subs: bool):
-    """What the hierarchy needs of an OpDesc: (type, role attr or None, namescope, inputs, outputs,
-    role_var, sub-block indices)."""
+_ROLE_ATTRS = ("op_role", "op_namescope", "op_role_var")
+
+
+def _scan_attrs(op, want_subs: bool):
+    """Every attribute of `op` looked at: (role, namescope, role_var, sub-block indices, positions of the
+    three role attributes (-1: absent))."""
     role = ns = None
     role_var: list = []
     subs: list = []
-    for a in op.attrs:
+    pos = [-1, -1, -1]
+    for k, a in enumerate(op.attrs):
         name = a.name
         if name == "op_role":
             role = a.i
+            pos[0] = k
         elif name == "op_namescope":
             ns = a.s
+            pos[1] = k
         elif name == "op_role_var":
             role_var = list(a.strings)
+            pos[2] = k
         elif want_subs:
             t = a.type
             if t == display._A_BLOCK:
                 subs.append(a.block_idx)
             elif t == display._A_BLOCKS:
                 subs.extend(a.blocks_idx)
-    ins = [(s.parameter, list(s.arguments)) for s in op.inputs]
-    outs = [(s.parameter, list(s.arguments)) for s in op.outputs]
-    return op.type, role, ns, ins, outs, role_var, subs
+    return role, ns, role_var, subs, tuple(pos)
+
+
+def _read_ops(ops, want_subs: bool) -> list:
+    """What the hierarchy needs of each OpDesc of a block: (type, role attr or None, namescope, inputs,
+    outputs, role_var, sub-block indices), inputs/outputs as lists of (slot, [names]).
+
+    A Paddle op carries a dozen attributes and the hierarchy wants three of them; every attribute looked at
+    costs a protobuf wrapper. Ops of one type list their attributes in the same order, so where an op's
+    three sit is remembered per type and checked by name (a miss scans the op). Sub-block attributes can
+    sit anywhere, so where they matter (a program of more than one block) every attribute is looked at."""
+    out = []
+    append = out.append
+    where: dict = {}   # op type -> (n attrs, positions of op_role, op_namescope, op_role_var)
+    for op in ops:
+        typ = op.type
+        ins = [(s.parameter, list(s.arguments)) for s in op.inputs]
+        outs = [(s.parameter, list(s.arguments)) for s in op.outputs]
+        if not want_subs:
+            hit = where.get(typ)
+            if hit is not None:
+                attrs = op.attrs
+                if len(attrs) == hit[0]:
+                    kr, kn, kv = hit[1]
+                    a_role, a_ns, a_rv = attrs[kr], attrs[kn], attrs[kv]
+                    if a_role.name == "op_role" and a_ns.name == "op_namescope" and a_rv.name == "op_role_var":
+                        append((typ, a_role.i, a_ns.s, ins, outs, list(a_rv.strings), []))
+                        continue
+        role, ns, role_var, subs, pos = _scan_attrs(op, want_subs)
+        if not want_subs and -1 not in pos:
+            # remembered only when the op carries all three (Paddle's ops do): an absent one has no
+            # position to check
+            where[typ] = (len(op.attrs), pos)
+        append((typ, role, ns, ins, outs, role_var, subs))
+    return out
+
+
+_ABSENT = object()  # a name this block does not declare
 
 
 class _Block:
@@ -114,13 +156,22 @@ class _Block:
 @contextlib.contextmanager
 def _no_gc():
     """Tens of thousands of small objects made at once: the cyclic collector would walk the whole heap
-    (the parts themselves included) dozens of times for nothing; nothing built here makes a cycle."""
+    (the parts themselves included) dozens of times for nothing; nothing built here makes a cycle.
+
+    Re-enabled as it was, the collector would then walk everything made here once more at the next
+    allocation (a young generation of millions of objects: 0.15-0.2 s for a 50,000-op program). What was
+    made here lives as long as the program, so it goes straight to the oldest generation (freeze moves
+    every tracked object to the permanent one, unfreeze hands them all to the oldest; neither walks them).
+    Where the process froze objects of its own, they are left frozen and the collector pays instead."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
@@ -137,17 +188,19 @@ class ProgramParts:
     def _build(self) -> None:
         desc = self.desc
         many = len(desc.blocks) > 1
-        self.declared = declared = [{v.name for v in b.vars} for b in desc.blocks]
-        reads = [[_read_min(op, many) for op in block.ops] for block in desc.blocks]
-        self.kinds = kinds = display._var_kinds(desc, declared, [[(r[0], r[3], r[4], r[6]) for r in rd]
-                                                                for rd in reads])
+        var_names = [[v.name for v in b.vars] for b in desc.blocks]
+        self.declared = declared = [set(names) for names in var_names]
+        reads = [_read_ops(block.ops, many) for block in desc.blocks]
+        self.kinds = kinds = display.var_kinds_per_block(desc, declared, [[(r[0], r[3], r[4], r[6]) for r in rd]
+                                                                          for rd in reads])
         self.blocks: list[_Block] = []
         for b, block in enumerate(desc.blocks):
             read = reads[b]
-            params = {v.name for v in block.vars if kinds[(b, v.name)] == "param"}
+            kb = kinds[b]
+            params = {n for n, k in kb.items() if k == "param"}
             bp = block.parent_idx
             while 0 <= bp < len(desc.blocks):
-                params.update(n for n in declared[bp] if kinds.get((bp, n)) == "param")
+                params.update(n for n, k in kinds[bp].items() if k == "param")
                 bp = desc.blocks[bp].parent_idx if bp > 0 else -1
             roles = [hierarchy.role_name(r[1], r[0], OPTIMIZE_OPS) for r in read]
             groups, inner, fwd = hierarchy.block_groups(
@@ -164,44 +217,49 @@ class ProgramParts:
             ops_in: dict = {}
             for i, g in enumerate(inner):
                 ops_in.setdefault(g, []).append(i)
+            # a variable sits in the group of the first op that touches it (data: at block level)
             first_group: dict = {}
-            for i, r in enumerate(read):
+            for i in range(len(read) - 1, -1, -1):  # backwards: the first op's group is written last
+                r = read[i]
                 g = inner[i]
-                for _s, names in r[3]:
-                    for nm in names:
-                        if nm not in first_group:
-                            first_group[nm] = g
                 for _s, names in r[4]:
                     for nm in names:
-                        if nm not in first_group:
-                            first_group[nm] = g
+                        first_group[nm] = g
+                for _s, names in r[3]:
+                    for nm in names:
+                        first_group[nm] = g
             vgroup: dict = {}
             vars_in: dict = {}
-            order = []
-            for name in (v.name for v in block.vars):
-                g = None if kinds[(b, name)] == "data" else first_group.get(name)
+            order = var_names[b]
+            for name in order:
+                g = None if kb[name] == "data" else first_group.get(name)
                 vgroup[name] = g
                 vars_in.setdefault(g, []).append(name)
-                order.append(name)
             # cross-group edges: per pair of innermost groups (data flows writer -> var -> reader), and per
-            # group the edges from its variables to ops elsewhere
+            # group the edges from its variables to ops elsewhere (vgroup holds exactly the names declared here)
             edges: dict = {}
             ext: dict = {}
-            here = declared[b]
+            absent = _ABSENT
             for i, r in enumerate(read):
                 go = inner[i]
-                for k, into in ((3, True), (4, False)):
-                    for _s, names in r[k]:
-                        for nm in names:
-                            if nm not in here:
-                                continue
-                            gv = vgroup.get(nm)
-                            if gv == go:
-                                continue
-                            ext.setdefault(gv, []).append((nm, go, into))  # gv None: block level
-                            if gv is not None and go is not None:
-                                key = (gv, go) if into else (go, gv)
-                                edges[key] = edges.get(key, 0) + 1
+                for _s, names in r[3]:
+                    for nm in names:
+                        gv = vgroup.get(nm, absent)
+                        if gv is absent or gv == go:
+                            continue
+                        ext.setdefault(gv, []).append((nm, go, True))  # gv None: block level
+                        if gv is not None and go is not None:
+                            key = (gv, go)
+                            edges[key] = edges.get(key, 0) + 1
+                for _s, names in r[4]:
+                    for nm in names:
+                        gv = vgroup.get(nm, absent)
+                        if gv is absent or gv == go:
+                            continue
+                        ext.setdefault(gv, []).append((nm, go, False))
+                        if gv is not None and go is not None:
+                            key = (go, gv)
+                            edges[key] = edges.get(key, 0) + 1
             blk.vgroup, blk.var_order, blk.ops_in, blk.vars_in = vgroup, order, ops_in, vars_in
             blk.edges, blk.ext = edges, ext
             blk.var_index = {nm: k for k, nm in enumerate(order)}
@@ -227,7 +285,7 @@ class ProgramParts:
         blk = self.blocks[b]
         if name not in blk.vgroup:
             return None
-        return display._var_json(b, self._var_desc(b, name), self.kinds[(b, name)], blk.vgroup[name])
+        return display._var_json(b, self._var_desc(b, name), self.kinds[b][name], blk.vgroup[name])
 
     def _var_desc(self, b: int, name: str):
         return self.desc.blocks[b].vars[self.blocks[b].var_index[name]]
@@ -289,7 +347,7 @@ class ProgramParts:
             for i in blk.ops_in.get(g, ()):
                 ops.append(self.op_json(b, i))
             for nm in blk.vars_in.get(g, ()):
-                vars_.append(display._var_json(b, vdescs[vindex[nm]], self.kinds[(b, nm)], blk.vgroup[nm]))
+                vars_.append(display._var_json(b, vdescs[vindex[nm]], self.kinds[b][nm], blk.vgroup[nm]))
         refs: dict = {}
         vgroup = blk.vgroup
         for g in in_order:
