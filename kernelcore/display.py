@@ -141,28 +141,28 @@ def var_kinds_per_block(desc, declared: list[set], reads=None) -> list[dict[str,
     gradient; is_parameter a parameter; read before any op writes it (a feed) data, written by an op tmp.
     Two refinements for files Paddle writes: a `feed` op's output is data, and a persistable tensor read
     before it is written is a parameter (an inference model's weights are persistable but not marked
-    is_parameter; they come from the parameter file, not from a feed). `reads`: per block, per op
-    (type, inputs, outputs, sub-blocks) with inputs/outputs lists of (slot, names), when already read."""
+    is_parameter; they come from the parameter file, not from a feed). `reads`: per block, per op a
+    record that starts (type, input names, output names, sub-blocks), the names flat (every slot's in
+    slot order), when already read."""
     if reads is None:
-        reads = [[(op.type, [(s.parameter, list(s.arguments)) for s in op.inputs],
-                   [(s.parameter, list(s.arguments)) for s in op.outputs], _sub_block_idxs(op))
+        reads = [[(op.type, [nm for s in op.inputs for nm in s.arguments],
+                   [nm for s in op.outputs for nm in s.arguments], _sub_block_idxs(op))
                   for op in blk.ops] for blk in desc.blocks]
     # per block, name -> how the run first meets it (a dict per block: no (block, name) key per use)
     first: list[dict[str, str]] = [{} for _ in desc.blocks]
     one_block = len(reads) == 1
 
-    def meet(b: int, slots, what: str) -> None:
+    def meet(b: int, names, what: str) -> None:
         here, fb = declared[b], first[b]
-        for _slot, names in slots:
-            for name in names:
-                if name in fb:
-                    continue
-                if name in here:
-                    fb[name] = what
-                elif not one_block:
-                    d = _declaring_block(desc, declared, b, name)
-                    if d is not None:
-                        first[d].setdefault(name, what)
+        for name in names:
+            if name in fb:
+                continue
+            if name in here:
+                fb[name] = what
+            elif not one_block:
+                d = _declaring_block(desc, declared, b, name)
+                if d is not None:
+                    first[d].setdefault(name, what)
 
     if one_block:  # no sub-block to walk into: program order is execution order
         for rec in reads[0]:
@@ -299,6 +299,10 @@ def op_supported(op_type: str) -> bool:
     return has_op(op_type)
 
 
+def _flat(slots) -> list[str]:
+    return [nm for _slot, names in slots for nm in names]
+
+
 def _read_op(op):
     """One pass over an OpDesc: (type, role attr or None, namescope, inputs, outputs, role_var, attrs JSON,
     sub-block indices, callsite)."""
@@ -341,7 +345,10 @@ def program_json(program, pruned=None, dot: bool | None = None) -> dict:
     desc = program.desc
     declared = [{v.name for v in b.vars} for b in desc.blocks]
     reads = [[_read_op(op) for op in block.ops] for block in desc.blocks]
-    kinds = _var_kinds(desc, declared, [[(r[0], r[3], r[4], r[7]) for r in read] for read in reads])
+    # what the kinds and the hierarchy read of each op (hierarchy.block_groups: the names flat)
+    recs = [[(r[0], _flat(r[3]), _flat(r[4]), r[7], r[1], r[2], r[5],
+              next((names for slot, names in r[3] if slot == "Param"), None)) for r in read] for read in reads]
+    kinds = _var_kinds(desc, declared, recs)
     blocks = []
     nodes = 0
     for b, block in enumerate(desc.blocks):
@@ -352,8 +359,7 @@ def program_json(program, pruned=None, dot: bool | None = None) -> dict:
             params.update(n for n in declared[b_parent] if kinds.get((b_parent, n)) == "param")
             b_parent = desc.blocks[b_parent].parent_idx if b_parent > 0 else -1
         roles = [hierarchy.role_name(r[1], r[0], OPTIMIZE_OPS) for r in read]
-        groups, inner, fwd = hierarchy.block_groups(
-            b, [(r[0], roles[i], r[2], r[3], r[4], r[5]) for i, r in enumerate(read)], params)
+        groups, inner, fwd = hierarchy.block_groups(b, recs[b], roles, params)
         ops_json = []
         first_op: dict[str, int] = {}
         for i, (typ, _role, _ns, ins, outs, _rv, attrs, subs, site) in enumerate(read):

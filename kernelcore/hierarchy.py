@@ -126,51 +126,46 @@ def _base(label: str) -> str:
     return "/".join(out)
 
 
-def block_groups(b: int, ops: list, param_names) -> tuple[list[dict], list, list]:
-    """Groups of one block. `ops`: per op a tuple (type, role, namescope, inputs, outputs, role_var, ...)
-    where inputs/outputs are lists of (slot, [names]). Returns (groups as JSON, innermost group id per op
-    (or None), forward op index per op (or None))."""
+def block_groups(b: int, ops: list, roles: list, param_names) -> tuple[list[dict], list, list]:
+    """Groups of one block. `ops`: per op a record (type, input names, output names, sub-block indices,
+    op_role attribute, namescope, role_var, names in the op's `Param` slot or None), the name lists flat
+    (every slot's names in slot order); `roles`: per op forward | backward | optimize (role_name).
+    Returns (groups as JSON, innermost group id per op (or None), forward op index per op (or None))."""
     n = len(ops)
-    roles = [o[1] for o in ops]
     # forward links
     fwd = [None] * n
     writer: dict[str, int] = {}
     reader: dict[tuple[str, str], int] = {}
-    for i, (typ, role, _ns, ins, outs, _rv) in enumerate(ops):
+    for i, rec in enumerate(ops):
+        role = roles[i]
+        typ = rec[0]
         if role == "forward":
-            for _s, names in ins:
-                for nm in names:
-                    reader[(nm, typ)] = i
-            for _s, names in outs:
-                for nm in names:
-                    writer[nm] = i
+            for nm in rec[1]:
+                reader[(nm, typ)] = i
+            for nm in rec[2]:
+                writer[nm] = i
         elif role == "backward" and typ.endswith("_grad"):
             base = typ[:-5]
             hit = None
-            for _s, names in ins:
-                for nm in names:
-                    if "@GRAD" in nm:
-                        w = writer.get(_strip_grad(nm))
-                        if w is not None and ops[w][0] == base:
-                            hit = w
-                            break
-                if hit is not None:
-                    break
+            for nm in rec[1]:
+                if "@GRAD" in nm:
+                    w = writer.get(_strip_grad(nm))
+                    if w is not None and ops[w][0] == base:
+                        hit = w
+                        break
             if hit is None:
-                for _s, names in outs:
-                    for nm in names:
-                        r = reader.get((_strip_grad(nm), base))
-                        if r is not None:
-                            hit = r
-                            break
-                    if hit is not None:
+                for nm in rec[2]:
+                    r = reader.get((_strip_grad(nm), base))
+                    if r is not None:
+                        hit = r
                         break
             fwd[i] = hit
     # layer path per op
     paths: list[tuple] = [()] * n
     scopes: dict = {}  # namescope -> its path (a program has few distinct scopes)
     prefixes: dict = {}  # what precedes a name's last dot -> name_path
-    for i, (typ, role, ns, ins, outs, role_var) in enumerate(ops):
+    for i, (typ, ins, outs, _subs, _role_attr, ns, role_var, param) in enumerate(ops):
+        role = roles[i]
         if role == "backward" and fwd[i] is not None:
             paths[i] = paths[fwd[i]]
             continue
@@ -178,7 +173,7 @@ def block_groups(b: int, ops: list, param_names) -> tuple[list[dict], list, list
         if sp is None:
             sp = scopes[ns] = scope_path(ns)
         npth = None
-        for nm in _candidates(role, ins, outs, role_var, param_names):
+        for nm in _candidates(role, ins, outs, role_var, param, param_names):
             # name_path reads only what precedes the last dot: the variables of a layer share it
             base = _strip_grad(nm)
             dot = base.rfind(".")
@@ -255,29 +250,23 @@ def block_groups(b: int, ops: list, param_names) -> tuple[list[dict], list, list
     return out, inner, fwd
 
 
-def _candidates(role: str, ins, outs, role_var, param_names):
+def _candidates(role: str, ins, outs, role_var, param, param_names):
     """The names whose prefixes may name an op's layer, best first: an optimizer op's parameter
     (role_var, else its Param slot); a forward op's parameters, then outputs, then inputs; any other op's
     outputs, then inputs."""
     if role == "optimize":
         yield from role_var[:1]
-        for s, names in ins:
-            if s == "Param":
-                yield from names
+        if param:
+            yield from param
     elif role == "forward":
-        for _s, names in ins:
-            for nm in names:
-                if nm in param_names:
-                    yield nm
-        for _s, names in outs:
-            yield from names
-        for _s, names in ins:
-            yield from names
+        for nm in ins:
+            if nm in param_names:
+                yield nm
+        yield from outs
+        yield from ins
     else:
-        for _s, names in outs:
-            yield from names
-        for _s, names in ins:
-            yield from names
+        yield from outs
+        yield from ins
 
 
 def _simplify(root: _G, ops) -> None:

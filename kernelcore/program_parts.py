@@ -112,8 +112,9 @@ def _scan_attrs(op, want_subs: bool):
 
 
 def _read_ops(ops, want_subs: bool) -> list:
-    """What the hierarchy needs of each OpDesc of a block: (type, role attr or None, namescope, inputs,
-    outputs, role_var, sub-block indices), inputs/outputs as lists of (slot, [names]).
+    """What the views need of each OpDesc of a block for the outline: the record hierarchy.block_groups
+    reads, (type, input names, output names, sub-block indices, op_role or None, namescope, role_var, the
+    names in the `Param` slot or None), the names flat.
 
     A Paddle op carries a dozen attributes and the hierarchy wants three of them; every attribute looked at
     costs a protobuf wrapper. Ops of one type list their attributes in the same order, so where an op's
@@ -124,8 +125,16 @@ def _read_ops(ops, want_subs: bool) -> list:
     where: dict = {}   # op type -> (n attrs, positions of op_role, op_namescope, op_role_var)
     for op in ops:
         typ = op.type
-        ins = [(s.parameter, list(s.arguments)) for s in op.inputs]
-        outs = [(s.parameter, list(s.arguments)) for s in op.outputs]
+        ins: list = []
+        param = None
+        for s in op.inputs:
+            args = s.arguments
+            if s.parameter == "Param":
+                param = list(args)
+            ins += args
+        outs: list = []
+        for s in op.outputs:
+            outs += s.arguments
         if not want_subs:
             hit = where.get(typ)
             if hit is not None:
@@ -134,14 +143,14 @@ def _read_ops(ops, want_subs: bool) -> list:
                     kr, kn, kv = hit[1]
                     a_role, a_ns, a_rv = attrs[kr], attrs[kn], attrs[kv]
                     if a_role.name == "op_role" and a_ns.name == "op_namescope" and a_rv.name == "op_role_var":
-                        append((typ, a_role.i, a_ns.s, ins, outs, list(a_rv.strings), []))
+                        append((typ, ins, outs, [], a_role.i, a_ns.s, list(a_rv.strings), param))
                         continue
         role, ns, role_var, subs, pos = _scan_attrs(op, want_subs)
         if not want_subs and -1 not in pos:
             # remembered only when the op carries all three (Paddle's ops do): an absent one has no
             # position to check
             where[typ] = (len(op.attrs), pos)
-        append((typ, role, ns, ins, outs, role_var, subs))
+        append((typ, ins, outs, subs, role, ns, role_var, param))
     return out
 
 
@@ -191,8 +200,7 @@ class ProgramParts:
         var_names = [[v.name for v in b.vars] for b in desc.blocks]
         self.declared = declared = [set(names) for names in var_names]
         reads = [_read_ops(block.ops, many) for block in desc.blocks]
-        self.kinds = kinds = display.var_kinds_per_block(desc, declared, [[(r[0], r[3], r[4], r[6]) for r in rd]
-                                                                          for rd in reads])
+        self.kinds = kinds = display.var_kinds_per_block(desc, declared, reads)
         self.blocks: list[_Block] = []
         for b, block in enumerate(desc.blocks):
             read = reads[b]
@@ -202,9 +210,8 @@ class ProgramParts:
             while 0 <= bp < len(desc.blocks):
                 params.update(n for n, k in kinds[bp].items() if k == "param")
                 bp = desc.blocks[bp].parent_idx if bp > 0 else -1
-            roles = [hierarchy.role_name(r[1], r[0], OPTIMIZE_OPS) for r in read]
-            groups, inner, fwd = hierarchy.block_groups(
-                b, [(r[0], roles[i], r[2], r[3], r[4], r[5]) for i, r in enumerate(read)], params)
+            roles = [hierarchy.role_name(r[4], r[0], OPTIMIZE_OPS) for r in read]
+            groups, inner, fwd = hierarchy.block_groups(b, read, roles, params)
             blk = _Block()
             blk.recs, blk.roles, blk.groups, blk.inner, blk.fwd = read, roles, groups, inner, fwd
             blk.by_id = {g["id"]: g for g in groups}
@@ -217,49 +224,47 @@ class ProgramParts:
             ops_in: dict = {}
             for i, g in enumerate(inner):
                 ops_in.setdefault(g, []).append(i)
-            # a variable sits in the group of the first op that touches it (data: at block level)
-            first_group: dict = {}
-            for i in range(len(read) - 1, -1, -1):  # backwards: the first op's group is written last
-                r = read[i]
-                g = inner[i]
-                for _s, names in r[4]:
-                    for nm in names:
-                        first_group[nm] = g
-                for _s, names in r[3]:
-                    for nm in names:
-                        first_group[nm] = g
+            # One pass in program order places the variables and counts the edges. A variable sits in the
+            # group of the first op that touches it (data: at block level), so the op that meets a name
+            # first places it, and every later op finds its group already known. Edges: per pair of
+            # innermost groups (data flows writer -> var -> reader), and per group the edges from its
+            # variables to ops elsewhere. Names this block does not declare are skipped.
+            here = declared[b]
             vgroup: dict = {}
-            vars_in: dict = {}
-            order = var_names[b]
-            for name in order:
-                g = None if kb[name] == "data" else first_group.get(name)
-                vgroup[name] = g
-                vars_in.setdefault(g, []).append(name)
-            # cross-group edges: per pair of innermost groups (data flows writer -> var -> reader), and per
-            # group the edges from its variables to ops elsewhere (vgroup holds exactly the names declared here)
             edges: dict = {}
             ext: dict = {}
             absent = _ABSENT
             for i, r in enumerate(read):
                 go = inner[i]
-                for _s, names in r[3]:
-                    for nm in names:
-                        gv = vgroup.get(nm, absent)
-                        if gv is absent or gv == go:
+                for nm in r[1]:
+                    gv = vgroup.get(nm, absent)
+                    if gv is absent:
+                        if nm not in here:
                             continue
-                        ext.setdefault(gv, []).append((nm, go, True))  # gv None: block level
-                        if gv is not None and go is not None:
-                            key = (gv, go)
-                            edges[key] = edges.get(key, 0) + 1
-                for _s, names in r[4]:
-                    for nm in names:
-                        gv = vgroup.get(nm, absent)
-                        if gv is absent or gv == go:
+                        gv = vgroup[nm] = None if kb[nm] == "data" else go
+                    if gv == go:
+                        continue
+                    ext.setdefault(gv, []).append((nm, go, True))  # gv None: block level
+                    if gv is not None and go is not None:
+                        key = (gv, go)
+                        edges[key] = edges.get(key, 0) + 1
+                for nm in r[2]:
+                    gv = vgroup.get(nm, absent)
+                    if gv is absent:
+                        if nm not in here:
                             continue
-                        ext.setdefault(gv, []).append((nm, go, False))
-                        if gv is not None and go is not None:
-                            key = (go, gv)
-                            edges[key] = edges.get(key, 0) + 1
+                        gv = vgroup[nm] = None if kb[nm] == "data" else go
+                    if gv == go:
+                        continue
+                    ext.setdefault(gv, []).append((nm, go, False))
+                    if gv is not None and go is not None:
+                        key = (go, gv)
+                        edges[key] = edges.get(key, 0) + 1
+            order = var_names[b]
+            vars_in: dict = {}
+            for name in order:
+                g = vgroup.setdefault(name, None)  # declared, used by no op here: block level
+                vars_in.setdefault(g, []).append(name)
             blk.vgroup, blk.var_order, blk.ops_in, blk.vars_in = vgroup, order, ops_in, vars_in
             blk.edges, blk.ext = edges, ext
             blk.var_index = {nm: k for k, nm in enumerate(order)}
@@ -353,16 +358,15 @@ class ProgramParts:
         for g in in_order:
             for i in blk.ops_in.get(g, ()):
                 r = blk.recs[i]
-                for k in (3, 4):
-                    for _s, names in r[k]:
-                        for nm in names:
-                            if nm in vgroup:
-                                if vgroup[nm] not in L:
-                                    refs[nm] = lift(vgroup[nm])
-                            elif b > 0 and nm not in refs:
-                                outer = self._outer_ref(b, nm)
-                                if outer is not None:
-                                    refs[nm] = outer
+                for names in (r[1], r[2]):
+                    for nm in names:
+                        if nm in vgroup:
+                            if vgroup[nm] not in L:
+                                refs[nm] = lift(vgroup[nm])
+                        elif b > 0 and nm not in refs:
+                            outer = self._outer_ref(b, nm)
+                            if outer is not None:
+                                refs[nm] = outer
         ext: dict = {}
         for g in in_order:
             for nm, go, into in blk.ext.get(g, ()):

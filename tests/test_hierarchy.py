@@ -194,3 +194,22 @@ def test_front_end_fixtures_are_what_python_writes():
     import make_frontend_fixtures as mf
     for name in mf.FIXTURES:
         assert (mf.OUT / name).read_text() == mf.render(name), f"run python tests/make_frontend_fixtures.py ({name})"
+
+
+@pytest.mark.parametrize("name", ["mlp100", "scoped"])
+def test_parts_of_paddle_programs_are_the_whole_program(paddle_progs, name):
+    """The outline of a program sent in parts reads each op's role attributes where its type kept them
+    last time (program_parts._read_ops); on what Paddle writes, every op, variable and group it sends is
+    the whole ProgramJSON's."""
+    from test_program_parts import _open_everything
+    from kernelcore.program_parts import ProgramParts
+
+    prog = kc.load_program(paddle_progs / f"{name}.main.pb")
+    whole = program_json(prog)
+    parts = ProgramParts(prog, prog.version)
+    ops, vars_, known, _rounds = _open_everything(parts, parts.skeleton("p"))
+    b0 = whole["blocks"][0]
+    assert ops == {o["id"]: o for o in b0["ops"]}
+    assert vars_ == {v["id"]: v for v in b0["vars"]}
+    assert {g: {k: v for k, v in d.items() if k not in ("nodes", "kids", "loaded")} for g, d in known.items()} \
+        == groups_of(whole)
