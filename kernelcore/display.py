@@ -148,6 +148,12 @@ def var_kinds_per_block(desc, declared: list[set], reads=None) -> list[dict[str,
         reads = [[(op.type, [nm for s in op.inputs for nm in s.arguments],
                    [nm for s in op.outputs for nm in s.arguments], _sub_block_idxs(op))
                   for op in blk.ops] for blk in desc.blocks]
+    return kinds_from_meetings(desc, first_meetings(desc, declared, reads))
+
+
+def first_meetings(desc, declared: list[set], reads) -> list[dict[str, str]]:
+    """Per block, name -> how a run first meets the variable: "read", "fed" (a `feed` op's output) or
+    "written", in execution order (an op's inputs, the blocks it runs, its outputs)."""
     # per block, name -> how the run first meets it (a dict per block: no (block, name) key per use)
     first: list[dict[str, str]] = [{} for _ in desc.blocks]
     one_block = len(reads) == 1
@@ -175,6 +181,11 @@ def var_kinds_per_block(desc, declared: list[set], reads=None) -> list[dict[str,
                 meet(b, rec[1], "read")
             else:
                 meet(b, rec[2], "fed" if rec[0] == "feed" else "written")
+    return first
+
+
+def kinds_from_meetings(desc, first: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The rules of var_kinds_per_block, given how a run first meets each variable (first_meetings)."""
     out = []
     tensor_types = dtypes.TENSOR_TYPES
     for b, block in enumerate(desc.blocks):

@@ -24,10 +24,12 @@ import contextlib
 import gc
 import html
 import itertools
+import time
 import weakref
 
 from . import display, hierarchy
 from .display import OPTIMIZE_OPS, op_id, var_id
+from .var_uses import BlockUses
 
 # Ops in all blocks above which the MIME bundle, the widget and the file viewer send the skeleton only.
 # Measured (docs/benchmarks.md): the whole JSON of a 2,000-op training MLP is 1.5 MB and 0.08 s of Python,
@@ -154,9 +156,6 @@ def _read_ops(ops, want_subs: bool) -> list:
     return out
 
 
-_ABSENT = object()  # a name this block does not declare
-
-
 class _Block:
     __slots__ = ("recs", "roles", "groups", "inner", "fwd", "vgroup", "var_order", "ops_in", "vars_in",
                  "edges", "ext", "by_id", "stages", "var_index", "parent", "order", "kids")
@@ -191,8 +190,10 @@ class ProgramParts:
         # the desc, not the program: the cache maps the program (weakly) to this, which must not keep it alive
         self.desc = program.desc
         self.version = version
+        t0 = time.perf_counter()
         with _no_gc():
             self._build()
+        self.build_s = time.perf_counter() - t0  # what the outline cost (benchmarks report it)
 
     def _build(self) -> None:
         desc = self.desc
@@ -200,7 +201,12 @@ class ProgramParts:
         var_names = [[v.name for v in b.vars] for b in desc.blocks]
         self.declared = declared = [set(names) for names in var_names]
         reads = [_read_ops(block.ops, many) for block in desc.blocks]
-        self.kinds = kinds = display.var_kinds_per_block(desc, declared, reads)
+        uses = [BlockUses(read, names) for read, names in zip(reads, var_names)]
+        if many:  # execution order walks into sub-blocks
+            meetings = display.first_meetings(desc, declared, reads)
+        else:     # program order is execution order
+            meetings = [uses[0].first_meetings([r[0] for r in reads[0]])]
+        self.kinds = kinds = display.kinds_from_meetings(desc, meetings)
         self.blocks: list[_Block] = []
         for b, block in enumerate(desc.blocks):
             read = reads[b]
@@ -224,47 +230,11 @@ class ProgramParts:
             ops_in: dict = {}
             for i, g in enumerate(inner):
                 ops_in.setdefault(g, []).append(i)
-            # One pass in program order places the variables and counts the edges. A variable sits in the
-            # group of the first op that touches it (data: at block level), so the op that meets a name
-            # first places it, and every later op finds its group already known. Edges: per pair of
-            # innermost groups (data flows writer -> var -> reader), and per group the edges from its
-            # variables to ops elsewhere. Names this block does not declare are skipped.
-            here = declared[b]
-            vgroup: dict = {}
-            edges: dict = {}
-            ext: dict = {}
-            absent = _ABSENT
-            for i, r in enumerate(read):
-                go = inner[i]
-                for nm in r[1]:
-                    gv = vgroup.get(nm, absent)
-                    if gv is absent:
-                        if nm not in here:
-                            continue
-                        gv = vgroup[nm] = None if kb[nm] == "data" else go
-                    if gv == go:
-                        continue
-                    ext.setdefault(gv, []).append((nm, go, True))  # gv None: block level
-                    if gv is not None and go is not None:
-                        key = (gv, go)
-                        edges[key] = edges.get(key, 0) + 1
-                for nm in r[2]:
-                    gv = vgroup.get(nm, absent)
-                    if gv is absent:
-                        if nm not in here:
-                            continue
-                        gv = vgroup[nm] = None if kb[nm] == "data" else go
-                    if gv == go:
-                        continue
-                    ext.setdefault(gv, []).append((nm, go, False))
-                    if gv is not None and go is not None:
-                        key = (go, gv)
-                        edges[key] = edges.get(key, 0) + 1
+            # variables in the group of the first op that uses them (data at block level), and the edges
+            # between groups the uses imply (var_uses.py)
             order = var_names[b]
-            vars_in: dict = {}
-            for name in order:
-                g = vgroup.setdefault(name, None)  # declared, used by no op here: block level
-                vars_in.setdefault(g, []).append(name)
+            placed = uses[b].place(inner, [kb[nm] == "data" for nm in order])
+            vgroup, vars_in, edges, ext = placed.vgroup, placed.vars_in, placed.edges, placed.ext
             blk.vgroup, blk.var_order, blk.ops_in, blk.vars_in = vgroup, order, ops_in, vars_in
             blk.edges, blk.ext = edges, ext
             blk.var_index = {nm: k for k, nm in enumerate(order)}

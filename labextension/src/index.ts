@@ -16,6 +16,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { setDebuggerModel } from './debugactions';
 import { DebuggerModel } from './debugmodel';
 import { PROGRAM_FACTORY, PROGRAM_FILE_TYPE, ProgramFileFactory } from './fileviewer';
+import { sharedLayout } from './layout';
 import { setKernelLookup } from './parts';
 import { Command } from './protocol';
 import { KernelcoreSidebar } from './sidebar';
@@ -119,6 +120,13 @@ const modelPlugin: JupyterFrontEndPlugin<IKernelcoreDebuggerModel> = {
       watched = tracker.currentWidget?.sessionContext ?? null;
       watched?.kernelChanged.connect(follow);
       follow();
+    });
+    // once a kernel uses kernelcore (its debug comm answered), start the page's layout worker: Graphviz
+    // compiles while the user writes the next cell, not while the first graph waits for it
+    model.changed.connect(() => {
+      if (model.status === 'connected') {
+        sharedLayout().warm();
+      }
     });
     // a cell ran: it may have imported kernelcore_widgets or started a session after a restart
     NotebookActions.executed.connect((_, args) => {

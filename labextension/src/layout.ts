@@ -67,6 +67,22 @@ class SharedLayout {
     });
   }
 
+  /**
+   * Start the worker now, with nothing to lay out, so that Graphviz is fetched and compiled (in the worker,
+   * off the main thread) before the first graph needs it. Quiet: a failure here is met again, and
+   * reported, by the first real layout.
+   */
+  warm(): void {
+    if (this._worker || this._broken) {
+      return;
+    }
+    try {
+      this._start();
+    } catch {
+      // the first layout says why
+    }
+  }
+
   /** Drop queued jobs that were cancelled; stop the running one if it was. */
   sweep(): void {
     this._queue = this._queue.filter(j => {
