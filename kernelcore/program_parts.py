@@ -83,9 +83,6 @@ def lookup(pid: str) -> "ProgramParts":
     return parts
 
 
-_ROLE_ATTRS = ("op_role", "op_namescope", "op_role_var")
-
-
 def _scan_attrs(op, want_subs: bool):
     """Every attribute of `op` looked at: (role, namescope, role_var, sub-block indices, positions of the
     three role attributes (-1: absent))."""
