@@ -235,7 +235,7 @@ def _jsonable(v, single: bool = False):
 
 
 # Attribute types as plain ints (a protobuf enum attribute lookup costs a Python call each time).
-_A_BLOCK, _A_BLOCKS = int(A.BLOCK), int(A.BLOCKS)
+_A_BLOCK, _A_BLOCKS = attrlib.T_BLOCK, attrlib.T_BLOCKS
 _A_FLOATISH = frozenset({int(A.FLOAT), int(A.FLOATS)})
 _A_SCALARISH = frozenset({int(A.SCALAR), int(A.SCALARS)})
 _FIELD = {int(k): v for k, v in attrlib.FIELD.items()}

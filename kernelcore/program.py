@@ -618,7 +618,7 @@ def check_structure(desc: pb.ProgramDesc, source: str = "program", error=LoadErr
     _check_run_graph(desc, runs, source, error)
 
 
-_A_BLOCK, _A_BLOCKS = int(A.BLOCK), int(A.BLOCKS)  # a protobuf enum lookup costs a Python call each time
+_A_BLOCK, _A_BLOCKS = attrlib.T_BLOCK, attrlib.T_BLOCKS
 
 
 def _block_attr_types(op_type: str) -> dict:

@@ -26,12 +26,11 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
+from .attrs import T_BLOCK, T_BLOCKS, T_VAR, T_VARS
 from .display import op_id, var_id
 from .errors import ProgramError
 from .program import Program, Variable, check_structure
 from .proto import framework_pb2 as pb
-
-A = pb.AttrType
 
 
 @dataclass
@@ -153,16 +152,27 @@ def _unknown(desc, kind: str, name: str, declared0: set) -> str:
 # ---------------------------------------------------------------------------
 def _sub_blocks(desc, block_idx: int, op_idx: int) -> list[int]:
     """The block indices an op's BLOCK/BLOCKS attributes name, checked."""
-    op = desc.blocks[block_idx].ops[op_idx]
-    out = []
+    return _attr_refs(desc, block_idx, op_idx, desc.blocks[block_idx].ops[op_idx])[0]
+
+
+def _attr_refs(desc, block_idx: int, op_idx: int, op) -> tuple[list[int], list[str]]:
+    """One look at each attribute of `op`: (the block indices its BLOCK/BLOCKS attributes name, checked;
+    the variable names its VAR/VARS attributes name)."""
+    subs: list[int] = []
+    names: list[str] = []
     for a in op.attrs:
-        idxs = [a.block_idx] if a.type == A.BLOCK else list(a.blocks_idx) if a.type == A.BLOCKS else ()
-        for j in idxs:
-            if not 0 < j < len(desc.blocks) or j == block_idx:
-                raise ProgramError(f"op {op.type!r} (block {block_idx}, op #{op_idx}) attribute {a.name!r} "
-                                   f"names block {j}, but the program has {len(desc.blocks)} blocks")
-            out.append(j)
-    return out
+        t = a.type
+        if t == T_BLOCK or t == T_BLOCKS:
+            for j in ([a.block_idx] if t == T_BLOCK else list(a.blocks_idx)):
+                if not 0 < j < len(desc.blocks) or j == block_idx:
+                    raise ProgramError(f"op {op.type!r} (block {block_idx}, op #{op_idx}) attribute {a.name!r} "
+                                       f"names block {j}, but the program has {len(desc.blocks)} blocks")
+                subs.append(j)
+        elif t == T_VAR:
+            names.append(a.var_name)
+        elif t == T_VARS:
+            names.extend(a.vars_name)
+    return subs, names
 
 
 def _op_names(op) -> set[str]:
@@ -170,21 +180,28 @@ def _op_names(op) -> set[str]:
     names = {a for v in op.inputs for a in v.arguments}
     names.update(a for v in op.outputs for a in v.arguments)
     for a in op.attrs:
-        if a.type == A.VAR:
+        t = a.type
+        if t == T_VAR:
             names.add(a.var_name)
-        elif a.type == A.VARS:
+        elif t == T_VARS:
             names.update(a.vars_name)
     names.discard("")
     return names
 
 
-def _reads(op) -> list[str]:
+def _reads(op, attr_names=None) -> list[str]:
+    """The names `op` reads: its input slots, then its VAR/VARS attributes (`attr_names`, when already
+    read by _attr_refs)."""
     out = [a for v in op.inputs for a in v.arguments]
-    for a in op.attrs:
-        if a.type == A.VAR:
-            out.append(a.var_name)
-        elif a.type == A.VARS:
-            out.extend(a.vars_name)
+    if attr_names is None:
+        for a in op.attrs:
+            t = a.type
+            if t == T_VAR:
+                out.append(a.var_name)
+            elif t == T_VARS:
+                out.extend(a.vars_name)
+    else:
+        out.extend(attr_names)
     return [n for n in out if n]
 
 
@@ -233,8 +250,8 @@ def _walk_block0(desc, io: _SubBlockIO, targets: set, feeds: set) -> list[int]:
     kept = []
     for i in range(len(ops) - 1, -1, -1):
         op = ops[i]
-        subs = _sub_blocks(desc, 0, i)
-        reads, writes = list(_reads(op)), list(_writes(op))
+        subs, attr_names = _attr_refs(desc, 0, i, op)
+        reads, writes = _reads(op, attr_names), _writes(op)
         for j in subs:
             r, w = io.outer(j)
             reads.extend(sorted(r))
@@ -301,9 +318,10 @@ def _build(program: Program, kept0: list[int], kept_blocks: set, used0: set) -> 
             nop = nb.ops.add()
             nop.CopyFrom(op)
             for a in nop.attrs:
-                if a.type == A.BLOCK:
+                t = a.type
+                if t == T_BLOCK:
                     a.block_idx = block_map[a.block_idx]
-                elif a.type == A.BLOCKS:
+                elif t == T_BLOCKS:
                     a.blocks_idx[:] = [block_map[j] for j in a.blocks_idx]
     _dense_cols(new.blocks[0])
     pruned = Program(new)
