@@ -41,7 +41,8 @@ def program_pipeline(data: bytes, feed: dict | None = None) -> list[str]:
     except kc.KernelcoreError:
         return ["load"]
     for stage, fn in (("text", lambda: terminal_safe(str(prog))), ("summary", lambda: program_summary(prog)),
-                      ("display", lambda: json.dumps(program_json(prog), allow_nan=False))):
+                      ("display", lambda: json.dumps(program_json(prog), allow_nan=False)),
+                      ("parts", lambda: json.dumps(_all_parts(prog), allow_nan=False))):
         try:
             fn()
         except kc.KernelcoreError:
@@ -81,6 +82,19 @@ def _feeds(prog) -> dict:
             for v in op.outputs:
                 for n in v.arguments[:1]:
                     out[n] = np.ones((1,), np.float32)
+    return out
+
+
+def _all_parts(prog) -> list:
+    """The program as a big one is sent (kernelcore/program_parts.py): its skeleton, then every group of
+    every block opened at once, and a search."""
+    from kernelcore.program_parts import ProgramParts
+
+    parts = ProgramParts(prog, prog.version)
+    out = [parts.skeleton("fuzz")]
+    for b, blk in enumerate(parts.blocks):
+        out.append(parts.contents(b, [None] + [g["id"] for g in blk.groups]))
+    out.append(parts.search("a"))
     return out
 
 
