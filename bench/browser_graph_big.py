@@ -230,18 +230,22 @@ def run(quick: bool = False) -> dict:
     res: dict = {"load_start": os.getloadavg()[0], "programs": {}}
     progs = _programs(tmp)
     from kernelcore.program_parts import ProgramParts
+    import kernelcore as kc
     for name, p in progs.items():
+        t = time.perf_counter()
+        kc.load_program(tmp / f"{name}.pdmodel")  # what the setup cell does: parse and check the file
+        load_s = time.perf_counter() - t
         t = time.perf_counter()
         pj = program_json(p)
         js = time.perf_counter() - t
         t = time.perf_counter()
         skel = ProgramParts(p).skeleton("p1")  # what the cell sends: the skeleton (cold: no cache)
         ss = time.perf_counter() - t
-        res["programs"][name] = {"ops": sum(len(b.ops) for b in p.blocks), "program_json_s": js,
+        res["programs"][name] = {"ops": sum(len(b.ops) for b in p.blocks), "load_s": load_s, "program_json_s": js,
                                  "json_mb": len(json.dumps(pj)) / 1e6, "skeleton_s": ss,
                                  "skeleton_kb": len(json.dumps(skel)) / 1e3}
         r = res["programs"][name]
-        print(f"{name}: {r['ops']} ops, whole program_json {js:.2f} s / {r['json_mb']:.1f} MB, skeleton {ss:.2f} s / "
+        print(f"{name}: {r['ops']} ops, load_program {load_s:.2f} s, whole program_json {js:.2f} s / {r['json_mb']:.1f} MB, skeleton {ss:.2f} s / "
               f"{r['skeleton_kb']:.1f} kB (this process, cold)", flush=True)
     # this checkout's front end and Python first
     jpath = tmp / "jupyter_path"
@@ -357,12 +361,15 @@ def _measure(browser, lab, name: str, quick: bool) -> dict:
 def report(res: dict) -> None:
     print(f"\nbig programs (load avg {res['load_start']:.1f} -> {res.get('load_end', 0):.1f}; 2 cores shared)")
     for name, r in res["programs"].items():
-        print(f"- {name}: {r['ops']} ops, whole ProgramJSON {r['program_json_s']:.2f} s, {r['json_mb']:.1f} MB; "
+        print(f"- {name}: {r['ops']} ops, load_program {r.get('load_s', 0):.2f} s, "
+              f"whole ProgramJSON {r['program_json_s']:.2f} s, {r['json_mb']:.1f} MB; "
               f"sent skeleton {r.get('skeleton_s', 0):.2f} s, {r.get('skeleton_kb', 0):.1f} kB; "
               f"worker served {r.get('worker_served')}")
         for kind in ("widget", "mime"):
             for v in r.get(kind, []):
                 print(f"    {kind}: visible {v['visible_s']:.2f} s, longest task {v['longest_task_ms']:.0f} ms")
+        if "kernel_build_s" in r:
+            print(f"    outline built in the kernel (widget's, cell result's): {r['kernel_build_s']} s")
         for a in r.get("actions", []):
             print(f"    {a['what']} {a.get('arg') or ''}: {a.get('painted_ms', 0):.0f} ms, longest task "
                   f"{a.get('longest_task_ms', 0):.0f} ms {a.get('skipped', '')}")
