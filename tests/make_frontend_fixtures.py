@@ -35,8 +35,9 @@ def mlp_v2(layers: int = 50) -> dict:
 def mlp_lazy(layers: int = 20) -> dict:
     """The same program sent in parts (ProgramJSON version 3): {"skeleton", "whole": the whole ProgramJSON,
     "replies": {key: what the kernel answers}} for the requests labextension/test/lazy.test.ts makes
-    (key: `{"g": sorted groups, "l": sorted loaded}` as JSON), and "search" (the hits for fc_7.w_0);
-    attributes left out, as above."""
+    (key: `{"g": sorted groups, "l": sorted loaded}` as JSON), "search" (the hits for fc_7.w_0) and
+    "pruned" (what a view pruned to fc_9.tmp_0 gets with the skeleton and with each answer); attributes
+    left out, as above."""
     from kernelcore.program_parts import ProgramParts
     L = kc.layers
     main, startup = kc.Program(), kc.Program()
@@ -59,10 +60,15 @@ def mlp_lazy(layers: int = 20) -> dict:
     for opened, before in asks:
         key = json.dumps({"g": sorted(opened), "l": sorted(before + opened)}, separators=(",", ":"))
         replies[key] = parts.contents(0, opened, before + opened)
+    # the same view pruned to the tenth layer's matmul (program_parts.PrunedParts): what the skeleton and
+    # each answer above carry of it
+    from kernelcore.program_parts import PrunedParts
+    marks = PrunedParts(parts, kc.prune(main, ["fc_9.tmp_0"]))
+    pruned = {"skeleton": marks.for_skeleton(skel), "replies": {k: marks.for_contents(c) for k, c in replies.items()}}
     for o in [o for b in whole["blocks"] + skel["blocks"] for o in b["ops"]] + \
             [o for c in replies.values() for o in c["ops"]]:
         o["attrs"], o["comment"] = {}, ""
-    return {"skeleton": skel, "whole": whole, "replies": replies, "search": search}
+    return {"skeleton": skel, "whole": whole, "replies": replies, "search": search, "pruned": pruned}
 
 
 FIXTURES = {"mlp_v2.json": mlp_v2, "mlp_lazy.json": mlp_lazy}

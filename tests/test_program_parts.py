@@ -286,3 +286,53 @@ def test_a_program_with_sub_blocks_in_parts():
                     known.setdefault(g["id"], g)
                 assert set(c["refs"].values()) <= set(known) | {g["id"] for blk in whole["blocks"] for g in blk["groups"]}
             assert ops == {o["id"] for o in wb["ops"]} and vars_ == {v["id"] for v in wb["vars"]}
+
+
+def test_a_pruned_view_of_a_big_program_gets_what_pruning_removed_in_parts(monkeypatch):
+    """ProgramGraph(prog, pruned=...) of a program sent in parts: the skeleton carries only the removed ids
+    among what it sends, the totals and a mark per known group; every contents answer adds its share.
+    Opened all the way, the removed ids are pruning's, and a group is marked "all" exactly when every op
+    inside it was removed, "some" when some were."""
+    kw = pytest.importorskip("kernelcore_widgets")
+    monkeypatch.setattr(program_parts, "LAZY_ABOVE", 100)
+    p = mlp(20)
+    r = kc.prune(p, ["fc_9.tmp_0"])  # nine layers and the tenth's matmul: the rest of it, and all after, go
+    w = kw.ProgramGraph(p, pruned=r)
+    skel = w.program
+    check("ProgramJSON", skel)
+    pr = skel["pruned"]
+    assert pr["counts"] == {"ops": len(r.removed_ops), "vars": len(r.removed_vars)}
+    assert len(pr["removed_ops"]) < len(r.removed_ops)  # not the whole list up front
+    sent = []
+    monkeypatch.setattr(w, "send", lambda m, *a, **k: sent.append(m))
+    removed_ops, removed_vars, marks = set(pr["removed_ops"]), set(pr["removed_vars"]), dict(pr["groups"])
+    known = {g["id"]: g for g in skel["blocks"][0]["groups"]}
+    loaded = {g["id"] for g in known.values() if g["loaded"]}
+    req = 0
+    while [g for g in known if g not in loaded]:
+        todo = [g for g in known if g not in loaded]
+        req += 1
+        w.handle_message({"type": "contents", "req": req, "block": 0, "groups": todo, "loaded": sorted(loaded | set(todo))})
+        reply = sent[-1]
+        check("PartsReplyJSON", reply)
+        c = reply["result"]
+        removed_ops |= set(c["pruned"]["removed_ops"])
+        removed_vars |= set(c["pruned"]["removed_vars"])
+        marks.update(c["pruned"]["groups"])
+        loaded |= set(todo)
+        known.update({g["id"]: g for g in c["known"]})
+    whole = r.to_json()
+    assert removed_ops == set(whole["removed_ops"]) and removed_vars == set(whole["removed_vars"])
+    # the marks, from the whole ProgramJSON: every op under a group (its own and its descendants')
+    pj = program_json(p)
+    parent = {g["id"]: g["parent"] for g in pj["blocks"][0]["groups"]}
+    under: dict = {g: set() for g in parent}
+    for o in pj["blocks"][0]["ops"]:
+        g = o["group"]
+        while g is not None:
+            under[g].add(o["id"])
+            g = parent[g]
+    want = {g: ("all" if ops <= removed_ops else "some") for g, ops in under.items() if ops & removed_ops}
+    assert marks == want
+    assert marks[next(g for g, lbl in ((g["id"], g["label"]) for g in pj["blocks"][0]["groups"]) if lbl == "fc_9")] == "some"
+    assert "all" in marks.values()

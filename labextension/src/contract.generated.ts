@@ -86,10 +86,18 @@ export interface OpJSON {
   callsite?: string;
 }
 
+/** What pruning removed (kernelcore.prune.PruneResult.to_json). A program sent in parts gets it in parts too (program_parts.PrunedParts): the skeleton and each contents answer list the removed ids among the ops and vars they send, `groups` marks the groups they make known, and `counts` gives the totals. */
 export interface PrunedJSON {
   removed_ops: string[];
   removed_vars: string[];
   kept_map: Record<string, string>;
+  /** group id -> "all" (every op in it was removed) or "some"; a group pruning left alone is absent */
+  groups?: Record<string, "all" | "some">;
+  /** removed ops and vars in the whole program */
+  counts?: {
+  ops: number;
+  vars: number;
+};
 }
 
 /** A trace: kernelcore.trace.Trace.to_json (schema kernelcore.trace), possibly cut to its first events. */
@@ -236,6 +244,8 @@ export interface GroupContentsJSON {
   external: ExternalEdgeJSON[];
   edges: GroupEdgeJSON[];
   known: GroupJSON[];
+  /** with a pruned view: what pruning removed among these ops, vars and known groups */
+  pruned?: PrunedJSON;
 }
 
 /** A lazy program's search over every name (ProgramParts.search). */

@@ -19,6 +19,8 @@ type Hit = { type: 'node'; id: string } | { type: 'cluster'; cid: string };
 
 export interface PaneClasses {
   removed?: Set<string>;
+  /** a program in parts: groups pruning emptied ("all": drawn as removed) or thinned ("some") */
+  prunedGroups?: Map<string, 'all' | 'some'>;
   matches?: Set<string>; // node keys
   /** folded groups holding search hits that are not drawn (a lazy program's unfetched ops and vars) */
   matchClusters?: Set<string>;
@@ -350,7 +352,7 @@ export class GraphPane {
     if (!this.svg || !g) {
       return;
     }
-    const marks = ['jp-Kernelcore-pruned', 'jp-Kernelcore-match', 'jp-Kernelcore-selected', 'jp-Kernelcore-current', 'jp-Kernelcore-partner', 'jp-Kernelcore-twin', ...RUN_MARKS];
+    const marks = ['jp-Kernelcore-pruned', 'jp-Kernelcore-partPruned', 'jp-Kernelcore-match', 'jp-Kernelcore-selected', 'jp-Kernelcore-current', 'jp-Kernelcore-partner', 'jp-Kernelcore-twin', ...RUN_MARKS];
     this.svg.querySelectorAll('.' + marks.join(', .')).forEach(el => el.classList.remove(...marks));
     const mark = (id: string | undefined, cls: string, onlyOwn = false) => {
       if (!id) {
@@ -367,6 +369,9 @@ export class GraphPane {
       el.classList.add(cls);
     };
     s.removed?.forEach(id => mark(id, 'jp-Kernelcore-pruned', true));
+    s.prunedGroups?.forEach((how, cid) =>
+      this.clusterEls.get(cid)?.classList.add(how === 'all' ? 'jp-Kernelcore-pruned' : 'jp-Kernelcore-partPruned')
+    );
     s.matches?.forEach(key => mark(g.nodes.get(key)?.id ?? key, 'jp-Kernelcore-match'));
     s.matchClusters?.forEach(cid => this.clusterEls.get(cid)?.classList.add('jp-Kernelcore-match'));
     s.current?.forEach(id => mark(id, 'jp-Kernelcore-current'));

@@ -99,6 +99,8 @@ export interface GroupContentsJSON {
   edges: GroupEdgeJSON[];
   /** the groups the view may draw now (the loaded ones and their kids), parents first */
   known: GroupJSON[];
+  /** a pruned view: what pruning removed among these ops, vars and known groups */
+  pruned?: PrunedJSON;
 }
 
 export interface SearchHitJSON {
@@ -120,6 +122,9 @@ export interface PrunedJSON {
   removed_ops: string[]; // ids of the original program
   removed_vars: string[];
   kept_map: Record<string, string>; // pruned program op id -> original op id
+  // a program in parts: the groups made known so far that pruning touched, and the whole program's totals
+  groups?: Record<string, 'all' | 'some'>;
+  counts?: { ops: number; vars: number };
 }
 
 export interface ProgramJSON {

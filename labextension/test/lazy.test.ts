@@ -2,14 +2,20 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProgramGraphModel } from '../src/graph';
-import type { GroupContentsJSON, ProgramJSON } from '../src/schema';
+import type { GroupContentsJSON, ProgramJSON, PrunedJSON } from '../src/schema';
 import type { SearchResult } from '../src/parts';
 import { ProgramGraphView } from '../src/views/ProgramGraph';
 import { container, FakeModel, flush } from './fake-model';
 
 /** A 20-layer training MLP sent in parts, the kernel's answers to the requests made here, and its whole
  * ProgramJSON (tests/make_frontend_fixtures.py, from kernelcore.program_parts). */
-const LAZY: { skeleton: ProgramJSON; whole: ProgramJSON; replies: Record<string, GroupContentsJSON>; search: SearchResult } = JSON.parse(
+const LAZY: {
+  skeleton: ProgramJSON;
+  whole: ProgramJSON;
+  replies: Record<string, GroupContentsJSON>;
+  search: SearchResult;
+  pruned: { skeleton: PrunedJSON; replies: Record<string, PrunedJSON> };
+} = JSON.parse(
   readFileSync(join(__dirname, 'data', 'mlp_lazy.json'), 'utf8')
 );
 const key = (groups: string[], loaded: string[]) => JSON.stringify({ g: [...groups].sort(), l: [...loaded].sort() });
@@ -46,15 +52,18 @@ function merged(p: ProgramJSON, opened: string[], r: GroupContentsJSON): Program
   return q;
 }
 
-/** A fake kernel: answers the view's requests from the fixture (an unexpected request fails the test). */
-function serve(model: FakeModel): () => Promise<void> {
+/** A fake kernel: answers the view's requests from the fixture (an unexpected request fails the test);
+ * `pruned`: as a pruned view's widget does, each answer carries what pruning removed from it. */
+function serve(model: FakeModel, pruned = false): () => Promise<void> {
   const answered = new Set<any>();
   return async () => {
     for (let i = 0; i < 8; i++) {
       await flush();
       for (const m of model.sent.filter(x => !answered.has(x) && (x.type === 'contents' || x.type === 'search'))) {
         answered.add(m);
-        const result = m.type === 'search' ? LAZY.search : LAZY.replies[key(m.groups, m.loaded)];
+        const k = key(m.groups ?? [], m.loaded ?? []);
+        const plain = m.type === 'search' ? LAZY.search : LAZY.replies[k];
+        const result = pruned && plain && m.type === 'contents' ? { ...plain, pruned: LAZY.pruned.replies[k] } : plain;
         const reply = result ? { type: 'parts', req: m.req, ok: true, error: null, result } : { type: 'parts', req: m.req, ok: false, error: `no fixture for ${key(m.groups, m.loaded)}`, result: null };
         (model.handlers['msg:custom'] ?? []).forEach(cb => cb(reply));
       }
@@ -165,6 +174,39 @@ describe('a lazy program (ProgramJSON version 3)', () => {
     expect(view.root.querySelector('.jp-Kernelcore-note')?.textContent ?? '').toBe('');
     expect(view.graph!.byId.has(target.id)).toBe(true);
     expect(view.left.nodeEls.get(target.id)?.classList.contains('jp-Kernelcore-match')).toBe(true);
+    view.dispose();
+  });
+
+  it('marks what pruning removed as the parts arrive: removed nodes, emptied and thinned groups', async () => {
+    const { model, view } = viewOf({ ...LAZY.skeleton, pruned: LAZY.pruned.skeleton });
+    await view.ready;
+    const first = LAZY.pruned.skeleton.groups!;
+    const cls = (cid: string) => view.left.clusterEls.get(cid)?.getAttribute('class') ?? '';
+    // the skeleton's groups: the stages pruning emptied are greyed, the one it thinned is dashed
+    const drawn = Object.keys(first).filter(cid => view.left.clusterEls.has(cid));
+    expect(drawn.length).toBeGreaterThan(1);
+    drawn.forEach(cid => expect(cls(cid)).toContain(first[cid] === 'all' ? 'jp-Kernelcore-pruned' : 'jp-Kernelcore-partPruned'));
+    expect(view.root.textContent).toContain(`${LAZY.pruned.skeleton.counts!.ops} ops pruned`);
+    // the removed op the skeleton itself carries (the stage-level loss op) is greyed
+    const gone = LAZY.pruned.skeleton.removed_ops.filter(id => view.left.nodeEls.has(id));
+    expect(gone.length).toBe(1);
+    expect(view.left.nodeEls.get(gone[0])!.getAttribute('class')).toContain('jp-Kernelcore-pruned');
+    // open the forward repeat: its layers arrive with their marks, and the tenth (thinned) is dashed
+    const repeat = [...view.graph!.clusters.values()].find(c => c.gkind === 'repeat')!;
+    model.set('collapsed', (model.get('collapsed') as string[]).filter(id => id !== repeat.id));
+    await serve(model, true)();
+    await view.ready;
+    const reply = Object.entries(LAZY.pruned.replies).find(([k]) => JSON.parse(k).g.join() === repeat.id)![1];
+    const kids = view.graph!.clusters.get(repeat.id)!.kids;
+    const all = kids.filter(k => reply.groups![k] === 'all');
+    const some = kids.filter(k => reply.groups![k] === 'some');
+    const kept = kids.filter(k => !reply.groups![k]);
+    expect(all.length).toBeGreaterThan(0);
+    expect(some.length).toBe(1);
+    expect(kept.length).toBeGreaterThan(0);
+    all.forEach(k => expect(cls(k)).toContain('jp-Kernelcore-pruned'));
+    some.forEach(k => expect(cls(k)).toContain('jp-Kernelcore-partPruned'));
+    kept.forEach(k => expect(cls(k)).not.toMatch(/Pruned|pruned/));
     view.dispose();
   });
 });

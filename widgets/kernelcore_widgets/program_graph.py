@@ -80,7 +80,7 @@ class GraphState(t.HasTraits):
         self._pruned = pruned
         self._scope = scope
         # a big program: its skeleton; the view asks for a group's ops when it opens it (`contents`)
-        self.program, self._parts = program_view_json(self._program, pruned)
+        self.program, self._parts, self._pruned_marks = program_view_json(self._program, pruned)
         self.pruned_program = program_json(pruned.program) if side_by_side else None
 
     # -- Python API -------------------------------------------------------------------------------------
@@ -121,6 +121,8 @@ class GraphState(t.HasTraits):
             return
         result = self._parts.handle(content)
         err = result.get("error")
+        if err is None and content.get("type") == "contents" and self._pruned_marks is not None:
+            result["pruned"] = self._pruned_marks.for_contents(result)
         self.send({"type": "parts", "req": req, "ok": err is None, "error": err, "result": None if err else result})
 
     def _op_entry(self, b: int, i: int) -> dict:

@@ -76,6 +76,8 @@ class PrunedJSON(TypedDict):
     removed_ops: list       # op ids of the original program
     removed_vars: list      # var ids of the original program
     kept_map: dict          # pruned program's op id -> original op id
+    groups: NotRequired[dict]   # a program in parts: group id -> "all" | "some" (the groups sent so far)
+    counts: NotRequired[dict]   # a program in parts: {"ops", "vars"} removed in the whole program
 
 
 class ProgramJSON(TypedDict):

@@ -46,7 +46,11 @@ function mergeable(p: ProgramJSON): ProgramJSON {
       groups: (b.groups ?? []).map(g => ({ ...g })),
       refs: { ...(b.refs ?? {}) },
       external: [...(b.external ?? [])]
-    }))
+    })),
+    // a program in parts gets what pruning removed in parts too: each answer adds to a copy
+    pruned: p.pruned
+      ? { ...p.pruned, removed_ops: [...idsOf(p.pruned.removed_ops)], removed_vars: [...idsOf(p.pruned.removed_vars)], groups: { ...(p.pruned.groups ?? {}) } }
+      : p.pruned
   };
 }
 
@@ -399,7 +403,7 @@ export class ProgramGraphView {
   }
 
   private _focus(id: string): void {
-    this.left.applyClasses({ removed: this._removed, matches: new Set(this._matches), selected: String(this.model.get('selected') ?? ''), current: this._current });
+    this.left.applyClasses({ removed: this._removed, prunedGroups: this._prunedGroups(), matches: new Set(this._matches), selected: String(this.model.get('selected') ?? ''), current: this._current });
     this._crumbsFor(id);
   }
 
@@ -445,7 +449,16 @@ export class ProgramGraphView {
     }
   }
 
+  /** The groups pruning emptied or thinned (a program in parts says so per group). */
+  private _prunedGroups(): Map<string, 'all' | 'some'> | undefined {
+    const groups = this._pruned()?.groups;
+    return groups ? new Map(Object.entries(groups)) : undefined;
+  }
+
   private _pruned(): PrunedJSON | null {
+    if (this._merged) {
+      return this._merged.pruned ?? null; // a program in parts: what the answers so far said
+    }
     const p = this.model.get('program') as ProgramJSON | null;
     const q = this.model.get('pruned_program') as ProgramJSON | null;
     return (p && p.pruned) || (q && q.pruned) || null;
@@ -664,6 +677,16 @@ export class ProgramGraphView {
         gj.loaded = true;
       }
     }
+    const pr = this._merged?.pruned;
+    if (pr && r.pruned) {
+      const ops = idsOf(r.pruned.removed_ops);
+      const vars = idsOf(r.pruned.removed_vars);
+      pr.removed_ops.push(...ops);
+      pr.removed_vars.push(...vars);
+      Object.assign((pr.groups ??= {}), r.pruned.groups ?? {});
+      ops.forEach(id => this._removed.add(id));
+      vars.forEach(id => this._removed.add(id));
+    }
     // refs, external and edges are for the new loaded set, lifted to the groups known now: they replace
     blk.refs = r.refs ?? {};
     blk.external = Array.isArray(r.external) ? r.external : [];
@@ -717,7 +740,7 @@ export class ProgramGraphView {
     }
     const ops = g.opCount;
     const pr = this._pruned();
-    const pruned = pr ? `, ${idsOf(pr.removed_ops).length} ops pruned` : '';
+    const pruned = pr ? `, ${pr.counts?.ops ?? idsOf(pr.removed_ops).length} ops pruned` : '';
     return `${g.blocks.size} block${g.blocks.size === 1 ? '' : 's'}, ${ops} ops, ${g.totalNodes - ops} vars${pruned}`;
   }
 
@@ -857,6 +880,7 @@ export class ProgramGraphView {
     const remote = this._remoteMarks();
     this.left.applyClasses({
       removed: this._removed,
+      prunedGroups: this._prunedGroups(),
       matches: new Set([...this._matches, ...remote.keys]),
       matchClusters: remote.clusters,
       selected,
