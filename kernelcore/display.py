@@ -341,8 +341,8 @@ def _read_op(op):
             role = value
         elif name == "op_namescope" and isinstance(value, str):
             ns = value
-        elif name == "op_role_var" and isinstance(value, list):
-            role_var = value
+        elif name == "op_role_var" and isinstance(value, list) and all(isinstance(x, str) for x in value):
+            role_var = value  # names (a list of another type names nothing)
     ins = [(s.parameter, list(s.arguments)) for s in op.inputs]
     outs = [(s.parameter, list(s.arguments)) for s in op.outputs]
     return op.type, role, ns, ins, outs, role_var, attrs, subs, site
@@ -358,7 +358,7 @@ def program_json(program, pruned=None, dot: bool | None = None) -> dict:
     reads = [[_read_op(op) for op in block.ops] for block in desc.blocks]
     # what the kinds and the hierarchy read of each op (hierarchy.block_groups: the names flat)
     recs = [[(r[0], _flat(r[3]), _flat(r[4]), r[7], r[1], r[2], r[5],
-              next((names for slot, names in r[3] if slot == "Param"), None)) for r in read] for read in reads]
+              [nm for slot, names in r[3] if slot == "Param" for nm in names] or None) for r in read] for read in reads]
     kinds = _var_kinds(desc, declared, recs)
     blocks = []
     nodes = 0

@@ -569,6 +569,8 @@ def check_structure(desc: pb.ProgramDesc, source: str = "program", error=LoadErr
     MAX_NESTING_DEPTH, number more than MAX_BLOCKS, run each other in a cycle (an op running its own
     block, or 1 -> 2 -> 1), or give a block attribute (sub_block) of a known op another attribute type.
 
+    An op that gives one attribute twice is rejected too.
+
     Linear in the program's size and without recursion; `error` is the exception type raised (LoadError
     for files, ProgramError for programs built in Python)."""
     n = len(desc.blocks)
@@ -595,17 +597,23 @@ def check_structure(desc: pb.ProgramDesc, source: str = "program", error=LoadErr
             must = block_attrs_of.get(op.type)
             if must is None:
                 must = block_attrs_of[op.type] = _block_attr_types(op.type)
+            seen: set = set()
             for a in op.attrs:
+                name = a.name
+                if name in seen:
+                    # no one value (Paddle keeps a map): each reader of the op would pick its own
+                    raise error(f"{source}: op {op.type!r} (block {i}, op #{k}) gives attribute {name!r} twice")
+                seen.add(name)
                 t = a.type
                 if t == _A_BLOCK:
                     idxs = [a.block_idx]
                 elif t == _A_BLOCKS:
                     idxs = list(a.blocks_idx)
                 else:
-                    if must and a.name in must:
+                    if must and name in must:
                         # a known op's block attribute stored as another type (an INT 0 would run block 0)
-                        raise error(f"{source}: op {op.type!r} (block {i}, op #{k}) attribute {a.name!r} must be "
-                                    f"of type {attrlib.type_name(must[a.name])}, got {attrlib.type_name(t)}")
+                        raise error(f"{source}: op {op.type!r} (block {i}, op #{k}) attribute {name!r} must be "
+                                    f"of type {attrlib.type_name(must[name])}, got {attrlib.type_name(t)}")
                     continue
                 for j in idxs:
                     if not 0 < j < n:

@@ -86,7 +86,9 @@ def lookup(pid: str) -> "ProgramParts":
 
 def _scan_attrs(op, want_subs: bool):
     """Every attribute of `op` looked at: (role, namescope, role_var, sub-block indices, positions of the
-    three role attributes (-1: absent))."""
+    three role attributes (-1: absent)). The three are read as display._read_op reads them, by their value:
+    an integer role (an INT, a LONG, a BOOLEAN), a string namescope, a role_var of strings; a value of
+    another type counts as absent."""
     role = ns = None
     role_var: list = []
     subs: list = []
@@ -94,13 +96,16 @@ def _scan_attrs(op, want_subs: bool):
     for k, a in enumerate(op.attrs):
         name = a.name
         if name == "op_role":
-            role = a.i
+            v = _value(a)
+            role = v if isinstance(v, int) else None
             pos[0] = k
         elif name == "op_namescope":
-            ns = a.s
+            v = _value(a)
+            ns = v if isinstance(v, str) else None
             pos[1] = k
         elif name == "op_role_var":
-            role_var = list(a.strings)
+            v = _value(a)
+            role_var = v if isinstance(v, list) and all(isinstance(x, str) for x in v) else []
             pos[2] = k
         elif want_subs:
             t = a.type
@@ -109,6 +114,13 @@ def _scan_attrs(op, want_subs: bool):
             elif t == display._A_BLOCKS:
                 subs.extend(a.blocks_idx)
     return role, ns, role_var, subs, tuple(pos)
+
+
+def _value(a):
+    try:
+        return display._attr_value(a)
+    except (TypeError, ValueError):
+        return None
 
 
 def _read_ops(ops, want_subs: bool) -> list:
@@ -129,8 +141,8 @@ def _read_ops(ops, want_subs: bool) -> list:
         param = None
         for s in op.inputs:
             args = s.arguments
-            if s.parameter == "Param":
-                param = list(args)
+            if s.parameter == "Param":  # every slot so named, in order (as display.program_json reads them)
+                param = (param or []) + list(args)
             ins += args
         outs: list = []
         for s in op.outputs:
@@ -142,7 +154,8 @@ def _read_ops(ops, want_subs: bool) -> list:
                 if len(attrs) == hit[0]:
                     kr, kn, kv = hit[1]
                     a_role, a_ns, a_rv = attrs[kr], attrs[kn], attrs[kv]
-                    if a_role.name == "op_role" and a_ns.name == "op_namescope" and a_rv.name == "op_role_var":
+                    if (a_role.name == "op_role" and a_ns.name == "op_namescope" and a_rv.name == "op_role_var"
+                            and a_role.type == _A_INT and a_ns.type == _A_STRING and a_rv.type == _A_STRINGS):
                         append((typ, ins, outs, [], a_role.i, a_ns.s, list(a_rv.strings), param))
                         continue
         role, ns, role_var, subs, pos = _scan_attrs(op, want_subs)
@@ -154,28 +167,38 @@ def _read_ops(ops, want_subs: bool) -> list:
     return out
 
 
+# the role attributes' types as Paddle writes them; others are read by _scan_attrs
+_A_INT, _A_STRING, _A_STRINGS = int(display.A.INT), int(display.A.STRING), int(display.A.STRINGS)
+
+
 class _Block:
     __slots__ = ("recs", "roles", "groups", "inner", "fwd", "vgroup", "var_order", "ops_in", "vars_in",
                  "edges", "ext", "by_id", "stages", "var_index", "parent", "order", "kids")
 
 
 @contextlib.contextmanager
-def _no_gc():
+def _no_gc(lasting: bool = False):
     """Tens of thousands of small objects made at once: the cyclic collector would walk the whole heap
     (the parts themselves included) dozens of times for nothing; nothing built here makes a cycle.
 
-    Re-enabled as it was, the collector would then walk everything made here once more at the next
-    allocation (a young generation of millions of objects: 0.15-0.2 s for a 50,000-op program). What was
-    made here lives as long as the program, so it goes straight to the oldest generation (freeze moves
-    every tracked object to the permanent one, unfreeze hands them all to the oldest; neither walks them).
-    Where the process froze objects of its own, they are left frozen and the collector pays instead."""
+    `lasting`: what is made here lives as long as the program (the outline). Re-enabled as it was, the
+    collector would walk all of it once more at the next allocation (a young generation of millions of
+    objects: 0.15-0.2 s for a 50,000-op program), so it goes straight to the oldest generation instead:
+    freeze moves every tracked object to the permanent generation and unfreeze hands them all to the
+    oldest, neither walking them. So that only what was made here is moved, the young generations are
+    collected first (they are small: a collection of them is cheap), and whatever the process had there is
+    dealt with as it would have been. Where the process froze objects of its own, nothing is moved and the
+    collector pays instead."""
     enabled = gc.isenabled()
+    promote = lasting and enabled and gc.get_freeze_count() == 0
+    if promote:
+        gc.collect(1)
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            if gc.get_freeze_count() == 0:
+            if promote:
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
@@ -189,7 +212,7 @@ class ProgramParts:
         self.desc = program.desc
         self.version = version
         t0 = time.perf_counter()
-        with _no_gc():
+        with _no_gc(lasting=True):
             self._build()
         self.build_s = time.perf_counter() - t0  # what the outline cost (benchmarks report it)
 

@@ -336,3 +336,78 @@ def test_a_pruned_view_of_a_big_program_gets_what_pruning_removed_in_parts(monke
     assert marks == want
     assert marks[next(g for g, lbl in ((g["id"], g["label"]) for g in pj["blocks"][0]["groups"]) if lbl == "fc_9")] == "some"
     assert "all" in marks.values()
+
+
+def test_an_optimizer_op_with_two_param_slots_is_placed_alike_in_parts_and_whole():
+    """Every input slot named Param names the layer of an optimizer op with no op_role_var, in order, in
+    the outline as in the whole ProgramJSON (a loadable if odd program)."""
+    from kernelcore.proto import framework_pb2 as pb
+    d = pb.ProgramDesc()
+    b = d.blocks.add()
+    b.idx, b.parent_idx = 0, -1
+    for name in ("p", "q", "fc_3.w", "fc_3.b", "lr", "g"):
+        v = b.vars.add(name=name, persistable=True)
+        v.type.type = pb.VarType.LOD_TENSOR
+    for first, second in (("p", "fc_3.w"), ("q", "fc_3.b")):
+        op = b.ops.add(type="sgd")
+        for slot, names in (("Param", [first]), ("Grad", ["g"]), ("LearningRate", ["lr"]), ("Param", [second])):
+            op.inputs.add(parameter=slot, arguments=names)
+        op.outputs.add(parameter="ParamOut", arguments=[first])
+        op.attrs.add(name="op_role", type=pb.AttrType.INT, i=2)
+    prog = kc.Program(d)
+    whole = program_json(prog)
+    parts = ProgramParts(prog, prog.version)
+    ops, _vars, known, _rounds = _open_everything(parts, parts.skeleton("p"))
+    assert {o["id"]: o["group"] for o in ops.values()} == {o["id"]: o["group"] for o in whole["blocks"][0]["ops"]}
+    assert [g["label"] for g in whole["blocks"][0]["groups"]] == ["fc_3"]
+    assert set(known) == {g["id"] for g in whole["blocks"][0]["groups"]}
+
+
+def test_the_outline_build_leaves_the_processs_garbage_to_the_collector():
+    """The outline's objects go to the oldest gc generation without a walk; garbage the process made
+    before (a cycle holding a big buffer) is still freed by a young collection, not kept until a full one."""
+    import weakref
+
+    class Cycle:
+        def __init__(self):
+            self.me = self
+            self.data = bytearray(1_000_000)
+
+    x = Cycle()
+    r = weakref.ref(x)
+    del x
+    ProgramParts(mlp(5))
+    gc.collect(1)
+    assert r() is None
+
+
+@pytest.mark.parametrize("role_type, role_var_type", [("LONG", "INTS"), ("INT", "STRINGS"), ("BOOLEAN", "STRINGS"),
+                                                      ("STRING", "STRINGS")])
+def test_role_attributes_of_other_types_read_alike_in_parts_and_whole(role_type, role_var_type):
+    """op_role stored as another type than Paddle's INT, op_role_var as numbers: the outline (which reads
+    the role where an op type kept it) and the whole ProgramJSON agree on every op's role and group, and
+    neither fails on the odd program."""
+    from kernelcore import io as kio
+    from kernelcore.proto import framework_pb2 as pb
+    A = pb.AttrType
+    d = pb.ProgramDesc()
+    b = d.blocks.add()
+    b.idx, b.parent_idx = 0, -1
+    for name in ("p", "g", "lr", "fc_1.w"):
+        v = b.vars.add(name=name, persistable=True)
+        v.type.type = pb.VarType.LOD_TENSOR
+    for _ in range(3):
+        op = b.ops.add(type="sgd")
+        for slot, names in (("Param", ["p"]), ("Grad", ["g"]), ("LearningRate", ["lr"])):
+            op.inputs.add(parameter=slot, arguments=names)
+        op.outputs.add(parameter="ParamOut", arguments=["p"])
+        a = op.attrs.add(name="op_role", type=getattr(A, role_type))
+        a.l, a.i, a.b, a.s = 2, 2, True, "2"
+        op.attrs.add(name="op_namescope", type=A.STRING, s="/")
+        op.attrs.add(name="op_role_var", type=getattr(A, role_var_type), ints=[1, 2], strings=["fc_1.w", "g"])
+    prog = kio.program_from_bytes(d.SerializeToString())
+    whole = program_json(prog)
+    parts = ProgramParts(prog, prog.version)
+    ops, _vars, _known, _rounds = _open_everything(parts, parts.skeleton("p"))
+    assert {o["id"]: (o["role"], o["group"]) for o in ops.values()} == \
+        {o["id"]: (o["role"], o["group"]) for o in whole["blocks"][0]["ops"]}
