@@ -322,6 +322,7 @@ def _read_op(op):
     role_var: list = []
     subs: list = []
     site = None
+    role_seen: set = set()
     for a in op.attrs:
         name = a.name
         t = a.type
@@ -337,12 +338,20 @@ def _read_op(op):
         except (TypeError, ValueError) as e:
             value = f"<unreadable: {e}>"
         attrs[name] = value
-        if name == "op_role" and isinstance(value, int):
-            role = value
-        elif name == "op_namescope" and isinstance(value, str):
-            ns = value
-        elif name == "op_role_var" and isinstance(value, list) and all(isinstance(x, str) for x in value):
-            role_var = value  # names (a list of another type names nothing)
+        # the role attributes: the first copy of each (Paddle writes each once; what it does write twice,
+        # e.g. reshape2's mkldnn_data_type, is shown as its last copy, as Paddle's attribute map keeps it)
+        if name in role_seen:
+            continue
+        if name == "op_role":
+            role_seen.add(name)
+            role = value if isinstance(value, int) else None
+        elif name == "op_namescope":
+            role_seen.add(name)
+            ns = value if isinstance(value, str) else None
+        elif name == "op_role_var":
+            role_seen.add(name)
+            # names (a list of another type names nothing)
+            role_var = value if isinstance(value, list) and all(isinstance(x, str) for x in value) else []
     ins = [(s.parameter, list(s.arguments)) for s in op.inputs]
     outs = [(s.parameter, list(s.arguments)) for s in op.outputs]
     return op.type, role, ns, ins, outs, role_var, attrs, subs, site

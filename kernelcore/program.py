@@ -569,8 +569,6 @@ def check_structure(desc: pb.ProgramDesc, source: str = "program", error=LoadErr
     MAX_NESTING_DEPTH, number more than MAX_BLOCKS, run each other in a cycle (an op running its own
     block, or 1 -> 2 -> 1), or give a block attribute (sub_block) of a known op another attribute type.
 
-    An op that gives one attribute twice is rejected too.
-
     Linear in the program's size and without recursion; `error` is the exception type raised (LoadError
     for files, ProgramError for programs built in Python)."""
     n = len(desc.blocks)
@@ -597,13 +595,8 @@ def check_structure(desc: pb.ProgramDesc, source: str = "program", error=LoadErr
             must = block_attrs_of.get(op.type)
             if must is None:
                 must = block_attrs_of[op.type] = _block_attr_types(op.type)
-            seen: set = set()
             for a in op.attrs:
                 name = a.name
-                if name in seen:
-                    # no one value (Paddle keeps a map): each reader of the op would pick its own
-                    raise error(f"{source}: op {op.type!r} (block {i}, op #{k}) gives attribute {name!r} twice")
-                seen.add(name)
                 t = a.type
                 if t == _A_BLOCK:
                     idxs = [a.block_idx]

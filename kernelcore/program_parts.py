@@ -86,15 +86,17 @@ def lookup(pid: str) -> "ProgramParts":
 
 def _scan_attrs(op, want_subs: bool):
     """Every attribute of `op` looked at: (role, namescope, role_var, sub-block indices, positions of the
-    three role attributes (-1: absent)). The three are read as display._read_op reads them, by their value:
-    an integer role (an INT, a LONG, a BOOLEAN), a string namescope, a role_var of strings; a value of
-    another type counts as absent."""
+    three role attributes (-1: absent)). The three are read as display._read_op reads them: the first copy
+    of each, by its value (an integer role: an INT, a LONG, a BOOLEAN; a string namescope; a role_var of
+    strings; a value of another type counts as absent)."""
     role = ns = None
     role_var: list = []
     subs: list = []
     pos = [-1, -1, -1]
     for k, a in enumerate(op.attrs):
         name = a.name
+        if name in _ROLE_NAMES and pos[_ROLE_NAMES[name]] >= 0:
+            continue  # the first copy counts (display._read_op)
         if name == "op_role":
             v = _value(a)
             role = v if isinstance(v, int) else None
@@ -116,6 +118,9 @@ def _scan_attrs(op, want_subs: bool):
     return role, ns, role_var, subs, tuple(pos)
 
 
+_ROLE_NAMES = {"op_role": 0, "op_namescope": 1, "op_role_var": 2}
+
+
 def _value(a):
     try:
         return display._attr_value(a)
@@ -130,8 +135,11 @@ def _read_ops(ops, want_subs: bool) -> list:
 
     A Paddle op carries a dozen attributes and the hierarchy wants three of them; every attribute looked at
     costs a protobuf wrapper. Ops of one type list their attributes in the same order, so where an op's
-    three sit is remembered per type and checked by name (a miss scans the op). Sub-block attributes can
-    sit anywhere, so where they matter (a program of more than one block) every attribute is looked at."""
+    three sit is remembered per type and checked by name and type, with the op's attribute count (a miss
+    scans the op). Positions are those of first copies, as both readers take the first copy; only an op
+    that repeats one of the three *in front of* where its type keeps it, with the same attribute count,
+    would be read from its second copy (Paddle writes each once). Sub-block attributes can sit anywhere,
+    so where they matter (a program of more than one block) every attribute is looked at."""
     out = []
     append = out.append
     where: dict = {}   # op type -> (n attrs, positions of op_role, op_namescope, op_role_var)

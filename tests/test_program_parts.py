@@ -411,3 +411,35 @@ def test_role_attributes_of_other_types_read_alike_in_parts_and_whole(role_type,
     ops, _vars, _known, _rounds = _open_everything(parts, parts.skeleton("p"))
     assert {o["id"]: (o["role"], o["group"]) for o in ops.values()} == \
         {o["id"]: (o["role"], o["group"]) for o in whole["blocks"][0]["ops"]}
+
+
+def test_attributes_given_twice_load_and_both_readers_take_the_first_role_copy():
+    """Paddle writes some attributes twice (reshape2's mkldnn_data_type): such a program loads. Where a role
+    attribute is given twice, the outline and the whole ProgramJSON both take the first copy."""
+    from kernelcore import io as kio
+    from kernelcore.proto import framework_pb2 as pb
+    A = pb.AttrType
+    d = pb.ProgramDesc()
+    b = d.blocks.add()
+    b.idx, b.parent_idx = 0, -1
+    for name in ("x", "y"):
+        v = b.vars.add(name=name)
+        v.type.type = pb.VarType.LOD_TENSOR
+    for k in range(3):
+        op = b.ops.add(type="scale")
+        op.inputs.add(parameter="X", arguments=["x"])
+        op.outputs.add(parameter="Out", arguments=["y"])
+        op.attrs.add(name="op_role", type=A.INT, i=0)
+        op.attrs.add(name="op_namescope", type=A.STRING, s="/")
+        op.attrs.add(name="op_role_var", type=A.STRINGS)
+        op.attrs.add(name="mkldnn_data_type", type=A.STRING, s="float32")
+        op.attrs.add(name="mkldnn_data_type", type=A.STRING, s="bfloat16")
+        if k == 1:
+            op.attrs.add(name="op_role", type=A.INT, i=1)  # a second copy: the first counts
+    prog = kio.program_from_bytes(d.SerializeToString())
+    whole = program_json(prog)
+    assert whole["blocks"][0]["ops"][0]["attrs"]["mkldnn_data_type"] == "bfloat16"  # Paddle's map: the last
+    parts = ProgramParts(prog, prog.version)
+    ops, _vars, _known, _rounds = _open_everything(parts, parts.skeleton("p"))
+    assert [ops[o["id"]]["role"] for o in whole["blocks"][0]["ops"]] == \
+        [o["role"] for o in whole["blocks"][0]["ops"]] == ["forward"] * 3
