@@ -175,16 +175,23 @@ def _attr_refs(desc, block_idx: int, op_idx: int, op) -> tuple[list[int], list[s
     return subs, names
 
 
+def _attr_var_names(op) -> list[str]:
+    """The variable names an op's VAR/VARS attributes name."""
+    out: list[str] = []
+    for a in op.attrs:
+        t = a.type
+        if t == T_VAR:
+            out.append(a.var_name)
+        elif t == T_VARS:
+            out.extend(a.vars_name)
+    return out
+
+
 def _op_names(op) -> set[str]:
     """Every variable name an op refers to: its slots, and VAR/VARS attributes."""
     names = {a for v in op.inputs for a in v.arguments}
     names.update(a for v in op.outputs for a in v.arguments)
-    for a in op.attrs:
-        t = a.type
-        if t == T_VAR:
-            names.add(a.var_name)
-        elif t == T_VARS:
-            names.update(a.vars_name)
+    names.update(_attr_var_names(op))
     names.discard("")
     return names
 
@@ -193,15 +200,7 @@ def _reads(op, attr_names=None) -> list[str]:
     """The names `op` reads: its input slots, then its VAR/VARS attributes (`attr_names`, when already
     read by _attr_refs)."""
     out = [a for v in op.inputs for a in v.arguments]
-    if attr_names is None:
-        for a in op.attrs:
-            t = a.type
-            if t == T_VAR:
-                out.append(a.var_name)
-            elif t == T_VARS:
-                out.extend(a.vars_name)
-    else:
-        out.extend(attr_names)
+    out.extend(_attr_var_names(op) if attr_names is None else attr_names)
     return [n for n in out if n]
 
 
