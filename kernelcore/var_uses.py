@@ -45,14 +45,16 @@ class BlockUses:
         order = np.lexsort((phase, op))
         keep = order[var[order] >= 0]
         self.var, self.op, self.phase = var[keep], op[keep], phase[keep]
+        # per variable, the position of its first use (len(var): never used); uses are in program order,
+        # so that use's op is also the first op that uses it
+        self.first = np.full(len(names), len(self.var), np.int64)
+        np.minimum.at(self.first, self.var, np.arange(len(self.var), dtype=np.int64))
 
     def first_meetings(self, op_types: list[str]) -> dict[str, str]:
         """name -> "read" | "fed" | "written": how program order (the execution order of a block that runs
         no other) first meets each used variable."""
-        first = np.full(len(self.names), len(self.var), np.int64)
-        np.minimum.at(first, self.var, np.arange(len(self.var), dtype=np.int64))
-        used = np.flatnonzero(first < len(self.var))
-        at = first[used]
+        used = np.flatnonzero(self.first < len(self.var))
+        at = self.first[used]
         out = {}
         names = self.names
         for k, phase, op in zip(used.tolist(), self.phase[at].tolist(), self.op[at].tolist()):
@@ -82,11 +84,9 @@ class Placement:
                 gindex[g] = len(gids)
                 gids.append(g)
         op_g = np.fromiter(map(gindex.__getitem__, inner), np.int64, uses.n_ops)
-        first = np.full(len(names), uses.n_ops, np.int64)
-        np.minimum.at(first, uses.var, uses.op)
-        touched = first < uses.n_ops
+        touched = np.flatnonzero(uses.first < len(uses.var))
         vg = np.zeros(len(names), np.int64)
-        vg[touched] = op_g[first[touched]]
+        vg[touched] = op_g[uses.op[uses.first[touched]]]
         vg[np.asarray(at_block_level, bool)] = 0
         groups_of_vars = [gids[k] for k in vg.tolist()]
         self.vgroup = dict(zip(names, groups_of_vars))
