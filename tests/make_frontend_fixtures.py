@@ -16,16 +16,22 @@ from kernelcore.display import program_json  # noqa: E402
 OUT = ROOT / "labextension" / "test" / "data"
 
 
-def mlp_v2(layers: int = 50) -> dict:
-    """A training MLP of `layers` relu fc layers (forward, backward, optimize stages; repeats; ranges)."""
+def training_mlp(layers: int, width: int = 4):
+    """A training program: `layers` relu fc layers of `width`, mean loss, SGD (forward, backward and
+    optimize stages; repeats; ranges). The tests that need such a program build it here."""
     L = kc.layers
     main, startup = kc.Program(), kc.Program()
     with kc.program_guard(main, startup):
-        h = L.data("x", [-1, 4])
+        h = L.data("x", [-1, width])
         for _ in range(layers):
-            h = L.fc(h, 4, act="relu")
+            h = L.fc(h, width, act="relu")
         kc.optimizer.SGD(learning_rate=0.1).minimize(L.mean(h), startup)
-    pj = program_json(main, dot=False)
+    return main
+
+
+def mlp_v2(layers: int = 50) -> dict:
+    """A training MLP of `layers` relu fc layers (forward, backward, optimize stages; repeats; ranges)."""
+    pj = program_json(training_mlp(layers), dot=False)
     for b in pj["blocks"]:  # what the graph tests do not read, left out to keep the file small
         for o in b["ops"]:
             o["attrs"], o["comment"] = {}, ""
@@ -39,13 +45,7 @@ def mlp_lazy(layers: int = 20) -> dict:
     "pruned" (what a view pruned to fc_9.tmp_0 gets with the skeleton and with each answer); attributes
     left out, as above."""
     from kernelcore.program_parts import ProgramParts
-    L = kc.layers
-    main, startup = kc.Program(), kc.Program()
-    with kc.program_guard(main, startup):
-        h = L.data("x", [-1, 4])
-        for _ in range(layers):
-            h = L.fc(h, 4, act="relu")
-        kc.optimizer.SGD(learning_rate=0.1).minimize(L.mean(h), startup)
+    main = training_mlp(layers)
     parts = ProgramParts(main)
     skel = parts.skeleton("p-fixture")
     whole = program_json(main, dot=False)

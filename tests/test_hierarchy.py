@@ -156,16 +156,8 @@ def test_sub_block_ops_are_grouped_in_their_own_block():
 
 def test_program_json_at_two_sizes():
     """No timed assertion (the times are printed); what is asserted is the structure at both sizes."""
-    def build(n):
-        L = kc.layers
-        main, startup = kc.Program(), kc.Program()
-        with kc.program_guard(main, startup):
-            h = L.data("x", [-1, 4])
-            for _ in range(n):
-                h = L.fc(h, 4, act="relu")
-            kc.optimizer.SGD(learning_rate=0.1).minimize(L.mean(h), startup)
-        return main
-    small, big = build(10), build(80)
+    from make_frontend_fixtures import training_mlp
+    small, big = training_mlp(10), training_mlp(80)
     t0 = time.perf_counter()
     a = program_json(small)
     t1 = time.perf_counter()

@@ -12,20 +12,14 @@ import kernelcore as kc
 from kernelcore import program_parts
 from kernelcore.display import program_json
 from kernelcore.program_parts import ProgramGone, ProgramParts
+from make_frontend_fixtures import training_mlp
 from test_contract import check
 
 LAYERS = 60
 
 
 def mlp(layers=LAYERS):
-    L = kc.layers
-    main, startup = kc.Program(), kc.Program()
-    with kc.program_guard(main, startup):
-        h = L.data("x", [-1, 8])
-        for _ in range(layers):
-            h = L.fc(h, 8, act="relu")
-        kc.optimizer.SGD(learning_rate=0.1).minimize(L.mean(h), startup)
-    return main
+    return training_mlp(layers, width=8)
 
 
 @pytest.fixture(scope="module")
