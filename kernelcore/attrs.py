@@ -1,6 +1,7 @@
 """Attribute values: Python <-> OpDesc.Attr, with type checks that name what was given."""
 from __future__ import annotations
 
+import math
 import numbers
 
 from .proto import framework_pb2 as pb
@@ -158,6 +159,51 @@ def read(attr_msg):
         return [_scalar_from_pb(s) for s in attr_msg.scalars]
     v = getattr(attr_msg, field)
     return list(v) if t in LISTS else v
+
+
+# -- JSON-able values (the views and the outline read attributes through these) -------------------------
+def json_float(x: float, single: bool):
+    if not math.isfinite(x):
+        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    return float(f"{x:.7g}") if single else float(x)  # float32 storage: what was meant
+
+
+def jsonable(v, single: bool = False):
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        return json_float(v, single)
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x, single) for x in v]
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    return str(v)
+
+
+# attribute types as plain ints (a protobuf enum attribute lookup costs a Python call each time)
+_J_FLOATISH = frozenset({int(A.FLOAT), int(A.FLOATS)})
+_J_SCALARISH = frozenset({int(A.SCALAR), int(A.SCALARS)})
+_J_FIELD = {int(k): v for k, v in FIELD.items()}
+_J_LISTS = frozenset(int(k) for k in LISTS)
+_J_PLAIN = frozenset({int(A.INT), int(A.LONG), int(A.STRING), int(A.BOOLEAN)})
+
+
+def json_value(a):
+    """An OpDesc.Attr's value as JSON can carry it (floats of FLOAT attributes as float32 meant them;
+    non-finite ones as strings). TypeError for an unknown type."""
+    t = a.type
+    field = _J_FIELD.get(t)
+    if field is None or t in _J_SCALARISH:
+        value = read(a)
+    else:
+        value = getattr(a, field)
+        if t in _J_PLAIN:
+            return value
+        if t in _J_LISTS:
+            value = list(value)
+    return jsonable(value, single=t in _J_FLOATISH)
 
 
 def guess_type(value) -> int:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import collections
 import heapq
 import html
-import math
 import re
 import shutil
 import subprocess
 
 from . import attrs as attrlib
+from .attrs import json_float as _json_float, json_value as _attr_value, jsonable as _jsonable
 from . import dtypes, hierarchy
 from .errors import KernelcoreError
 from .proto import framework_pb2 as pb
@@ -214,47 +214,7 @@ def kinds_from_meetings(desc, first: list[dict[str, str]]) -> list[dict[str, str
 
 # ---------------------------------------------------------------------------------------------------------
 # JSON values
-def _json_float(x: float, single: bool):
-    if not math.isfinite(x):
-        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
-    return float(f"{x:.7g}") if single else float(x)  # float32 storage: what was meant
-
-
-def _jsonable(v, single: bool = False):
-    if isinstance(v, bool) or v is None or isinstance(v, str):
-        return v
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float):
-        return _json_float(v, single)
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x, single) for x in v]
-    if isinstance(v, bytes):
-        return v.decode("utf-8", "replace")
-    return str(v)
-
-
-# Attribute types as plain ints (a protobuf enum attribute lookup costs a Python call each time).
 _A_BLOCK, _A_BLOCKS = attrlib.T_BLOCK, attrlib.T_BLOCKS
-_A_FLOATISH = frozenset({int(A.FLOAT), int(A.FLOATS)})
-_A_SCALARISH = frozenset({int(A.SCALAR), int(A.SCALARS)})
-_FIELD = {int(k): v for k, v in attrlib.FIELD.items()}
-_LISTS = frozenset(int(k) for k in attrlib.LISTS)
-_PLAIN = frozenset({int(A.INT), int(A.LONG), int(A.STRING), int(A.BOOLEAN)})
-
-
-def _attr_value(a):
-    t = a.type
-    field = _FIELD.get(t)
-    if field is None or t in _A_SCALARISH:
-        value = attrlib.read(a)  # raises TypeError for an unknown type
-    else:
-        value = getattr(a, field)
-        if t in _PLAIN:
-            return value
-        if t in _LISTS:
-            value = list(value)
-    return _jsonable(value, single=t in _A_FLOATISH)
 
 
 def attrs_json(op_desc) -> dict:

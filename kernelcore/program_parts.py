@@ -21,23 +21,16 @@ programs are held weakly by id (`lookup`).
 from __future__ import annotations
 
 import bisect
-import contextlib
-import gc
 import html
 import itertools
 import time
 import weakref
 
-from . import display, hierarchy
+from . import display, hierarchy, op_reads
 from .display import OPTIMIZE_OPS, op_id, var_id
 from .var_uses import BlockUses
 
-# Ops in all blocks above which the MIME bundle, the widget and the file viewer send the skeleton only.
-# Measured (docs/benchmarks.md): the whole JSON of a 2,000-op training MLP is 1.5 MB and 0.08 s of Python,
-# and the 5,123-op one's 3.8-5.6 MB made 170-300 ms main-thread tasks in the browser; at 2,000 ops the
-# whole JSON stays well inside the 200 ms task budget, and saved notebooks of such programs still draw
-# every group with no kernel.
-LAZY_ABOVE = 2_000
+LAZY_ABOVE = op_reads.LAZY_ABOVE
 SEARCH_LIMIT = 500   # search hits answered at most
 
 _parts: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Program -> ProgramParts
@@ -84,132 +77,9 @@ def lookup(pid: str) -> "ProgramParts":
     return parts
 
 
-def _scan_attrs(op, want_subs: bool):
-    """Every attribute of `op` looked at: (role, namescope, role_var, sub-block indices, positions of the
-    three role attributes (-1: absent)). The three are read as display._read_op reads them: the first copy
-    of each, by its value (an integer role: an INT, a LONG, a BOOLEAN; a string namescope; a role_var of
-    strings; a value of another type counts as absent)."""
-    role = ns = None
-    role_var: list = []
-    subs: list = []
-    pos = [-1, -1, -1]
-    for k, a in enumerate(op.attrs):
-        name = a.name
-        if name in _ROLE_NAMES and pos[_ROLE_NAMES[name]] >= 0:
-            continue  # the first copy counts (display._read_op)
-        if name == "op_role":
-            v = _value(a)
-            role = v if isinstance(v, int) else None
-            pos[0] = k
-        elif name == "op_namescope":
-            v = _value(a)
-            ns = v if isinstance(v, str) else None
-            pos[1] = k
-        elif name == "op_role_var":
-            v = _value(a)
-            role_var = v if isinstance(v, list) and all(isinstance(x, str) for x in v) else []
-            pos[2] = k
-        elif want_subs:
-            t = a.type
-            if t == display._A_BLOCK:
-                subs.append(a.block_idx)
-            elif t == display._A_BLOCKS:
-                subs.extend(a.blocks_idx)
-    return role, ns, role_var, subs, tuple(pos)
-
-
-_ROLE_NAMES = {"op_role": 0, "op_namescope": 1, "op_role_var": 2}
-
-
-def _value(a):
-    try:
-        return display._attr_value(a)
-    except (TypeError, ValueError):
-        return None
-
-
-def _read_ops(ops, want_subs: bool) -> list:
-    """What the views need of each OpDesc of a block for the outline: the record hierarchy.block_groups
-    reads, (type, input names, output names, sub-block indices, op_role or None, namescope, role_var, the
-    names in the `Param` slot or None), the names flat.
-
-    A Paddle op carries a dozen attributes and the hierarchy wants three of them; every attribute looked at
-    costs a protobuf wrapper. Ops of one type list their attributes in the same order, so where an op's
-    three sit is remembered per type and checked by name and type, with the op's attribute count (a miss
-    scans the op). Positions are those of first copies, as both readers take the first copy; only an op
-    that repeats one of the three *in front of* where its type keeps it, with the same attribute count,
-    would be read from its second copy (Paddle writes each once). Sub-block attributes can sit anywhere,
-    so where they matter (a program of more than one block) every attribute is looked at."""
-    out = []
-    append = out.append
-    where: dict = {}   # op type -> (n attrs, positions of op_role, op_namescope, op_role_var)
-    for op in ops:
-        typ = op.type
-        ins: list = []
-        param = None
-        for s in op.inputs:
-            args = s.arguments
-            if s.parameter == "Param":  # every slot so named, in order (as display.program_json reads them)
-                param = (param or []) + list(args)
-            ins += args
-        outs: list = []
-        for s in op.outputs:
-            outs += s.arguments
-        if not want_subs:
-            hit = where.get(typ)
-            if hit is not None:
-                attrs = op.attrs
-                if len(attrs) == hit[0]:
-                    kr, kn, kv = hit[1]
-                    a_role, a_ns, a_rv = attrs[kr], attrs[kn], attrs[kv]
-                    if (a_role.name == "op_role" and a_ns.name == "op_namescope" and a_rv.name == "op_role_var"
-                            and a_role.type == _A_INT and a_ns.type == _A_STRING and a_rv.type == _A_STRINGS):
-                        append((typ, ins, outs, [], a_role.i, a_ns.s, list(a_rv.strings), param))
-                        continue
-        role, ns, role_var, subs, pos = _scan_attrs(op, want_subs)
-        if not want_subs and -1 not in pos:
-            # remembered only when the op carries all three (Paddle's ops do): an absent one has no
-            # position to check
-            where[typ] = (len(op.attrs), pos)
-        append((typ, ins, outs, subs, role, ns, role_var, param))
-    return out
-
-
-# the role attributes' types as Paddle writes them; others are read by _scan_attrs
-_A_INT, _A_STRING, _A_STRINGS = int(display.A.INT), int(display.A.STRING), int(display.A.STRINGS)
-
-
 class _Block:
     __slots__ = ("recs", "roles", "groups", "inner", "fwd", "vgroup", "var_order", "ops_in", "vars_in",
                  "edges", "ext", "by_id", "stages", "var_index", "parent", "order", "kids")
-
-
-@contextlib.contextmanager
-def _no_gc(lasting: bool = False):
-    """Tens of thousands of small objects made at once: the cyclic collector would walk the whole heap
-    (the parts themselves included) dozens of times for nothing; nothing built here makes a cycle.
-
-    `lasting`: what is made here lives as long as the program (the outline). Re-enabled as it was, the
-    collector would walk all of it once more at the next allocation (a young generation of millions of
-    objects: 0.15-0.2 s for a 50,000-op program), so it goes straight to the oldest generation instead:
-    freeze moves every tracked object to the permanent generation and unfreeze hands them all to the
-    oldest, neither walking them. So that only what was made here is moved, the young generations are
-    collected first (they are small: a collection of them is cheap), and whatever the process had there is
-    dealt with as it would have been. Where the process froze objects of its own, nothing is moved and the
-    collector pays instead."""
-    enabled = gc.isenabled()
-    promote = lasting and enabled and gc.get_freeze_count() == 0
-    if promote:
-        gc.collect(1)
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            if promote:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
 
 
 class ProgramParts:
@@ -220,16 +90,18 @@ class ProgramParts:
         self.desc = program.desc
         self.version = version
         t0 = time.perf_counter()
-        with _no_gc(lasting=True):
-            self._build()
+        with op_reads.no_gc(lasting=True):
+            self._build(program.outline_reads())
         self.build_s = time.perf_counter() - t0  # what the outline cost (benchmarks report it)
 
-    def _build(self) -> None:
+    def _build(self, reads) -> None:
+        """`reads`: the records loading kept (op_reads.py), or None to read them from the desc."""
         desc = self.desc
         many = len(desc.blocks) > 1
         var_names = [[v.name for v in b.vars] for b in desc.blocks]
         self.declared = declared = [set(names) for names in var_names]
-        reads = [_read_ops(block.ops, many) for block in desc.blocks]
+        if reads is None:
+            reads = [op_reads.read_ops(block.ops, many) for block in desc.blocks]
         uses = [BlockUses(read, names) for read, names in zip(reads, var_names)]
         if many:  # execution order walks into sub-blocks
             meetings = display.first_meetings(desc, declared, reads)
@@ -409,7 +281,7 @@ class ProgramParts:
         """ProgramJSON version 3 with `lazy` set: the contents of block level and of the stages, the groups
         known then (those and their kids, with `nodes`, `kids` and `loaded`), and refs / external / edges
         lifted to them (see `contents`)."""
-        with _no_gc():
+        with op_reads.no_gc():
             blocks = []
             for b, blk in enumerate(self.blocks):
                 first = [None, *sorted(blk.stages, key=lambda g: blk.by_id[g]["first"])]
@@ -468,7 +340,7 @@ class ProgramParts:
                 loaded = msg.get("loaded", [])
                 if not isinstance(b, int) or not isinstance(groups, list) or not isinstance(loaded, list):
                     raise KeyError("contents needs block (int), groups and loaded (lists of group ids)")
-                with _no_gc():
+                with op_reads.no_gc():
                     return self.contents(b, groups, loaded)
             if kind == "search":
                 return self.search(str(msg.get("query", "")))

@@ -188,15 +188,24 @@ def test_front_end_fixtures_are_what_python_writes():
         assert (mf.OUT / name).read_text() == mf.render(name), f"run python tests/make_frontend_fixtures.py ({name})"
 
 
+@pytest.mark.parametrize("kept", [False, True], ids=["read-at-display", "kept-from-loading"])
 @pytest.mark.parametrize("name", ["mlp100", "scoped"])
-def test_parts_of_paddle_programs_are_the_whole_program(paddle_progs, name):
+def test_parts_of_paddle_programs_are_the_whole_program(paddle_progs, name, kept, monkeypatch):
     """The outline of a program sent in parts reads each op's role attributes where its type kept them
-    last time (program_parts._read_ops); on what Paddle writes, every op, variable and group it sends is
-    the whole ProgramJSON's."""
+    last time (op_reads.read_ops); on what Paddle writes, every op, variable and group it sends is
+    the whole ProgramJSON's. `kept`: the records come from the twin parse made while loading (as for
+    every file of more than LAZY_ABOVE ops), and are the desc reader's."""
     from test_program_parts import _open_everything
+    from kernelcore import op_reads
     from kernelcore.program_parts import ProgramParts
 
+    monkeypatch.setattr(op_reads, "LAZY_ABOVE", 0 if kept else 10**9)
     prog = kc.load_program(paddle_progs / f"{name}.main.pb")
+    if kept:
+        many = len(prog.desc.blocks) > 1
+        assert prog.outline_reads() == [op_reads.read_ops(b.ops, many) for b in prog.desc.blocks]
+    else:
+        assert prog.outline_reads() is None
     whole = program_json(prog)
     parts = ProgramParts(prog, prog.version)
     ops, vars_, known, _rounds = _open_everything(parts, parts.skeleton("p"))

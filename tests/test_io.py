@@ -131,7 +131,7 @@ def test_invalid_utf8_is_a_load_error():
      "blocks[0].ops[0].attrs"),
 ])
 def test_bad_utf8_anywhere_is_named(plant, field):
-    """The parser-level check (proto/utf8_check.py) catches a bad string in any string field, and the
+    """The parser-level check (proto/wire_twin.py) catches a bad string in any string field, and the
     message names the field; a good program passes it."""
     desc = pb.ProgramDesc()
     desc.ParseFromString(small_program()[0].to_bytes())
