@@ -178,7 +178,8 @@ class ProgramParts:
         has the contents of groups `loaded` (block level always): the ops and variables directly in
         `group_ids`; `known`, the groups it may draw (those loaded and their kids, as GroupJSON, parents
         first); and, for the new loaded set, lifted to the known groups (an unknown group is drawn as the
-        known group around it): `refs` (name -> group) for the names loaded ops use whose variables are not
+        known group around it): `refs` (name -> group; for a variable of an enclosing block the chain of its
+        groups there, outermost first: _outer_ref) for the names loaded ops use whose variables are not
         loaded, `external` ([var id, group, "in" (the op reads it) | "out", count]) for the edges of loaded
         variables to ops not loaded, and `edges` ([writer-side group, reader-side group, count]) between
         groups neither of which is loaded. `refs`, `external` and `edges` replace what the view had."""
@@ -261,8 +262,10 @@ class ProgramParts:
 
     def _outer_ref(self, b: int, name: str):
         """For a name a sub-block's op uses that an enclosing block declares inside one of its groups: the
-        group of that block's skeleton around it (known to the view from the start; the edge is drawn to
-        it while it is folded). None when the variable sits at block level (always sent) or nowhere."""
+        chain of that block's groups around the variable, outermost first. The first is known to the view
+        from the start (a group under the block level or a stage); the view draws the edge to the innermost
+        one it knows, so the edge follows as groups of the enclosing block open (the sub-block's refs are
+        not sent again then). None when the variable sits at block level (always sent) or nowhere."""
         a = self.desc.blocks[b].parent_idx
         while 0 <= a < len(self.blocks):
             outer = self.blocks[a]
@@ -271,9 +274,11 @@ class ProgramParts:
                 if g is None:
                     return None
                 first = {None, *outer.stages}
+                chain = [g]
                 while outer.parent[g] not in first:
                     g = outer.parent[g]
-                return g
+                    chain.append(g)
+                return chain[::-1]
             a = self.desc.blocks[a].parent_idx if a > 0 else -1
         return None
 

@@ -71,7 +71,54 @@ def mlp_lazy(layers: int = 20) -> dict:
     return {"skeleton": skel, "whole": whole, "replies": replies, "search": search, "pruned": pruned}
 
 
-FIXTURES = {"mlp_v2.json": mlp_v2, "mlp_lazy.json": mlp_lazy}
+def mlp_then_rnn(layers: int = 60, read: int = 10):
+    """An inference MLP of `layers` relu fc layers (more than hierarchy.CHUNK at block level: cut into
+    ranges of layers), then a StaticRNN whose step (block 1) reads layer `read`'s output, a variable that
+    block 0 places two groups deep: (program, that variable's name)."""
+    L = kc.layers
+    prog = kc.Program()
+    with kc.program_guard(prog):
+        g = prog.global_block()
+        h = L.data("x", [-1, 4])
+        outs = []
+        for _ in range(layers):
+            h = L.fc(h, 4, act="relu")
+            outs.append(h)
+        xs = g.create_var("xs", [3, 2, 4])
+        w = g.create_parameter("w", [4, 4])
+        rnn = L.StaticRNN()
+        with rnn.step():
+            x_t = rnn.step_input(xs)
+            m = rnn.memory(init=h)
+            new = kc.op.tanh(kc.op.elementwise_add(kc.op.elementwise_add(kc.op.matmul_v2(x_t, w), m), outs[read]))
+            rnn.update_memory(m, new)
+            rnn.step_output(new)
+        rnn()
+    return prog, outs[read].name
+
+
+def subblock_lazy() -> dict:
+    """mlp_then_rnn sent in parts: {"skeleton", "whole", "name": the variable block 1 reads from block 0,
+    "chain": the groups of block 0 around it, outermost first, "replies": [answers in the order
+    labextension/test/subblock-lazy.test.ts opens groups: block 1's group, then each group of the chain]}."""
+    from kernelcore.program_parts import ProgramParts
+    prog, name = mlp_then_rnn()
+    parts = ProgramParts(prog)
+    skel = parts.skeleton("p-fixture")
+    whole = program_json(prog, dot=False)
+    step_group = next(g["id"] for g in skel["blocks"][1]["groups"] if not g["loaded"])
+    replies = [parts.contents(1, [step_group], [step_group])]
+    chain = replies[0]["refs"][name]
+    loaded = []
+    for g in chain:
+        loaded.append(g)
+        replies.append(parts.contents(0, [g], list(loaded)))
+    for o in [o for b in whole["blocks"] + skel["blocks"] for o in b["ops"]] + [o for c in replies for o in c["ops"]]:
+        o["attrs"], o["comment"] = {}, ""
+    return {"skeleton": skel, "whole": whole, "name": name, "chain": chain, "replies": replies}
+
+
+FIXTURES = {"mlp_v2.json": mlp_v2, "mlp_lazy.json": mlp_lazy, "subblock_lazy.json": subblock_lazy}
 
 
 def render(name: str) -> str:

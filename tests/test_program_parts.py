@@ -278,7 +278,8 @@ def test_a_program_with_sub_blocks_in_parts():
                 loaded |= set(todo)
                 for g in c["known"]:
                     known.setdefault(g["id"], g)
-                assert set(c["refs"].values()) <= set(known) | {g["id"] for blk in whole["blocks"] for g in blk["groups"]}
+                everywhere = set(known) | {g["id"] for blk in whole["blocks"] for g in blk["groups"]}
+                assert {g for r in c["refs"].values() for g in (r if isinstance(r, list) else [r])} <= everywhere
             assert ops == {o["id"] for o in wb["ops"]} and vars_ == {v["id"] for v in wb["vars"]}
 
 
@@ -330,6 +331,25 @@ def test_a_pruned_view_of_a_big_program_gets_what_pruning_removed_in_parts(monke
     assert marks == want
     assert marks[next(g for g, lbl in ((g["id"], g["label"]) for g in pj["blocks"][0]["groups"]) if lbl == "fc_9")] == "some"
     assert "all" in marks.values()
+
+
+def test_a_sub_block_refers_to_an_enclosing_blocks_variable_by_the_chain_of_groups_around_it():
+    """A step block reads a variable that block 0 places two groups deep (a layer inside a range): the ref
+    is the chain of block 0's groups around it, outermost first; the first is known from the skeleton, each
+    next is a kid of the one before, the last holds the variable (as in the whole ProgramJSON)."""
+    from make_frontend_fixtures import mlp_then_rnn
+    prog, name = mlp_then_rnn()
+    parts = ProgramParts(prog, prog.version)
+    skel = parts.skeleton("p")
+    step = next(g["id"] for g in skel["blocks"][1]["groups"] if not g["loaded"])
+    chain = parts.contents(1, [step], [step])["refs"][name]
+    whole = program_json(prog)
+    parent = {g["id"]: g["parent"] for g in whole["blocks"][0]["groups"]}
+    assert len(chain) == 2
+    assert chain[0] in {g["id"] for g in skel["blocks"][0]["groups"]}
+    assert all(parent[b] == a for a, b in zip(chain, chain[1:]))
+    assert chain[-1] == next(v["group"] for v in whole["blocks"][0]["vars"] if v["name"] == name)
+    check("GroupContentsJSON", parts.contents(1, [step], [step]))
 
 
 def test_an_optimizer_op_with_two_param_slots_is_placed_alike_in_parts_and_whole():

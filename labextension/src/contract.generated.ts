@@ -23,8 +23,8 @@ export interface BlockJSON {
   groups: GroupJSON[];
   /** lazy: [writer-side group, reader-side group, count] between known groups neither of which is loaded (each end lifted to the known group around it) */
   edges?: GroupEdgeJSON[];
-  /** lazy: names the loaded ops use whose variables are not loaded -> the known group around the variable */
-  refs?: Record<string, string | null>;
+  /** lazy: names the loaded ops use whose variables are not loaded -> the known group around the variable; for a variable of an enclosing block, the chain of that block's groups around it, outermost first (the view draws the edge to the innermost one it knows) */
+  refs?: Record<string, VarRef>;
   /** lazy: edges from loaded variables to ops not loaded (the op's end lifted to a known group) */
   external?: ExternalEdgeJSON[];
 }
@@ -240,7 +240,7 @@ export interface GroupContentsJSON {
   groups: (string | null)[];
   ops: OpJSON[];
   vars: VarJSON[];
-  refs: Record<string, string | null>;
+  refs: Record<string, VarRef>;
   external: ExternalEdgeJSON[];
   edges: GroupEdgeJSON[];
   known: GroupJSON[];
@@ -271,3 +271,6 @@ export interface PartsReplyJSON {
   error: string | null;
   result: GroupContentsJSON | SearchResultJSON | null;
 }
+
+/** Where a variable not sent sits: the known group around it (null: nowhere the view draws), or, for a variable of an enclosing block, the chain of that block's groups around it, outermost first */
+export type VarRef = (string | null) | string[];

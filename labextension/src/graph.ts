@@ -128,6 +128,8 @@ export class ProgramGraphModel {
   readonly blocks = new Map<number, BlockJSON>();
   /** block -> name -> var node key (declared vars) */
   private _declared = new Map<number, Map<string, string>>();
+  /** lazy: sub-block ops' edges to variables of an enclosing block not fetched, placed once groups are known */
+  private _chainRefs: { chain: string[]; op: string; dir: 'in' | 'out' }[] = [];
   private _n = 0;
   private _nGroups = 0;
   /** true when the program carries version 2 groups (stages, layers, repeats) */
@@ -280,6 +282,11 @@ export class ProgramGraphModel {
               if (!vk && typeof ref === 'string') {
                 // a lazy program's variable not fetched yet: the edge goes to its group's folded node
                 this.edges.push(dir === 'in' ? { from: ref, to: node.key, kind: 'gdata', n: 1 } : { from: node.key, to: ref, kind: 'gdata', n: 1 });
+                continue;
+              }
+              if (!vk && Array.isArray(ref)) {
+                // the same for a variable of an enclosing block, once its groups are known (_lazyEdges)
+                this._chainRefs.push({ chain: ref.map(String), op: node.key, dir });
                 continue;
               }
               if (!vk) {
@@ -524,6 +531,15 @@ export class ProgramGraphModel {
    */
   private _lazyEdges(): void {
     const loaded = (g: string | null) => g === null || this.clusters.get(g)?.loaded !== false;
+    // a sub-block op's edge to a variable of an enclosing block not fetched: to the innermost group of the
+    // chain around it that the view knows (the enclosing block's groups open without the sub-block's refs
+    // being sent again, so the chain, not one group, says where the edge goes as they do)
+    for (const { chain, op, dir } of this._chainRefs) {
+      const g = [...chain].reverse().find(id => this.clusters.has(id));
+      if (g !== undefined) {
+        this.edges.push(dir === 'in' ? { from: g, to: op, kind: 'gdata', n: 1 } : { from: op, to: g, kind: 'gdata', n: 1 });
+      }
+    }
     this.blocks.forEach(b => {
       for (const e of b.external ?? []) {
         if (!Array.isArray(e) || loaded(e[1] as string | null) || !this.clusters.has(String(e[1]))) {

@@ -81,8 +81,9 @@ export interface BlockJSON {
   groups?: GroupJSON[];
   /** version 3, lazy programs: merged edges between innermost groups */
   edges?: GroupEdgeJSON[];
-  /** version 3, lazy programs: names the sent ops use whose variables were not sent -> their group */
-  refs?: Record<string, string | null>;
+  /** version 3, lazy programs: names the sent ops use whose variables were not sent -> their group (for a
+   * variable of an enclosing block: the chain of that block's groups around it, outermost first) */
+  refs?: Record<string, string | null | string[]>;
   /** version 3, lazy programs: edges from sent variables to ops not sent */
   external?: ExternalEdgeJSON[];
 }
@@ -93,7 +94,7 @@ export interface GroupContentsJSON {
   groups: Array<string | null>;
   ops: OpJSON[];
   vars: VarJSON[];
-  refs: Record<string, string | null>;
+  refs: Record<string, string | null | string[]>;
   external: ExternalEdgeJSON[];
   /** replaces the block's edges */
   edges: GroupEdgeJSON[];
