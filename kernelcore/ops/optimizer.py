@@ -242,7 +242,8 @@ def adam(ctx, ins, attrs):
     # The update in a few passes over fresh arrays of our own (in-place on those only: inputs untouched).
     m1_out = m1.astype(mt, copy=True)
     m1_out *= beta1
-    tmp = g * (1 - beta1)
+    tmp = xp.empty_like(m1_out)  # out= keeps a 0-d parameter's results arrays (g * x would be a scalar)
+    xp.multiply(g, 1 - beta1, out=tmp)
     m1_out += tmp
     m2_out = m2.astype(mt, copy=True)
     m2_out *= beta2
@@ -251,13 +252,13 @@ def adam(ctx, ins, attrs):
     m2_out += tmp
     m2max_out = None
     if amsgrad:
-        m2max_out = xp.maximum(m2_out, m2max.astype(mt, copy=False))
+        m2max_out = xp.maximum(m2_out, m2max.astype(mt, copy=False), out=xp.empty_like(m2_out))
     xp.sqrt(m2max_out if amsgrad else m2_out, out=tmp)
     sqrt_1mb2 = (1 - b2) ** 0.5
     tmp += eps * sqrt_1mb2                      # Paddle's epsilon * sqrt(1 - beta2^t)
     xp.divide(m1_out, tmp, out=tmp)
     tmp *= lr * sqrt_1mb2 / (1 - b1)            # lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t)
-    p_new = p - tmp
+    p_new = xp.subtract(p, tmp, out=tmp)
     p_out, master_out = _finish(param, p_new, use_master)
     b1_out = None if use_global else b1p * b1p.dtype.type(beta1) if isinstance(beta1, float) \
         else b1p * beta1.astype(b1p.dtype)

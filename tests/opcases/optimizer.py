@@ -120,6 +120,12 @@ CASES = [
     Case("adam", _adam_inputs(SkipUpdate=np.array([True])), adam_ref, id="adam_skip_update"),
     Case("adam", _adam_inputs(), adam_ref, attrs={"use_global_beta_pow": True}, id="adam_global_beta_pow",
          check=("ParamOut", "Moment1Out", "Moment2Out")),
+    # a 0-d parameter (a learnt scalar: a temperature, a PReLU slope of shape []): outputs stay 0-d arrays
+    Case("adam", {k: (v.reshape(()) if k in ("Param", "Grad", "Moment1", "Moment2", "Moment2Max") else v)
+                  for k, v in _adam_inputs(shape=(1,), Moment2Max=pos(1) * 0.02).items()}, adam_ref,
+         attrs={"amsgrad": True}, id="adam_0d_param", rtol=1e-5),
+    Case("momentum", {"Param": f32(), "Grad": f32(), "Velocity": f32(), "LearningRate": LR}, momentum_ref,
+         attrs={"mu": 0.9, "use_nesterov": True}, id="momentum_0d_param"),
     Case("dropout", {"X": f32(4, 5)}, dropout_infer_ref, attrs={"dropout_prob": 0.3}, id="dropout_infer_downgrade"),
     Case("dropout", {"X": f32(4, 5)}, dropout_infer_ref,
          attrs={"dropout_prob": 0.3, "dropout_implementation": "upscale_in_train"}, id="dropout_infer_upscale"),
