@@ -42,7 +42,8 @@ def program_pipeline(data: bytes, feed: dict | None = None) -> list[str]:
         return ["load"]
     for stage, fn in (("text", lambda: terminal_safe(str(prog))), ("summary", lambda: program_summary(prog)),
                       ("display", lambda: json.dumps(program_json(prog), allow_nan=False)),
-                      ("parts", lambda: json.dumps(_all_parts(prog), allow_nan=False))):
+                      ("parts", lambda: json.dumps(_all_parts(prog), allow_nan=False)),
+                      ("outline reads", lambda: _reads_agree(data, prog))):
         try:
             fn()
         except kc.KernelcoreError:
@@ -83,6 +84,16 @@ def _feeds(prog) -> dict:
                 for n in v.arguments[:1]:
                     out[n] = np.ones((1,), np.float32)
     return out
+
+
+def _reads_agree(data: bytes, prog) -> None:
+    """What the outline reads of each op, from the twin parse loading makes (as a big file keeps it,
+    kernelcore/op_reads.py), is what it reads from the desc."""
+    from kernelcore import op_reads
+    from kernelcore.proto.wire_twin import parse_checked
+    many = len(prog.desc.blocks) > 1
+    kept = op_reads.read_program(parse_checked(data), prog.desc)
+    assert kept == [op_reads.read_ops(b.ops, many) for b in prog.desc.blocks], "the two readers disagree"
 
 
 def _all_parts(prog) -> list:
