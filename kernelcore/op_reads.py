@@ -118,7 +118,7 @@ class _Roles:
         self.where: dict = {}   # op type -> (n attrs, positions of op_role, op_namescope, op_role_var)
 
     def read(self, typ: str, op):
-        """(sub-block indices, role, namescope, role_var) of `op` (an OpDesc or its twin)."""
+        """(sub-block indices, role, namescope, role_var) of `op`."""
         if not self.want_subs:
             hit = self.where.get(typ)
             if hit is not None:
@@ -161,7 +161,8 @@ def read_ops(ops, want_subs: bool) -> list:
 
 def read_loaded(twin_ops, ops, want_subs: bool) -> list:
     """The records of a block from its twin ops (proto/wire_twin.py: slot names flat); `ops` are the
-    desc's, read only for the rare op with a `Param` slot (which names sit in it)."""
+    desc's, read for the role attributes (the twin merges an op's attributes) and for the rare op with a
+    `Param` slot (which names sit in it)."""
     out = []
     append = out.append
     roles = _Roles(want_subs)
@@ -171,9 +172,14 @@ def read_loaded(twin_ops, ops, want_subs: bool) -> list:
         param = None
         if "Param" in vin.parameter:
             param = [a for s in ops[k].inputs if s.parameter == "Param" for a in s.arguments]
-        subs, role, ns, role_var = roles.read(typ, op)
+        subs, role, ns, role_var = roles.read(typ, ops[k])
         append((typ, list(vin.arguments), list(op.outputs.arguments), subs, role, ns, role_var, param))
     return out
+
+
+def attr_types(twin) -> list[list[list[int]]]:
+    """Per block, per op: the types of its attributes, from the twin (one call per op)."""
+    return [[list(op.attrs.type) for op in tb.ops] for tb in twin.blocks]
 
 
 def read_program(twin, desc) -> list[list]:

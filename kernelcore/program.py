@@ -571,13 +571,16 @@ def block_refs(op_desc) -> list[tuple[str, int]]:
     return out
 
 
-def check_structure(desc: pb.ProgramDesc, source: str = "program", error=LoadError) -> None:
+def check_structure(desc: pb.ProgramDesc, source: str = "program", error=LoadError, attr_types=None) -> None:
     """Reject a ProgramDesc whose blocks do not form a tree, name blocks that are absent, nest deeper than
     MAX_NESTING_DEPTH, number more than MAX_BLOCKS, run each other in a cycle (an op running its own
     block, or 1 -> 2 -> 1), or give a block attribute (sub_block) of a known op another attribute type.
 
     Linear in the program's size and without recursion; `error` is the exception type raised (LoadError
-    for files, ProgramError for programs built in Python)."""
+    for files, ProgramError for programs built in Python). `attr_types` (per block, per op: its attributes'
+    types, as op_reads.attr_types reads them from a file's twin parse): the attributes of an op are looked
+    at only where a block attribute may be (an op type that takes one, or a BLOCK/BLOCKS type among them),
+    instead of every attribute of every op."""
     n = len(desc.blocks)
     if n == 0:
         raise error(f"{source}: the program has no blocks")
@@ -598,10 +601,15 @@ def check_structure(desc: pb.ProgramDesc, source: str = "program", error=LoadErr
                 raise error(f"{source}: block {i} is nested {depth[i]} blocks deep; kernelcore accepts at most "
                             f"{MAX_NESTING_DEPTH}")
         block_attrs_of: dict[str, dict] = {}  # op type -> its block attributes' names -> their type
+        types_of = attr_types[i] if attr_types is not None else None
         for k, op in enumerate(b.ops):
             must = block_attrs_of.get(op.type)
             if must is None:
                 must = block_attrs_of[op.type] = _block_attr_types(op.type)
+            if types_of is not None and not must:
+                ts = types_of[k]
+                if _A_BLOCK not in ts and _A_BLOCKS not in ts:
+                    continue  # nothing here names a block, nor must
             for a in op.attrs:
                 name = a.name
                 t = a.type
@@ -808,13 +816,14 @@ def program_from_bytes(data: bytes, source: str = "bytes") -> Program:
         raise LoadError(f"{source}: field {bad or '(a string field)'} is not valid UTF-8 text")
     if not desc.blocks:
         raise LoadError(f"{source}: the program has no blocks{_format_hint(data, source)}")
-    check_structure(desc, source)
+    big = sum(len(b.ops) for b in desc.blocks) > op_reads.LAZY_ABOVE
+    check_structure(desc, source, attr_types=op_reads.attr_types(twin) if big else None)
     _check_names(desc, source)
     unsupported = unsupported_ops(desc)
     if unsupported:  # it loads (to be shown, pruned, edited) but cannot run: say so now, not mid-run
         warnings.warn(UnsupportedOpsWarning(f"{source}: {describe(unsupported)}"), stacklevel=2)
     program = Program(desc)
-    if sum(len(b.ops) for b in desc.blocks) > op_reads.LAZY_ABOVE:
+    if big:
         # a big program is shown in parts, whose outline reads every op: read them now from the twin, where
         # slots are flat (op_reads.py), rather than walk the desc's wrappers at the first display
         program._outline_reads = op_reads.read_program(twin, desc)

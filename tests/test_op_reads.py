@@ -104,3 +104,39 @@ def test_the_outline_from_kept_records_is_the_outline_from_the_desc(name, prog, 
     for b, blk in enumerate(from_desc.blocks):
         groups = list(blk.by_id)
         assert from_twin.contents(b, groups, groups) == from_desc.contents(b, groups, groups)
+
+
+def _outcome(data: bytes):
+    import warnings
+    from kernelcore.support import UnsupportedOpsWarning
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnsupportedOpsWarning)
+            prog = kio.program_from_bytes(data, source="f.pdmodel")
+    except kc.KernelcoreError as e:
+        return type(e).__name__, str(e), None
+    return "loaded", None, prog
+
+
+def test_hostile_files_load_alike_through_the_big_programs_path(monkeypatch):
+    """Every file of the hostile corpus is refused with the same error, or loads, whether it goes through
+    the path of big programs (the structure check told by the twin which ops carry block attributes; the
+    records kept) or not; kept records are the desc reader's. Plus blocks that name missing blocks, run
+    themselves or hold a block index under another attribute type."""
+    from fuzz import hostile_corpus as hc
+    files = [hc.build(name)[0] for name in hc.CORPUS]
+    for bad in (hc.int_sub_block()[0], hc.block_runs_itself()[0], hc.blocks_run_each_other()[0]):
+        files.append(bad.SerializeToString())
+    seen_errors = 0
+    for data in files:
+        monkeypatch.setattr(op_reads, "LAZY_ABOVE", 10**9)
+        small = _outcome(data)
+        monkeypatch.setattr(op_reads, "LAZY_ABOVE", 0)
+        big = _outcome(data)
+        assert small[:2] == big[:2]
+        if big[2] is not None:
+            many = len(big[2].desc.blocks) > 1
+            assert big[2].outline_reads() == [op_reads.read_ops(b.ops, many) for b in big[2].desc.blocks]
+        else:
+            seen_errors += 1
+    assert seen_errors >= 3

@@ -7,12 +7,14 @@ proto3 twin of framework.proto (same messages, field numbers and wire types; req
 enums read as the int32 varints they are on the wire, since proto3 wants every enum to start at 0) and
 parses the bytes with it, which rejects a bad string at the speed of a parse.
 
-The twin differs in one more place, to be cheap to read: OpDesc's `inputs` and `outputs` are declared as
-one (singular) message whose two fields are repeated. The wire is the same; protobuf merges repeated
-occurrences of a singular message field, so `op.inputs.arguments` is every input name of the op in slot
-order and `op.inputs.parameter` every slot name, each one call, where the real schema costs a wrapper per
-slot (kernelcore/op_reads.py reads a big program's outline from it: 0.16 s instead of 0.3 s for 51,230
-ops). Which names sit in which slot is not kept; that is read from the real desc where it matters.
+The twin differs in one more place, to be cheap to read: OpDesc's `inputs`, `outputs` and `attrs` are
+declared as one (singular) message whose fields are all repeated. The wire is the same; protobuf merges
+repeated occurrences of a singular message field, so `op.inputs.arguments` is every input name of the op
+in slot order, `op.inputs.parameter` every slot name and `op.attrs.type` every attribute's type, each one
+call, where the real schema costs a wrapper per slot or attribute (kernelcore/op_reads.py reads a big
+program's outline from it, and program.check_structure which of its ops carry block attributes). Which
+names sit in which slot, and which value belongs to which attribute, is not kept; that is read from the
+real desc where it matters.
 
 The twin accepts everything the real schema accepts except bad UTF-8, so a failure here means a bad
 string; where it is, the caller finds by walking the (already parsed) program, only then.
@@ -52,18 +54,22 @@ def _proto3_twin(fdp: descriptor_pb2.FileDescriptorProto) -> None:
 
 
 def _flat_slots(fdp: descriptor_pb2.FileDescriptorProto) -> None:
-    """OpDesc.inputs / .outputs: one merged VarFlat (repeated parameter, repeated arguments) per op."""
+    """OpDesc.inputs / .outputs: one merged VarFlat (repeated parameter, repeated arguments) per op;
+    OpDesc.attrs: one merged AttrFlat (every field repeated: `op.attrs.type` lists the op's attribute
+    types). A repeated numeric field accepts the unpacked values on the wire as well as packed ones, and a
+    string field is never packed: the wire is the same."""
     op = next(m for m in fdp.message_type if m.name == "OpDesc")
-    var = next(m for m in op.nested_type if m.name == "Var")
-    flat = op.nested_type.add()
-    flat.CopyFrom(var)
-    flat.name = "VarFlat"
-    for f in flat.field:
-        f.label = f.LABEL_REPEATED   # a string field is never packed: the wire is the same
-    for f in op.field:
-        if f.name in ("inputs", "outputs"):
-            f.label = f.LABEL_OPTIONAL
-            f.type_name = f".{_TWIN_PACKAGE}.OpDesc.VarFlat"
+    for real, flat_name, fields in (("Var", "VarFlat", ("inputs", "outputs")), ("Attr", "AttrFlat", ("attrs",))):
+        src = next(m for m in op.nested_type if m.name == real)
+        flat = op.nested_type.add()
+        flat.CopyFrom(src)
+        flat.name = flat_name
+        for f in flat.field:
+            f.label = f.LABEL_REPEATED
+        for f in op.field:
+            if f.name in fields:
+                f.label = f.LABEL_OPTIONAL
+                f.type_name = f".{_TWIN_PACKAGE}.OpDesc.{flat_name}"
 
 
 @functools.lru_cache(maxsize=None)
