@@ -8,6 +8,12 @@ import { BlockJSON, OpJSON, ProgramJSON, ROLES, VAR_KINDS, VarJSON } from './sch
 
 /** "Expand all" opens groups, outermost first, while the drawing stays within this many nodes. */
 export const EXPAND_BUDGET = 800;
+/**
+ * A click does not open a group when the drawing would then hold more than this many nodes: measured
+ * (bench/browser_svg_size.py, docs/benchmarks.md), the page's longest task for an SVG drawing stays under
+ * 200 ms up to ~2,200 nodes (159-176 ms) and passes it at ~2,900 (215-232 ms).
+ */
+export const DRAW_LIMIT = 2000;
 
 /** A block with more than this many ops+vars is split into groups. */
 export const GROUP_THRESHOLD = 300;
@@ -580,6 +586,15 @@ export class ProgramGraphModel {
   }
 
   /** How many nodes the DOT has with `collapsed` folded (a folded cluster is one node). */
+  /** How many nodes the drawing holds once cluster `id` (folded in `collapsed`) is opened. */
+  countIfOpened(collapsed: Set<string>, id: string): number {
+    const open = new Set(collapsed);
+    open.delete(id);
+    const c = this.clusters.get(id);
+    // a group not fetched yet: its kids are not known, but how many there are is (each drawn folded)
+    return this.visibleCount(open) + (c && !c.loaded ? c.kidsCount : 0);
+  }
+
   visibleCount(collapsed: Set<string>): number {
     let n = this.topNodes.length;
     const todo = [...this.topClusters];

@@ -87,6 +87,30 @@ describe('ProgramGraph hierarchy (ProgramJSON version 2)', () => {
     view.dispose();
   });
 
+  it('a click that would draw more than the draw limit leaves the group folded and says why', async () => {
+    const el = container();
+    const m = model(MLP);
+    const view = new ProgramGraphView(m as never, el);
+    await view.ready;
+    const before = [...(m.get('collapsed') as string[])];
+    const shown = el.querySelectorAll('svg g.node').length;
+    view.drawLimit = shown; // the repeat opens into two ranges: one node more than now, more than the limit
+    const click = () => el.querySelector('g.node.jp-Kernelcore-gkind-repeat text')!.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+    click();
+    await view.ready;
+    expect(m.get('collapsed')).toEqual(before);
+    const note = el.querySelector('.jp-Kernelcore-note')!;
+    expect(note.textContent).toContain('stays folded');
+    expect(note.textContent).toContain(`${shown + 1} nodes`);
+    // within the limit, the same click opens it and the note goes
+    view.drawLimit = shown + 1;
+    click();
+    await view.ready;
+    expect(el.querySelectorAll('g.node.jp-Kernelcore-gkind-range').length).toBe(2);
+    expect(note.textContent).toBe('');
+    view.dispose();
+  });
+
   it('search + Enter opens the groups around a match and shows it, with breadcrumbs', async () => {
     const el = container();
     const m = model(MLP);

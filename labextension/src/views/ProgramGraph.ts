@@ -15,7 +15,7 @@
 import { DebugActions, renderActions, targetOf, WidgetDebugActions } from '../debugactions';
 import { button, clear, h, nextTask } from '../dom';
 import { localDetails, renderNodeDetails } from '../details';
-import { EXPAND_BUDGET, ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from '../graph';
+import { DRAW_LIMIT, EXPAND_BUDGET, ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from '../graph';
 import { GraphPane, HEAT_LEVELS } from '../graphpane';
 import { Listeners, RenderProps, setTrait, WidgetModel } from '../model';
 import { ModelPartsSource, PartsSource, RERUN, SearchResult } from '../parts';
@@ -93,6 +93,8 @@ export class ProgramGraphView {
   private _freshView = false;
   /** "Expand all" opens groups while the drawing stays within this many nodes. */
   expandBudget = EXPAND_BUDGET;
+  /** A click opens a group only while the drawing stays within this many nodes (graph.ts DRAW_LIMIT). */
+  drawLimit = DRAW_LIMIT;
   private _focusAfter: string | null = null;
   private _actions: HTMLElement | null = null;
   private _actionsFor: string | null = null;
@@ -263,10 +265,20 @@ export class ProgramGraphView {
       if (side === 'left') {
         const cur = new Set(idsOf(this.model.get('collapsed')));
         if (cur.has(cid)) {
+          const g = this.graph;
+          const after = g ? g.countIfOpened(cur, cid) : 0;
+          if (g && after > this.drawLimit && after > g.visibleCount(cur)) {
+            // past this many nodes an SVG drawing makes the page stall (measured): say what to do instead
+            const label = g.clusters.get(cid)?.label ?? cid;
+            this._say(`“${label}” stays folded: opened, the drawing would hold ${after.toLocaleString('en-US')} nodes, ` +
+              `more than ${this.drawLimit.toLocaleString('en-US')} can be drawn and stay smooth. Fold other groups first (Fold all), or search.`);
+            return;
+          }
           cur.delete(cid);
         } else {
           cur.add(cid);
         }
+        this._say(''); // what a refused click or "Expand all" said no longer holds
         this._anchor = cid; // keep what was clicked where it was on screen
         this._setCollapsed([...cur]);
       } else {
