@@ -6,7 +6,7 @@
 The graph view never draws more than EXPAND_BUDGET (800) nodes on its own: "Expand all" stops there and a
 big program opens group by group. This measures what that budget saves. Programs: tests/make_frontend_fixtures
 .training_mlp(L) (L relu fc layers, mean loss, SGD: forward, backward and optimize stages), sent whole
-(at most program_parts.LAZY_ABOVE ops). Per size, one cell displays `ProgramGraph(prog)` (groups folded, as
+(at most op_reads.LAZY_ABOVE ops). Per size, one cell displays `ProgramGraph(prog)` (groups folded, as
 a user first sees it); then a cell sets `w.collapsed = []` (every group open) and the time runs from that
 cell's run command to the first frame painted with the new SVG:
 - **painted**: run command -> painted (Python's trait change, the comm, the layout in the page's Web Worker,

@@ -12,7 +12,7 @@ What it reads of each op for the skeleton is only what the hierarchy needs (type
 role_var, slots); attributes, comments and callsites are read per opened group. The parts of a program
 are built once per program version and cached (weakly: dropping the program drops them).
 
-`program_mimebundle` is what `Program._repr_mimebundle_` returns: programs of at most LAZY_ABOVE ops carry
+`program_mimebundle` is what `Program._repr_mimebundle_` returns: programs of at most op_reads.LAZY_ABOVE ops carry
 everything (a saved notebook and the file viewer draw them with no kernel); bigger ones carry the skeleton
 and a program id, which the front end gives back over the `kernelcore.program` comm (registered by
 kernelcore_widgets; this engine module imports nothing from Jupyter) to fetch group contents. Displayed
@@ -30,7 +30,6 @@ from . import display, hierarchy, op_reads
 from .display import OPTIMIZE_OPS, op_id, var_id
 from .var_uses import BlockUses
 
-LAZY_ABOVE = op_reads.LAZY_ABOVE
 SEARCH_LIMIT = 500   # search hits answered at most
 
 _parts: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Program -> ProgramParts
@@ -39,7 +38,7 @@ _ids = itertools.count(1)
 
 
 def is_big(program) -> bool:
-    return sum(len(b.ops) for b in program.desc.blocks) > LAZY_ABOVE
+    return sum(len(b.ops) for b in program.desc.blocks) > op_reads.LAZY_ABOVE
 
 
 def parts_of(program) -> "ProgramParts":
@@ -434,7 +433,7 @@ def program_view_json(program, pruned=None) -> tuple[dict, "ProgramParts | None"
 
 def program_mimebundle(program) -> dict:
     """Program._repr_mimebundle_: display.program_mimebundle, with the skeleton in place of the whole
-    ProgramJSON for programs of more than LAZY_ABOVE ops."""
+    ProgramJSON for programs of more than op_reads.LAZY_ABOVE ops."""
     if not is_big(program):
         return display.program_mimebundle(program)
     pj, _parts_, _marks = program_view_json(program)

@@ -9,7 +9,7 @@ import json
 import pytest
 
 import kernelcore as kc
-from kernelcore import program_parts
+from kernelcore import op_reads, program_parts
 from kernelcore.display import program_json
 from kernelcore.program_parts import ProgramGone, ProgramParts
 from make_frontend_fixtures import training_mlp
@@ -179,7 +179,7 @@ def test_requests_and_their_errors(parts):
 
 def test_the_bundle_of_a_big_program_is_its_skeleton_and_its_id_dies_with_it(monkeypatch):
     from kernelcore_widgets.program_comm import answer
-    monkeypatch.setattr(program_parts, "LAZY_ABOVE", 100)
+    monkeypatch.setattr(op_reads, "LAZY_ABOVE", 100)
     small = mlp(3)
     assert small._repr_mimebundle_()["application/vnd.kernelcore.program+json"]["lazy"] is None
     p = mlp(20)
@@ -207,7 +207,7 @@ def test_the_bundle_of_a_big_program_is_its_skeleton_and_its_id_dies_with_it(mon
 
 def test_widget_sends_the_skeleton_and_answers_contents_and_details(monkeypatch):
     kw = pytest.importorskip("kernelcore_widgets")
-    monkeypatch.setattr(program_parts, "LAZY_ABOVE", 100)
+    monkeypatch.setattr(op_reads, "LAZY_ABOVE", 100)
     p = mlp(20)
     w = kw.ProgramGraph(p)
     assert w.program["lazy"] is not None
@@ -232,7 +232,7 @@ def test_widget_sends_the_skeleton_and_answers_contents_and_details(monkeypatch)
 
 def test_the_file_viewers_server_sends_a_big_file_in_parts(tmp_path, monkeypatch):
     server = pytest.importorskip("kernelcore_widgets.server")
-    monkeypatch.setattr(program_parts, "LAZY_ABOVE", 100)
+    monkeypatch.setattr(op_reads, "LAZY_ABOVE", 100)
     p = mlp(20)
     kc.save_program(p, tmp_path / "big.pdmodel")
     kc.save_program(mlp(3), tmp_path / "small.pdmodel")
@@ -289,7 +289,7 @@ def test_a_pruned_view_of_a_big_program_gets_what_pruning_removed_in_parts(monke
     Opened all the way, the removed ids are pruning's, and a group is marked "all" exactly when every op
     inside it was removed, "some" when some were."""
     kw = pytest.importorskip("kernelcore_widgets")
-    monkeypatch.setattr(program_parts, "LAZY_ABOVE", 100)
+    monkeypatch.setattr(op_reads, "LAZY_ABOVE", 100)
     p = mlp(20)
     r = kc.prune(p, ["fc_9.tmp_0"])  # nine layers and the tenth's matmul: the rest of it, and all after, go
     w = kw.ProgramGraph(p, pruned=r)

@@ -200,6 +200,18 @@ def test_program_graph_pruned_and_side_by_side():
         kw.ProgramGraph(prog, side_by_side=True)
 
 
+def test_side_by_side_refuses_a_pruned_program_too_big_to_draw_whole(monkeypatch):
+    """Only the main pane is sent in parts: a pruned program of more than LAZY_ABOVE ops is not drawn whole
+    beside it; the error says what to show instead, and that view works."""
+    from kernelcore import op_reads
+    prog, _, _, last, _, _ = rnn()
+    pr = kc.prune(prog, [last], feeds=["x", "h0"])
+    monkeypatch.setattr(op_reads, "LAZY_ABOVE", 1)
+    with pytest.raises(ValueError, match=r"draws the pruned program whole.*ProgramGraph\(program, pruned=\.\.\.\)"):
+        kw.ProgramGraph(prog, pruned=pr, side_by_side=True)
+    assert kw.ProgramGraph(prog, pruned=pr).program["lazy"] is not None
+
+
 def test_program_graph_opens_a_program_file():
     g = kw.ProgramGraph(ROOT / "examples" / "programs" / "mlp.pdmodel")
     types = [o["type"] for o in g.program["blocks"][0]["ops"]]

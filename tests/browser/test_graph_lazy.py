@@ -11,9 +11,9 @@ from lab_helpers import shot
 
 LAYERS = 60
 SETUP = f"""import kernelcore as kc
-from kernelcore import program_parts
+from kernelcore import op_reads
 from kernelcore_widgets import ProgramGraph
-program_parts.LAZY_ABOVE = 200   # this {LAYERS * 8}-op program is sent in parts, as a 50,000-op one is
+op_reads.LAZY_ABOVE = 200   # this {LAYERS * 8}-op program is sent in parts, as a 50,000-op one is
 L = kc.layers
 main, startup = kc.Program(), kc.Program()
 with kc.program_guard(main, startup):
@@ -127,7 +127,7 @@ def test_kernel_restart_leaves_a_clear_message(page, lab):
 
 def test_the_file_viewer_opens_a_big_pdmodel_in_parts(page, lab):
     import kernelcore as kc
-    from kernelcore.program_parts import LAZY_ABOVE
+    from kernelcore.op_reads import LAZY_ABOVE
     L = kc.layers
     main, startup = kc.Program(), kc.Program()
     with kc.program_guard(main, startup):

@@ -9,7 +9,8 @@ import traitlets as t
 import kernelcore as kc
 from kernelcore.debug import active_session, session_hooks
 from kernelcore.display import op_id, parse_node_id, program_json, var_id
-from kernelcore.program_parts import program_view_json
+from kernelcore import op_reads
+from kernelcore.program_parts import is_big, program_view_json
 
 from ._base import STATIC, KCWidget
 from .graph_debug import DebugActionsState
@@ -76,6 +77,13 @@ class GraphState(t.HasTraits):
     def _init_graph(self, program, pruned=None, scope=None, side_by_side: bool = False) -> None:
         if side_by_side and pruned is None:
             raise ValueError("side_by_side=True needs pruned= (the PruneResult of kc.prune)")
+        if side_by_side and is_big(pruned.program):
+            # the pane beside is drawn from the whole ProgramJSON; past LAZY_ABOVE ops that makes the page
+            # stall (docs/benchmarks.md), and only the main pane is sent in parts
+            n = sum(len(b.ops) for b in pruned.program.desc.blocks)
+            raise ValueError(f"side_by_side=True draws the pruned program whole beside, and it has {n:,} ops "
+                             f"(more than {op_reads.LAZY_ABOVE:,}): show ProgramGraph(program, pruned=...) instead, which "
+                             "greys what pruning removed in one view sent in parts")
         self._program = as_program(program)
         self._pruned = pruned
         self._scope = scope
