@@ -131,6 +131,10 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("trace")
     t.add_argument("--top", type=int, default=10, metavar="N", help="op types / op runs to list (default 10)")
     t.set_defaults(func=cmd_trace_info)
+
+    e = sub.add_parser("env", help="what kernelcore runs on here (CPU, BLAS, GPU) and what would make it faster")
+    e.add_argument("--json", action="store_true", help="print it as JSON")
+    e.set_defaults(func=cmd_env)
     return p
 
 
@@ -398,6 +402,13 @@ def cmd_prune(args) -> int:
 
 
 # ---------------------------------------------------------------------------
+def cmd_env(args) -> int:
+    from .runtime_env import format_info, runtime_info
+    info = runtime_info()
+    print(json.dumps(info, indent=1) if args.json else format_info(info))
+    return 0
+
+
 def cmd_trace_info(args) -> int:
     from .errors import LoadError
     from .trace import Trace
