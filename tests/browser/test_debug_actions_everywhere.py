@@ -14,7 +14,7 @@ import pytest
 
 from lab_helpers import shot
 from test_debugger_sidebar import _click, _sidebar, _where
-from test_lab import code_cell, code_sources, errors_of, open_notebook, run_all, write_notebook
+from test_lab import code_cell, code_sources, run_notebook, wait_enabled
 
 pytestmark = pytest.mark.browser
 
@@ -22,17 +22,10 @@ SESSION = """import kernelcore_widgets  # registers the kernelcore.debugger comm
 sess = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)"""
 
 
-def _enabled(page, scope_css: str, button_cls: str) -> None:
-    page.wait_for_function(f"() => {{ const b = document.querySelector('{scope_css} button.{button_cls}'); "
-                           "return b && !b.disabled; }")
-
-
 def test_break_here_in_the_debugger_widgets_graph(page, lab):
     setup = code_sources("rnn_step_debugging.ipynb")[0]
-    name = write_notebook(lab, "debugger_widget_break.ipynb",
-                          [setup, SESSION + "\nfrom kernelcore_widgets import Debugger\nDebugger(sess)"])
-    open_notebook(page, lab, name)
-    assert not errors_of(run_all(page))
+    run_notebook(page, lab, "debugger_widget_break.ipynb",
+                 [setup, SESSION + "\nfrom kernelcore_widgets import Debugger\nDebugger(sess)"])
     sb = _sidebar(page)
     _where(sb, "block 0 op #0 recurrent")
     view = code_cell(page, 1).locator(".jp-Kernelcore-Debugger").first
@@ -41,7 +34,7 @@ def test_break_here_in_the_debugger_widgets_graph(page, lab):
     view.locator("svg g.node.jp-Kernelcore-op", has_text="elementwise_add").first.dispatch_event("click")
     brk = view.locator("button.jp-Kernelcore-breakHere")
     brk.wait_for()
-    _enabled(page, ".jp-Kernelcore-Debugger", "jp-Kernelcore-breakHere")
+    wait_enabled(page, ".jp-Kernelcore-Debugger", "jp-Kernelcore-breakHere")
     assert "this debugger's session" in view.locator(".jp-Kernelcore-debugNote").text_content()
     brk.click()
     view.locator(".jp-Kernelcore-debugNote", has_text="added breakpoint #1 block 1 op #2").wait_for()
@@ -72,9 +65,7 @@ sess.position"""
 
 
 def test_break_on_write_in_a_pdmodel_opened_from_the_file_browser(page, lab):
-    name = write_notebook(lab, "file_viewer_break.ipynb", [FILE_SESSION])
-    open_notebook(page, lab, name)
-    assert not errors_of(run_all(page))
+    run_notebook(page, lab, "file_viewer_break.ipynb", [FILE_SESSION])
     # open the program file from the file browser (the notebook's kernel stays the one the plugin talks to)
     page.locator(".jp-DirListing-itemText", has_text=re.compile(r"^programs$")).dblclick()
     page.locator(".jp-DirListing-itemText", has_text=re.compile(r"^mlp\.pdmodel$")).dblclick()
@@ -85,7 +76,7 @@ def test_break_on_write_in_a_pdmodel_opened_from_the_file_browser(page, lab):
     view.locator("svg g.node.jp-Kernelcore-var", has_text="fc_1.tmp_2").first.dispatch_event("click")
     b = view.locator("button.jp-Kernelcore-breakOnWrite")
     b.wait_for()
-    _enabled(page, ".jp-Kernelcore-fileView", "jp-Kernelcore-breakOnWrite")
+    wait_enabled(page, ".jp-Kernelcore-fileView", "jp-Kernelcore-breakOnWrite")
     assert "live debug session" in view.locator(".jp-Kernelcore-debugNote").text_content()
     b.click()
     view.locator(".jp-Kernelcore-debugNote", has_text="added breakpoint").wait_for()
@@ -104,9 +95,7 @@ def test_a_graph_of_another_program_says_so_and_a_clone_is_accepted(page, lab):
     other = ("other = prog.clone()\nother.desc.blocks[1].ops[3].type = 'sigmoid'  # another op at block 1 op #3\n"
              "from kernelcore_widgets import ProgramGraph\nProgramGraph(other)")
     same = "ProgramGraph(prog.clone())"
-    name = write_notebook(lab, "graph_other_program.ipynb", [setup, SESSION, other, same])
-    open_notebook(page, lab, name)
-    assert not errors_of(run_all(page))
+    run_notebook(page, lab, "graph_other_program.ipynb", [setup, SESSION, other, same])
     refused = code_cell(page, 2).locator(".jp-Kernelcore-ProgramGraph").first
     refused.scroll_into_view_if_needed()
     refused.locator("svg g.node.jp-Kernelcore-op", has_text="sigmoid").first.dispatch_event("click")

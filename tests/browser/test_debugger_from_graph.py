@@ -7,14 +7,13 @@
 Screenshots in out/screenshots/."""
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
 
 from lab_helpers import shot
 from test_debugger_sidebar import _click, _sidebar, _where
-from test_lab import code_cell, code_sources, errors_of, exec_sources, open_notebook, run_all, write_notebook
+from test_lab import code_cell, code_sources, exec_sources, run_notebook, wait_enabled
 
 pytestmark = pytest.mark.browser
 
@@ -30,9 +29,7 @@ def test_break_here_from_a_program_graph_widget_in_a_cell(page, lab):
     setup = _setup()
     widget = "from kernelcore_widgets import ProgramGraph\nProgramGraph(prog)"
     # the widget first, then the session: the widget's actions turn on when a session starts
-    name = write_notebook(lab, "graph_widget_break.ipynb", [setup, widget, SESSION])
-    open_notebook(page, lab, name)
-    assert not errors_of(run_all(page))
+    run_notebook(page, lab, "graph_widget_break.ipynb", [setup, widget, SESSION])
     sb = _sidebar(page)
     _where(sb, "block 0 op #0 recurrent")
     view = code_cell(page, 1).locator(".jp-Kernelcore-ProgramGraph").first
@@ -40,8 +37,7 @@ def test_break_here_from_a_program_graph_widget_in_a_cell(page, lab):
     view.locator("svg g.node.jp-Kernelcore-op", has_text="elementwise_add").first.dispatch_event("click")
     brk = view.locator("button.jp-Kernelcore-breakHere")
     brk.wait_for()
-    page.wait_for_function("() => { const b = document.querySelector("
-                           "'.jp-Kernelcore-ProgramGraph button.jp-Kernelcore-breakHere'); return b && !b.disabled; }")
+    wait_enabled(page, ".jp-Kernelcore-ProgramGraph", "jp-Kernelcore-breakHere")
     note = view.locator(".jp-Kernelcore-debugNote")
     assert "live debug session" in note.text_content(), note.text_content()
     brk.click()
@@ -64,10 +60,8 @@ def test_break_here_from_a_program_graph_widget_in_a_cell(page, lab):
 
 def test_no_session_disables_the_widget_actions_and_says_why(page, lab):
     setup = _setup()
-    name = write_notebook(lab, "graph_widget_nosession.ipynb",
-                          [setup, "from kernelcore_widgets import ProgramGraph\nProgramGraph(prog)"])
-    open_notebook(page, lab, name)
-    assert not errors_of(run_all(page))
+    run_notebook(page, lab, "graph_widget_nosession.ipynb",
+                 [setup, "from kernelcore_widgets import ProgramGraph\nProgramGraph(prog)"])
     view = code_cell(page, 1).locator(".jp-Kernelcore-ProgramGraph").first
     view.locator("svg g.node.jp-Kernelcore-op", has_text="tanh").first.dispatch_event("click")
     view.locator("button.jp-Kernelcore-breakHere").wait_for()
@@ -81,9 +75,7 @@ def test_break_on_write_from_a_variable_of_a_rendered_program(page, lab):
     setup = _setup()
     ns = exec_sources([setup])
     h_new = ns["h_new"].name
-    name = write_notebook(lab, "mime_break_on_write.ipynb", [setup, SESSION + "\nprog"])
-    open_notebook(page, lab, name)
-    assert not errors_of(run_all(page))
+    run_notebook(page, lab, "mime_break_on_write.ipynb", [setup, SESSION + "\nprog"])
     sb = _sidebar(page)
     _where(sb, "block 0 op #0 recurrent")
     out = code_cell(page, 1).locator(".jp-Kernelcore-output .jp-Kernelcore-ProgramGraph").first
@@ -92,8 +84,7 @@ def test_break_on_write_from_a_variable_of_a_rendered_program(page, lab):
     var.dispatch_event("click")
     b = out.locator("button.jp-Kernelcore-breakOnWrite")
     b.wait_for()
-    page.wait_for_function("() => { const b = document.querySelector("
-                           "'.jp-Kernelcore-output button.jp-Kernelcore-breakOnWrite'); return b && !b.disabled; }")
+    wait_enabled(page, ".jp-Kernelcore-output", "jp-Kernelcore-breakOnWrite")
     b.click()
     out.locator(".jp-Kernelcore-debugNote", has_text="added breakpoint").wait_for()
     sb.locator(".jp-Kernelcore-bp", has_text=f"write to '{h_new}'").wait_for()
@@ -127,10 +118,8 @@ def test_view_a_tensor_from_the_sidebar_follows_the_cursor(page, lab):
     for t in range(x.shape[0]):
         h = np.tanh(x[t] @ w + h @ u)
         hs.append(h)
-    name = write_notebook(lab, "sidebar_tensor.ipynb",
-                          [setup, SESSION + f"\nsess.break_on(write={h_new!r})\nsess.cont(); None"])
-    open_notebook(page, lab, name)
-    assert not errors_of(run_all(page))
+    run_notebook(page, lab, "sidebar_tensor.ipynb",
+                 [setup, SESSION + f"\nsess.break_on(write={h_new!r})\nsess.cont(); None"])
     sb = _sidebar(page)
     _where(sb, "op #4 assign t=0")
     row = sb.locator(f".jp-Kernelcore-scopeVars[open] .jp-Kernelcore-var[data-name='{h_new}']").first

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lab_helpers import shot
-from test_lab import code_sources, errors_of, exec_sources, open_notebook, run_all, write_notebook
+from test_lab import code_sources, exec_sources, run_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -36,9 +36,7 @@ def _where(sb, text):
 def test_sidebar_drives_a_live_session(page, lab):
     setup = code_sources("rnn_step_debugging.ipynb")[0]
     ns = exec_sources([setup])
-    name = write_notebook(lab, "sidebar_session.ipynb", [setup, SESSION])
-    open_notebook(page, lab, name)
-    assert not errors_of(run_all(page))
+    run_notebook(page, lab, "sidebar_session.ipynb", [setup, SESSION])
     sb = _sidebar(page)
     _where(sb, "block 0 op #0 recurrent")
     shot(sb, "sidebar_start")
@@ -112,9 +110,7 @@ def test_sidebar_drives_a_live_session(page, lab):
 
 def test_sidebar_says_when_the_kernel_restarted(page, lab):
     setup = code_sources("rnn_step_debugging.ipynb")[0]
-    name = write_notebook(lab, "sidebar_restart.ipynb", [setup, SESSION])
-    open_notebook(page, lab, name)
-    assert not errors_of(run_all(page))
+    run_notebook(page, lab, "sidebar_restart.ipynb", [setup, SESSION])
     sb = _sidebar(page)
     _where(sb, "block 0 op #0 recurrent")
     page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()")
@@ -125,9 +121,7 @@ def test_sidebar_says_when_the_kernel_restarted(page, lab):
 
 def test_clicking_an_op_in_the_sidebar_graph_breaks_or_runs_there(page, lab):
     setup = code_sources("rnn_step_debugging.ipynb")[0]
-    name = write_notebook(lab, "sidebar_graph.ipynb", [setup, SESSION])
-    open_notebook(page, lab, name)
-    assert not errors_of(run_all(page))
+    run_notebook(page, lab, "sidebar_graph.ipynb", [setup, SESSION])
     sb = _sidebar(page)
     _where(sb, "block 0 op #0 recurrent")
     graph = sb.locator(".jp-Kernelcore-sidebarView")
@@ -165,9 +159,7 @@ def test_keyboard_shortcuts_move_the_session(page, lab):
     ns = exec_sources([setup])
     ref = kc.debug(ns["prog"], feed=ns["feed"], fetch_list=[ns["last"]], scope=ns["scope"])
     session = "import kernelcore_widgets\nsess = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)"
-    name = write_notebook(lab, "sidebar_keys.ipynb", [setup, session])
-    open_notebook(page, lab, name)
-    assert not errors_of(run_all(page))
+    run_notebook(page, lab, "sidebar_keys.ipynb", [setup, session])
     sb = _sidebar(page)
     _where(sb, "block 0 op #0 recurrent")
     page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-InputPrompt").click()

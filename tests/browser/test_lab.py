@@ -97,6 +97,22 @@ def write_notebook(lab, name: str, sources: list[str]) -> str:
     return name
 
 
+def run_notebook(page, lab, name: str, sources: list[str]) -> list[dict]:
+    """Write notebook `name` of `sources`, open it and Run All; no cell may end in an error. The cells'
+    outputs."""
+    write_notebook(lab, name, sources)
+    open_notebook(page, lab, name)
+    cells = run_all(page)
+    assert not errors_of(cells), errors_of(cells)
+    return cells
+
+
+def wait_enabled(page, scope_css: str, button_cls: str) -> None:
+    """Wait until the button of class `button_cls` inside `scope_css` exists and is enabled."""
+    page.wait_for_function(f"() => {{ const b = document.querySelector('{scope_css} button.{button_cls}'); "
+                           "return b && !b.disabled; }")
+
+
 def graph_nodes(view) -> tuple[list[str], list[str]]:
     """(op labels, var names) of the SVG nodes a ProgramGraph view drew."""
     view.locator("svg.jp-Kernelcore-svg g.node").first.wait_for()
