@@ -200,16 +200,33 @@ def test_program_graph_pruned_and_side_by_side():
         kw.ProgramGraph(prog, side_by_side=True)
 
 
-def test_side_by_side_refuses_a_pruned_program_too_big_to_draw_whole(monkeypatch):
-    """Only the main pane is sent in parts: a pruned program of more than LAZY_ABOVE ops is not drawn whole
-    beside it; the error says what to show instead, and that view works."""
+def test_side_by_side_sends_a_big_pruned_program_in_parts_too(monkeypatch):
+    """Beside a program sent in parts, a big pruned program is sent in parts as well: its pane asks with
+    "pane": "pruned" and gets the pruned program's groups; without it, the main program's."""
     from kernelcore import op_reads
+    from kernelcore.program_parts import ProgramParts
     prog, _, _, last, _, _ = rnn()
+    with kc.program_guard(prog):
+        kc.op.scale(prog.global_block().var("x"), scale=3.0)
     pr = kc.prune(prog, [last], feeds=["x", "h0"])
     monkeypatch.setattr(op_reads, "LAZY_ABOVE", 1)
-    with pytest.raises(ValueError, match=r"draws the pruned program whole.*ProgramGraph\(program, pruned=\.\.\.\)"):
-        kw.ProgramGraph(prog, pruned=pr, side_by_side=True)
-    assert kw.ProgramGraph(prog, pruned=pr).program["lazy"] is not None
+    side = kw.ProgramGraph(prog, pruned=pr, side_by_side=True)
+    assert side.program["lazy"] is not None and side.pruned_program["lazy"] is not None
+    assert side.pruned_program["lazy"]["ops"] == sum(len(b.ops) for b in pr.program.desc.blocks)
+    sent = []
+    monkeypatch.setattr(side, "send", sent.append)
+    for pane, want in (("pruned", pr.program), (None, prog)):
+        # block 0 at block level: the main program's has the scale op pruning removed
+        groups = [None] + [g["id"] for g in (side.pruned_program if pane else side.program)["blocks"][0]["groups"]]
+        msg = {"type": "contents", "req": 7, "block": 0, "groups": groups, "loaded": groups[1:]}
+        side._graph_parts({**msg, "pane": pane} if pane else msg)
+        reply = sent.pop()
+        assert reply["ok"], reply
+        got = dict(reply["result"])
+        assert ("pruned" in got) == (pane is None)  # the main view's answers carry pruning's marks
+        got.pop("pruned", None)
+        assert got == ProgramParts(want, want.version).contents(0, groups, groups[1:])
+        assert ("scale" in {o["type"] for o in got["ops"]}) == (pane is None)
 
 
 def test_program_graph_opens_a_program_file():

@@ -20,8 +20,9 @@ export interface SearchResult {
 }
 
 export interface PartsSource {
-  /** open `groups` of `block`, the view having the contents of `loaded` */
-  contents(block: number, groups: Array<string | null>, loaded: string[]): Promise<GroupContentsJSON>;
+  /** open `groups` of `block`, the view having the contents of `loaded`; `pane` "pruned": of the pruned
+   * program a widget draws beside (side by side) */
+  contents(block: number, groups: Array<string | null>, loaded: string[], pane?: 'pruned'): Promise<GroupContentsJSON>;
   search(query: string): Promise<SearchResult>;
 }
 
@@ -92,8 +93,8 @@ export class ModelPartsSource implements PartsSource {
     _model.on('msg:custom', this._onMsg);
   }
 
-  contents(block: number, groups: Array<string | null>, loaded: string[]): Promise<GroupContentsJSON> {
-    return this._req.ask(m => this._model.send(m), { type: 'contents', block, groups, loaded });
+  contents(block: number, groups: Array<string | null>, loaded: string[], pane?: 'pruned'): Promise<GroupContentsJSON> {
+    return this._req.ask(m => this._model.send(m), { type: 'contents', block, groups, loaded, ...(pane ? { pane } : {}) });
   }
 
   search(query: string): Promise<SearchResult> {

@@ -155,6 +155,33 @@ describe('a lazy program (ProgramJSON version 3)', () => {
     view.dispose();
   });
 
+  it('opens the groups of a pruned program drawn beside in parts too, asking for the pruned pane', async () => {
+    // the pane beside gets a skeleton as well (here the same program's): a click on its folded repeat asks
+    // with pane "pruned", the answer is merged there, and the main pane asks nothing
+    const model = new FakeModel({ program: LAZY.skeleton, pruned_program: LAZY.skeleton, selected: '', details: {}, search: '', collapsed: [] });
+    const view = new ProgramGraphView(model as any, container());
+    await view.ready;
+    expect(view.right).not.toBeNull();
+    const repeat = [...view.prunedGraph!.clusters.values()].find(c => c.gkind === 'repeat')!;
+    expect(repeat.loaded).toBe(false);
+    view.right!.onToggle!(repeat.id);
+    await flush();
+    const ask = model.sent.find(m => m.type === 'contents');
+    expect(ask).toMatchObject({ type: 'contents', block: 0, groups: [repeat.id], pane: 'pruned' });
+    await serve(model)();
+    await view.ready;
+    const opened = view.prunedGraph!.clusters.get(repeat.id)!;
+    expect(opened.loaded).toBe(true);
+    expect(opened.kids.length).toBe(repeat.kidsCount);
+    expect(view.right!.clusterEls.has(repeat.id)).toBe(true);       // drawn open beside
+    // its kids arrived known and are drawn folded beside
+    const folded = view.right!.el.querySelectorAll('svg g.node.jp-Kernelcore-collapsed').length;
+    expect(folded).toBeGreaterThanOrEqual(opened.kids.length);
+    expect(view.graph!.clusters.get(repeat.id)!.loaded).toBe(false); // the main pane untouched
+    expect(model.sent.filter(m => m.type === 'contents').length).toBe(1);
+    view.dispose();
+  });
+
   it('finds names in groups it does not know, and opens the groups around a hit', async () => {
     const { model, view } = viewOf(LAZY.skeleton);
     await view.ready;

@@ -148,3 +148,37 @@ def test_the_file_viewer_opens_a_big_pdmodel_in_parts(page, lab):
     assert view.locator("svg g.node.jp-Kernelcore-op").count() >= 3
     assert not view.locator(".jp-Kernelcore-note").text_content()
     shot(view, "lazy_file_viewer_opened_light")
+
+
+def test_side_by_side_opens_groups_of_a_big_pruned_program(page, lab):
+    """The pruned program drawn beside is sent in parts too: a click on a folded group of its pane fetches
+    that group from the kernel (the main pane's drawing stays as it was)."""
+    name = "lazy_side_by_side.ipynb"
+    side = ('op_reads.LAZY_ABOVE = 50  # the pruned program (forward up to fc_55: 400 nodes) is sent in parts too\n'
+            'pr = kc.prune(main, ["fc_55.tmp_2"])\nProgramGraph(main, pruned=pr, side_by_side=True)')
+    nb = new_notebook(cells=[new_code_cell(SETUP), new_code_cell(side)], metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
+        "language_info": {"name": "python"}})
+    nbformat.write(nb, lab.root / name)
+    page.goto(f"{lab.url}/lab/tree/{name}?reset&token={lab.token}")
+    page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
+    page.wait_for_function(READY, timeout=90_000)
+    _run(page, 0)
+    _run(page, 1)
+    view = _view(page, 1)
+    view.locator(".jp-Kernelcore-sideBySide").wait_for()
+    right = view.locator(".jp-Kernelcore-graphPane").nth(1)
+    right.locator("svg.jp-Kernelcore-svg g.node").first.wait_for(timeout=60_000)
+    left_nodes = view.locator(".jp-Kernelcore-graphPane").nth(0).locator("svg g.node").count()
+    assert right.locator("svg g.node.jp-Kernelcore-op").count() < 5  # its skeleton: folded groups
+    folded = right.locator("svg g.node.jp-Kernelcore-collapsed")
+    assert folded.count() >= 1
+    old = right.locator("svg.jp-Kernelcore-svg").element_handle()
+    folded.first.locator("text").first.click()
+    page.wait_for_function("([root, old]) => { const s = root.querySelector('svg.jp-Kernelcore-svg');"
+                           " return s && s !== old; }", arg=[right.element_handle(), old], timeout=60_000)
+    right.locator("svg g.node.jp-Kernelcore-collapsed, svg g.node.jp-Kernelcore-op").first.wait_for()
+    assert not view.locator(".jp-Kernelcore-note").text_content(), view.locator(".jp-Kernelcore-note").text_content()
+    assert view.locator(".jp-Kernelcore-graphPane").nth(0).locator("svg g.node").count() == left_nodes
+    shot(view, "lazy_side_by_side_opened_light")
+    assert not [p for p in page.problems if "page error" in p], page.problems

@@ -8,9 +8,8 @@ import traitlets as t
 
 import kernelcore as kc
 from kernelcore.debug import active_session, session_hooks
-from kernelcore.display import op_id, parse_node_id, program_json, var_id
-from kernelcore import op_reads
-from kernelcore.program_parts import is_big, program_view_json
+from kernelcore.display import op_id, parse_node_id, var_id
+from kernelcore.program_parts import program_view_json
 
 from ._base import STATIC, KCWidget
 from .graph_debug import DebugActionsState
@@ -77,19 +76,16 @@ class GraphState(t.HasTraits):
     def _init_graph(self, program, pruned=None, scope=None, side_by_side: bool = False) -> None:
         if side_by_side and pruned is None:
             raise ValueError("side_by_side=True needs pruned= (the PruneResult of kc.prune)")
-        if side_by_side and is_big(pruned.program):
-            # the pane beside is drawn from the whole ProgramJSON; past LAZY_ABOVE ops that makes the page
-            # stall (docs/benchmarks.md), and only the main pane is sent in parts
-            n = sum(len(b.ops) for b in pruned.program.desc.blocks)
-            raise ValueError(f"side_by_side=True draws the pruned program whole beside, and it has {n:,} ops "
-                             f"(more than {op_reads.LAZY_ABOVE:,}): show ProgramGraph(program, pruned=...) instead, which "
-                             "greys what pruning removed in one view sent in parts")
         self._program = as_program(program)
         self._pruned = pruned
         self._scope = scope
         # a big program: its skeleton; the view asks for a group's ops when it opens it (`contents`)
         self.program, self._parts, self._pruned_marks = program_view_json(self._program, pruned)
-        self.pruned_program = program_json(pruned.program) if side_by_side else None
+        # the pruned program beside: sent in parts too when it is big (its pane asks with "pane": "pruned")
+        self._pruned_parts = None
+        self.pruned_program = None
+        if side_by_side:
+            self.pruned_program, self._pruned_parts, _ = program_view_json(pruned.program)
 
     # -- Python API -------------------------------------------------------------------------------------
     @property
@@ -123,13 +119,15 @@ class GraphState(t.HasTraits):
         """`{"type": "contents"|"search", "req": n, ...}` -> `{"type": "parts", "req": n, "ok", "error",
         "result"}` (a custom message; the parts of a big program, kernelcore.program_parts)."""
         req = content.get("req")
-        if self._parts is None:
+        beside = content.get("pane") == "pruned"
+        parts = self._pruned_parts if beside else self._parts
+        if parts is None:
             self.send({"type": "parts", "req": req, "ok": False, "error": "this program was sent whole",
                        "result": None})
             return
-        result = self._parts.handle(content)
+        result = parts.handle(content)
         err = result.get("error")
-        if err is None and content.get("type") == "contents" and self._pruned_marks is not None:
+        if err is None and not beside and content.get("type") == "contents" and self._pruned_marks is not None:
             result["pruned"] = self._pruned_marks.for_contents(result)
         self.send({"type": "parts", "req": req, "ok": err is None, "error": err, "result": None if err else result})
 

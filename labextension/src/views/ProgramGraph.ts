@@ -58,6 +58,56 @@ function idsOf(list: unknown): string[] {
   return Array.isArray(list) ? list.map(x => String(x)) : [];
 }
 
+/** Add groups the kernel described (not loaded) to block `blk` of a merged skeleton; the ids that were new. */
+function addGroups(blk: BlockJSON, groups: Iterable<GroupJSON>, known: Map<string, GroupJSON>): string[] {
+  const fresh: string[] = [];
+  for (const gr of groups) {
+    if (!gr || typeof gr.id !== 'string' || known.has(gr.id)) {
+      continue;
+    }
+    const copy = { ...gr, loaded: false };
+    (blk.groups ??= []).push(copy);
+    known.set(copy.id, copy);
+    fresh.push(copy.id);
+  }
+  return fresh;
+}
+
+/**
+ * Merge one contents answer into a merged skeleton (`known`: its groups by id): the ops and vars added, the
+ * groups it describes known, the opened ones loaded, the block's refs / external / edges replaced (they are
+ * for the new loaded set). The groups that became known, or null when the answer is for no block here.
+ */
+function mergeContents(merged: ProgramJSON, known: Map<string, GroupJSON>, r: GroupContentsJSON): string[] | null {
+  const blk = merged.blocks.find(b => b.idx === r?.block) as BlockJSON | undefined;
+  if (!blk || !r || !Array.isArray(r.ops) || !Array.isArray(r.vars)) {
+    return null;
+  }
+  for (const o of r.ops) {
+    blk.ops.push(o);
+  }
+  for (const v of r.vars) {
+    blk.vars.push(v);
+  }
+  const fresh = addGroups(blk, Array.isArray(r.known) ? r.known : [], known);
+  for (const gid of r.groups ?? []) {
+    const gj = gid ? known.get(gid) : undefined;
+    if (gj) {
+      gj.loaded = true;
+    }
+  }
+  blk.refs = r.refs ?? {};
+  blk.external = Array.isArray(r.external) ? r.external : [];
+  blk.edges = Array.isArray(r.edges) ? r.edges : [];
+  return fresh.filter(id => !(r.groups ?? []).includes(id));
+}
+
+/** The loaded groups of block `block` of a merged skeleton (what a contents request says the view has). */
+function loadedOf(merged: ProgramJSON | null, block: number): string[] {
+  const blk = merged?.blocks.find(b => b.idx === block);
+  return (blk?.groups ?? []).filter(gr => gr.loaded).map(gr => gr.id);
+}
+
 export class ProgramGraphView {
   readonly root: HTMLElement;
   readonly left: GraphPane;
@@ -83,6 +133,10 @@ export class ProgramGraphView {
   private _programSeen: unknown = undefined;
   private _prunedSeen: unknown = undefined;
   private _rightCollapsed = new Set<string>();
+  /** the pruned program beside, when it is sent in parts: its skeleton with what was fetched merged in */
+  private _rightMerged: ProgramJSON | null = null;
+  private _rightGroups = new Map<string, GroupJSON>();
+  private _rightGen = 0;
   private _awaiting: string | null = null;
   private _quiet = false;
   private _searchTimer: ReturnType<typeof setTimeout> | null = null;
@@ -391,7 +445,7 @@ export class ProgramGraphView {
       const blk = m ? this._merged.blocks.find(b => b.idx === Number(m[1])) : undefined;
       const missing = path.filter(p => !g!.clusters.has(p)).map(p => described[p]).filter(Boolean);
       if (blk && missing.length) {
-        this._addGroups(blk, missing);
+        addGroups(blk, missing, this._groupJSON);
         this.graph = g = new ProgramGraphModel(this._merged);
         added = true;
       }
@@ -511,7 +565,11 @@ export class ProgramGraphView {
     if (pruned !== this._prunedSeen) {
       this._prunedSeen = pruned;
       if (isProgramJSON(pruned)) {
-        this.prunedGraph = new ProgramGraphModel(pruned);
+        const pj = pruned as ProgramJSON;
+        this._rightMerged = pj.lazy ? mergeable(pj) : null;
+        this._rightGroups.clear();
+        this._rightMerged?.blocks.forEach(b => (b.groups ?? []).forEach(gr => this._rightGroups.set(gr.id, gr)));
+        this.prunedGraph = new ProgramGraphModel(this._rightMerged ?? pj);
         this._rightCollapsed = new Set(this.prunedGraph.defaultCollapsed());
         if (!this.right) {
           this.right = this._makePane('right');
@@ -519,6 +577,7 @@ export class ProgramGraphView {
         }
       } else {
         this.prunedGraph = null;
+        this._rightMerged = null;
         if (this.right) {
           this.right.dispose();
           this.right.el.remove();
@@ -625,11 +684,6 @@ export class ProgramGraphView {
     return back;
   }
 
-  /** The loaded groups of each block of a lazy program (what a contents request says the view has). */
-  private _loadedOf(block: number): string[] {
-    const blk = this._merged?.blocks.find(b => b.idx === block);
-    return (blk?.groups ?? []).filter(gr => gr.loaded).map(gr => gr.id);
-  }
 
   /**
    * Fetch the contents of `need` (block -> group ids), merge them and rebuild the graph. Returns the ids of
@@ -640,7 +694,7 @@ export class ProgramGraphView {
       throw new Error(`this output holds only the outline of a big program; ${RERUN}`);
     }
     const parts = this._parts;
-    const replies = await Promise.all([...need].map(([b, list]) => parts.contents(b, list, [...this._loadedOf(b), ...list])));
+    const replies = await Promise.all([...need].map(([b, list]) => parts.contents(b, list, [...loadedOf(this._merged, b), ...list])));
     if (stale()) {
       return null;
     }
@@ -655,39 +709,11 @@ export class ProgramGraphView {
     return fresh;
   }
 
-  /** Add groups the kernel described (not loaded) to the merged skeleton; returns the ids that were new. */
-  private _addGroups(blk: BlockJSON, groups: Iterable<GroupJSON>): string[] {
-    const fresh: string[] = [];
-    for (const gr of groups) {
-      if (!gr || typeof gr.id !== 'string' || this._groupJSON.has(gr.id)) {
-        continue;
-      }
-      const copy = { ...gr, loaded: false };
-      (blk.groups ??= []).push(copy);
-      this._groupJSON.set(copy.id, copy);
-      fresh.push(copy.id);
-    }
-    return fresh;
-  }
-
-  /** Merge one contents answer; returns the groups that became known. */
+  /** Merge one contents answer (and what pruning removed from it); returns the groups that became known. */
   private _mergeContents(r: GroupContentsJSON): string[] {
-    const blk = this._merged?.blocks.find(b => b.idx === r.block) as BlockJSON | undefined;
-    if (!blk || !r || !Array.isArray(r.ops) || !Array.isArray(r.vars)) {
+    const fresh = this._merged ? mergeContents(this._merged, this._groupJSON, r) : null;
+    if (fresh === null) {
       return [];
-    }
-    for (const o of r.ops) {
-      blk.ops.push(o);
-    }
-    for (const v of r.vars) {
-      blk.vars.push(v);
-    }
-    const fresh = this._addGroups(blk, Array.isArray(r.known) ? r.known : []);
-    for (const gid of r.groups ?? []) {
-      const gj = gid ? this._groupJSON.get(gid) : undefined;
-      if (gj) {
-        gj.loaded = true;
-      }
     }
     const pr = this._merged?.pruned;
     if (pr && r.pruned) {
@@ -699,11 +725,7 @@ export class ProgramGraphView {
       ops.forEach(id => this._removed.add(id));
       vars.forEach(id => this._removed.add(id));
     }
-    // refs, external and edges are for the new loaded set, lifted to the groups known now: they replace
-    blk.refs = r.refs ?? {};
-    blk.external = Array.isArray(r.external) ? r.external : [];
-    blk.edges = Array.isArray(r.edges) ? r.edges : [];
-    return fresh.filter(id => !(r.groups ?? []).includes(id));
+    return fresh;
   }
 
   private async _renderLeft(): Promise<void> {
@@ -737,8 +759,47 @@ export class ProgramGraphView {
     }
   }
 
+  /**
+   * The pruned program beside, sent in parts: fetch the groups its pane shows open but lacks (asking with
+   * pane "pruned"), merge them, rebuild its graph; their kids start folded. A failed fetch leaves those
+   * groups folded and the note says why. False when a newer render started.
+   */
+  private async _loadRight(gen: number): Promise<boolean> {
+    const g = this.prunedGraph;
+    const merged = this._rightMerged;
+    if (!g || !merged || !g.lazy) {
+      return true;
+    }
+    const need = g.unloadedOpen(this._rightCollapsed);
+    if (need.size === 0) {
+      return true;
+    }
+    try {
+      if (!this._parts) {
+        throw new Error(`this output holds only the outline of a big program; ${RERUN}`);
+      }
+      const parts = this._parts;
+      const replies = await Promise.all([...need].map(([b, list]) => parts.contents(b, list, [...loadedOf(merged, b), ...list], 'pruned')));
+      if (gen !== this._rightGen || merged !== this._rightMerged) {
+        return false;
+      }
+      replies.forEach(r => (mergeContents(merged, this._rightGroups, r) ?? []).forEach(id => this._rightCollapsed.add(id)));
+      this.prunedGraph = new ProgramGraphModel(merged);
+      this._computePartners();
+      return true;
+    } catch (err) {
+      [...need.values()].flat().forEach(id => this._rightCollapsed.add(id)); // drawn folded again
+      this._say(`Could not open the pruned program's groups: ${String((err as Error)?.message ?? err)}`);
+      return gen === this._rightGen;
+    }
+  }
+
   private async _renderRight(): Promise<void> {
     if (!this.right || !this.prunedGraph) {
+      return;
+    }
+    const gen = ++this._rightGen;
+    if (!(await this._loadRight(gen)) || gen !== this._rightGen || !this.right || !this.prunedGraph) {
       return;
     }
     await this.right.show(this.prunedGraph, this._rightCollapsed);
