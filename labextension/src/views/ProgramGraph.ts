@@ -319,13 +319,7 @@ export class ProgramGraphView {
       if (side === 'left') {
         const cur = new Set(idsOf(this.model.get('collapsed')));
         if (cur.has(cid)) {
-          const g = this.graph;
-          const after = g ? g.countIfOpened(cur, cid) : 0;
-          if (g && after > this.drawLimit && after > g.visibleCount(cur)) {
-            // past this many nodes an SVG drawing makes the page stall (measured): say what to do instead
-            const label = g.clusters.get(cid)?.label ?? cid;
-            this._say(`“${label}” stays folded: opened, the drawing would hold ${after.toLocaleString('en-US')} nodes, ` +
-              `more than ${this.drawLimit.toLocaleString('en-US')} can be drawn and stay smooth. Fold other groups first (Fold all), or search.`);
+          if (this._tooBig(this.graph, cur, cid)) {
             return;
           }
           cur.delete(cid);
@@ -337,6 +331,9 @@ export class ProgramGraphView {
         this._setCollapsed([...cur]);
       } else {
         if (this._rightCollapsed.has(cid)) {
+          if (this._tooBig(this.prunedGraph, this._rightCollapsed, cid)) {
+            return;
+          }
           this._rightCollapsed.delete(cid);
         } else {
           this._rightCollapsed.add(cid);
@@ -350,6 +347,21 @@ export class ProgramGraphView {
     };
     this._panes.appendChild(pane.el);
     return pane;
+  }
+
+  /**
+   * Would opening `cid` take `g`'s drawing past the draw limit? Then it stays folded and the note says what
+   * to do instead: past that many nodes an SVG drawing makes the page stall (measured).
+   */
+  private _tooBig(g: ProgramGraphModel | null, collapsed: Set<string>, cid: string): boolean {
+    const after = g ? g.countIfOpened(collapsed, cid) : 0;
+    if (!g || after <= this.drawLimit || after <= g.visibleCount(collapsed)) {
+      return false;
+    }
+    const label = g.clusters.get(cid)?.label ?? cid;
+    this._say(`\u201c${label}\u201d stays folded: opened, the drawing would hold ${after.toLocaleString('en-US')} nodes, ` +
+      `more than ${this.drawLimit.toLocaleString('en-US')} can be drawn and stay smooth. Fold other groups first (Fold all), or search.`);
+    return true;
   }
 
   private _setCollapsed(list: string[]): void {
