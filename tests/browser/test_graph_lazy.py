@@ -30,8 +30,9 @@ IDLE = """(n) => { const w = window.jupyterapp.shell.currentWidget;
     return w.content.widgets[n].model.executionCount !== null && w.sessionContext.session.kernel.status === 'idle'; }"""
 
 
-def _open(page, lab, name):
-    nb = new_notebook(cells=[new_code_cell(SETUP), new_code_cell("ProgramGraph(main)"), new_code_cell("main")], metadata={
+def _open(page, lab, name, cells=("ProgramGraph(main)", "main")):
+    """Notebook `name`: SETUP, then `cells`; opened, nothing run."""
+    nb = new_notebook(cells=[new_code_cell(c) for c in (SETUP, *cells)], metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
         "language_info": {"name": "python"}})
     nbformat.write(nb, lab.root / name)
@@ -153,16 +154,9 @@ def test_the_file_viewer_opens_a_big_pdmodel_in_parts(page, lab):
 def test_side_by_side_opens_groups_of_a_big_pruned_program(page, lab):
     """The pruned program drawn beside is sent in parts too: a click on a folded group of its pane fetches
     that group from the kernel (the main pane's drawing stays as it was)."""
-    name = "lazy_side_by_side.ipynb"
     side = ('op_reads.LAZY_ABOVE = 50  # the pruned program (forward up to fc_55: 400 nodes) is sent in parts too\n'
             'pr = kc.prune(main, ["fc_55.tmp_2"])\nProgramGraph(main, pruned=pr, side_by_side=True)')
-    nb = new_notebook(cells=[new_code_cell(SETUP), new_code_cell(side)], metadata={
-        "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
-        "language_info": {"name": "python"}})
-    nbformat.write(nb, lab.root / name)
-    page.goto(f"{lab.url}/lab/tree/{name}?reset&token={lab.token}")
-    page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
-    page.wait_for_function(READY, timeout=90_000)
+    _open(page, lab, "lazy_side_by_side.ipynb", [side])
     _run(page, 0)
     _run(page, 1)
     view = _view(page, 1)
