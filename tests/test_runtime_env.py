@@ -48,3 +48,13 @@ def test_kernelcore_env_prints_the_runtime(capsys):
     assert cli.main(["env"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("kernelcore ") and "\nBLAS " in text and "\nGPU " in text
+
+
+def test_without_threadpoolctl_the_build_record_names_the_blas(monkeypatch, capsys):
+    import sys
+    monkeypatch.setitem(sys.modules, "threadpoolctl", None)  # `import threadpoolctl` raises ImportError
+    blas = ri.blas_libraries()
+    assert blas and blas[0]["name"] and blas[0]["threads"] is None and blas[0]["kernels"] is None
+    assert ri.hints({"avx512f"}, blas, env={}) == []  # no kernels known: nothing to advise
+    assert cli.main(["env"]) == 0
+    assert "pip install threadpoolctl" in capsys.readouterr().out
