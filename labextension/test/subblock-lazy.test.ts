@@ -46,7 +46,7 @@ function edgesOf(g: ProgramGraphModel, folded: Set<string>, opId: string): strin
 describe('a sub-block of a lazy program', () => {
   it("keeps its op's edge to a variable of the enclosing block while that block's groups open", () => {
     const whole = new ProgramGraphModel(FIX.whole);
-    const reader = FIX.whole.blocks[1].ops.find(o => Object.values(o.inputs).some(v => v.includes(FIX.name)))!;
+    const reader = FIX.whole.blocks[1].ops.find(o => Object.values(o.inputs ?? {}).some(v => v.includes(FIX.name)))!;
     const readerId = String(reader.id);
     // the whole program draws block 1 inside the group of the op that runs it: open those there (the
     // parts draw it at top level until that op is fetched)
