@@ -838,7 +838,7 @@ def _return_freed_heap() -> None:
     (no glibc) the memory stays the process's, to reuse."""
     try:
         ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # no C library to open by None (Windows), no malloc_trim
         pass
 
 
