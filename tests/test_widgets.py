@@ -227,6 +227,11 @@ def test_side_by_side_sends_a_big_pruned_program_in_parts_too(monkeypatch):
         got.pop("pruned", None)
         assert got == ProgramParts(want, want.version).contents(0, groups, groups[1:])
         assert ("scale" in {o["type"] for o in got["ops"]}) == (pane is None)
+        # search too: the scale op's output is a name of the main program only
+        out = next(op for op in prog.desc.blocks[0].ops if op.type == "scale").outputs[0].arguments[0]
+        side._graph_parts({"type": "search", "req": 8, "query": out, **({"pane": pane} if pane else {})})
+        hits = sent.pop()["result"]["hits"]
+        assert bool([h for h in hits if h["name"] == out]) == (pane is None)
 
 
 def test_program_graph_opens_a_program_file():

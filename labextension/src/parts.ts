@@ -23,7 +23,7 @@ export interface PartsSource {
   /** open `groups` of `block`, the view having the contents of `loaded`; `pane` "pruned": of the pruned
    * program a widget draws beside (side by side) */
   contents(block: number, groups: Array<string | null>, loaded: string[], pane?: 'pruned'): Promise<GroupContentsJSON>;
-  search(query: string): Promise<SearchResult>;
+  search(query: string, pane?: 'pruned'): Promise<SearchResult>;
 }
 
 export class PartsError extends Error {}
@@ -97,8 +97,8 @@ export class ModelPartsSource implements PartsSource {
     return this._req.ask(m => this._model.send(m), { type: 'contents', block, groups, loaded, ...(pane ? { pane } : {}) });
   }
 
-  search(query: string): Promise<SearchResult> {
-    return this._req.ask(m => this._model.send(m), { type: 'search', query });
+  search(query: string, pane?: 'pruned'): Promise<SearchResult> {
+    return this._req.ask(m => this._model.send(m), { type: 'search', query, ...(pane ? { pane } : {}) });
   }
 
   dispose(): void {

@@ -182,6 +182,26 @@ describe('a lazy program (ProgramJSON version 3)', () => {
     view.dispose();
   });
 
+  it('the pane beside searches its own program in the kernel and marks the folded group around a hit', async () => {
+    const model = new FakeModel({ program: LAZY.skeleton, pruned_program: LAZY.skeleton, selected: '', details: {}, search: '', collapsed: [] });
+    const view = new ProgramGraphView(model as any, container());
+    await view.ready;
+    const input = view.root.querySelector('input.jp-Kernelcore-search') as HTMLInputElement;
+    input.value = 'fc_7.w_0';
+    input.dispatchEvent(new Event('input'));
+    await new Promise(r => setTimeout(r, 200)); // the typing pause before a search is asked
+    await serve(model)();
+    const asks = model.sent.filter(m => m.type === 'search');
+    expect(asks.map(m => m.pane ?? 'main').sort()).toEqual(['main', 'pruned']);
+    asks.forEach(m => expect(m.query).toBe('fc_7.w_0'));
+    // the hit sits in groups the pane beside has folded: the outermost one drawn carries the match
+    const marked = [...view.right!.clusterEls.entries()].filter(([, el]) => el.classList.contains('jp-Kernelcore-match')).map(([id]) => id);
+    const hit = LAZY.search.hits.find(h => h.name === 'fc_7.w_0')!;
+    expect(marked.filter(id => hit.path!.includes(id)).length).toBe(1); // one mark on the way to it
+    expect(marked.length).toBeLessThanOrEqual(LAZY.search.hits.length);
+    view.dispose();
+  });
+
   it('finds names in groups it does not know, and opens the groups around a hit', async () => {
     const { model, view } = viewOf(LAZY.skeleton);
     await view.ready;

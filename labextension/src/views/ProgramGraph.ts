@@ -69,6 +69,8 @@ export class ProgramGraphView {
   private _rightMerged: ProgramJSON | null = null;
   private _rightGroups = new Map<string, GroupJSON>();
   private _rightGen = 0;
+  /** the kernel's search over every name of the pruned program beside (sent in parts), for the query typed */
+  private _rightRemote: { q: string; result: SearchResult | null } | null = null;
   private _awaiting: string | null = null;
   private _quiet = false;
   private _searchTimer: ReturnType<typeof setTimeout> | null = null;
@@ -511,6 +513,7 @@ export class ProgramGraphView {
       if (isProgramJSON(pruned)) {
         const pj = pruned as ProgramJSON;
         this._rightMerged = pj.lazy ? mergeable(pj) : null;
+        this._rightRemote = null;
         this._rightGroups.clear();
         this._rightMerged?.blocks.forEach(b => (b.groups ?? []).forEach(gr => this._rightGroups.set(gr.id, gr)));
         this.prunedGraph = new ProgramGraphModel(this._rightMerged ?? pj);
@@ -781,11 +784,28 @@ export class ProgramGraphView {
     }
     if (!query || !this._parts) {
       this._remote = null;
+      this._rightRemote = null;
       return;
     }
     const parts = this._parts;
     let start: () => void = () => undefined;
     const begun = new Promise<void>(res => (start = res));
+    if (this.prunedGraph?.lazy) {
+      // the pane beside searches its own program's names (its groups' ids are its own)
+      const beside: { q: string; result: SearchResult | null } = { q: query, result: null };
+      this._rightRemote = beside;
+      begun
+        .then(() => parts.search(query, 'pruned'))
+        .then(
+          r => {
+            if (this._rightRemote === beside) {
+              beside.result = r;
+              this._restyle();
+            }
+          },
+          () => undefined // the main pane's search says what failed
+        );
+    }
     const entry: { q: string; result: SearchResult | null; promise: Promise<SearchResult | null> } = {
       q: query,
       result: null,
@@ -846,16 +866,14 @@ export class ProgramGraphView {
     this.reveal(hit.id, hit.group, hit.path, r.groups);
   }
 
-  /** Search hits of a lazy program: node keys drawn, and the folded groups around hits not drawn. */
-  private _remoteMarks(): { keys: Set<string>; clusters: Set<string> } {
+  /** Search hits of a lazy program in pane `pane`: node keys drawn, and the folded groups around hits not drawn. */
+  private _remoteMarks(g: ProgramGraphModel | null, r: SearchResult | null | undefined, pane: GraphPane): { keys: Set<string>; clusters: Set<string> } {
     const keys = new Set<string>();
     const clusters = new Set<string>();
-    const g = this.graph;
-    const r = this._remote?.result;
     if (!g || !r) {
       return { keys, clusters };
     }
-    const collapsed = this.left.collapsed;
+    const collapsed = pane.collapsed;
     for (const hit of r.hits) {
       const key = g.byId.get(hit.id);
       if (key) {
@@ -894,7 +912,7 @@ export class ProgramGraphView {
     const selKey = this.graph?.byId.get(selected);
     const fwd = selKey ? this.graph?.nodes.get(selKey)?.op?.forward : undefined;
     const twin = typeof fwd === 'string' ? new Set([fwd]) : new Set<string>();
-    const remote = this._remoteMarks();
+    const remote = this._remoteMarks(this.graph, this._remote?.result, this.left);
     this.left.applyClasses({
       removed: this._removed,
       prunedGroups: this._prunedGroups(),
@@ -910,8 +928,11 @@ export class ProgramGraphView {
     if (this.right && this.prunedGraph) {
       const q = this._search.value;
       const sel = this._toPruned.get(selected);
+      const beside = this._rightRemote?.q === q.trim() ? this._rightRemote.result : null;
+      const far = this._remoteMarks(this.prunedGraph, beside, this.right);
       this.right.applyClasses({
-        matches: new Set(this.prunedGraph.search(q)),
+        matches: new Set([...this.prunedGraph.search(q), ...far.keys]),
+        matchClusters: far.clusters,
         selected: sel,
         partner: rightPartner
       });
