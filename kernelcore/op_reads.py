@@ -166,13 +166,13 @@ def read_loaded(twin_ops, ops, want_subs: bool) -> list:
     out = []
     append = out.append
     roles = _Roles(want_subs)
-    for k, op in enumerate(twin_ops):
+    for op, desc_op in zip(twin_ops, ops):
         typ = op.type
         vin = op.inputs
         param = None
         if "Param" in vin.parameter:
-            param = [a for s in ops[k].inputs if s.parameter == "Param" for a in s.arguments]
-        subs, role, ns, role_var = roles.read(typ, ops[k])
+            param = [a for s in desc_op.inputs if s.parameter == "Param" for a in s.arguments]
+        subs, role, ns, role_var = roles.read(typ, desc_op)
         append((typ, list(vin.arguments), list(op.outputs.arguments), subs, role, ns, role_var, param))
     return out
 

@@ -21,33 +21,28 @@ import platform
 _AVX512_KERNELS = frozenset({"skylakex", "cooperlake", "sapphirerapids", "zen4", "zen5"})
 
 
-def cpu_flags(cpuinfo: str | None = None) -> set[str]:
-    """The CPU's feature flags (Linux: /proc/cpuinfo; elsewhere an empty set)."""
-    if cpuinfo is None:
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-                cpuinfo = f.read(1 << 20)
-        except OSError:
-            return set()
+def _cpuinfo() -> str:
+    """/proc/cpuinfo (Linux), else ""."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            return f.read(1 << 20)
+    except OSError:
+        return ""
+
+
+def _cpuinfo_field(cpuinfo: str, keys: tuple[str, ...]) -> str | None:
+    """The value of the first line of `cpuinfo` whose key is one of `keys`."""
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features"):
-            return set(value.split())
-    return set()
+        if key.strip() in keys:
+            return value.strip()
+    return None
 
 
-def _cpu_model(cpuinfo: str | None = None) -> str:
-    try:
-        if cpuinfo is None:
-            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-                cpuinfo = f.read(1 << 20)
-        for line in cpuinfo.splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                return value.strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+def cpu_flags(cpuinfo: str | None = None) -> set[str]:
+    """The CPU's feature flags (Linux: /proc/cpuinfo; elsewhere an empty set)."""
+    flags = _cpuinfo_field(_cpuinfo() if cpuinfo is None else cpuinfo, ("flags", "Features"))
+    return set(flags.split()) if flags else set()
 
 
 def blas_libraries() -> list[dict]:
@@ -102,7 +97,8 @@ def runtime_info() -> dict:
         pb_version = protobuf.__version__
     except Exception:
         pb_version = None
-    flags = cpu_flags()
+    cpuinfo = _cpuinfo()  # read once: the flags and the model come from it
+    flags = cpu_flags(cpuinfo)
     blas = blas_libraries()
     try:
         cp = cupy_module()
@@ -111,7 +107,8 @@ def runtime_info() -> dict:
         gpu = {"available": False, "why": str(e)}
     return {"kernelcore": __version__, "python": platform.python_version(), "numpy": np.__version__,
             "protobuf": pb_version,
-            "cpu": {"model": _cpu_model(), "logical_cpus": os.cpu_count(),
+            "cpu": {"model": _cpuinfo_field(cpuinfo, ("model name",)) or platform.processor() or platform.machine(),
+                    "logical_cpus": os.cpu_count(),
                     "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
                     "avx2": "avx2" in flags, "avx512": "avx512f" in flags},
             "blas": blas, "gpu": gpu, "hints": hints(flags, blas)}
