@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import partial
 
 import numpy as np
 
 from ..ops import conv as C
 from ..ops import interp as I
 from ..ops import pool as P
+from ..ops._cpu_parts import chunks, cpu_parts, run_parts
 from ..ops._spatial import channel_last
 from ..ops.activation_extra import _sigmoid
 from ..registry import In, Out, get_op_def, has_op, register_op
@@ -120,15 +122,40 @@ def _conv_grad(fwd_type, nd):
         fmt, groups = attrs["data_format"], attrs["groups"]
         x, g = _first(xp, x, fmt), _first(xp, g, fmt)
         strides, pads, dils = C.conv_geometry(attrs.__getitem__, x.shape[2:], w.shape[2:], nd)
-        dx = dw = None
-        if wanted(ctx, "Input@GRAD"):
-            dx = _last(xp, conv_input_grad(xp, g, w, strides, pads, dils, groups, list(x.shape[2:]), x.shape[1]),
-                       fmt)
-        if wanted(ctx, "Filter@GRAD"):
-            dw = conv_filter_grad(xp, x, g, w.shape, strides, pads, dils, groups)
-        return dx, dw
+        dx, dw = conv_grads_parts(xp, x, w, g, strides, pads, dils, groups,
+                                  wanted(ctx, "Input@GRAD"), wanted(ctx, "Filter@GRAD"))
+        return (None if dx is None else _last(xp, dx, fmt)), dw
 
     kernel.__name__ = f"{fwd_type}_grad"
+
+
+def conv_grads_parts(xp, x, w, g, strides, pads, dils, groups, want_dx, want_dw):
+    """(Input@GRAD, Filter@GRAD) of a convolution, None where not wanted, in parts on the CPU's cores
+    (kernelcore/ops/_cpu_parts.py): Input@GRAD by images, Filter@GRAD by input channels (one group) or by
+    groups; each element sums the same terms as the whole op's."""
+    n, c = x.shape[:2]
+    parts = cpu_parts(xp, (want_dx + want_dw) * C.conv_macs(x.shape, w.shape, strides))
+    dx_parts = (parts + 1) // 2 if want_dw else parts
+    calls, dx_calls = [], 0
+    if want_dx:
+        for s in chunks(n, dx_parts):
+            calls.append(partial(conv_input_grad, xp, g[s], w, strides, pads, dils, groups, list(x.shape[2:]), c))
+        dx_calls = len(calls)
+    if want_dw:
+        o, cg = w.shape[:2]
+        if groups == 1:  # by input channels: Filter@GRAD's columns
+            calls += [partial(conv_filter_grad, xp, x[:, s], g, (o, s.stop - s.start, *w.shape[2:]), strides, pads,
+                              dils, 1) for s in chunks(c, parts - dx_calls if want_dx else parts)]
+        else:  # by groups: Filter@GRAD's rows
+            og = o // groups
+            calls += [partial(conv_filter_grad, xp, x[:, s.start * cg:s.stop * cg], g[:, s.start * og:s.stop * og],
+                              ((s.stop - s.start) * og, *w.shape[1:]), strides, pads, dils, s.stop - s.start)
+                      for s in chunks(groups, parts - dx_calls if want_dx else parts)]
+    done = run_parts(calls)
+    dx = (done[0] if dx_calls == 1 else xp.concatenate(done[:dx_calls])) if want_dx else None
+    dws = done[dx_calls:]
+    dw = (dws[0] if len(dws) == 1 else xp.concatenate(dws, axis=1 if groups == 1 else 0)) if want_dw else None
+    return dx, dw
 
 
 def _conv_transpose_grad(fwd_type, nd):

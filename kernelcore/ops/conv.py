@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import partial
 
 from ..proto.framework_pb2 import AttrType as A
 from ..registry import Attr, In, Out, register_op
+from ._cpu_parts import chunks, cpu_parts, run_parts
 from ._spatial import attr_or, channel_last, check_ints, conv_out_size, pairs, update_padding
 
 
@@ -77,6 +79,20 @@ def conv_forward(xp, x, w, strides, pads, dils, groups):
     out = xp.matmul(w.reshape(groups, og, cg * k), cols)              # (groups, og, n * p)
     out = out.reshape(o, n, p).transpose(1, 0, 2)
     return xp.ascontiguousarray(out).reshape(n, o, *outs)
+
+
+def conv_macs(x_shape, w_shape, strides) -> int:
+    """About how many multiply-adds a convolution of these shapes makes (output pixels from input / stride)."""
+    return (x_shape[0] * math.prod(w_shape) * math.prod(x_shape[2:])) // max(1, math.prod(strides))
+
+
+def conv_forward_parts(xp, x, w, strides, pads, dils, groups):
+    """conv_forward with the batch in parts on the CPU's cores (kernelcore/ops/_cpu_parts.py)."""
+    parts = cpu_parts(xp, conv_macs(x.shape, w.shape, strides))
+    if parts < 2 or x.shape[0] < 2:
+        return conv_forward(xp, x, w, strides, pads, dils, groups)
+    return xp.concatenate(run_parts([partial(conv_forward, xp, x[s], w, strides, pads, dils, groups)
+                                     for s in chunks(x.shape[0], parts)]))
 
 
 def _depthwise(xp, xpad, w, strides, dils, outs):
@@ -308,7 +324,7 @@ def _make_conv(op_type, nd, layout, comment):
         _check_input(x, w, nd, groups, fmt, False)
         x = _in_layout(xp, x, fmt)
         strides, pads, dils = conv_geometry(attrs.__getitem__, x.shape[2:], w.shape[2:], nd)
-        return (_out_layout(xp, conv_forward(xp, x, w, strides, pads, dils, groups), fmt),)
+        return (_out_layout(xp, conv_forward_parts(xp, x, w, strides, pads, dils, groups), fmt),)
 
     kernel.__name__ = op_type
     return d
