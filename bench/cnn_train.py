@@ -59,8 +59,10 @@ class KcStep:
         self.scope = kc.Scope()
 
     def reset(self):
+        # the scope's own copies, as a training loop's parameters are (PyTorch's side copies into its own
+        # tensors): the update then lands in them in place (kernelcore/ops/optimizer.py)
         for n, v in self.init.items():
-            self.scope.set(n, v)  # kernels never write into their inputs: no copy needed
+            self.scope.set(n, v.copy())
 
     def step(self):
         return self.exe.run(self.prog, feed=self.feed, fetch_list=[self.meta["loss_name"]], scope=self.scope,

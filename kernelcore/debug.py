@@ -3,7 +3,7 @@
 `sess = kc.debug(program, feed=..., scope=...)` starts a run paused before its first op. The run is the
 executor's own generator, suspended between ops (no threads), so a session lives happily in a Jupyter kernel
 between cells and behind widget callbacks. Every event goes into the session's Trace; with the default
-"references" policy each op's outputs are kept by reference (kernels never mutate), so any earlier state is
+"references" policy each op's outputs are kept by reference (kernels never mutate a held value), so any earlier state is
 rebuilt from the record without running a kernel again.
 
 The session keeps every pause it has passed (a `Pause`: the trace index and the structured `Position`).

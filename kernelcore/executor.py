@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextvars
 import operator
 import time
+from sys import getrefcount
 import weakref
 from typing import Any, Callable, Iterator
 
@@ -267,7 +268,7 @@ class ExecContext:
     """What a kernel sees: the scope its block runs in, the place, the array module and
     the training flag (seed 002's Context), plus the op being run."""
 
-    __slots__ = ("run", "scope", "place", "xp", "training", "block", "op", "timestep", "parent")
+    __slots__ = ("run", "scope", "place", "xp", "training", "block", "op", "timestep", "parent", "donated")
 
     def __init__(self, run: RunState, scope: Scope, block: int, timestep: int | None = None,
                  parent: ExecContext | None = None):
@@ -276,6 +277,9 @@ class ExecContext:
         self.op = None
         self.timestep = timestep
         self.parent = parent  # the context of the op that runs this block (None for block 0)
+        # input slots whose arrays the running op may write its outputs into (see `_runner`); empty but while
+        # an op with in-place pairs runs
+        self.donated = _NOTHING_DONATED
 
     @property
     def program(self) -> Program:
@@ -406,7 +410,8 @@ def _bind(run: RunState, prepared: PreparedBlock, scope: Scope, root_block: bool
         outs = tuple([names[n] if type(n) is str else
                       tuple([names[x] for x in n]) if n is not None else None for n in outs_spec])
         single_var = names[single] if single is not None else None
-        bound.append((op, None if op.is_gen else _runner(op, ins, outs, simple, single_var), ins, outs,
+        # a run that records values keeps references to what ops read and wrote: nothing is donated there
+        bound.append((op, None if op.is_gen else _runner(op, ins, outs, simple, single_var, level < 2), ins, outs,
                       tuple([names[n] for n in io_names]) if level == 2 else None,  # what records may carry
                       # what a traced run measures per op (events.BlockRun): a lone Variable (most ops: their
                       # one output, already at hand), or a tuple of them; unobserved runs need none
@@ -435,10 +440,16 @@ def _measure(variables: tuple) -> tuple:
         return flat_metas(variables)
 
 
-def _runner(op: PreparedOp, in_vars: tuple, out_vars: tuple, simple: bool, single):
+def _runner(op: PreparedOp, in_vars: tuple, out_vars: tuple, simple: bool, single, donate: bool = False):
     """The closure the loop calls for one op, bound to its Variables: reads the inputs, calls the
     kernel (or the op's specialised form), writes the outputs. Kept as few steps as possible: this
-    is the cost of an op beyond its arithmetic."""
+    is the cost of an op beyond its arithmetic.
+
+    Donation (`donate`, for runs that do not record values): where the op declares an in-place pair
+    (ParamOut over Param), the program names one Variable for both, and that Variable is the only holder
+    of the input's array (its reference count, as NumPy's own temporary elision reads it), the kernel is
+    told it may write the output into that array (`ctx.donated`): the old value is overwritten anyway,
+    and no one else can see it change. A value the user, a trace or a view still holds is never donated."""
     fast = op.fast
     if fast is not None:
         (out,) = [v for e in out_vars if e is not None for v in (e if type(e) is tuple else (e,))]
@@ -458,7 +469,8 @@ def _runner(op: PreparedOp, in_vars: tuple, out_vars: tuple, simple: bool, singl
                 out.value = fast(*[v.value for v in present])
         return run
     kernel, attrs = op.kernel, op.attrs
-    if simple and single is not None:
+    donors = _donors(op, in_vars, out_vars) if donate else ()
+    if simple and single is not None and not donors:
         def run(ctx):
             ctx.op = op
             o = kernel(ctx, [v.value for v in in_vars], attrs)[0]
@@ -466,11 +478,53 @@ def _runner(op: PreparedOp, in_vars: tuple, out_vars: tuple, simple: bool, singl
                 single.value = o
         return run
 
+    if donors:
+        def run(ctx):
+            ctx.op = op
+            ctx.donated = frozenset([slot for slot, v in donors if getrefcount(v.value) == ONLY_HELD])
+            try:
+                _write(out_vars, kernel(ctx, [v.value for v in in_vars] if simple else
+                                        [_read(e) for e in in_vars], attrs))
+            finally:
+                ctx.donated = _NOTHING_DONATED
+        return run
+
     def run(ctx):
         ctx.op = op
         _write(out_vars, kernel(ctx, [v.value for v in in_vars] if simple else [_read(e) for e in in_vars],
                                 attrs))
     return run
+
+
+class _OneHolder:
+    __slots__ = ("value",)
+
+
+def _only_held_count() -> int:
+    """What `getrefcount(variable.value)` reads for a value one Variable alone holds: measured the way
+    `_runner` reads it rather than assumed, since interpreters count the call's own reference differently."""
+    holder = _OneHolder()
+    holder.value = object()
+    return getrefcount(holder.value)
+
+
+ONLY_HELD = _only_held_count()
+_NOTHING_DONATED = frozenset()
+
+
+def _donors(op: PreparedOp, in_vars: tuple, out_vars: tuple) -> tuple:
+    """(input slot, Variable) of each in-place pair of the op whose output Variable is its input's own."""
+    inplace = op.opdef.inplace
+    if not inplace:
+        return ()
+    in_at = {sl.name: i for i, sl in enumerate(op.opdef.inputs)}
+    out_at = {sl.name: i for i, sl in enumerate(op.opdef.outputs)}
+    found = []
+    for out_slot, in_slot in inplace.items():
+        v = in_vars[in_at[in_slot]]
+        if v is not None and type(v) is not tuple and v is out_vars[out_at[out_slot]]:
+            found.append((in_slot, v))
+    return tuple(found)
 
 
 def _write(out_vars: tuple, outs) -> None:
@@ -632,7 +686,7 @@ def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int
                 except AttributeError:  # a value that is not an array (a list, a number, nothing)
                     rec = (seq, t1, t0, op, scope_id, timestep, place_name, META,
                            *[meta_of(v.value) for v in io_vars])
-            elif mode is RECORD_VALUES:  # references: kernels never mutate, so they stay as they were
+            elif mode is RECORD_VALUES:  # references: held, so never donated (`_runner`): they stay as they were
                 rec = (seq, t1, t0, op, scope_id, timestep, place_name, *map(_VALUE, io_vars))
             else:
                 rec = (seq, t1, t0, op, scope_id, timestep, place_name)

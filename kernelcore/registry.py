@@ -109,6 +109,9 @@ class OpDef:
     kernels: dict = field(default_factory=dict)  # (place kind, dtype name|None) -> fn
     specializers: dict = field(default_factory=dict)  # place kind -> factory (see `specialize`)
     no_kernel_reason: str = ""  # why an op has no kernel at all (e.g. handled by the executor)
+    # output slot -> the input slot it may be written over (Paddle's in-place pairs: ParamOut over Param), when
+    # the program names one variable for both and nothing else holds the value (see ExecContext.donated)
+    inplace: dict = field(default_factory=dict)
 
     # -- kernels ------------------------------------------------------------
     def kernel(self, places=("cpu", "gpu"), dtypes=(None,)):
@@ -267,10 +270,15 @@ def feed_fetch_col(desc: pb.OpDesc) -> int:
 _REGISTRY: dict[str, OpDef] = {}
 
 
-def register_op(type: str, comment: str, inputs=(), outputs=(), attrs=(), infer_shape=None) -> OpDef:
+def register_op(type: str, comment: str, inputs=(), outputs=(), attrs=(), infer_shape=None,
+                inplace=None) -> OpDef:
     if type in _REGISTRY:
         raise ValueError(f"op {type!r} is registered twice")
-    d = OpDef(type, comment, tuple(inputs), tuple(outputs), {a.name: a for a in attrs}, infer_shape)
+    d = OpDef(type, comment, tuple(inputs), tuple(outputs), {a.name: a for a in attrs}, infer_shape,
+              inplace=dict(inplace or {}))
+    for out_slot, in_slot in d.inplace.items():
+        if out_slot not in {s.name for s in d.outputs} or in_slot not in {s.name for s in d.inputs}:
+            raise ValueError(f"op {type!r}: in-place pair {out_slot} <- {in_slot} names a slot it does not have")
     _REGISTRY[type] = d
     return d
 

@@ -3,7 +3,7 @@
 `ScopeForest(scope)` snapshots the tree under `scope`: one node per scope with its id, its parent's id,
 its origin (which op in which block made it, for which timestep; "recurrent step", "while iteration",
 "conditional_block branch") and its variables with kind, dtype, shape and place. Values are held by
-reference (kernels never mutate them, so a reference is the value as it was at the snapshot) and turned
+reference (kernels never mutate a held value, so a reference is the value as it was at the snapshot) and turned
 into NumPy only when asked: `forest[id].value(name)`. `to_json()` is the shape-only form the widgets
 read (no values); `str(forest)` is a readable tree.
 """

@@ -4,8 +4,10 @@ A Trace is an observer of the executor. What it keeps of values is a policy:
   "none"        events only: op types, names, scopes, times; no shapes or values
   "shapes"      + each op's inputs/outputs as (slot, name, shape, dtype)   [default]
   "references"  + references to each op's output values. Kernels never mutate
-                their inputs, so a reference is the value as it was then, at no
-                copy cost; it keeps those arrays alive (the memory they hold)
+                a value anything else holds (an optimizer's update lands in its
+                parameter's array only where nothing else holds it), so a
+                reference is the value as it was then, at no copy cost; it keeps
+                those arrays alive (the memory they hold)
   "copies"      + copies of the output values (safe even if user code mutates
                 arrays it fed; costs a copy per op)
 `max_bytes` caps the retained values: past it, the oldest values are released

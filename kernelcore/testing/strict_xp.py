@@ -192,10 +192,13 @@ def _host_to_device(name: str, fn):
             stats["to_device"] += 1
         _check_call(name, (a,) + args, kwargs)
         out = fn(a, *args, **kwargs)
-        if name == "array" and isinstance(out, np.ndarray) and out is a:
-            out = out.copy()
         if out is a and isinstance(given, ndarray):
-            return given  # CuPy hands back the very array when nothing needs converting
+            if name == "array":
+                out = out.copy()
+            else:
+                return given  # CuPy hands back the very array when nothing needs converting
+        elif isinstance(out, np.ndarray) and isinstance(a, np.ndarray) and np.may_share_memory(out, a):
+            out = out.copy()  # from the host: device memory of its own, as CuPy's copy to the device gives
         return _wrap(out)
     return to_device
 
