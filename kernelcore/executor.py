@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import dtypes
+from . import cpu_parts, dtypes
 from .errors import (DtypeError, FeedError, KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError,
                      ShapeError)
 from . import events
@@ -31,7 +31,7 @@ from .events import (META, RECORD_HEAD_ONLY, RECORD_METAS, RECORD_VALUES, BlockR
 from .place import CPUPlace, GPUPlace, to_host
 from .program import Program, Variable as ProgramVariable, check_structure
 from .proto import framework_pb2 as pb
-from .registry import feed_fetch_col, get_op_def
+from .registry import feed_fetch_col, get_op_def, has_op
 from .scope import Scope, global_scope
 from .support import check_supported
 from .values import nonfinite
@@ -115,7 +115,7 @@ def _first_input_dtype(program: Program, block_idx: int, names) -> str | None:
 
 class PreparedBlock:
     __slots__ = ("program", "block_idx", "ops", "var_descs", "_bound", "feed_ops", "feed_decls", "layout",
-                 "first_uses", "declared", "template", "read_at_start", "__weakref__")
+                 "first_uses", "declared", "template", "read_at_start", "split_run", "__weakref__")
 
     def __init__(self, program: Program, block_idx: int, place):
         self.program, self.block_idx = program, block_idx
@@ -129,6 +129,9 @@ class PreparedBlock:
                          if op.type == "feed"}
         self.feed_decls: dict[str, tuple | None] = {}
         self.declared = [n for n, _ in self.var_descs]
+        # block 0 of a program whose runs split ops into parts on the CPU's cores (kernelcore/cpu_parts.py)
+        self.split_run = block_idx == 0 and cpu_parts.wants_parts(
+            get_op_def(t) for t in {op.type for b in program.desc.blocks for op in b.ops} if has_op(t))
         # The bound form of each op with names in place of Variables (binding swaps them in), and the
         # first use of each name in op order (an input seen first must exist; an output may be created).
         self.layout = []
@@ -831,7 +834,9 @@ class Executor:
             fetch_names = self._fetch_names(program, fetch_list)
             bound = _bind(run, prepared, scope, True)
             self._feed(program, prepared, scope, feed or {})
-            yield from _exec_block(run, prepared, scope, begin, end)
+            # a paused run lets other code run between its ops: it keeps the BLAS's threads
+            with cpu_parts.split_run(self.place.xp, prepared.split_run and not pausing):
+                yield from _exec_block(run, prepared, scope, begin, end)
             del bound
             result = self._fetch(program, scope, fetch_names, fetch_list is None, return_numpy)
         except Exception as e:

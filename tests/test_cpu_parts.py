@@ -1,6 +1,6 @@
-"""An op's parts on the CPU's cores (kernelcore/ops/_cpu_parts.py): how many parts, that they run at once with the
-BLAS held to one thread and given its limit back, and that the convolutions split so give what the whole op gives
-(to the last bits OpenBLAS's own threads already change)."""
+"""An op's parts on the CPU's cores (kernelcore/cpu_parts.py): which runs split and into how many parts, that a
+split run holds the BLAS at one thread and gives its limit back, that parts run at once, and that the convolutions
+split so give what the whole op gives (to the last bits OpenBLAS's own threads already change)."""
 import threading
 
 import numpy as np
@@ -8,7 +8,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 import kernelcore as kc
-from kernelcore.ops import _cpu_parts as P
+from kernelcore import cpu_parts as P
 from kernelcore.testing.strict_xp import xp as strict_xp
 
 rng = np.random.default_rng(5)
@@ -29,35 +29,44 @@ def test_chunks_cover_the_range_evenly_and_none_is_empty(total, parts):
 
 
 @needs_blas
-def test_parts_follow_the_blas_thread_limit():
+def test_a_split_run_holds_the_blas_at_one_thread_and_allows_its_limit_in_parts():
+    blas = P._numpy_blas()
     with threadpool_limits(2):
-        assert P.cpu_parts(np, P.MIN_SPLIT_MACS) == 2
-        assert P.cpu_parts(np, P.MIN_SPLIT_MACS - 1) == 1  # small ops run whole
-        assert P.cpu_parts(strict_xp, 10 * P.MIN_SPLIT_MACS) == 1  # other array modules: one part
-    with threadpool_limits(1):
+        assert P.cpu_parts(np, 10 * P.MIN_SPLIT_MACS) == 1  # outside a split run: one part
+        with P.split_run(np, True):
+            assert blas.num_threads == 1
+            assert P.cpu_parts(np, P.MIN_SPLIT_MACS) == 2
+            assert P.cpu_parts(np, P.MIN_SPLIT_MACS - 1) == 1  # small ops run whole
+            assert P.cpu_parts(strict_xp, 10 * P.MIN_SPLIT_MACS) == 1  # other array modules: one part
+            with P.split_run(np, True):  # a run inside the run changes nothing
+                assert P.cpu_parts(np, P.MIN_SPLIT_MACS) == 2
+            assert blas.num_threads == 1
+        assert blas.num_threads == 2
+        with P.split_run(np, False), P.split_run(strict_xp, True):
+            assert blas.num_threads == 2 and P.cpu_parts(np, 10 * P.MIN_SPLIT_MACS) == 1
+        with pytest.raises(RuntimeError):
+            with P.split_run(np, True):
+                raise RuntimeError("an op failed")
+        assert blas.num_threads == 2 and P.cpu_parts(np, 10 * P.MIN_SPLIT_MACS) == 1
+    with threadpool_limits(1), P.split_run(np, True):
         assert P.cpu_parts(np, 10 * P.MIN_SPLIT_MACS) == 1
 
 
-@needs_blas
-def test_parts_run_at_once_with_one_blas_thread_and_the_limit_comes_back():
+def test_parts_run_at_once():
     seen, both_in = [], threading.Barrier(2, timeout=10)
 
     def part(i):
         def call():
             both_in.wait()  # returns only if the other part runs at the same time
-            seen.append((i, threading.get_ident(), P._numpy_blas().num_threads))
+            seen.append(threading.get_ident())
             return i * 10
         return call
 
-    with threadpool_limits(2):
-        assert P.run_parts([part(0), part(1)]) == [0, 10]
-        assert P._numpy_blas().num_threads == 2
-    assert len({ident for _, ident, _ in seen}) == 2
-    assert {threads for _, _, threads in seen} == {1}
+    assert P.run_parts([part(0), part(1)]) == [0, 10]
+    assert len(set(seen)) == 2
 
 
-@needs_blas
-def test_a_failing_part_raises_after_every_part_ended_and_the_limit_comes_back():
+def test_a_failing_part_raises_after_every_part_ended():
     ended = []
 
     def slow():
@@ -67,14 +76,12 @@ def test_a_failing_part_raises_after_every_part_ended_and_the_limit_comes_back()
     def fails():
         raise ValueError("part failed")
 
-    with threadpool_limits(2):
-        with pytest.raises(ValueError, match="part failed"):
-            P.run_parts([fails, slow])
-        assert ended == ["slow"]
-        assert P._numpy_blas().num_threads == 2
-        with pytest.raises(ValueError, match="part failed"):
-            P.run_parts([slow, fails])
-        assert P._numpy_blas().num_threads == 2
+    with pytest.raises(ValueError, match="part failed"):
+        P.run_parts([fails, slow])
+    assert ended == ["slow"]
+    with pytest.raises(ValueError, match="part failed"):
+        P.run_parts([slow, fails])
+    assert ended == ["slow", "slow"]
 
 
 @needs_blas
@@ -83,8 +90,41 @@ def test_a_part_that_splits_again_runs_its_parts_in_turn():
         assert P.cpu_parts(np, 10 * P.MIN_SPLIT_MACS) == 1  # the split is held
         return P.run_parts([lambda: 1, lambda: 2])
 
-    with threadpool_limits(2):
+    with threadpool_limits(2), P.split_run(np, True):
         assert P.run_parts([inner, inner]) == [[1, 2], [1, 2]]
+
+
+def _conv_program():
+    prog = kc.Program()
+    b = prog.global_block()
+    b.create_var("x", (2, 3, 8, 8), "float32")
+    b.create_var("w", (4, 3, 3, 3), "float32")
+    b.append_op("conv2d", inputs={"Input": ["x"], "Filter": ["w"]}, outputs={"Output": ["y"]},
+                attrs=dict(strides=[1, 1], paddings=[1, 1]))
+    return prog
+
+
+@needs_blas
+def test_which_runs_split(monkeypatch):
+    """A convolution's program runs split; with the fused RNN beside it, or paused by a debugger, it does not."""
+    seen = []
+    monkeypatch.setattr(P, "MIN_SPLIT_MACS", 0)
+    monkeypatch.setattr(P, "run_parts", lambda calls: seen.append(len(calls)) or [c() for c in calls])
+    from kernelcore.ops import conv as C
+    monkeypatch.setattr(C, "run_parts", P.run_parts)
+    prog = _conv_program()
+    feed = {"x": f32(2, 3, 8, 8), "w": f32(4, 3, 3, 3)}
+    exe = kc.Executor(kc.CPUPlace())
+    with threadpool_limits(2):
+        exe.run(prog, feed=feed, fetch_list=["y"])
+        assert seen == [2]
+        gen = exe.run_iter(prog, feed=feed, fetch_list=["y"], pausing=True)
+        for _ in gen:
+            assert P._numpy_blas().num_threads == 2
+        assert seen == [2]
+        assert not P.wants_parts([kc.get_op_def("conv2d"), kc.get_op_def("rnn")])
+        assert P.wants_parts([kc.get_op_def("conv2d_grad"), kc.get_op_def("momentum")])
+        assert not P.wants_parts([kc.get_op_def("mul"), kc.get_op_def("sgd")])
 
 
 def _conv_grad_program(op, x, w, g, attrs):
@@ -102,12 +142,15 @@ def _conv_grad_program(op, x, w, g, attrs):
     return fwd, prog
 
 
-CASES = [  # (op, x, w, attrs): ordinary, strided with groups, depthwise (stride 1 and 2), 7x7 on 3 channels, 3-D
+CASES = [  # (op, x, w, attrs): ordinary, strided with groups, depthwise (stride 1 and 2), 7x7 on 3 channels, a
+    # late layer (more filter than columns), one image, 3-D
     ("conv2d", (8, 16, 12, 12), (32, 16, 3, 3), dict(strides=[1, 1], paddings=[1, 1])),
     ("conv2d", (5, 16, 12, 12), (32, 8, 3, 3), dict(strides=[2, 2], paddings=[1, 1], groups=2)),
     ("depthwise_conv2d", (4, 12, 20, 20), (12, 1, 3, 3), dict(strides=[1, 1], paddings=[1, 1], groups=12)),
     ("depthwise_conv2d", (3, 6, 9, 9), (12, 1, 3, 3), dict(strides=[2, 2], paddings=[1, 1], groups=6)),
     ("conv2d", (7, 3, 20, 20), (8, 3, 7, 7), dict(strides=[2, 2], paddings=[3, 3])),
+    ("conv2d", (4, 24, 2, 2), (48, 24, 3, 3), dict(strides=[1, 1], paddings=[1, 1])),  # late layer: by channels
+    ("conv2d", (1, 8, 9, 9), (16, 8, 3, 3), dict(strides=[1, 1], paddings=[1, 1])),  # one image
     ("conv3d", (3, 4, 6, 6, 6), (6, 4, 3, 3, 3), dict(strides=[1, 1, 1], paddings=[1, 1, 1])),
 ]
 
@@ -115,8 +158,8 @@ CASES = [  # (op, x, w, attrs): ordinary, strided with groups, depthwise (stride
 @needs_blas
 @pytest.mark.parametrize("op, xs, ws, attrs", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_split_convolutions_give_what_the_whole_op_gives(monkeypatch, op, xs, ws, attrs):
-    """Through the executor: the forward by images, Input@GRAD by images, Filter@GRAD by channels or groups, at
-    2 and 3 parts, against one part."""
+    """Through the executor: the forward by images or output channels, Input@GRAD by images, Filter@GRAD by
+    channels or groups, at 2 and 3 parts, against one part."""
     monkeypatch.setattr(P, "MIN_SPLIT_MACS", 0)
     handed_off = []
     workers = P._workers

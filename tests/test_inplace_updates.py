@@ -155,9 +155,9 @@ def test_on_the_device_path_too():
 
 @pytest.mark.parametrize("case", [MOMENTUM, NESTEROV, SGD], ids=["momentum", "nesterov", "sgd"])
 def test_an_update_shared_among_cores_gives_the_same_values(monkeypatch, case):
-    """The blocks of one update split among two cores (kernelcore/ops/_cpu_parts.py): the same values."""
+    """The blocks of one update split among two cores (kernelcore/cpu_parts.py): the same values."""
     from threadpoolctl import threadpool_limits
-    from kernelcore.ops import _cpu_parts as P
+    from kernelcore import cpu_parts as P
     if P._numpy_blas() is None:
         pytest.skip("no BLAS NumPy loaded that threadpoolctl controls")
     want_w, want_v = _reference(case)
@@ -167,7 +167,7 @@ def test_an_update_shared_among_cores_gives_the_same_values(monkeypatch, case):
     workers = P._workers
     monkeypatch.setattr(P, "_workers", lambda n: handed_off.append(n) or workers(n))
     scope = _fresh_scope()
-    with threadpool_limits(2):
+    with threadpool_limits(2), P.split_run(np, True):  # as inside a CNN's training run
         _run(case, scope)
     assert handed_off
     np.testing.assert_array_equal(scope.find_var("w").value, want_w)

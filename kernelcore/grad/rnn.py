@@ -40,6 +40,7 @@ RNN_GRAD = register_op(
              Out("PreState@GRAD", "the gradients of PreState", duplicable=True, dispensable=True),
              Out("WeightList@GRAD", "the gradients of WeightList", duplicable=True, dispensable=True)],
     attrs=list(RNN.attrs.values()))
+RNN_GRAD.needs_blas_threads = True  # small per-step products: see kernelcore/cpu_parts.py
 
 
 def _infer_grad(ic):

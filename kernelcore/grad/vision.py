@@ -20,7 +20,7 @@ import numpy as np
 from ..ops import conv as C
 from ..ops import interp as I
 from ..ops import pool as P
-from ..ops._cpu_parts import chunks, cpu_parts, run_parts
+from ..cpu_parts import chunks, cpu_parts, run_parts
 from ..ops._spatial import channel_last
 from ..ops.activation_extra import _sigmoid
 from ..registry import In, Out, get_op_def, has_op, register_op
@@ -127,11 +127,12 @@ def _conv_grad(fwd_type, nd):
         return (None if dx is None else _last(xp, dx, fmt)), dw
 
     kernel.__name__ = f"{fwd_type}_grad"
+    d.runs_in_parts = True
 
 
 def conv_grads_parts(xp, x, w, g, strides, pads, dils, groups, want_dx, want_dw):
     """(Input@GRAD, Filter@GRAD) of a convolution, None where not wanted, in parts on the CPU's cores
-    (kernelcore/ops/_cpu_parts.py): Input@GRAD by images, Filter@GRAD by input channels (one group) or by
+    (kernelcore/cpu_parts.py): Input@GRAD by images, Filter@GRAD by input channels (one group) or by
     groups; each element sums the same terms as the whole op's."""
     n, c = x.shape[:2]
     parts = cpu_parts(xp, (want_dx + want_dw) * C.conv_macs(x.shape, w.shape, strides))

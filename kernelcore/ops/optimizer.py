@@ -20,7 +20,7 @@ import numpy as np
 from ..proto.framework_pb2 import AttrType as A
 from ..registry import Attr, Check, In, Out, register_op
 from ..shape_inference import dims_match
-from ._cpu_parts import chunks, cpu_parts, run_parts
+from ..cpu_parts import chunks, cpu_parts, run_parts
 from ._infer import prod
 
 # -- shared pieces ------------------------------------------------------------------------------------
@@ -87,7 +87,7 @@ def _blocks(xp, n: int):
 
 def _in_parts(xp, n: int, update) -> None:
     """`update(blocks)` over the blocks of an n-element update, the blocks shared among the CPU's cores
-    (kernelcore/ops/_cpu_parts.py)."""
+    (kernelcore/cpu_parts.py)."""
     blocks = _blocks(xp, n)
     parts = cpu_parts(xp, n * ELEMENT_WORK) if len(blocks) > 1 else 1
     if parts < 2:

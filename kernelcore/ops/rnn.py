@@ -101,6 +101,7 @@ RNN = register_op(
            Attr("seed", A.INT, "the dropout seed (0: the executor's generator)", 0),
            Attr("is_test", A.BOOLEAN, "inference: no dropout, no step scopes kept for rnn_grad", False)],
     infer_shape=_infer_rnn)
+RNN.needs_blas_threads = True  # small per-step products: see kernelcore/cpu_parts.py
 
 
 class CellStep:
