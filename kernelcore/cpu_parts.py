@@ -96,9 +96,10 @@ def cpu_parts(xp, macs: int) -> int:
 
 
 def run_parts(calls: Sequence[Callable[[], T]]) -> list[T]:
-    """The calls' results, in order: the first on this thread, the others on the pool, all at once (the BLAS is
-    at one thread in a split run). In turn when another op holds the split (a part's own op, another thread's)."""
-    if len(calls) == 1 or not _split_lock.acquire(blocking=False):
+    """The calls' results, in order: inside a split run the first on this thread and the others on the pool, all
+    at once (the BLAS at one thread); in turn elsewhere, or when another op holds the split (a part's own op,
+    another thread's)."""
+    if len(calls) == 1 or _parts_allowed.get() < 2 or not _split_lock.acquire(blocking=False):
         return [c() for c in calls]
     try:
         futures = [_workers(len(calls) - 1).submit(c) for c in calls[1:]]

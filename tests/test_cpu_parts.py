@@ -52,7 +52,8 @@ def test_a_split_run_holds_the_blas_at_one_thread_and_allows_its_limit_in_parts(
         assert P.cpu_parts(np, 10 * P.MIN_SPLIT_MACS) == 1
 
 
-def test_parts_run_at_once():
+@needs_blas
+def test_parts_run_at_once_in_a_split_run_and_in_turn_elsewhere():
     seen, both_in = [], threading.Barrier(2, timeout=10)
 
     def part(i):
@@ -62,10 +63,17 @@ def test_parts_run_at_once():
             return i * 10
         return call
 
-    assert P.run_parts([part(0), part(1)]) == [0, 10]
+    with threadpool_limits(2), P.split_run(np, True):
+        assert P.run_parts([part(0), part(1)]) == [0, 10]
     assert len(set(seen)) == 2
+    order = []
+    with threadpool_limits(1), P.split_run(np, True):  # one core allowed: no hand-off
+        assert P.run_parts([lambda: order.append(threading.get_ident()), lambda: order.append(
+            threading.get_ident())]) == [None, None]
+    assert order == [threading.get_ident()] * 2
 
 
+@needs_blas
 def test_a_failing_part_raises_after_every_part_ended():
     ended = []
 
@@ -76,12 +84,13 @@ def test_a_failing_part_raises_after_every_part_ended():
     def fails():
         raise ValueError("part failed")
 
-    with pytest.raises(ValueError, match="part failed"):
-        P.run_parts([fails, slow])
-    assert ended == ["slow"]
-    with pytest.raises(ValueError, match="part failed"):
-        P.run_parts([slow, fails])
-    assert ended == ["slow", "slow"]
+    with threadpool_limits(2), P.split_run(np, True):
+        with pytest.raises(ValueError, match="part failed"):
+            P.run_parts([fails, slow])
+        assert ended == ["slow"]
+        with pytest.raises(ValueError, match="part failed"):
+            P.run_parts([slow, fails])
+        assert ended == ["slow", "slow"]
 
 
 @needs_blas
@@ -168,6 +177,8 @@ def test_split_convolutions_give_what_the_whole_op_gives(monkeypatch, op, xs, ws
     exe = kc.Executor(kc.CPUPlace())
     results = {}
     for threads in (1, 2, 3):
+        if threads == 2:
+            assert not handed_off, "a run allowed one core handed parts to other threads"
         with threadpool_limits(threads):
             fwd, bwd = _conv_grad_program(op, x, w, np.zeros(1, np.float32), attrs)
             (y,) = exe.run(fwd, feed={"x": x, "w": w}, fetch_list=["y"])

@@ -136,6 +136,9 @@ def conv_grads_parts(xp, x, w, g, strides, pads, dils, groups, want_dx, want_dw)
     groups; each element sums the same terms as the whole op's."""
     n, c = x.shape[:2]
     parts = cpu_parts(xp, (want_dx + want_dw) * C.conv_macs(x.shape, w.shape, strides))
+    if parts < 2:
+        return (conv_input_grad(xp, g, w, strides, pads, dils, groups, list(x.shape[2:]), c) if want_dx else None,
+                conv_filter_grad(xp, x, g, w.shape, strides, pads, dils, groups) if want_dw else None)
     dx_parts = (parts + 1) // 2 if want_dw else parts
     calls, dx_calls = [], 0
     if want_dx:
