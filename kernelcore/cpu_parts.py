@@ -13,8 +13,8 @@ program with an op that runs in parts (OpDef.runs_in_parts: the convolutions) an
 threads (OpDef.needs_blas_threads: the fused RNN, whose many small per-step products gain from OpenBLAS's
 spinning threads and would lose to the hand-off of parts) runs with the BLAS held at one thread, and its ops split
 into as many parts as the BLAS's thread limit allowed when the run began (so `threadpoolctl.threadpool_limits(1)`
-or OPENBLAS_NUM_THREADS=1 keeps a run on one core). Other runs, and runs a debugger pauses, are left as they were:
-one part per op, the BLAS's own threads. Matrix products in a split run use one core.
+or OPENBLAS_NUM_THREADS=1 keeps a run on one core); their matrix products split too (`matmul`). Other runs, and
+runs a debugger pauses, are left as they were: one part per op, the BLAS's own threads.
 
 Every part sums the same terms for its share of the output as the whole op would (the parts split the batch, the
 output channels or the elements, never a sum). The last bits may differ from the whole op's, as they already
@@ -27,6 +27,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import partial
 from typing import Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
@@ -110,6 +111,24 @@ def run_parts(calls: Sequence[Callable[[], T]]) -> list[T]:
         return [first, *(f.result() for f in futures)]
     finally:
         _split_lock.release()
+
+
+def matmul(xp, a, b):
+    """`xp.matmul(a, b)`, in parts inside a split run: by a's rows or b's columns, whichever are more (each part
+    reads all of the other operand), the parts' products side by side. The matrix products of a split run's
+    programs (a CNN's classifier, its gradients) so use the cores the BLAS is held off."""
+    if a.ndim < 2 or b.ndim < 2:
+        return xp.matmul(a, b)
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = 1
+    for d in np.broadcast_shapes(a.shape[:-2], b.shape[:-2]):
+        batch *= d
+    parts = cpu_parts(xp, batch * m * k * n)
+    if parts < 2 or max(m, n) < 2:
+        return xp.matmul(a, b)
+    if m >= n:
+        return xp.concatenate(run_parts([partial(xp.matmul, a[..., s, :], b) for s in chunks(m, parts)]), axis=-2)
+    return xp.concatenate(run_parts([partial(xp.matmul, a, b[..., s]) for s in chunks(n, parts)]), axis=-1)
 
 
 def _workers(n: int) -> ThreadPoolExecutor:

@@ -190,3 +190,46 @@ def test_split_convolutions_give_what_the_whole_op_gives(monkeypatch, op, xs, ws
         for got, want, name in zip(results[threads], results[1], ("Output", "Input@GRAD", "Filter@GRAD")):
             assert got.shape == want.shape, name
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()), err_msg=name)
+
+
+@needs_blas
+@pytest.mark.parametrize("a, b", [((40, 30), (30, 7)), ((5, 30), (30, 41)), ((3, 9, 8), (8, 10)),
+                                  ((2, 1, 6, 5), (3, 5, 9)), ((6,), (6, 4)), ((1, 8), (8, 1))])
+def test_matmul_in_parts_is_matmul(monkeypatch, a, b):
+    monkeypatch.setattr(P, "MIN_SPLIT_MACS", 0)
+    x, y = f32(*a), f32(*b)
+    want = np.matmul(x, y)
+    with threadpool_limits(2), P.split_run(np, True):
+        got = P.matmul(np, x, y)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@needs_blas
+def test_a_cnns_classifier_and_its_gradients_run_in_parts(monkeypatch):
+    """mul / matmul_v2 and their gradients in a split run (a convolution in the program makes it one)."""
+    monkeypatch.setattr(P, "MIN_SPLIT_MACS", 0)
+    split = []
+    real = P.run_parts
+    monkeypatch.setattr(P, "run_parts", lambda calls: split.append(len(calls)) or real(calls))
+    prog = kc.Program()
+    b = prog.global_block()
+    for name, shape in (("x", (4, 3, 6, 6)), ("w", (5, 3, 3, 3)), ("fc", (180, 7)), ("g", (4, 7))):
+        b.create_var(name, shape, "float32")
+    b.append_op("conv2d", inputs={"Input": ["x"], "Filter": ["w"]}, outputs={"Output": ["y"]},
+                attrs=dict(strides=[1, 1], paddings=[1, 1]))
+    b.append_op("flatten_contiguous_range", inputs={"X": ["y"]}, outputs={"Out": ["flat"]},
+                attrs={"start_axis": 1, "stop_axis": -1})
+    b.append_op("matmul_v2", inputs={"X": ["flat"], "Y": ["fc"]}, outputs={"Out": ["o"]})
+    b.append_op("matmul_v2_grad", inputs={"X": ["flat"], "Y": ["fc"], "Out@GRAD": ["g"]},
+                outputs={"X@GRAD": ["dflat"], "Y@GRAD": ["dfc"]})
+    feed = {"x": f32(4, 3, 6, 6), "w": f32(5, 3, 3, 3), "fc": f32(180, 7), "g": f32(4, 7)}
+    exe = kc.Executor(kc.CPUPlace())
+    with threadpool_limits(1):
+        want = exe.run(prog, feed=feed, fetch_list=["o", "dflat", "dfc"])
+    assert split == []
+    with threadpool_limits(2):
+        got = exe.run(prog, feed=feed, fetch_list=["o", "dflat", "dfc"])
+    assert len(split) == 3  # the product and its two gradients (P.matmul; the convolution calls its own import)
+    for g_, w_ in zip(got, want):
+        np.testing.assert_allclose(g_, w_, rtol=1e-5, atol=1e-5)

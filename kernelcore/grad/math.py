@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from .. import cpu_parts
 from ..ops.math import align, reduce_axes
 from ..backward import GradContext, no_grad, rule, standard, wanted
 
@@ -100,8 +101,9 @@ def mul_grad(ctx, ins, attrs):
     x2 = x.reshape(math.prod(x.shape[:xn]), math.prod(x.shape[xn:]))
     y2 = y.reshape(math.prod(y.shape[:yn]), math.prod(y.shape[yn:]))
     g2 = g.reshape(x2.shape[0], y2.shape[1])
-    return ((g2 @ y2.T).reshape(x.shape) if wanted(ctx, "X@GRAD") else None,
-            (x2.T @ g2).reshape(y.shape) if wanted(ctx, "Y@GRAD") else None)
+    xp = ctx.xp
+    return (cpu_parts.matmul(xp, g2, y2.T).reshape(x.shape) if wanted(ctx, "X@GRAD") else None,
+            cpu_parts.matmul(xp, x2.T, g2).reshape(y.shape) if wanted(ctx, "Y@GRAD") else None)
 
 
 MATMUL_V2_GRAD = standard("matmul_v2", ins=("X", "Y"), in_grads=("X", "Y"),
@@ -125,10 +127,10 @@ def matmul_v2_grad(ctx, ins, attrs):
     b = xp.swapaxes(ym, -1, -2) if ty else ym  # [..., K, N]
     dx = dy = None
     if wanted(ctx, "X@GRAD"):
-        da = xp.matmul(g, xp.swapaxes(b, -1, -2))
+        da = cpu_parts.matmul(xp, g, xp.swapaxes(b, -1, -2))
         dx = unbroadcast(xp.swapaxes(da, -1, -2) if tx else da, xm.shape, x.shape, fresh=True)
     if wanted(ctx, "Y@GRAD"):
-        db = xp.matmul(xp.swapaxes(a, -1, -2), g)
+        db = cpu_parts.matmul(xp, xp.swapaxes(a, -1, -2), g)
         dy = unbroadcast(xp.swapaxes(db, -1, -2) if ty else db, ym.shape, y.shape, fresh=True)
     return dx, dy
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import operator
 
-from .. import dtypes
+from .. import cpu_parts, dtypes
 from ..proto.framework_pb2 import AttrType as A
 from ..proto.framework_pb2 import VarType as VT
 from ..registry import Attr, Check, In, Out, at_least, larger_than, register_op
@@ -252,7 +252,7 @@ def mul(ctx, ins, attrs):
     x, y = ins
     xn, yn = attrs["x_num_col_dims"], attrs["y_num_col_dims"]
     if xn == 1 and yn == 1 and x.ndim == 2 and y.ndim == 2 and x.shape[1] == y.shape[0]:
-        return (x @ y,)  # the fc layer's case: nothing to flatten
+        return (cpu_parts.matmul(ctx.xp, x, y),)  # the fc layer's case: nothing to flatten
     if xn >= x.ndim or yn >= y.ndim:
         _fail(f"x_num_col_dims={xn}, y_num_col_dims={yn} must be below the ranks of X {list(x.shape)} "
               f"and Y {list(y.shape)}")
@@ -261,7 +261,7 @@ def mul(ctx, ins, attrs):
     if x2.shape[1] != y2.shape[0]:
         _fail(f"X {list(x.shape)} flattens to {list(x2.shape)} and Y {list(y.shape)} to {list(y2.shape)}: "
               f"X's width must equal Y's height")
-    return ((x2 @ y2).reshape(x.shape[:xn] + y.shape[yn:]),)
+    return (cpu_parts.matmul(ctx.xp, x2, y2).reshape(x.shape[:xn] + y.shape[yn:]),)
 
 
 def _matmul_dims(x, y, tx: bool, ty: bool, fail):
@@ -321,7 +321,7 @@ def matmul_v2(ctx, ins, attrs):
         x = xp.swapaxes(x, -1, -2)
     if attrs["trans_y"] and y.ndim >= 2:
         y = xp.swapaxes(y, -1, -2)
-    return (xp.asarray(xp.matmul(x, y)),)  # NumPy gives a scalar for 1-D @ 1-D; keep it an array
+    return (xp.asarray(cpu_parts.matmul(xp, x, y)),)  # NumPy gives a scalar for 1-D @ 1-D; keep it an array
 
 
 def _infer_cosine(ic):
