@@ -131,6 +131,16 @@ def matmul(xp, a, b):
     return xp.concatenate(run_parts([partial(xp.matmul, a, b[..., s]) for s in chunks(n, parts)]), axis=-1)
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool threads do not exist there, so parts handed to them would never run."""
+    global _pool, _pool_size, _split_lock
+    _pool, _pool_size, _split_lock = None, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _workers(n: int) -> ThreadPoolExecutor:
     global _pool, _pool_size
     if _pool is None or _pool_size < n:

@@ -1,6 +1,7 @@
 """An op's parts on the CPU's cores (kernelcore/cpu_parts.py): which runs split and into how many parts, that a
 split run holds the BLAS at one thread and gives its limit back, that parts run at once, and that the convolutions
 split so give what the whole op gives (to the last bits OpenBLAS's own threads already change)."""
+import os
 import threading
 
 import numpy as np
@@ -233,3 +234,36 @@ def test_a_cnns_classifier_and_its_gradients_run_in_parts(monkeypatch):
     assert len(split) == 3  # the product and its two gradients (P.matmul; the convolution calls its own import)
     for g_, w_ in zip(got, want):
         np.testing.assert_allclose(g_, w_, rtol=1e-5, atol=1e-5)
+
+
+def _split_conv_in_child(q):
+    with threadpool_limits(2), P.split_run(np, True):
+        x, w = np.ones((4, 3, 8, 8), np.float32), np.ones((5, 3, 3, 3), np.float32)
+        from kernelcore.ops import conv as C
+        q.put(float(C.conv_forward_parts(np, x, w, [1, 1], [(1, 1), (1, 1)], [1, 1], 1).sum()))
+
+
+@needs_blas
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_runs_parts_on_its_own_pool(monkeypatch):
+    """The parent's pool threads are not copied into a child: the child makes its own (else its parts wait
+    forever on threads that are not there)."""
+    import multiprocessing
+    monkeypatch.setattr(P, "MIN_SPLIT_MACS", 0)
+    _split_conv_in_child(__import__("queue").Queue())  # the parent's pool now exists
+    assert P._pool is not None
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    child = ctx.Process(target=_split_conv_in_child, args=(q,))
+    child.start()
+    child.join(timeout=30)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child's split convolution never finished")
+    assert q.get(timeout=5) == float(np.sum(_whole_conv()))
+
+
+def _whole_conv():
+    from kernelcore.ops import conv as C
+    x, w = np.ones((4, 3, 8, 8), np.float32), np.ones((5, 3, 3, 3), np.float32)
+    return C.conv_forward(np, x, w, [1, 1], [(1, 1), (1, 1)], [1, 1], 1)
