@@ -63,6 +63,12 @@ def _numpy_blas():
     return _blas or None
 
 
+def split_run_parts() -> int | None:
+    """How many parts a split run would allow now (the BLAS's thread limit), None with no BLAS to hold."""
+    blas = _numpy_blas()
+    return None if blas is None else max(1, blas.num_threads)
+
+
 def wants_parts(op_defs) -> bool:
     """Whether a program of these op definitions should run split (`split_run`)."""
     defs = list(op_defs)

@@ -91,6 +91,7 @@ def runtime_info() -> dict:
     import numpy as np
 
     from . import __version__
+    from .cpu_parts import split_run_parts
     from .place import PlaceError, cupy_module
     try:
         import google.protobuf as protobuf
@@ -111,7 +112,7 @@ def runtime_info() -> dict:
                     "logical_cpus": os.cpu_count(),
                     "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
                     "avx2": "avx2" in flags, "avx512": "avx512f" in flags},
-            "blas": blas, "gpu": gpu, "hints": hints(flags, blas)}
+            "blas": blas, "cpu_parts": split_run_parts(), "gpu": gpu, "hints": hints(flags, blas)}
 
 
 def format_info(info: dict) -> str:
@@ -129,6 +130,12 @@ def format_info(info: dict) -> str:
         if b.get("kernels") is None and b.get("threads") is None:
             extra.append("kernels and threads: pip install threadpoolctl to see them")
         lines.append(f"BLAS   {b.get('name')} {b.get('version') or ''}".rstrip() + f" ({', '.join(extra)})")
+    parts = info.get("cpu_parts")
+    if parts is None:
+        lines.append("parts  none: no BLAS NumPy loaded that threadpoolctl can hold at one thread")
+    else:
+        lines.append(f"parts  runs of convolutional programs split their ops into {parts} part(s), one per core "
+                     f"(the BLAS's thread limit; kernelcore/cpu_parts.py)")
     g = info["gpu"]
     lines.append(f"GPU    CuPy {g['cupy']}, {g['devices']} device(s)" if g["available"] else f"GPU    none: {g['why']}")
     lines += [f"hint   {h}" for h in info["hints"]]

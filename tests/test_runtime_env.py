@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from kernelcore import cli
 from kernelcore import runtime_env as ri
@@ -48,6 +49,20 @@ def test_kernelcore_env_prints_the_runtime(capsys):
     assert cli.main(["env"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("kernelcore ") and "\nBLAS " in text and "\nGPU " in text
+    assert "\nparts  " in text
+
+
+def test_kernelcore_env_says_how_many_parts_a_split_run_allows(capsys):
+    from threadpoolctl import threadpool_limits
+    from kernelcore import cpu_parts
+    if cpu_parts.split_run_parts() is None:
+        pytest.skip("no BLAS NumPy loaded that threadpoolctl controls")
+    with threadpool_limits(1):
+        assert cli.main(["env", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["cpu_parts"] == 1
+    with threadpool_limits(2):
+        assert cli.main(["env"]) == 0
+        assert "split their ops into 2 part(s)" in capsys.readouterr().out
 
 
 def test_without_threadpoolctl_the_build_record_names_the_blas(monkeypatch, capsys):
