@@ -223,7 +223,7 @@ def run(quick: bool = False) -> dict:
     from nbformat.v4 import new_code_cell, new_notebook
     from playwright.sync_api import sync_playwright
 
-    from browser_graph import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, LabServer
+    from _lab_server import CHROMIUM, CHROMIUM_ARGS, LabServer
     from kernelcore.display import program_json
 
     tmp = Path(tempfile.mkdtemp(prefix="kc_graph_big_"))
@@ -284,7 +284,7 @@ def run(quick: bool = False) -> dict:
 
 
 def _measure(browser, lab, name: str, quick: bool) -> dict:
-    from browser_graph import VIEWPORT
+    from _lab_server import VIEWPORT
     ctx = browser.new_context(viewport=VIEWPORT)
     ctx.add_init_script(LONGTASKS_JS)
     page = ctx.new_page()

@@ -63,7 +63,7 @@ def run(sizes, reps: int) -> list[dict]:
     from nbformat.v4 import new_code_cell, new_notebook
     from playwright.sync_api import sync_playwright
 
-    from browser_graph import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, LabServer
+    from _lab_server import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, LabServer
 
     tmp = Path(tempfile.mkdtemp(prefix="kc_svg_size_"))
     jpath = tmp / "jupyter_path"
