@@ -267,3 +267,14 @@ def _whole_conv():
     from kernelcore.ops import conv as C
     x, w = np.ones((4, 3, 8, 8), np.float32), np.ones((5, 3, 3, 3), np.float32)
     return C.conv_forward(np, x, w, [1, 1], [(1, 1), (1, 1)], [1, 1], 1)
+
+
+def test_without_a_blas_to_hold_nothing_splits(monkeypatch):
+    """NumPy on a BLAS threadpoolctl cannot find or tell apart (two loaded, none under NumPy): runs stay whole."""
+    monkeypatch.setattr(P, "_blas", False)
+    assert P._numpy_blas() is None and P.split_run_parts() is None
+    with P.split_run(np, True):
+        assert P.cpu_parts(np, 10 * P.MIN_SPLIT_MACS) == 1
+    prog = _conv_program()
+    (y,) = kc.Executor(kc.CPUPlace()).run(prog, feed={"x": f32(2, 3, 8, 8), "w": f32(4, 3, 3, 3)}, fetch_list=["y"])
+    assert y.shape == (2, 4, 8, 8)
