@@ -9,8 +9,8 @@ OPENBLAS_CORETYPE=SkylakeX took a float32 GEMM from ~114 to ~200 GFLOP/s on one 
 training step from 1.6x to 1.35x PyTorch's time. Only the person starting Python can choose that (OpenBLAS
 reads the variable once, when NumPy loads it), so kernelcore says so rather than doing it.
 
-threadpoolctl (optional; it comes with scikit-learn) tells which kernels and threads the loaded BLAS uses;
-without it only NumPy's build information is shown.
+threadpoolctl (a dependency, which kernelcore/cpu_parts.py also uses) tells which kernels and threads the loaded
+BLAS uses; where it cannot be imported, only NumPy's build information is shown.
 """
 from __future__ import annotations
 
