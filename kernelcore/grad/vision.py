@@ -139,22 +139,20 @@ def conv_grads_parts(xp, x, w, g, strides, pads, dils, groups, want_dx, want_dw)
     if parts < 2:
         return (conv_input_grad(xp, g, w, strides, pads, dils, groups, list(x.shape[2:]), c) if want_dx else None,
                 conv_filter_grad(xp, x, g, w.shape, strides, pads, dils, groups) if want_dw else None)
-    dx_parts = (parts + 1) // 2 if want_dw else parts
-    calls, dx_calls = [], 0
-    if want_dx:
-        for s in chunks(n, dx_parts):
-            calls.append(partial(conv_input_grad, xp, g[s], w, strides, pads, dils, groups, list(x.shape[2:]), c))
-        dx_calls = len(calls)
+    calls = [partial(conv_input_grad, xp, g[s], w, strides, pads, dils, groups, list(x.shape[2:]), c)
+             for s in chunks(n, (parts + 1) // 2 if want_dw else parts)] if want_dx else []
+    dx_calls = len(calls)
     if want_dw:
         o, cg = w.shape[:2]
+        dw_parts = parts - dx_calls
         if groups == 1:  # by input channels: Filter@GRAD's columns
             calls += [partial(conv_filter_grad, xp, x[:, s], g, (o, s.stop - s.start, *w.shape[2:]), strides, pads,
-                              dils, 1) for s in chunks(c, parts - dx_calls if want_dx else parts)]
+                              dils, 1) for s in chunks(c, dw_parts)]
         else:  # by groups: Filter@GRAD's rows
             og = o // groups
             calls += [partial(conv_filter_grad, xp, x[:, s.start * cg:s.stop * cg], g[:, s.start * og:s.stop * og],
                               ((s.stop - s.start) * og, *w.shape[1:]), strides, pads, dils, s.stop - s.start)
-                      for s in chunks(groups, parts - dx_calls if want_dx else parts)]
+                      for s in chunks(groups, dw_parts)]
     done = run_parts(calls)
     dx = (done[0] if dx_calls == 1 else xp.concatenate(done[:dx_calls])) if want_dx else None
     dws = done[dx_calls:]

@@ -85,15 +85,18 @@ def _blocks(xp, n: int):
     return [slice(i, min(i + step, n)) for i in range(0, max(n, 1), step)]
 
 
-def _in_parts(xp, n: int, update) -> None:
-    """`update(blocks)` over the blocks of an n-element update, the blocks shared among the CPU's cores
-    (kernelcore/cpu_parts.py)."""
+def _in_parts(xp, n: int, mt, update) -> None:
+    """`update(blocks, scratch)` over the blocks of an n-element update in MT, the blocks shared among the CPU's
+    cores (kernelcore/cpu_parts.py), each part with a scratch array of one block."""
     blocks = _blocks(xp, n)
     parts = cpu_parts(xp, n * ELEMENT_WORK) if len(blocks) > 1 else 1
+
+    def part(some):
+        update(some, xp.empty(min(n, UPDATE_BLOCK) if xp is np else n, dtype=mt))
     if parts < 2:
-        update(blocks)
+        part(blocks)
     else:
-        run_parts([partial(update, blocks[s]) for s in chunks(len(blocks), parts)])
+        run_parts([partial(part, blocks[s]) for s in chunks(len(blocks), parts)])
 
 
 def _finish(param, new_value, use_master):
@@ -128,14 +131,13 @@ def sgd(ctx, ins, attrs):
     flat_p, flat_g, flat_out = p.reshape(-1), g.reshape(-1), out.reshape(-1)
     n = flat_out.size
 
-    def update(blocks):
-        tmp = xp.empty(min(n, UPDATE_BLOCK) if xp is np else n, dtype=mt)
+    def update(blocks, tmp):
         for b in blocks:
             t = tmp[:b.stop - b.start]
             xp.multiply(lr, flat_g[b], out=t)
             xp.subtract(flat_p[b], t, out=flat_out[b])
 
-    _in_parts(xp, n, update)
+    _in_parts(xp, n, mt, update)
     return _finish(param, out, use_master)
 
 
@@ -190,8 +192,7 @@ def momentum(ctx, ins, attrs):
     fv, fg, fp, fv_out, fp_new = (a.reshape(-1) for a in (v, g, p, v_out, p_new))
     n = fv_out.size
 
-    def update(blocks):
-        tmp = xp.empty(min(n, UPDATE_BLOCK) if xp is np else n, dtype=mt)
+    def update(blocks, tmp):
         for b in blocks:
             t, vo = tmp[:b.stop - b.start], fv_out[b]
             xp.multiply(fv[b], mu, out=vo)
@@ -204,7 +205,7 @@ def momentum(ctx, ins, attrs):
                 xp.multiply(lr, vo, out=t)
             xp.subtract(fp[b], t, out=fp_new[b])
 
-    _in_parts(xp, n, update)
+    _in_parts(xp, n, mt, update)
     p_out, master_out = _finish(param, p_new, use_master)
     return p_out, v_out.astype(velocity.dtype, copy=False), master_out
 
