@@ -87,6 +87,8 @@ def _transpose_reference(g, w, strides, pads, dils, groups, in_sizes):
     ((2, 5, 11, 10), (5, 1, 3, 3), [2, 2], [(1, 1), (1, 1)], [1, 1], 5),      # depthwise, stride 2
     ((1, 4, 9, 7), (8, 2, 3, 2), [2, 1], [(0, 1), (1, 0)], [1, 1], 2),        # depthwise-like but grouped: col2im
     ((1, 8, 2, 2), (16, 8, 3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1], 1),       # large filter beside the gradient
+    ((2, 6, 5, 3), (8, 6, 3, 3), [2, 2], [(1, 1), (1, 1)], [1, 1], 1),        # col2im, channels-last
+    ((2, 6, 6, 4), (4, 3, 3, 2), [2, 2], [(1, 0), (0, 1)], [1, 2], 2),        # col2im, channels-last, groups
     ((1, 3, 6, 6), (3, 3, 2, 2), [1, 1], [(2, 2), (0, 0)], [1, 1], 1),        # pad beyond the kernel's reach
 ])
 def test_conv_input_grad_equals_the_transposed_convolution(xshape, wshape, strides, pads, dils, groups):

@@ -81,16 +81,27 @@ def conv_forward(xp, x, w, strides, pads, dils, groups):
     return xp.ascontiguousarray(out).reshape(n, o, *outs)
 
 
+# a depthwise convolution's multiply-add costs ~16 of a GEMM-bound one's (per-channel products, no BLAS
+# blocking): MobileNetV2's depthwise layers on 16x16 maps, 2.7M multiply-adds, took 0.9 ms on one core
+DEPTHWISE_WORK = 16
+
+
 def conv_macs(x_shape, w_shape, strides) -> int:
     """About how many multiply-adds a convolution of these shapes makes (output pixels from input / stride)."""
     return (x_shape[0] * math.prod(w_shape) * math.prod(x_shape[2:])) // max(1, math.prod(strides))
+
+
+def conv_work(x_shape, w_shape, strides, groups) -> int:
+    """A convolution's work in kernelcore/cpu_parts.py's units: its multiply-adds, scaled for the depthwise path."""
+    depthwise = groups == x_shape[1] and w_shape[1] == 1 and groups > 1
+    return conv_macs(x_shape, w_shape, strides) * (DEPTHWISE_WORK if depthwise else 1)
 
 
 def conv_forward_parts(xp, x, w, strides, pads, dils, groups):
     """conv_forward in parts on the CPU's cores (kernelcore/cpu_parts.py): by images where the columns
     outweigh the filter (early layers: many pixels), else by output channels, so that each part reads its share
     of the filter (late layers: ResNet-18's 512x512x3x3 filter on 2x2 maps ran 1.9x slower split by images)."""
-    parts = cpu_parts(xp, conv_macs(x.shape, w.shape, strides))
+    parts = cpu_parts(xp, conv_work(x.shape, w.shape, strides, groups))
     n, o = x.shape[0], w.shape[0]
     if parts < 2:
         return conv_forward(xp, x, w, strides, pads, dils, groups)
@@ -155,7 +166,13 @@ def _depthwise(xp, xpad, w, strides, dils, outs):
 
 
 def conv_transpose_forward(xp, x, w, strides, pads, dils, groups, out_sizes):
-    """The gradient of conv_forward with respect to its input: Out = col2im(W^T @ X)."""
+    """The gradient of conv_forward with respect to its input: Out = col2im(W^T @ X), one GEMM per group and
+    one strided add per kernel offset. The adds' innermost loop runs along whichever is longer, the output
+    channels (columns laid out channels-last) or the input's last spatial dim (channels-first): a NumPy add over
+    rows of 2 pixels costs ~10x what it costs over rows of 512 channels (ResNet-18's last stage, the input
+    gradients of its 512-channel convolutions on 2x2 maps, ran 1.7x faster so)."""
+    if w.shape[1] >= x.shape[-1]:
+        return _conv_transpose_channels_last(xp, x, w, strides, pads, dils, groups, out_sizes)
     n, cin = x.shape[:2]
     nd = x.ndim - 2
     ins = x.shape[2:]
@@ -166,17 +183,49 @@ def conv_transpose_forward(xp, x, w, strides, pads, dils, groups, out_sizes):
     xm = xp.ascontiguousarray(x.reshape(n, groups, cg, p).transpose(1, 2, 0, 3)).reshape(groups, cg, n * p)
     wm = w.reshape(groups, cg, og * k).transpose(0, 2, 1)
     cols = xp.matmul(wm, xm).reshape(groups, og, *ks, n, *ins)      # one GEMM per group
-    full = [max((ins[i] - 1) * strides[i] + dils[i] * (ks[i] - 1) + 1, pads[i][0] + out_sizes[i])
-            for i in range(nd)]
+    full = _transpose_full_sizes(ins, ks, strides, pads, dils, out_sizes)
     out = xp.zeros((n, groups, og, *full), dtype=x.dtype)
     perm = (2, 0, 1) + tuple(range(3, 3 + nd))                       # (groups, og, n, spatial) -> (n, groups, og, ...)
     for offs in itertools.product(*(range(kk) for kk in ks)):
-        sl = (slice(None),) * 3 + tuple(
-            slice(offs[i] * dils[i], offs[i] * dils[i] + strides[i] * (ins[i] - 1) + 1, strides[i])
-            for i in range(nd))
+        sl = (slice(None),) * 3 + _tap_window(offs, ins, strides, dils)
         out[sl] += cols[(slice(None), slice(None)) + offs].transpose(perm)   # `out` is ours
     crop = (slice(None),) * 3 + tuple(slice(pads[i][0], pads[i][0] + out_sizes[i]) for i in range(nd))
     return xp.ascontiguousarray(out[crop]).reshape(n, groups * og, *out_sizes)
+
+
+def _conv_transpose_channels_last(xp, x, w, strides, pads, dils, groups, out_sizes):
+    """conv_transpose_forward with the columns and the col2im sum laid out channels-last, (n, spatial..., groups,
+    og): the same products, added in the same order of kernel offsets; the result comes back channels-first."""
+    n, cin = x.shape[:2]
+    nd = x.ndim - 2
+    ins = x.shape[2:]
+    og = w.shape[1]
+    ks = w.shape[2:]
+    cg = cin // groups
+    p = math.prod(ins)
+    xm = xp.ascontiguousarray(x.reshape(n, groups, cg, p).transpose(1, 0, 3, 2)).reshape(groups, n * p, cg)
+    cols = xp.matmul(xm, w.reshape(groups, cg, og * math.prod(ks)))  # (groups, n * p, og * k): one GEMM per group
+    cols = cols.reshape(groups, n, *ins, og, *ks)
+    full = _transpose_full_sizes(ins, ks, strides, pads, dils, out_sizes)
+    out = xp.zeros((n, *full, groups, og), dtype=x.dtype)
+    for offs in itertools.product(*(range(kk) for kk in ks)):
+        sl = (slice(None),) + _tap_window(offs, ins, strides, dils)
+        out[sl] += xp.moveaxis(cols[(Ellipsis,) + offs], 0, -2)      # `out` is ours
+    crop = (slice(None),) + tuple(slice(pads[i][0], pads[i][0] + out_sizes[i]) for i in range(nd))
+    out = out[crop].reshape(n, *out_sizes, groups * og)
+    return xp.ascontiguousarray(xp.moveaxis(out, -1, 1))
+
+
+def _transpose_full_sizes(ins, ks, strides, pads, dils, out_sizes):
+    """The col2im buffer's spatial sizes: every tap's reach, and at least the padding plus the output."""
+    return [max((ins[i] - 1) * strides[i] + dils[i] * (ks[i] - 1) + 1, pads[i][0] + out_sizes[i])
+            for i in range(len(ins))]
+
+
+def _tap_window(offs, ins, strides, dils):
+    """The spatial slices that kernel offset `offs` of every input pixel lands on in the col2im buffer."""
+    return tuple(slice(offs[i] * dils[i], offs[i] * dils[i] + strides[i] * (ins[i] - 1) + 1, strides[i])
+                 for i in range(len(ins)))
 
 
 # ---------------------------------------------------------------------------

@@ -136,4 +136,13 @@ CASES = [
          {"strides": [2, 2], "groups": 3}, id="depthwise_conv2d_transpose", **TOL),
     Case("conv3d_transpose", {"Input": f32(1, 3, 2, 3, 3), "Filter": f32(3, 2, 3, 3, 3)}, conv_transpose_ref,
          {"strides": [2, 2, 2], "paddings": [1, 1, 1]}, id="conv3d_transpose", **TOL),
+    # more output channels than the input's last dim: the col2im sum runs channels-last
+    Case("conv2d_transpose", {"Input": f32(2, 4, 3, 2), "Filter": f32(4, 6, 3, 3)}, conv_transpose_ref,
+         {"strides": [2, 2], "paddings": [1, 1], "output_padding": [1, 0]}, id="conv2d_transpose-channels-last",
+         **TOL),
+    Case("conv2d_transpose", {"Input": f32(1, 4, 2, 3), "Filter": f32(4, 3, 2, 3)}, conv_transpose_ref,
+         {"strides": [1, 2], "paddings": [0, 1, 1, 0], "dilations": [2, 1], "groups": 2},
+         id="conv2d_transpose-channels-last-groups", **TOL),
+    Case("conv3d_transpose", {"Input": f32(1, 2, 2, 2, 2), "Filter": f32(2, 3, 2, 3, 2)}, conv_transpose_ref,
+         {"strides": [2, 1, 2], "paddings": [0, 1, 0]}, id="conv3d_transpose-channels-last", **TOL),
 ]
