@@ -34,8 +34,12 @@ import numpy as np
 
 T = TypeVar("T")
 
-# below this many multiply-adds an op runs whole: a part's hand-off costs tens of microseconds
-MIN_SPLIT_MACS = 2_000_000
+# below this much work an op runs whole. Work is counted in multiply-adds of a GEMM-bound convolution, which
+# one core here makes ~65 of per ns, so this is ~0.35 ms of one core; ops of other kinds scale their count to
+# match (a depthwise convolution's multiply-add, an optimizer's element). Handing a part to the pool's thread and
+# back costs 40-70 us on a 2-core VM, so shorter ops ran slower split: MobileNetV2's 1x1 convolutions (0.02-0.2
+# ms whole) 1.3-5x slower, its inference 1.2x slower in all.
+MIN_SPLIT_WORK = 24_000_000
 
 # how many parts ops may run in: the BLAS's thread limit inside a split run, 1 elsewhere (a new thread, such as a
 # part's, starts with 1 too)
@@ -94,10 +98,11 @@ def split_run(xp, wanted: bool) -> Iterator[None]:
         _parts_allowed.reset(token)
 
 
-def cpu_parts(xp, macs: int) -> int:
-    """How many parts an op of `macs` multiply-adds on `xp` should run in: inside a split run on NumPy, the
-    BLAS's thread limit when the run began; 1 for small ops, elsewhere, or while another op is split."""
-    if xp is not np or macs < MIN_SPLIT_MACS or _split_lock.locked():
+def cpu_parts(xp, work: int) -> int:
+    """How many parts an op of this much work (MIN_SPLIT_WORK's units) on `xp` should run in: inside a split run
+    on NumPy, the BLAS's thread limit when the run began; 1 for small ops, elsewhere, or while another op is
+    split."""
+    if xp is not np or work < MIN_SPLIT_WORK or _split_lock.locked():
         return 1
     return _parts_allowed.get()
 

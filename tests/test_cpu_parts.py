@@ -33,24 +33,24 @@ def test_chunks_cover_the_range_evenly_and_none_is_empty(total, parts):
 def test_a_split_run_holds_the_blas_at_one_thread_and_allows_its_limit_in_parts():
     blas = P._numpy_blas()
     with threadpool_limits(2):
-        assert P.cpu_parts(np, 10 * P.MIN_SPLIT_MACS) == 1  # outside a split run: one part
+        assert P.cpu_parts(np, 10 * P.MIN_SPLIT_WORK) == 1  # outside a split run: one part
         with P.split_run(np, True):
             assert blas.num_threads == 1
-            assert P.cpu_parts(np, P.MIN_SPLIT_MACS) == 2
-            assert P.cpu_parts(np, P.MIN_SPLIT_MACS - 1) == 1  # small ops run whole
-            assert P.cpu_parts(strict_xp, 10 * P.MIN_SPLIT_MACS) == 1  # other array modules: one part
+            assert P.cpu_parts(np, P.MIN_SPLIT_WORK) == 2
+            assert P.cpu_parts(np, P.MIN_SPLIT_WORK - 1) == 1  # small ops run whole
+            assert P.cpu_parts(strict_xp, 10 * P.MIN_SPLIT_WORK) == 1  # other array modules: one part
             with P.split_run(np, True):  # a run inside the run changes nothing
-                assert P.cpu_parts(np, P.MIN_SPLIT_MACS) == 2
+                assert P.cpu_parts(np, P.MIN_SPLIT_WORK) == 2
             assert blas.num_threads == 1
         assert blas.num_threads == 2
         with P.split_run(np, False), P.split_run(strict_xp, True):
-            assert blas.num_threads == 2 and P.cpu_parts(np, 10 * P.MIN_SPLIT_MACS) == 1
+            assert blas.num_threads == 2 and P.cpu_parts(np, 10 * P.MIN_SPLIT_WORK) == 1
         with pytest.raises(RuntimeError):
             with P.split_run(np, True):
                 raise RuntimeError("an op failed")
-        assert blas.num_threads == 2 and P.cpu_parts(np, 10 * P.MIN_SPLIT_MACS) == 1
+        assert blas.num_threads == 2 and P.cpu_parts(np, 10 * P.MIN_SPLIT_WORK) == 1
     with threadpool_limits(1), P.split_run(np, True):
-        assert P.cpu_parts(np, 10 * P.MIN_SPLIT_MACS) == 1
+        assert P.cpu_parts(np, 10 * P.MIN_SPLIT_WORK) == 1
 
 
 @needs_blas
@@ -97,7 +97,7 @@ def test_a_failing_part_raises_after_every_part_ended():
 @needs_blas
 def test_a_part_that_splits_again_runs_its_parts_in_turn():
     def inner():
-        assert P.cpu_parts(np, 10 * P.MIN_SPLIT_MACS) == 1  # the split is held
+        assert P.cpu_parts(np, 10 * P.MIN_SPLIT_WORK) == 1  # the split is held
         return P.run_parts([lambda: 1, lambda: 2])
 
     with threadpool_limits(2), P.split_run(np, True):
@@ -118,7 +118,7 @@ def _conv_program():
 def test_which_runs_split(monkeypatch):
     """A convolution's program runs split; with the fused RNN beside it, or paused by a debugger, it does not."""
     seen = []
-    monkeypatch.setattr(P, "MIN_SPLIT_MACS", 0)
+    monkeypatch.setattr(P, "MIN_SPLIT_WORK", 0)
     monkeypatch.setattr(P, "run_parts", lambda calls: seen.append(len(calls)) or [c() for c in calls])
     from kernelcore.ops import conv as C
     monkeypatch.setattr(C, "run_parts", P.run_parts)
@@ -170,7 +170,7 @@ CASES = [  # (op, x, w, attrs): ordinary, strided with groups, depthwise (stride
 def test_split_convolutions_give_what_the_whole_op_gives(monkeypatch, op, xs, ws, attrs):
     """Through the executor: the forward by images or output channels, Input@GRAD by images, Filter@GRAD by
     channels or groups, at 2 and 3 parts, against one part."""
-    monkeypatch.setattr(P, "MIN_SPLIT_MACS", 0)
+    monkeypatch.setattr(P, "MIN_SPLIT_WORK", 0)
     handed_off = []
     workers = P._workers
     monkeypatch.setattr(P, "_workers", lambda n: handed_off.append(n) or workers(n))
@@ -197,7 +197,7 @@ def test_split_convolutions_give_what_the_whole_op_gives(monkeypatch, op, xs, ws
 @pytest.mark.parametrize("a, b", [((40, 30), (30, 7)), ((5, 30), (30, 41)), ((3, 9, 8), (8, 10)),
                                   ((2, 1, 6, 5), (3, 5, 9)), ((6,), (6, 4)), ((1, 8), (8, 1))])
 def test_matmul_in_parts_is_matmul(monkeypatch, a, b):
-    monkeypatch.setattr(P, "MIN_SPLIT_MACS", 0)
+    monkeypatch.setattr(P, "MIN_SPLIT_WORK", 0)
     x, y = f32(*a), f32(*b)
     want = np.matmul(x, y)
     with threadpool_limits(2), P.split_run(np, True):
@@ -209,7 +209,7 @@ def test_matmul_in_parts_is_matmul(monkeypatch, a, b):
 @needs_blas
 def test_a_cnns_classifier_and_its_gradients_run_in_parts(monkeypatch):
     """mul / matmul_v2 and their gradients in a split run (a convolution in the program makes it one)."""
-    monkeypatch.setattr(P, "MIN_SPLIT_MACS", 0)
+    monkeypatch.setattr(P, "MIN_SPLIT_WORK", 0)
     split = []
     real = P.run_parts
     monkeypatch.setattr(P, "run_parts", lambda calls: split.append(len(calls)) or real(calls))
@@ -249,7 +249,7 @@ def test_a_forked_child_runs_parts_on_its_own_pool(monkeypatch):
     """The parent's pool threads are not copied into a child: the child makes its own (else its parts wait
     forever on threads that are not there)."""
     import multiprocessing
-    monkeypatch.setattr(P, "MIN_SPLIT_MACS", 0)
+    monkeypatch.setattr(P, "MIN_SPLIT_WORK", 0)
     _split_conv_in_child(__import__("queue").Queue())  # the parent's pool now exists
     assert P._pool is not None
     ctx = multiprocessing.get_context("fork")
@@ -274,7 +274,31 @@ def test_without_a_blas_to_hold_nothing_splits(monkeypatch):
     monkeypatch.setattr(P, "_blas", False)
     assert P._numpy_blas() is None and P.split_run_parts() is None
     with P.split_run(np, True):
-        assert P.cpu_parts(np, 10 * P.MIN_SPLIT_MACS) == 1
+        assert P.cpu_parts(np, 10 * P.MIN_SPLIT_WORK) == 1
     prog = _conv_program()
     (y,) = kc.Executor(kc.CPUPlace()).run(prog, feed={"x": f32(2, 3, 8, 8), "w": f32(4, 3, 3, 3)}, fetch_list=["y"])
     assert y.shape == (2, 4, 8, 8)
+
+
+@needs_blas
+def test_short_ops_run_whole_and_long_ones_split():
+    """The work estimate keeps ops that finish before a hand-off pays whole (MobileNetV2's 1x1 convolutions, a
+    small momentum update) and splits the long ones (ResNet-18's 3x3 convolutions, a depthwise convolution on a
+    16x16 map, whose multiply-adds weigh DEPTHWISE_WORK each)."""
+    from kernelcore.ops import conv as C
+    from kernelcore.ops import optimizer as O
+
+    def parts(x, w, s=1):
+        return P.cpu_parts(np, C.conv_work(x, w, [s, s], x[1] if w[1] == 1 else 1))
+
+    assert C.conv_work((8, 144, 16, 16), (144, 1, 3, 3), [1, 1], 144) == \
+        C.DEPTHWISE_WORK * C.conv_macs((8, 144, 16, 16), (144, 1, 3, 3), [1, 1])
+    with threadpool_limits(2), P.split_run(np, True):
+        assert parts((8, 64, 16, 16), (64, 64, 3, 3)) == 2
+        assert parts((8, 512, 2, 2), (512, 512, 3, 3)) == 2
+        assert parts((8, 144, 16, 16), (144, 1, 3, 3)) == 2
+        assert parts((8, 960, 2, 2), (320, 960, 1, 1)) == 1
+        assert parts((8, 16, 32, 32), (96, 16, 1, 1)) == 1
+        assert parts((8, 192, 8, 8), (192, 1, 3, 3)) == 1
+        assert P.cpu_parts(np, (1 << 19) * O.ELEMENT_WORK) == 1
+        assert P.cpu_parts(np, (1 << 20) * O.ELEMENT_WORK) == 2

@@ -162,7 +162,7 @@ def test_an_update_shared_among_cores_gives_the_same_values(monkeypatch, case):
         pytest.skip("no BLAS NumPy loaded that threadpoolctl controls")
     want_w, want_v = _reference(case)
     monkeypatch.setattr(O, "UPDATE_BLOCK", 4096 + 7)
-    monkeypatch.setattr(P, "MIN_SPLIT_MACS", 0)
+    monkeypatch.setattr(P, "MIN_SPLIT_WORK", 0)
     handed_off = []
     workers = P._workers
     monkeypatch.setattr(P, "_workers", lambda n: handed_off.append(n) or workers(n))

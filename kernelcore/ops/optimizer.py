@@ -76,8 +76,9 @@ def _donated_or_new(ctx, slot: str, value, mt):
 # elements per block of an update done block by block on the CPU: each block's passes stay in cache
 # (momentum on a 512x512x3x3 parameter: 2.9 ms in whole-array passes, 1.0 ms in blocks written in place)
 UPDATE_BLOCK = 1 << 18
-# what one element of an update weighs beside a GEMM's multiply-add when deciding to split (memory-bound)
-ELEMENT_WORK = 8
+# what one element of an update weighs in kernelcore/cpu_parts.py's units (memory-bound: momentum on 2^20
+# elements took 0.35 ms on one core, 0.25 ms split in two; on 2^19, 0.17 ms either way)
+ELEMENT_WORK = 24
 
 
 def _blocks(xp, n: int):
