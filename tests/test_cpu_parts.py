@@ -120,9 +120,7 @@ def test_which_runs_split(monkeypatch):
     seen = []
     monkeypatch.setattr(P, "MIN_SPLIT_WORK", 0)
     monkeypatch.setattr(P, "run_parts", lambda calls: seen.append(len(calls)) or [c() for c in calls])
-    from kernelcore.ops import conv as C
-    monkeypatch.setattr(C, "run_parts", P.run_parts)
-    prog = _conv_program()
+    prog = _conv_program()  # the convolution's parts go through P.run_parts (run_parts_into)
     feed = {"x": f32(2, 3, 8, 8), "w": f32(4, 3, 3, 3)}
     exe = kc.Executor(kc.CPUPlace())
     with threadpool_limits(2):
@@ -231,7 +229,7 @@ def test_a_cnns_classifier_and_its_gradients_run_in_parts(monkeypatch):
     assert split == []
     with threadpool_limits(2):
         got = exe.run(prog, feed=feed, fetch_list=["o", "dflat", "dfc"])
-    assert len(split) == 3  # the product and its two gradients (P.matmul; the convolution calls its own import)
+    assert len(split) == 4  # the convolution, the product and its two gradients (P.matmul)
     for g_, w_ in zip(got, want):
         np.testing.assert_allclose(g_, w_, rtol=1e-5, atol=1e-5)
 
@@ -302,3 +300,15 @@ def test_short_ops_run_whole_and_long_ones_split():
         assert parts((8, 192, 8, 8), (192, 1, 3, 3)) == 1
         assert P.cpu_parts(np, (1 << 19) * O.ELEMENT_WORK) == 1
         assert P.cpu_parts(np, (1 << 20) * O.ELEMENT_WORK) == 2
+
+
+@needs_blas
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_parts_write_their_slices_of_one_output(axis):
+    whole = f32(6, 5, 4)
+    slices = P.chunks(whole.shape[axis], 2)
+    lead = (slice(None),) * (axis % whole.ndim)
+    with threadpool_limits(2), P.split_run(np, True):
+        got = P.run_parts_into(np, whole.shape, whole.dtype, axis,
+                               [(s, lambda s=s: whole[lead + (s,)] * 1) for s in slices])
+    np.testing.assert_array_equal(got, whole)

@@ -20,7 +20,7 @@ from functools import partial
 
 from ..proto.framework_pb2 import AttrType as A
 from ..registry import Attr, In, Out, register_op
-from ..cpu_parts import chunks, cpu_parts, run_parts
+from ..cpu_parts import chunks, cpu_parts, run_parts_into
 from ._spatial import attr_or, channel_last, check_ints, conv_out_size, pairs, update_padding
 
 
@@ -106,13 +106,18 @@ def conv_forward_parts(xp, x, w, strides, pads, dils, groups):
     if parts < 2:
         return conv_forward(xp, x, w, strides, pads, dils, groups)
     out_pixels = n * math.prod(x.shape[2:]) // max(1, math.prod(strides))
+    shape = (n, o, *(conv_out_size(x.shape[2 + i], w.shape[2 + i], pads[i], strides[i], dils[i])
+                     for i in range(x.ndim - 2)))
+    dtype = xp.result_type(x, w)
+    if any(v <= 0 for v in shape[2:]):
+        return conv_forward(xp, x, w, strides, pads, dils, groups)  # which says why the output would be empty
     if groups == 1 and out_pixels < o and o > 1:
-        return xp.concatenate(run_parts([partial(conv_forward, xp, x, w[s], strides, pads, dils, 1)
-                                         for s in chunks(o, parts)]), axis=1)
+        return run_parts_into(xp, shape, dtype, 1, [(s, partial(conv_forward, xp, x, w[s], strides, pads, dils, 1))
+                                                    for s in chunks(o, parts)])
     if n < 2:
         return conv_forward(xp, x, w, strides, pads, dils, groups)
-    return xp.concatenate(run_parts([partial(conv_forward, xp, x[s], w, strides, pads, dils, groups)
-                                     for s in chunks(n, parts)]))
+    return run_parts_into(xp, shape, dtype, 0, [(s, partial(conv_forward, xp, x[s], w, strides, pads, dils, groups))
+                                                for s in chunks(n, parts)])
 
 
 def _depthwise(xp, xpad, w, strides, dils, outs):
