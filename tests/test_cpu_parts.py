@@ -285,6 +285,7 @@ def test_short_ops_run_whole_and_long_ones_split():
     16x16 map, whose multiply-adds weigh DEPTHWISE_WORK each)."""
     from kernelcore.ops import conv as C
     from kernelcore.ops import optimizer as O
+    from kernelcore.ops import pool as Pool
 
     def parts(x, w, s=1):
         return P.cpu_parts(np, C.conv_work(x, w, [s, s], x[1] if w[1] == 1 else 1))
@@ -300,6 +301,10 @@ def test_short_ops_run_whole_and_long_ones_split():
         assert parts((8, 192, 8, 8), (192, 1, 3, 3)) == 1
         assert P.cpu_parts(np, (1 << 19) * O.ELEMENT_WORK) == 1
         assert P.cpu_parts(np, (1 << 20) * O.ELEMENT_WORK) == 2
+        # max pooling, all images: ResNet-18's 3x3 stride 2 after its first convolution; a small CNN's 2x2
+        assert P.cpu_parts(np, 8 * Pool.max_pool_work((8, 64, 32, 32), [3, 3], [16, 16])) == 2
+        assert P.cpu_parts(np, 8 * Pool.max_pool_work((8, 64, 16, 16), [3, 3], [8, 8])) == 1
+        assert P.cpu_parts(np, 32 * Pool.max_pool_work((32, 8, 32, 32), [2, 2], [16, 16])) == 1
 
 
 @needs_blas
@@ -312,3 +317,39 @@ def test_parts_write_their_slices_of_one_output(axis):
         got = P.run_parts_into(np, whole.shape, whole.dtype, axis,
                                [(s, lambda s=s: whole[lead + (s,)] * 1) for s in slices])
     np.testing.assert_array_equal(got, whole)
+
+
+@needs_blas
+@pytest.mark.parametrize("ksize, strides, paddings", [([3, 3], [2, 2], [1, 1]), ([2, 2], [2, 2], [0, 0])])
+def test_max_pooling_by_images_gives_what_the_whole_batch_gives(monkeypatch, ksize, strides, paddings):
+    """pool2d and pool2d_grad (max, regular windows) in parts by images: bit for bit the whole batch's, ties
+    included (the zeros after a ReLU: each window's first maximum takes the gradient)."""
+    monkeypatch.setattr(P, "MIN_SPLIT_WORK", 0)
+    split = []
+    real = P.run_parts
+    monkeypatch.setattr(P, "run_parts", lambda calls: split.append(len(calls)) or real(calls))
+    x = np.maximum(f32(5, 3, 9, 8), 0)
+    attrs = dict(pooling_type="max", ksize=ksize, strides=strides, paddings=paddings)
+    prog = kc.Program()
+    b = prog.global_block()
+    b.create_var("x", x.shape, "float32")
+    b.append_op("pool2d", inputs={"X": ["x"]}, outputs={"Out": ["y"]}, attrs=attrs)
+    exe = kc.Executor(kc.CPUPlace())
+    with threadpool_limits(1):
+        (y,) = exe.run(prog, feed={"x": x}, fetch_list=["y"])
+    g = np.cos(np.arange(y.size, dtype=np.float32)).reshape(y.shape)
+    grad = kc.Program()
+    gb = grad.global_block()
+    for name, v in (("x", x), ("y", y), ("g", g)):
+        gb.create_var(name, v.shape, "float32")
+    gb.append_op("pool2d_grad", inputs={"X": ["x"], "Out": ["y"], "Out@GRAD": ["g"]}, outputs={"X@GRAD": ["dx"]},
+                 attrs=attrs)
+    with threadpool_limits(1):
+        (dx,) = exe.run(grad, feed={"x": x, "y": y, "g": g}, fetch_list=["dx"])
+    assert split == []
+    with threadpool_limits(2):
+        (y2,) = exe.run(prog, feed={"x": x}, fetch_list=["y"])
+        (dx2,) = exe.run(grad, feed={"x": x, "y": y, "g": g}, fetch_list=["dx"])
+    assert split == [2, 2]
+    np.testing.assert_array_equal(y2, y)
+    np.testing.assert_array_equal(dx2, dx)
