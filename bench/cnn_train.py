@@ -20,7 +20,11 @@ the same init arrays) loss and two updated parameters too.
 Threads, made equal per row: kernelcore's NumPy BLAS through threadpoolctl (OpenBLAS), torch.set_num_threads,
 Paddle's server started with FLAGS_paddle_num_threads / OMP_NUM_THREADS / MKL_NUM_THREADS. Rows for 1 and 2
 threads. Windows of 2 steps alternate between the three, and the best step of each is compared (the median
-beside it): the machine is shared, and the best steps are those other processes left alone.
+beside it): the machine is shared, and the best steps are those other processes left alone. Every window starts
+after a SETTLE_S pause: Paddle's Intel OpenMP threads spin for 200 ms (KMP_BLOCKTIME) after each of its steps, and
+PyTorch's GNU OpenMP threads for a while too, on the same two cores, so without it the window after Paddle's ran
+against two spinning threads (kernelcore's two-thread ResNet-18 step: median 85 ms beside a best of 62, 53-56
+alone).
 """
 from __future__ import annotations
 
@@ -46,6 +50,7 @@ from _op_profile import load_avg, op_type_times  # noqa: E402
 MODELS = {"train_cnn_b32": "small CNN (b32, 3x32x32)", "train_resnet18_b8": "ResNet-18 (b8, 3x64x64)"}
 TARGET = 1.5  # issue 11: a training step <= 1.5x PyTorch's on CPU
 PER_WINDOW = 2
+SETTLE_S = 0.3  # before each window: the other sides' OpenMP threads stop spinning (KMP_BLOCKTIME is 200 ms)
 
 
 class KcStep:
@@ -317,9 +322,12 @@ def main() -> int:
                 for f in ((kcs.reset, kcs.step),) + (((ts.reset, ts.step),) if ts else ()):
                     timed(*f, 1)  # warm-up at this thread count
                 for _ in range(repeat):
+                    time.sleep(SETTLE_S)
                     kc_t += timed(kcs.reset, kcs.step, PER_WINDOW)
                     if ts is not None:
+                        time.sleep(SETTLE_S)
                         pt_t += timed(ts.reset, ts.step, PER_WINDOW)
+                    time.sleep(SETTLE_S)
                     pd_t += servers[t].times(name, PER_WINDOW)
             finally:
                 if limit is not None:
