@@ -2,6 +2,8 @@
 grad/vision.py): each path is checked where its shape selects it, on NumPy, against a reference written the
 obvious way. The finite-difference cases (tests/vision_grad_cases.py) and the Paddle parity tests check the ops
 end to end; these pin the individual branches, including dtypes the program tests do not reach."""
+import math
+
 import numpy as np
 import pytest
 
@@ -119,3 +121,27 @@ def test_depthwise_paths_equal_a_grouped_convolution(xshape, mult, strides):
                        kx:kx + strides[1] * (outs[1] - 1) + 1:strides[1]]
             want += np.repeat(win, mult, axis=1) * w[:, 0, ky, kx].reshape(1, -1, 1, 1)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("xshape, wshape, strides, pads, dils, groups", [
+    ((5, 3, 9, 8), (8, 3, 3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1], 1),
+    ((4, 4, 10, 9), (6, 2, 3, 2), [2, 1], [(0, 1), (1, 0)], [1, 2], 2),
+    ((3, 2, 5, 6, 5), (4, 2, 3, 3, 2), [1, 2, 2], [(1, 1), (1, 1), (0, 0)], [1, 1, 2], 1),
+])
+def test_thin_convolutions_in_image_blocks_equal_the_whole_batch(monkeypatch, xshape, wshape, strides, pads, dils,
+                                                                 groups):
+    """Few output channels: the forward and Filter@GRAD make their columns a block of images at a time
+    (C.column_blocks); blocks of one and two images against the whole batch at once."""
+    x, w = f32(*xshape), f32(*wshape)
+    monkeypatch.setattr(C, "COLUMN_BLOCK", 1 << 40)
+    assert C.column_blocks(np, xshape[0], wshape[0], 10 ** 6) is None
+    y = C.conv_forward(np, x, w, strides, pads, dils, groups)
+    g = f32(*y.shape)
+    dw = V.conv_filter_grad(np, x, g, w.shape, strides, pads, dils, groups)
+    per_image = xshape[1] * math.prod(wshape[2:]) * math.prod(y.shape[2:])
+    for block in (per_image, 2 * per_image):
+        monkeypatch.setattr(C, "COLUMN_BLOCK", block)
+        assert len(C.column_blocks(np, xshape[0], wshape[0] // groups, per_image)) > 1
+        np.testing.assert_allclose(C.conv_forward(np, x, w, strides, pads, dils, groups), y, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(V.conv_filter_grad(np, x, g, w.shape, strides, pads, dils, groups), dw,
+                                   rtol=1e-5, atol=1e-5 * float(np.abs(dw).max()))

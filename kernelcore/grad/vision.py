@@ -42,13 +42,28 @@ def _last(xp, x, fmt):
 def conv_filter_grad(xp, x, g, wshape, strides, pads, dils, groups):
     """dW[o, c, k] = sum over n, p of g[n, o, p] * Xpad[n, c, p * s + k * d] (channels first)."""
     n, c = x.shape[:2]
-    nd = x.ndim - 2
-    o, cg = wshape[:2]
+    o = wshape[0]
     ks = wshape[2:]
     outs = g.shape[2:]
     if any(lo or hi for lo, hi in pads):
         x = C.pad_spatial(xp, x, pads)
     x = xp.ascontiguousarray(x)
+    blocks = C.column_blocks(xp, n, o // groups, c * math.prod(ks) * math.prod(outs))
+    if blocks is None:
+        return _filter_grad_gemm(xp, x, g, wshape, strides, dils, groups)
+    dw = None
+    for s in blocks:  # a block of images at a time, the columns in cache (C.COLUMN_BLOCK)
+        part = _filter_grad_gemm(xp, x[s], g[s], wshape, strides, dils, groups)
+        dw = part if dw is None else xp.add(dw, part, out=dw)
+    return dw
+
+
+def _filter_grad_gemm(xp, x, g, wshape, strides, dils, groups):
+    """conv_filter_grad on the padded input: Output@GRAD times the im2col columns, one GEMM per group."""
+    n, nd = x.shape[0], x.ndim - 2
+    o, cg = wshape[:2]
+    ks = wshape[2:]
+    outs = g.shape[2:]
     es = x.strides
     view = C._strided(xp)(
         x, shape=(groups, cg, *ks, n, *outs),
