@@ -9,6 +9,7 @@ import pytest
 
 from kernelcore.grad import vision as V
 from kernelcore.ops import conv as C
+from kernelcore.ops import pool as P
 from kernelcore.ops import rnn as R
 
 rng = np.random.default_rng(7)
@@ -145,3 +146,33 @@ def test_thin_convolutions_in_image_blocks_equal_the_whole_batch(monkeypatch, xs
         np.testing.assert_allclose(C.conv_forward(np, x, w, strides, pads, dils, groups), y, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(V.conv_filter_grad(np, x, g, w.shape, strides, pads, dils, groups), dw,
                                    rtol=1e-5, atol=1e-5 * float(np.abs(dw).max()))
+
+
+def _max_pool_grad_reference(x, g, ksize, strides, pads):
+    """Each output's gradient to the first maximum of its window in row-major order (Paddle's), by loops."""
+    n, c, h, w = x.shape
+    dx = np.zeros_like(x)
+    for i, j, oy, ox in np.ndindex(*g.shape):
+        best, at = -np.inf, None
+        for ky, kx in np.ndindex(*ksize):
+            y, xx = oy * strides[0] - pads[0] + ky, ox * strides[1] - pads[1] + kx
+            if 0 <= y < h and 0 <= xx < w and x[i, j, y, xx] > best:
+                best, at = x[i, j, y, xx], (y, xx)
+        dx[i, j, at[0], at[1]] += g[i, j, oy, ox]
+    return dx
+
+
+@pytest.mark.parametrize("shape, ksize, strides, pads", [
+    ((2, 3, 8, 8), [2, 2], [2, 2], [0, 0]),    # disjoint windows covering the input: written, not added
+    ((2, 2, 8, 7), [2, 2], [3, 3], [0, 0]),    # disjoint, some inputs in no window
+    ((2, 2, 7, 8), [3, 3], [2, 2], [1, 1]),    # overlapping and padded: added, then cropped
+    ((1, 2, 6, 6), [3, 2], [1, 2], [0, 0]),    # overlapping along one dim only
+])
+def test_max_pool_gradient_goes_to_each_windows_first_maximum(shape, ksize, strides, pads):
+    x = np.maximum(np.round(f32(*shape) * 2), 0)  # many ties: zeros after a ReLU, repeated small integers
+    outs = [(shape[2 + d] + 2 * pads[d] - ksize[d]) // strides[d] + 1 for d in range(2)]
+    pp = [(p, p) for p in pads]
+    out = P._max_by_offsets(np, x, ksize, strides, pp, outs)
+    g = f32(*out.shape)
+    got = V._max_grad_offsets(np, x, out, g, ksize, strides, pp, outs)
+    np.testing.assert_allclose(got, _max_pool_grad_reference(x, g, ksize, strides, pads), rtol=1e-6, atol=1e-6)
