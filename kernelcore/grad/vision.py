@@ -361,22 +361,13 @@ def batch_norm_grad_rule(g):
     return [g.grad_op("batch_norm_grad", inputs, outputs, copy_attrs=True)]
 
 
-def _channel_dot(xp, a, b, axis):
-    """sum(a * b) over every axis but the channel axis: for channels-first batches, one batched matrix product per
-    (sample, channel) row pair (no a * b temporary; 3x faster than multiply + sum on [8, 64, 32, 32])."""
-    if axis == 1 and a.ndim > 2:
-        n, c = a.shape[:2]
-        return (a.reshape(n, c, 1, -1) @ b.reshape(n, c, -1, 1)).reshape(n, c).sum(axis=0)
-    return (a * b).sum(axis=tuple(i for i in range(a.ndim) if i != axis))
-
-
 @BN_GRAD.kernel()
 def batch_norm_grad(ctx, ins, attrs):
     """With xc = X - mean and k = Scale * inv: Bias@GRAD = sum(g), Scale@GRAD = inv * sum(g * xc); batch
     statistics: X@GRAD = k * (g - Bias@GRAD / N - xc * inv^2 * sum(g * xc) / N), in four passes over one fresh
     array (xhat and the closed form's means are per-channel factors here, never full-size temporaries).
     float16 input is worked in float32 (as Paddle's MPType): its sums over a batch overflow float16."""
-    from ..ops.norm import _bcast, _channel_axis, _f32
+    from ..ops.norm import _bcast, _channel_axis, _f32, channel_dot
     xp = ctx.xp
     x_in, scale, _bias, saved_mean, saved_inv, mean, var, _reserve, g = ins
     ct = _f32(x_in.dtype)
@@ -393,7 +384,7 @@ def batch_norm_grad(ctx, ins, attrs):
     sc = scale.astype(ct)
     xc = x - _bcast(m, x.ndim, axis)  # ours
     dbias = g.sum(axis=red)
-    dscale = inv * _channel_dot(xp, g, xc, axis)
+    dscale = inv * channel_dot(xp, g, xc, axis)
     dx = None
     if wanted(ctx, "X@GRAD"):
         k = sc * inv
