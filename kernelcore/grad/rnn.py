@@ -15,7 +15,7 @@ out_t = m*h_cell, so a padded step passes the state gradient through unchanged a
 from __future__ import annotations
 
 from ..errors import ProgramError
-from ..ops.rnn import MODES, RNN, RnnError, RnnReserve
+from ..ops.rnn import MODES, RNN, RnnError, RnnReserve, recurrent_product
 from ..registry import In, Out, register_op
 from ..backward import EMPTY_VAR, GradContext, no_grad, rule
 
@@ -90,7 +90,7 @@ def _cell_backward(xp, mode, s, dh, dc, w_hh, b_hh):
         gates = _val(s, "gates")
         hs = dh.shape[1]
         r, z, cand = gates[:, :hs], gates[:, hs:2 * hs], gates[:, 2 * hs:]
-        hc = h_prev @ w_hh[2 * hs:].T + b_hh[2 * hs:]  # recomputed: one small GEMM
+        hc = recurrent_product(xp, h_prev, w_hh[2 * hs:]) + b_hh[2 * hs:]  # recomputed: one small GEMM
         dpre_c = dh * (one - z) * (one - cand * cand)
         dpre_r = dpre_c * hc * r * (one - r)
         dpre_z = dh * (h_prev - cand) * z * (one - z)
