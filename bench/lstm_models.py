@@ -8,7 +8,9 @@ default); kernelcore then loads the same files, checks its output (inference) an
 Paddle's, and times itself; where PyTorch is importable, its nn.LSTM with the same weights is checked and timed
 too. Threads are made equal for the kernelcore / PyTorch rows: one row per count in --threads (default 1,2), with
 NumPy's OpenBLAS limited by threadpoolctl and torch.set_num_threads; Paddle's executor runs its default one thread.
-Best and median of the repeats; ratios are kernelcore / the other.
+kernelcore's and PyTorch's runs are timed in windows of PER_WINDOW calls that alternate between the sides, each
+window after a SETTLE_S pause (PyTorch's OpenMP threads spin a while after its calls, on the same cores), so load
+falls on both alike. Best and median of the calls; ratios are kernelcore / the other, best against best.
 """
 from __future__ import annotations
 
@@ -31,8 +33,13 @@ import kernelcore as kc  # noqa: E402
 PADDLE = ROOT / ".venv-paddle" / "bin" / "python"
 
 
-def timed(fn, repeat: int) -> list[float]:
-    fn()
+PER_WINDOW = 2  # calls per timing window; windows alternate between kernelcore and PyTorch
+SETTLE_S = 0.3  # before each window: the other side's OpenMP threads stop spinning
+
+
+def timed(fn, repeat: int, warm: bool = True) -> list[float]:
+    if warm:
+        fn()
     out = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -78,14 +85,29 @@ def main() -> int:
                     tscope.var(n).value = np.array([p["lr"]], np.float32)
         (loss0,) = exe.run(main_p, feed={"x": tr["x"]}, fetch_list=[p["loss"]], scope=tscope, training=True)
         per_count = {}
+        torch_side = torch_lstm(p, prog, scope, ref, main_p, tr)
         for n in counts:
             limit = threadpool_limits(limits=n, user_api="blas") if threadpool_limits else None
-            kc_inf = timed(lambda: exe.run(prog, feed={"x": ref["x"]}, scope=scope), repeat)
-            kc_train = timed(lambda: exe.run(main_p, feed={"x": tr["x"]}, fetch_list=[p["loss"]], scope=tscope,
-                                             training=True), repeat)
-            if limit is not None:
-                limit.unregister()
-            per_count[n] = (kc_inf, kc_train, torch_lstm(p, prog, scope, ref, main_p, tr, repeat, n))
+            kc_inf, kc_train, t_inf, t_train = [], [], [], []
+            kc_calls = ((kc_inf, lambda: exe.run(prog, feed={"x": ref["x"]}, scope=scope)),
+                        (kc_train, lambda: exe.run(main_p, feed={"x": tr["x"]}, fetch_list=[p["loss"]],
+                                                   scope=tscope, training=True)))
+            if torch_side is not None:
+                torch_side.set_threads(n)
+            try:
+                for _ in range(repeat):  # windows alternate between the sides, each after a pause (SETTLE_S)
+                    for out, fn in kc_calls:
+                        time.sleep(SETTLE_S)
+                        out += timed(fn, PER_WINDOW, warm=False)
+                    if torch_side is not None:
+                        for out, fn in ((t_inf, torch_side.infer), (t_train, torch_side.step)):
+                            time.sleep(SETTLE_S)
+                            out += timed(fn, PER_WINDOW, warm=False)
+            finally:
+                if limit is not None:
+                    limit.unregister()
+            torch_rows = None if torch_side is None else (t_inf, t_train, torch_side.diff, torch_side.first_loss, n)
+            per_count[n] = (kc_inf, kc_train, torch_rows)
     print(f"2-layer LSTM, batch {p['B']}, {p['T']} steps, input {p['I']}, hidden {p['H']}; Paddle {p['paddle']} "
           f"legacy Executor; best (median) of {repeat}; load average {os.getloadavg()[0]:.2f}")
     print(f"  output max|diff| / max|Paddle|: {diff:.1e}; first training loss {float(loss0):.8g} vs Paddle "
@@ -109,54 +131,59 @@ def main() -> int:
     return 0
 
 
-def torch_lstm(p, prog, scope, ref, main_p, tr, repeat, threads):
+class TorchLstm:
     """PyTorch's nn.LSTM with the program's weights (Paddle's WeightList: every layer's w_ih, w_hh, then every
-    layer's b_ih, b_hh; gates i, f, g, o as PyTorch's): inference and one SGD step on mean(out)."""
+    layer's b_ih, b_hh; gates i, f, g, o as PyTorch's): `infer()`, and `step()`, one SGD step on mean(out)."""
+
+    def __init__(self, torch, p, prog, scope, ref, main_p, tr):
+        self.torch = torch
+        self.lstm = self._build(p, [np.asarray(scope.get(n)) for n in self._weight_names(prog)])
+        self.x = torch.from_numpy(ref["x"])
+        with torch.no_grad():
+            out = self.lstm(self.x)[0].numpy()
+        self.diff = float(np.abs(out - ref["fetch_0"]).max() / np.abs(ref["fetch_0"]).max())
+        self.train = self._build(p, [tr[f"init/{n}"] for n in self._weight_names(main_p)])
+        self.opt = torch.optim.SGD(self.train.parameters(), lr=p["lr"])
+        self.xt = torch.from_numpy(tr["x"])
+        self.first_loss = self.step()  # the first step's loss, compared with Paddle's
+
+    def _build(self, p, weights):
+        L = 2
+        lstm = self.torch.nn.LSTM(p["I"], p["H"], num_layers=L, batch_first=True)
+        with self.torch.no_grad():
+            for k in range(L):
+                for name, i in ((f"weight_ih_l{k}", 2 * k), (f"weight_hh_l{k}", 2 * k + 1),
+                                (f"bias_ih_l{k}", 2 * L + 2 * k), (f"bias_hh_l{k}", 2 * L + 2 * k + 1)):
+                    getattr(lstm, name).copy_(self.torch.from_numpy(np.ascontiguousarray(weights[i])))
+        return lstm
+
+    @staticmethod
+    def _weight_names(program):
+        op = next(o for o in program.global_block().ops if o.type == "rnn")
+        return op.input("WeightList")
+
+    def set_threads(self, n: int) -> None:
+        self.torch.set_num_threads(n)
+        self.infer(), self.step()  # warm-up at this thread count
+
+    def infer(self):
+        with self.torch.no_grad():
+            self.lstm(self.x)
+
+    def step(self) -> float:
+        self.opt.zero_grad()
+        loss = self.train(self.xt)[0].mean()
+        loss.backward()
+        self.opt.step()
+        return float(loss.detach())
+
+
+def torch_lstm(p, prog, scope, ref, main_p, tr) -> TorchLstm | None:
     try:
         import torch
     except ImportError:
         return None
-    torch.set_num_threads(threads)
-
-    def build(weights):
-        L = 2
-        lstm = torch.nn.LSTM(p["I"], p["H"], num_layers=L, batch_first=True)
-        with torch.no_grad():
-            for k in range(L):
-                for name, i in ((f"weight_ih_l{k}", 2 * k), (f"weight_hh_l{k}", 2 * k + 1),
-                                (f"bias_ih_l{k}", 2 * L + 2 * k), (f"bias_hh_l{k}", 2 * L + 2 * k + 1)):
-                    getattr(lstm, name).copy_(torch.from_numpy(np.ascontiguousarray(weights[i])))
-        return lstm
-
-    def weight_names(program):
-        op = next(o for o in program.global_block().ops if o.type == "rnn")
-        return op.input("WeightList")
-
-    lstm = build([np.asarray(scope.get(n)) for n in weight_names(prog)])
-    x = torch.from_numpy(ref["x"])
-    with torch.no_grad():
-        out = lstm(x)[0].numpy()
-    diff = float(np.abs(out - ref["fetch_0"]).max() / np.abs(ref["fetch_0"]).max())
-
-    def infer():
-        with torch.no_grad():
-            lstm(x)
-    t_inf = timed(infer, repeat)
-    tl = build([tr[f"init/{n}"] for n in weight_names(main_p)])
-    opt = torch.optim.SGD(tl.parameters(), lr=p["lr"])
-    xt = torch.from_numpy(tr["x"])
-    losses = []
-
-    def step():
-        opt.zero_grad()
-        loss = tl(xt)[0].mean()
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.detach()))
-    step()  # the first step's loss, compared with Paddle's
-    first = losses[0]
-    t_train = timed(step, repeat)
-    return t_inf, t_train, diff, first, torch.get_num_threads()
+    return TorchLstm(torch, p, prog, scope, ref, main_p, tr)
 
 
 if __name__ == "__main__":
