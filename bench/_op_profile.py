@@ -1,4 +1,5 @@
-"""Per-op-type kernel time from traces, shared by the model benchmarks (bench/models.py, bench/cnn_train.py)."""
+"""Per-op-type kernel time from traces, and what the machine runs (load, BLAS kernels), shared by the model
+benchmarks (bench/models.py, bench/cnn_train.py, bench/lstm_models.py)."""
 from __future__ import annotations
 
 import os
@@ -33,3 +34,11 @@ def load_avg() -> str:
         return " ".join(f"{v:.2f}" for v in os.getloadavg())
     except OSError:
         return "?"
+
+
+def blas_kernels() -> str:
+    """NumPy's BLAS and the kernels it picked (AVX2 or AVX-512 ones, or what OPENBLAS_CORETYPE told it)."""
+    from kernelcore.runtime_env import blas_libraries
+    found = [f"{b['name']} {b['version']} ({b['kernels'] or '?'} kernels)" for b in blas_libraries()]
+    coretype = os.environ.get("OPENBLAS_CORETYPE")
+    return (", ".join(found) or "?") + (f"; OPENBLAS_CORETYPE={coretype} in the environment" if coretype else "")

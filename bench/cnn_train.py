@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 import kernelcore as kc  # noqa: E402
 from _paddle_server import PADDLE, PaddleServer, generate  # noqa: E402
-from _op_profile import load_avg, op_type_times  # noqa: E402
+from _op_profile import blas_kernels, load_avg, op_type_times  # noqa: E402
 
 MODELS = {"train_cnn_b32": "small CNN (b32, 3x32x32)", "train_resnet18_b8": "ResNet-18 (b8, 3x64x64)"}
 TARGET = 1.5  # issue 11: a training step <= 1.5x PyTorch's on CPU
@@ -286,11 +286,7 @@ def main() -> int:
     first = servers[threads[0]].info
     print(f"versions: numpy {np.__version__}, torch {torch.__version__ if torch else '- (not importable)'}, Paddle "
           f"{first['paddle']} (legacy static Executor, CPUPlace)")
-    if threadpool_limits is not None:
-        from threadpoolctl import threadpool_info
-        blas = [f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')} kernels)"
-                for i in threadpool_info() if i.get("user_api") == "blas"]
-        print(f"NumPy's BLAS: {', '.join(blas) or '?'}")
+    print(f"NumPy's BLAS: {blas_kernels()}")
     print("threads per row: kernelcore = NumPy's OpenBLAS limited by threadpoolctl" +
           ("" if threadpool_limits else " (NOT importable: kernelcore runs its default threads)") +
           "; PyTorch = torch.set_num_threads; Paddle = FLAGS_paddle_num_threads/OMP/MKL_NUM_THREADS")

@@ -28,7 +28,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 import kernelcore as kc  # noqa: E402
+from _op_profile import blas_kernels  # noqa: E402
 
 PADDLE = ROOT / ".venv-paddle" / "bin" / "python"
 
@@ -109,7 +111,9 @@ def main() -> int:
             torch_rows = None if torch_side is None else (t_inf, t_train, torch_side.diff, torch_side.first_loss, n)
             per_count[n] = (kc_inf, kc_train, torch_rows)
     print(f"2-layer LSTM, batch {p['B']}, {p['T']} steps, input {p['I']}, hidden {p['H']}; Paddle {p['paddle']} "
-          f"legacy Executor; best (median) of {repeat}; load average {os.getloadavg()[0]:.2f}")
+          f"legacy Executor; best (median) of {repeat} windows of {PER_WINDOW}; load average "
+          f"{os.getloadavg()[0]:.2f}")
+    print(f"  NumPy's BLAS: {blas_kernels()}")
     print(f"  output max|diff| / max|Paddle|: {diff:.1e}; first training loss {float(loss0):.8g} vs Paddle "
           f"{float(tr['loss']):.8g}")
     blas = "threadpoolctl" if threadpool_limits else "NOT limited: threadpoolctl is not importable"

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 import kernelcore as kc  # noqa: E402
 from _paddle_server import PADDLE, PaddleServer, generate  # noqa: E402
-from _op_profile import load_avg, op_type_times  # noqa: E402
+from _op_profile import blas_kernels, load_avg, op_type_times  # noqa: E402
 
 MODELS = {"resnet18_b8": "ResNet-18", "mobilenet_v2_b8": "MobileNetV2"}
 TARGET_GEMM_SHARE = 0.30
@@ -113,6 +113,7 @@ def main() -> None:
 
     print(f"machine: {os.cpu_count()} CPUs, load average {load_avg()} (at start)")
     print(f"versions: kernelcore {getattr(kc, '__version__', '?')}, numpy {np.__version__}")
+    print(f"NumPy's BLAS: {blas_kernels()}")
     if not PADDLE.exists():
         sys.exit(f"no Paddle 3.3.1 venv at {PADDLE.parent.parent} (bash tests/paddle_oracle/setup_env.sh): the models "
                  "are written by Paddle, so this benchmark needs it")
