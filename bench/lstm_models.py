@@ -10,7 +10,9 @@ too. Threads are made equal for the kernelcore / PyTorch rows: one row per count
 NumPy's OpenBLAS limited by threadpoolctl and torch.set_num_threads; Paddle's executor runs its default one thread.
 kernelcore's and PyTorch's runs are timed in windows of PER_WINDOW calls that alternate between the sides, each
 window after a SETTLE_S pause (PyTorch's OpenMP threads spin a while after its calls, on the same cores), so load
-falls on both alike. Best and median of the calls; ratios are kernelcore / the other, best against best.
+falls on both alike. Best and median of the calls; ratios are kernelcore / the other, best against best. PyTorch's
+own LSTM step is bimodal here: at 2 threads 22-23 ms in some processes and 35-37 ms in others (the same script, run
+alone), so compare its figures across runs before reading one ratio.
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ from _op_profile import blas_kernels  # noqa: E402
 PADDLE = ROOT / ".venv-paddle" / "bin" / "python"
 
 
-PER_WINDOW = 2  # calls per timing window; windows alternate between kernelcore and PyTorch
+PER_WINDOW = 5  # calls per timing window; windows alternate between kernelcore and PyTorch
 SETTLE_S = 0.3  # before each window: the other side's OpenMP threads stop spinning
 
 
