@@ -208,59 +208,36 @@ def _depthwise(xp, xpad, w, strides, dils, outs):
 
 def conv_transpose_forward(xp, x, w, strides, pads, dils, groups, out_sizes):
     """The gradient of conv_forward with respect to its input: Out = col2im(W^T @ X), one GEMM per group and
-    one strided add per kernel offset. The adds' innermost loop runs along whichever is longer, the output
-    channels (columns laid out channels-last) or the input's last spatial dim (channels-first): a NumPy add over
-    rows of 2 pixels costs ~10x what it costs over rows of 512 channels (ResNet-18's last stage, the input
-    gradients of its 512-channel convolutions on 2x2 maps, ran 1.7x faster so)."""
-    if w.shape[1] >= x.shape[-1]:
-        return _conv_transpose_channels_last(xp, x, w, strides, pads, dils, groups, out_sizes)
+    one strided add per kernel offset, in the same order either way. The adds' innermost loop runs along whichever
+    is longer, the output channels (columns and sum laid out channels-last, the result brought back channels-first)
+    or the input's last spatial dim (channels-first): a NumPy add over rows of 2 pixels costs ~10x what it costs
+    over rows of 512 channels (ResNet-18's last stage, the input gradients of its 512-channel convolutions on 2x2
+    maps, ran 1.7x faster so)."""
     n, cin = x.shape[:2]
-    nd = x.ndim - 2
-    ins = x.shape[2:]
-    og = w.shape[1]
-    ks = w.shape[2:]
-    cg = cin // groups
-    k, p = math.prod(ks), math.prod(ins)
+    ins, og, ks = x.shape[2:], w.shape[1], w.shape[2:]
+    cg, p = cin // groups, math.prod(ins)
+    full = [max((ins[i] - 1) * strides[i] + dils[i] * (ks[i] - 1) + 1, pads[i][0] + out_sizes[i])
+            for i in range(len(ins))]                                  # every tap's reach, and the padded output
+    crop = tuple(slice(pads[i][0], pads[i][0] + out_sizes[i]) for i in range(len(ins)))
+    taps = list(itertools.product(*(range(kk) for kk in ks)))
+    if og >= ins[-1]:
+        xm = xp.ascontiguousarray(x.reshape(n, groups, cg, p).transpose(1, 0, 3, 2)).reshape(groups, n * p, cg)
+        cols = xp.matmul(xm, w.reshape(groups, cg, og * len(taps))).reshape(groups, n, *ins, og, *ks)
+        out = xp.zeros((n, *full, groups, og), dtype=x.dtype)
+        for offs in taps:
+            out[(slice(None),) + _tap_window(offs, ins, strides, dils)] += \
+                xp.moveaxis(cols[(Ellipsis,) + offs], 0, -2)          # `out` is ours
+        out = out[(slice(None),) + crop].reshape(n, *out_sizes, groups * og)
+        return xp.ascontiguousarray(xp.moveaxis(out, -1, 1))
     xm = xp.ascontiguousarray(x.reshape(n, groups, cg, p).transpose(1, 2, 0, 3)).reshape(groups, cg, n * p)
-    wm = w.reshape(groups, cg, og * k).transpose(0, 2, 1)
-    cols = xp.matmul(wm, xm).reshape(groups, og, *ks, n, *ins)      # one GEMM per group
-    full = _transpose_full_sizes(ins, ks, strides, pads, dils, out_sizes)
+    wm = w.reshape(groups, cg, og * len(taps)).transpose(0, 2, 1)
+    cols = xp.matmul(wm, xm).reshape(groups, og, *ks, n, *ins)
     out = xp.zeros((n, groups, og, *full), dtype=x.dtype)
-    perm = (2, 0, 1) + tuple(range(3, 3 + nd))                       # (groups, og, n, spatial) -> (n, groups, og, ...)
-    for offs in itertools.product(*(range(kk) for kk in ks)):
-        sl = (slice(None),) * 3 + _tap_window(offs, ins, strides, dils)
-        out[sl] += cols[(slice(None), slice(None)) + offs].transpose(perm)   # `out` is ours
-    crop = (slice(None),) * 3 + tuple(slice(pads[i][0], pads[i][0] + out_sizes[i]) for i in range(nd))
-    return xp.ascontiguousarray(out[crop]).reshape(n, groups * og, *out_sizes)
-
-
-def _conv_transpose_channels_last(xp, x, w, strides, pads, dils, groups, out_sizes):
-    """conv_transpose_forward with the columns and the col2im sum laid out channels-last, (n, spatial..., groups,
-    og): the same products, added in the same order of kernel offsets; the result comes back channels-first."""
-    n, cin = x.shape[:2]
-    nd = x.ndim - 2
-    ins = x.shape[2:]
-    og = w.shape[1]
-    ks = w.shape[2:]
-    cg = cin // groups
-    p = math.prod(ins)
-    xm = xp.ascontiguousarray(x.reshape(n, groups, cg, p).transpose(1, 0, 3, 2)).reshape(groups, n * p, cg)
-    cols = xp.matmul(xm, w.reshape(groups, cg, og * math.prod(ks)))  # (groups, n * p, og * k): one GEMM per group
-    cols = cols.reshape(groups, n, *ins, og, *ks)
-    full = _transpose_full_sizes(ins, ks, strides, pads, dils, out_sizes)
-    out = xp.zeros((n, *full, groups, og), dtype=x.dtype)
-    for offs in itertools.product(*(range(kk) for kk in ks)):
-        sl = (slice(None),) + _tap_window(offs, ins, strides, dils)
-        out[sl] += xp.moveaxis(cols[(Ellipsis,) + offs], 0, -2)      # `out` is ours
-    crop = (slice(None),) + tuple(slice(pads[i][0], pads[i][0] + out_sizes[i]) for i in range(nd))
-    out = out[crop].reshape(n, *out_sizes, groups * og)
-    return xp.ascontiguousarray(xp.moveaxis(out, -1, 1))
-
-
-def _transpose_full_sizes(ins, ks, strides, pads, dils, out_sizes):
-    """The col2im buffer's spatial sizes: every tap's reach, and at least the padding plus the output."""
-    return [max((ins[i] - 1) * strides[i] + dils[i] * (ks[i] - 1) + 1, pads[i][0] + out_sizes[i])
-            for i in range(len(ins))]
+    perm = (2, 0, 1) + tuple(range(3, 3 + len(ins)))                 # (groups, og, n, spatial) -> (n, groups, og, ...)
+    for offs in taps:
+        out[(slice(None),) * 3 + _tap_window(offs, ins, strides, dils)] += \
+            cols[(slice(None), slice(None)) + offs].transpose(perm)   # `out` is ours
+    return xp.ascontiguousarray(out[(slice(None),) * 3 + crop]).reshape(n, groups * og, *out_sizes)
 
 
 def _tap_window(offs, ins, strides, dils):
