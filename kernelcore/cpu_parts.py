@@ -137,6 +137,18 @@ def run_parts_into(xp, shape, dtype, axis: int, parts: Sequence[tuple[slice, Cal
     return out
 
 
+def by_images_in_parts(xp, body, arrays, out_shape, work_per_image):
+    """body(*arrays) for a batch whose images are independent (arrays split along their first axis, the result
+    of `out_shape` too), in parts by images where the work (`work_per_image`, each image's: all its channels)
+    outlasts the hand-off; each part gives the same elements the whole batch would."""
+    n = arrays[0].shape[0]
+    parts = cpu_parts(xp, n * work_per_image) if n > 1 else 1
+    if parts < 2:
+        return body(*arrays)
+    return run_parts_into(xp, out_shape, arrays[-1].dtype, 0,
+                          [(s, partial(body, *(a[s] for a in arrays))) for s in chunks(n, parts)])
+
+
 def matmul(xp, a, b):
     """`xp.matmul(a, b)`, in parts inside a split run: by a's rows or b's columns, whichever are more (each part
     reads all of the other operand), the parts' products side by side. The matrix products of a split run's

@@ -20,7 +20,7 @@ import numpy as np
 from ..ops import conv as C
 from ..ops import interp as I
 from ..ops import pool as P
-from ..cpu_parts import chunks, cpu_parts, run_parts
+from ..cpu_parts import by_images_in_parts, chunks, cpu_parts, run_parts
 from ..ops._spatial import channel_last
 from ..ops.activation_extra import _sigmoid
 from ..registry import In, Out, get_op_def, has_op, register_op
@@ -285,7 +285,7 @@ def _pool_grad(fwd_type, nd):
         else:
             body = partial(_max_grad_offsets, xp, ksize=ksize, strides=strides, pads=pads, outs=outs)
             work = GRAD_OVER_FORWARD * P.max_pool_work(x.shape, ksize, outs)
-            dx = P.by_images_in_parts(xp, body, (x, out, g), x.shape, work)
+            dx = by_images_in_parts(xp, body, (x, out, g), x.shape, work)
         return (_last(xp, dx, fmt),)
 
     kernel.__name__ = f"{fwd_type}_grad"

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..proto.framework_pb2 import AttrType as A
 from ..proto.framework_pb2 import VarType as VT
-from ..cpu_parts import chunks, cpu_parts, run_parts_into
+from ..cpu_parts import by_images_in_parts
 from ..registry import Attr, Check, In, Out, register_op
 from ._spatial import attr_or, channel_last, check_ints, pairs, update_padding
 
@@ -112,18 +112,6 @@ MAX_TAP_WORK = 24
 def max_pool_work(x_shape, ksize, outs) -> int:
     """Max pooling's work per image, in kernelcore/cpu_parts.py's units: every output element's kernel offsets."""
     return MAX_TAP_WORK * math.prod(ksize) * x_shape[1] * math.prod(outs)
-
-
-def by_images_in_parts(xp, body, arrays, out_shape, work_per_image):
-    """body(*arrays) for a batch whose images are independent, in parts by images on the CPU's cores
-    (kernelcore/cpu_parts.py) where the work (`work_per_image`, each image's: all its channels) outlasts the
-    hand-off; each part gives the same elements the whole batch would."""
-    n = arrays[0].shape[0]
-    parts = cpu_parts(xp, n * work_per_image) if n > 1 else 1
-    if parts < 2:
-        return body(*arrays)
-    return run_parts_into(xp, out_shape, arrays[-1].dtype, 0,
-                          [(s, partial(body, *(a[s] for a in arrays))) for s in chunks(n, parts)])
 
 
 def _max_by_offsets(xp, x, ksize, strides, pads, outs):
