@@ -722,7 +722,10 @@ def test_own_mlp_backward_is_paddles(p3):
 
 BACKWARD_CASES = ["mlp_all_ops", "twice", "square", "thrice", "split_unused", "concat_stopped", "sum_scale",
                   "stop_gradient_var", "no_grad_set", "parameter_subset", "softmax_ce", "swce_soft", "embedding",
-                  "cast_assign", "top_k"]
+                  "cast_assign", "top_k"] + [  # paddle.nn's activation layers (make_backward_cases.ACTIVATIONS)
+    f"act_{a}" for a in ("relu6", "elu", "celu", "selu", "silu", "swish", "hardswish", "hardsigmoid", "hardtanh",
+                         "leakyrelu", "mish", "logsigmoid", "softsign", "tanhshrink", "hardshrink", "softshrink",
+                         "thresholdedrelu", "maxout")]
 
 
 @pytest.mark.paddle

@@ -9,6 +9,7 @@ import math
 from ..proto.framework_pb2 import AttrType as A
 from ..registry import Attr, Check, In, Out, register_op
 from ._infer import same_as
+from ._spatial import attr_or
 
 
 def _c(x, v):
@@ -66,6 +67,34 @@ EXTRA = {
                  lambda xp, x, a: _softplus(xp, x, a["beta"], a["threshold"])),
     "mish": ("Out = X * tanh(softplus(X)), softplus(X) = X where X > threshold",
              [Attr("threshold", A.FLOAT, "softplus returns X above it", 20.0)], _mish),
+    # the rest of paddle.nn's activations, with the op types, attributes and defaults Paddle's ops declare
+    "brelu": ("Out = min(max(X, t_min), t_max) (paddle.nn.Hardtanh)",
+              [Attr("t_min", A.FLOAT, "the lower clip", 0.0), Attr("t_max", A.FLOAT, "the upper clip", 24.0)],
+              lambda xp, x, a: xp.clip(x, _c(x, a["t_min"]), _c(x, a["t_max"]))),
+    "celu": ("Out = max(0, X) + min(0, alpha * (exp(X / alpha) - 1))",
+             [Attr("alpha", A.FLOAT, "the negative saturation and scale", 1.0)],
+             lambda xp, x, a: xp.maximum(x, _c(x, 0)) + xp.minimum(
+                 _c(x, a["alpha"]) * xp.expm1(xp.minimum(x, _c(x, 0)) / _c(x, a["alpha"])), _c(x, 0))),
+    "selu": ("Out = scale * (X if X > 0 else alpha * (exp(X) - 1))",
+             [Attr("scale", A.FLOAT, "the output scale", 1.0507009873554805),
+              Attr("alpha", A.FLOAT, "the negative saturation", 1.6732632423543772)],
+             lambda xp, x, a: _c(x, a["scale"]) * xp.where(
+                 x > 0, x, _c(x, a["alpha"]) * xp.expm1(xp.minimum(x, _c(x, 0))))),
+    "logsigmoid": ("Out = log(sigmoid(X)) = -(log(1 + exp(-|X|)) + max(-X, 0))", [],
+                   lambda xp, x, a: -(xp.log1p(xp.exp(-xp.abs(x))) + xp.maximum(-x, _c(x, 0)))),
+    "softsign": ("Out = X / (1 + |X|)", [], lambda xp, x, a: x / (1 + xp.abs(x))),
+    "tanh_shrink": ("Out = X - tanh(X)", [], lambda xp, x, a: x - xp.tanh(x)),
+    "hard_shrink": ("Out = X where |X| > threshold, else 0",
+                    [Attr("threshold", A.FLOAT, "the half-width of the zeroed band", 0.5)],
+                    lambda xp, x, a: x * (xp.abs(x) > _c(x, a["threshold"]))),
+    "softshrink": ("Out = X - lambda where X > lambda, X + lambda where X < -lambda, else 0",
+                   [Attr("lambda", A.FLOAT, "the half-width of the zeroed band", 0.5)],
+                   lambda xp, x, a: xp.where(x > _c(x, a["lambda"]), x - _c(x, a["lambda"]),
+                                             xp.where(x < -_c(x, a["lambda"]), x + _c(x, a["lambda"]), _c(x, 0)))),
+    "thresholded_relu": ("Out = X where X > threshold, else value",
+                         [Attr("threshold", A.FLOAT, "the threshold", 1.0),
+                          Attr("value", A.FLOAT, "what X at or below the threshold becomes", 0.0)],
+                         lambda xp, x, a: xp.where(x > _c(x, a["threshold"]), x, _c(x, a["value"]))),
 }
 
 
@@ -120,3 +149,51 @@ def prelu(ctx, ins, attrs):
                          f"got shape {list(alpha.shape)}")
     a = alpha.reshape(shape).astype(x.dtype, copy=False)
     return (xp.where(x > 0, x, x * a),)
+
+
+# ---------------------------------------------------------------------------
+def _maxout_geometry(shape, groups, axis):
+    nd = len(shape)
+    if not -nd <= axis < nd:
+        raise ValueError(f"axis {axis} is out of range for a {nd}-D X")
+    axis %= nd
+    if groups <= 0 or (shape[axis] >= 0 and shape[axis] % groups):
+        raise ValueError(f"X's {shape[axis]} channels (axis {axis}) must divide by groups={groups}")
+    return axis
+
+
+MAXOUT = register_op(
+    "maxout",
+    "Out[..., i, ...] = max over k < groups of X[..., i * groups + k, ...] along `axis`: the channels in runs of "
+    "`groups`, each run's largest.",
+    inputs=[In("X", "the input, [N, C, H, W] (or channels last, axis -1 / 3)")],
+    outputs=[Out("Out", "X's shape with C / groups channels")],
+    attrs=[Attr("groups", A.INT, "how many channels each output channel takes the max of"),
+           Attr("axis", A.INT, "the channel axis: 1 (channels first) or -1 / 3 (channels last)", 1)])
+
+
+def _maxout_infer(ic):
+    shape = list(ic.shape("X"))
+    groups = attr_or(ic, "groups", 0)
+    try:
+        axis = _maxout_geometry(shape, groups, attr_or(ic, "axis", 1))
+    except ValueError as e:
+        ic.fail(str(e))
+    if shape[axis] >= 0:
+        shape[axis] //= groups
+    ic.set_output("Out", shape, ic.dtype("X"))
+
+
+MAXOUT.infer_shape = _maxout_infer
+
+
+def maxout_runs(x, groups, axis):
+    """X viewed with its channel axis split into (channels / groups, groups)."""
+    return x.reshape(x.shape[:axis] + (x.shape[axis] // groups, groups) + x.shape[axis + 1:])
+
+
+@MAXOUT.kernel()
+def maxout(ctx, ins, attrs):
+    (x,) = ins
+    axis = _maxout_geometry(x.shape, attrs["groups"], attrs["axis"])
+    return (maxout_runs(x, attrs["groups"], axis).max(axis=axis + 1),)

@@ -49,6 +49,18 @@ ACTS = [
     ("softplus", _softplus, {"beta": 2.0, "threshold": 3.0}),
     ("softplus", _softplus, {}),
     ("mish", lambda x, threshold=20.0, **a: x * np.tanh(_softplus(x, 1.0, threshold)), {}),
+    ("brelu", lambda x, t_min=0.0, t_max=24.0, **a: np.clip(x, t_min, t_max), {"t_min": -1.0, "t_max": 1.0}),
+    ("celu", lambda x, alpha=1.0, **a: np.maximum(x, 0) + np.minimum(alpha * np.expm1(np.minimum(x, 0) / alpha), 0),
+     {"alpha": 0.6}),
+    ("selu", lambda x, scale=1.0507009873554805, alpha=1.6732632423543772, **a:
+        scale * np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0))), {}),
+    ("logsigmoid", lambda x, **a: np.log(_sig(x)), {}),
+    ("softsign", lambda x, **a: x / (1 + np.abs(x)), {}),
+    ("tanh_shrink", lambda x, **a: x - np.tanh(x), {}),
+    ("hard_shrink", lambda x, threshold=0.5, **a: np.where(np.abs(x) > threshold, x, 0), {"threshold": 0.3}),
+    ("softshrink", lambda x, **a: np.sign(x) * np.maximum(np.abs(x) - a.get("lambda", 0.5), 0), {"lambda": 0.3}),
+    ("thresholded_relu", lambda x, threshold=1.0, value=0.0, **a: np.where(x > threshold, x, value),
+     {"threshold": 0.2, "value": -0.5}),
 ]
 
 
@@ -64,6 +76,13 @@ def prelu_ref(X, Alpha, mode="all", data_format="NCHW", **a):
     else:
         al = Alpha.reshape((1,) + x.shape[1:])
     return {"Out": np.where(x > 0, x, al * x).astype(X.dtype)}
+
+
+def maxout_ref(X, groups, axis=1, **a):
+    """Output channel i: the largest of input channels i * groups .. i * groups + groups - 1."""
+    x = np.moveaxis(X, axis, -1)
+    out = x.reshape(x.shape[:-1] + (x.shape[-1] // groups, groups)).max(axis=-1)
+    return {"Out": np.moveaxis(out, -1, axis)}
 
 
 def flatten_ref(X, start_axis=1, stop_axis=1, **a):
@@ -170,6 +189,8 @@ CASES = [
       for i, (op, fn, attrs) in enumerate(ACTS)],
     Case("prelu", {"X": f32(2, 3, 4, 5), "Alpha": np.array([0.25], np.float32)}, prelu_ref, {"mode": "all"},
          id="prelu-all"),
+    Case("maxout", {"X": f32(2, 6, 3, 4)}, maxout_ref, {"groups": 2, "axis": 1}, id="maxout"),
+    Case("maxout", {"X": f32(2, 3, 4, 6)}, maxout_ref, {"groups": 3, "axis": -1}, id="maxout-channels-last"),
     Case("prelu", {"X": f32(2, 3, 4, 5), "Alpha": rng.uniform(0, 1, 3).astype(np.float32)}, prelu_ref,
          {"mode": "channel"}, id="prelu-channel"),
     Case("prelu", {"X": f32(2, 4, 5, 3), "Alpha": rng.uniform(0, 1, 3).astype(np.float32)}, prelu_ref,

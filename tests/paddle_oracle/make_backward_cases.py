@@ -173,9 +173,32 @@ def top_k():
     return paddle.mean(legacy_op("exp", {"X": out})), {}, {}, None
 
 
+# paddle.nn's activation layers as Paddle writes them (its ops, attributes and grad ops' slots: relu6_grad and
+# hard_sigmoid_grad read Out, elu_grad and silu_grad X and Out, ...). GELU, Sigmoid, Softplus and Tanh do not build
+# in 3.3.1's legacy mode; make_transformer_models.py (Paddle 2.6.2) and the cases above write those.
+ACTIVATIONS = {
+    "relu6": lambda: paddle.nn.ReLU6(), "elu": lambda: paddle.nn.ELU(0.8), "celu": lambda: paddle.nn.CELU(0.7),
+    "selu": lambda: paddle.nn.SELU(), "silu": lambda: paddle.nn.Silu(), "swish": lambda: paddle.nn.Swish(),
+    "hardswish": lambda: paddle.nn.Hardswish(), "hardsigmoid": lambda: paddle.nn.Hardsigmoid(),
+    "hardtanh": lambda: paddle.nn.Hardtanh(-1.5, 2.0), "leakyrelu": lambda: paddle.nn.LeakyReLU(0.1),
+    "mish": lambda: paddle.nn.Mish(), "logsigmoid": lambda: paddle.nn.LogSigmoid(),
+    "softsign": lambda: paddle.nn.Softsign(), "tanhshrink": lambda: paddle.nn.Tanhshrink(),
+    "hardshrink": lambda: paddle.nn.Hardshrink(0.4), "softshrink": lambda: paddle.nn.Softshrink(0.4),
+    "thresholdedrelu": lambda: paddle.nn.ThresholdedReLU(0.5), "maxout": lambda: paddle.nn.Maxout(2),
+}
+
+
+def _activation(make_layer):
+    def build():
+        x = param("x", [3, 4, 2, 3], low=-4.0, high=4.0)  # both sides of every kink and clip
+        return paddle.mean(make_layer()(x)), {}, {}, None
+    return build
+
+
 CASES = {f.__name__: f for f in (mlp_all_ops, twice, square, thrice, split_unused, concat_stopped, sum_scale,
                                   stop_gradient_var, no_grad_set, parameter_subset, softmax_ce, swce_soft,
                                   embedding, cast_assign, top_k)}
+CASES.update({f"act_{name}": _activation(make) for name, make in ACTIVATIONS.items()})
 
 
 def make_case(outdir, name, builder):
