@@ -402,7 +402,22 @@ EXTRA_TRAIN_STEPS = {
     "train_cnn_b32": lambda outdir: make_train_step(outdir, "train_cnn_b32", SmallCNN, [32, 3, 32, 32], 5),
     "train_resnet18_b8": lambda outdir: make_train_step(
         outdir, "train_resnet18_b8", _vision("resnet18", num_classes=10), [8, 3, 64, 64], 10, lr=0.01),
+    "train_mobilenet_v2_b8": lambda outdir: make_train_step(
+        outdir, "train_mobilenet_v2_b8", _without_dropout(_vision("mobilenet_v2", num_classes=10)), [8, 3, 64, 64],
+        10, lr=0.01),
 }
+
+
+def _without_dropout(make_model):
+    """make_model() with its Dropout layers at p = 0: another framework's step can then give the same loss and
+    parameters (no two frameworks draw the same masks); the dropout ops stay in the program."""
+    def make():
+        model = make_model()
+        for layer in model.sublayers():
+            if isinstance(layer, paddle.nn.Dropout):
+                layer.p = 0.0
+        return model
+    return make
 
 
 # ---------------------------------------------------------------------------------------------------------------
