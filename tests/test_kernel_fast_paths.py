@@ -177,3 +177,32 @@ def test_max_pool_gradient_goes_to_each_windows_first_maximum(shape, ksize, stri
     g = f32(*out.shape)
     got = V._max_grad_offsets(np, x, out, g, ksize, strides, pp, outs)
     np.testing.assert_allclose(got, _max_pool_grad_reference(x, g, ksize, strides, pads), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("xshape, strides, pads, dils", [
+    ((2, 12, 3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1]),      # fewer pixels than channels: channels-last taps
+    ((2, 16, 5, 4), [2, 1], [(1, 0), (1, 1)], [1, 2]),
+    ((2, 30, 2, 3, 2), [1, 1, 1], [(1, 1), (0, 1), (1, 0)], [1, 1, 1]),
+    ((2, 4, 6, 6), [1, 1], [(1, 1), (1, 1)], [1, 1]),       # more pixels: the GEMM path
+])
+def test_depthwise_filter_grad_paths_equal_the_grouped_gemm(xshape, strides, pads, dils):
+    c, nd = xshape[1], len(xshape) - 2
+    x, w = f32(*xshape), f32(c, 1, *([3] * nd))
+    g = f32(*C.conv_forward(np, x, w, strides, pads, dils, c).shape)
+    got = V.conv_filter_grad(np, x, g, w.shape, strides, pads, dils, c)
+    xpad = C.pad_spatial(np, x, pads)
+    want = V._filter_grad_gemm(np, np.ascontiguousarray(xpad), g, w.shape, strides, dils, c)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("xshape, mult, strides", [((2, 64, 7, 6), 1, [2, 2]), ((1, 70, 5, 5), 1, [1, 2]),
+                                                   ((2, 8, 7, 7), 1, [2, 2]), ((1, 64, 5, 5), 2, [2, 2])])
+def test_depthwise_input_grad_layouts_equal_the_transposed_convolution(xshape, mult, strides):
+    """_depthwise_input_grad channels-last (64+ channels, no multiplier) and channels-first, against col2im."""
+    c = xshape[1]
+    x, w = f32(*xshape), f32(c * mult, 1, 3, 3)
+    pads, dils = [(1, 1), (1, 1)], [1, 1]
+    g = f32(*C.conv_forward(np, x, w, strides, pads, dils, c).shape)
+    got = V._depthwise_input_grad(np, g, w, strides, pads, dils, c, list(xshape[2:]))
+    want = _transpose_reference(g, w, strides, pads, dils, c, list(xshape[2:]))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
