@@ -15,7 +15,12 @@ machine is shared and the best runs are those other processes left alone.
 Throughput: the FLOPs of the convolutions and matrix products (2 * output elements * filter elements per output
 for conv2d/depthwise_conv2d, 2 * M * K * N for matmul_v2/mul; shapes from the program, the batch filled in) over
 kernelcore's best time, against NumPy's float32 GEMM (np.matmul, 1024^3 and an im2col-shaped 256 x 2304 x 2048,
-the better of the two) measured in the same run. PyTorch is not in kernelcore's venv: its column prints "-".
+the better of the two) measured in the same run.
+
+PyTorch (when importable; `.venv/bin/pip install torch==2.13.0`): plain torch.nn ports of the same networks
+(bench/_torch_ports.py) with the program's own parameters, in eval mode under torch.inference_mode(), checked
+against Paddle's output like kernelcore's, timed in the same alternating windows at torch's default threads (and
+at one thread in the one-thread rows). Without torch its column prints "-".
 """
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 import kernelcore as kc  # noqa: E402
 from _paddle_server import PADDLE, PaddleServer, generate  # noqa: E402
 from _op_profile import blas_kernels, load_avg, op_type_times  # noqa: E402
+from _torch_ports import port  # noqa: E402
 
 MODELS = {"resnet18_b8": "ResNet-18", "mobilenet_v2_b8": "MobileNetV2"}
 TARGET_GEMM_SHARE = 0.30
@@ -106,10 +112,12 @@ def main() -> None:
     # processes left alone (medians are printed beside them)
     repeat = a.repeat or (5 if a.quick else 30)
     try:
-        import torch  # noqa: F401
-        torch_note = "PyTorch importable, but no PyTorch port of these programs is timed here"
+        import torch
+        torch_note = (f"PyTorch {torch.__version__}: torch.nn ports with the same weights, eval mode, "
+                      f"inference_mode, {torch.get_num_threads()} threads (1 in the one-thread rows)")
     except ImportError:
-        torch_note = "PyTorch: not importable in kernelcore's venv; its column is skipped"
+        torch = None
+        torch_note = "PyTorch: not importable in kernelcore's venv (pip install torch==2.13.0); its column is skipped"
 
     print(f"machine: {os.cpu_count()} CPUs, load average {load_avg()} (at start)")
     print(f"versions: kernelcore {getattr(kc, '__version__', '?')}, numpy {np.__version__}")
@@ -137,7 +145,7 @@ def main() -> None:
             f"{'(median)':>9s} {'kc/Paddle':>9s} {'torch':>6s} {'kc GFLOP/s':>11s} {'of GEMM':>8s} {'max|diff|':>10s}")
     print(head)
     print("-" * len(head))
-    rows, one_rows, traced_rows = [], [], []
+    rows, one_rows, traced_rows, torch_rows = [], [], [], []
     profiles = {}
     try:
         from threadpoolctl import threadpool_limits as one_thread
@@ -153,7 +161,19 @@ def main() -> None:
         diff = float(np.abs(out - want).max() / np.abs(want).max())
         for _ in range(2):
             exe.run(prog, feed=feed, scope=scope)
-        kc_t, kc1_t, pd_t, tr_t = [], [], [], []
+        kc_t, kc1_t, pd_t, tr_t, pt_t, pt1_t = [], [], [], [], [], []
+        torch_run, torch_diff = None, None
+        if torch is not None:
+            model, _ = port(name, prog, {n: kc.place.to_host(scope.find_var(n).value) for n in scope.local_var_names()
+                                         if scope.find_var(n).value is not None}, feed[feeds[0]])
+            model.eval()
+            x = torch.from_numpy(feed[feeds[0]])
+
+            def torch_run(model=model, x=x):
+                with torch.inference_mode():
+                    return model(x)
+            torch_diff = float(np.abs(torch_run().numpy() - want).max() / np.abs(want).max())
+            torch_run()
 
         def window(out, traced=False):
             for _ in range(PER_WINDOW):
@@ -165,31 +185,51 @@ def main() -> None:
                     exe.run(prog, feed=feed, scope=scope)
                 out.append(time.perf_counter() - t0)
 
-        for _ in range(repeat):  # windows of PER_WINDOW runs: kernelcore, traced, on 1 BLAS thread, Paddle
+        def torch_window(out, threads=None):
+            before = torch.get_num_threads()
+            if threads is not None:
+                torch.set_num_threads(threads)
+            try:
+                for _ in range(PER_WINDOW):
+                    t0 = time.perf_counter()
+                    torch_run()
+                    out.append(time.perf_counter() - t0)
+            finally:
+                torch.set_num_threads(before)
+
+        # windows of PER_WINDOW runs: kernelcore, traced, on 1 BLAS thread, Paddle, PyTorch (default threads, 1)
+        for _ in range(repeat):
             window(kc_t)
             window(tr_t, traced=True)
             if one_thread is not None:
                 with one_thread(limits=1, user_api="blas"):
                     window(kc1_t)
             pd_t += server.times(name, PER_WINDOW)
+            if torch_run is not None:
+                torch_window(pt_t)
+                torch_window(pt1_t, threads=1)
             gemm.window()
         best, median = min(kc_t), statistics.median(kc_t)
         if kc1_t:
-            one_rows.append((label, min(kc1_t), statistics.median(kc1_t), min(pd_t)))
+            one_rows.append((label, min(kc1_t), statistics.median(kc1_t), min(pd_t), min(pt1_t) if pt1_t else None))
         p = {"best": min(pd_t), "median": statistics.median(pd_t)}
         flops = model_flops(prog, feed[feeds[0]].shape[0])
+        torch_col = f"{min(pt_t) * 1e3:.2f}" if pt_t else "-"
         gf = flops / best / 1e9
         rows.append((label, best, p["best"], gf))
+        if pt_t:
+            torch_rows.append((label, best, min(pt_t), statistics.median(pt_t), torch_diff))
         traced_rows.append((label, min(tr_t) / best, statistics.median(tr_t) / median))
         print(f"{label:26s} {flops / 1e9:6.2f} {best * 1e3:9.2f} {median * 1e3:9.2f} {p['best'] * 1e3:10.2f} "
-              f"{p['median'] * 1e3:9.2f} {best / p['best']:9.2f} {'-':>6s} {gf:11.1f} {'':>8s} {diff:10.1e}")
+              f"{p['median'] * 1e3:9.2f} {best / p['best']:9.2f} {torch_col:>6s} {gf:11.1f} {'':>8s} {diff:10.1e}")
         if a.profile:
             profiles[label] = profile(prog, scope, feed)
     server.close()
     if one_rows:
         print(f"\nkernelcore with NumPy's BLAS limited to 1 thread (threadpoolctl), as Paddle's executor runs:")
-        for label, b, m, p1 in one_rows:
-            print(f"  {label:24s} best {b * 1e3:8.2f} ms (median {m * 1e3:8.2f}), {b / p1:.2f}x Paddle's best")
+        for label, b, m, p1, t1 in one_rows:
+            print(f"  {label:24s} best {b * 1e3:8.2f} ms (median {m * 1e3:8.2f}), {b / p1:.2f}x Paddle's best" +
+                  (f", {b / t1:.2f}x PyTorch's at 1 thread ({t1 * 1e3:.2f} ms)" if t1 else ""))
     else:
         print("\n(threadpoolctl not importable: no 1-BLAS-thread row)")
     g, g_shape = gemm.gflops()
@@ -198,6 +238,10 @@ def main() -> None:
     rows = [(label, kc_t, pd_t, gf / g) for label, kc_t, pd_t, gf in rows]
     print("kernelcore under kc.trace() (default retention) over untraced, same windows: " + ", ".join(
         f"{label} {r:.3f} (medians {rm:.3f})" for label, r, rm in traced_rows))
+    if torch_rows:
+        print("PyTorch (same weights, default threads): " + ", ".join(
+            f"{label} best {pt * 1e3:.2f} ms (median {pm * 1e3:.2f}), kc/PyTorch {b / pt:.2f}, "
+            f"output max|diff| {d:.1e}" for label, b, pt, pm, d in torch_rows))
     print()
     print("Targets")
     for label, r, _ in traced_rows:
