@@ -89,10 +89,38 @@ def run_inference_case(zoo, name):
     prog, scope, feeds, fetches = kc.load_inference_model(zoo / name)
     assert feeds == meta["feed_names"] and fetches == meta["fetch_names"]
     assert [op.type for op in prog.global_block().ops] == meta["op_types"]
-    outs = kc.Executor(kc.CPUPlace()).run(prog, feed={n: ref[n] for n in feeds}, scope=scope)
+    feed = {n: ref[n] for n in feeds}
+    outs = kc.Executor(kc.CPUPlace()).run(prog, feed=feed, scope=scope)
     assert len(outs) == len(fetches)
+    exact = None
     for i, got in enumerate(outs):
-        assert_matches(got, ref[f"fetch_{i}"], f"{name}: fetch {i} ({fetches[i]})")
+        want = ref[f"fetch_{i}"]
+        try:
+            assert_matches(got, want, f"{name}: fetch {i} ({fetches[i]})")
+        except AssertionError:
+            # Paddle's float32 is an oracle with rounding of its own, which depends on the CPU its kernels pick
+            # (ShuffleNetV2 x0.25 on an Intel Xeon: 1.7e-4 of max|output| from the float64 result, kernelcore's
+            # 7.7e-5). Past the tolerance, the same program run in float64 arbitrates: kernelcore must be within
+            # the tolerance of it and no further from it than Paddle is.
+            exact = exact or float64_outputs(prog, scope, feed)
+            assert_matches(got.astype(np.float64), exact[i], f"{name}: fetch {i} ({fetches[i]}) against float64")
+            ours, paddles = (float(np.abs(v - exact[i]).max()) for v in (got, want))
+            assert ours <= paddles, (f"{name}: fetch {i} is {ours:.2e} from the float64 result, Paddle's "
+                                     f"{paddles:.2e}")
+
+
+def float64_outputs(prog, scope, feed):
+    """The program's fetches with every float32 parameter and feed widened to float64 (kernelcore's kernels follow
+    their inputs' dtype)."""
+    wide = kc.Scope()
+    for n in scope.local_var_names():
+        v = scope.find_var(n).value
+        if v is not None:
+            wide.set(n, v.astype(np.float64) if getattr(v, "dtype", None) == np.float32 else v)
+    feed = {n: a.astype(np.float64) if a.dtype == np.float32 else a for n, a in feed.items()}
+    outs = kc.Executor(kc.CPUPlace()).run(prog, feed=feed, scope=wide)
+    assert all(o.dtype == np.float64 for o in outs), "the float64 run did not stay in float64"
+    return outs
 
 
 @pytest.mark.parametrize("name", MODELS)
