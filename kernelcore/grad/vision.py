@@ -399,13 +399,12 @@ def batch_norm_grad(ctx, ins, attrs):
     statistics: X@GRAD = k * (g - Bias@GRAD / N - xc * inv^2 * sum(g * xc) / N), in four passes over one fresh
     array (xhat and the closed form's means are per-channel factors here, never full-size temporaries).
     float16 input is worked in float32 (as Paddle's MPType): its sums over a batch overflow float16."""
-    from ..ops.norm import _bcast, _channel_axis, _f32, channel_dot
+    from ..ops.norm import _channel_axis, _f32, channel_dot, channel_sum, per_channel
     xp = ctx.xp
     x_in, scale, _bias, saved_mean, saved_inv, mean, var, _reserve, g = ins
     ct = _f32(x_in.dtype)
     x, g = x_in.astype(ct, copy=False), g.astype(ct, copy=False)
     axis = _channel_axis(x.ndim, attrs["data_layout"])
-    red = tuple(a for a in range(x.ndim) if a != axis)
     inference = attrs["is_test"] or not ctx.training
     global_stats = attrs["use_global_stats"] or (inference and not attrs["trainable_statistics"])
     if global_stats:
@@ -414,20 +413,20 @@ def batch_norm_grad(ctx, ins, attrs):
         m, inv = saved_mean, saved_inv
     m, inv = m.astype(ct), inv.astype(ct)
     sc = scale.astype(ct)
-    xc = x - _bcast(m, x.ndim, axis)  # ours
-    dbias = g.sum(axis=red)
+    xc = x - per_channel(xp, m, x.shape, axis)  # ours
+    dbias = channel_sum(xp, g, axis)
     dscale = inv * channel_dot(xp, g, xc, axis)
     dx = None
     if wanted(ctx, "X@GRAD"):
         k = sc * inv
         if global_stats:
-            dx = g * _bcast(k, x.ndim, axis)
+            dx = g * per_channel(xp, k, x.shape, axis)
         else:
             count = ct(x.size // x.shape[axis])
-            xc *= _bcast(inv * dscale / count, x.ndim, axis)   # xhat * mean(g * xhat)
+            xc *= per_channel(xp, inv * dscale / count, x.shape, axis)   # xhat * mean(g * xhat)
             dx = xp.subtract(g, xc, out=xc)
-            dx -= _bcast(dbias / count, x.ndim, axis)
-            dx *= _bcast(k, x.ndim, axis)
+            dx -= per_channel(xp, dbias / count, x.shape, axis)
+            dx *= per_channel(xp, k, x.shape, axis)
         dx = dx.astype(x_in.dtype, copy=False)
     return (dx, dscale.astype(scale.dtype) if wanted(ctx, "Scale@GRAD") else None,
             dbias.astype(scale.dtype) if wanted(ctx, "Bias@GRAD") else None)
