@@ -9,6 +9,7 @@ import pytest
 
 from kernelcore.grad import vision as V
 from kernelcore.ops import conv as C
+from kernelcore.ops import norm as N
 from kernelcore.ops import pool as P
 from kernelcore.ops import rnn as R
 
@@ -59,6 +60,29 @@ def test_batch_norm_grad_matches_the_textbook_form(dtype, tol):
     for got, ref, name in zip((dx, dscale, dbias), want, ("X@GRAD", "Scale@GRAD", "Bias@GRAD")):
         err = float(np.abs(got.astype(np.float64) - ref).max() / np.abs(ref).max())
         assert err < tol, f"{name}: max|diff| / max|ref| = {err:.1e} in {np.dtype(dtype).name}"
+
+
+@pytest.mark.parametrize("shape, axis", [
+    ((8, 960, 2, 2), 1),     # short per-(sample, channel) rows: einsum
+    ((4, 6, 16, 16), 1),     # long rows: batched products
+    ((3, 5, 2, 3, 4), 1),    # 5-D channels first
+    ((6, 7), 1),             # [N, C]
+    ((4, 3, 5), 2),          # channels last (NLC)
+    ((2, 4, 4, 6), 3),       # NHWC
+])
+def test_per_channel_sums_and_factors_equal_numpys_reductions(shape, axis):
+    """batch_norm's per-channel sums (GEMV with ones), dot products (einsum or batched products by row length)
+    and per-channel factors (repeated blocks channels first) against reductions and broadcasts written plainly."""
+    a, b = f32(*shape), f32(*shape)
+    c = shape[axis]
+    red = tuple(i for i in range(len(shape)) if i != axis)
+    np.testing.assert_allclose(N.channel_sum(np, a, axis), a.astype(np.float64).sum(axis=red), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(N.channel_dot(np, a, b, axis), (a.astype(np.float64) * b).sum(axis=red),
+                               rtol=1e-5, atol=1e-4)
+    v = f32(c)
+    plain = [1] * len(shape)
+    plain[axis] = c
+    assert np.array_equal(a * N.per_channel(np, v, shape, axis), a * v.reshape(plain))
 
 
 def test_lstm_cell_in_place_gates_are_the_plain_formula():
