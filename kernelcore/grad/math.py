@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import cpu_parts
-from ..ops.math import align, reduce_axes
+from ..ops.math import align, leading_sums, reduce_axes
 from ..backward import GradContext, no_grad, rule, standard, wanted
 
 
@@ -24,6 +26,8 @@ def unbroadcast(g, aligned_shape, shape, fresh: bool = False):
     lead = g.ndim - len(aligned_shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(aligned_shape)
                                       if d == 1 and g.shape[lead + i] != 1)
+    if axes and axes == tuple(range(len(axes))) and isinstance(g, np.ndarray):  # a bias's: the leading dims
+        return leading_sums(np, g, len(axes)).reshape(shape)
     if axes:
         return g.sum(axis=axes, keepdims=True).reshape(shape)
     return g.reshape(shape) if fresh else g.reshape(shape).copy()

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 
-from ..ops.math import align, reduce_axes
+from ..ops.math import align, leading_sums, reduce_axes
 from ..ops.math_extra import SQRT_HALF, clip_bounds, erfc
-from ..ops.norm_seq import layer_norm_rows
+from ..ops.norm_seq import layer_norm_rows, row_means
 from ..backward import no_grad, standard, wanted
 from .math import _fail, unbroadcast
 
@@ -168,12 +168,12 @@ def layer_norm_grad(ctx, ins, attrs):
     dx = dscale = dbias = None
     if wanted(ctx, "X@GRAD"):
         dy = g2 * scale.reshape(1, right) if scale is not None else g2
-        dx = inv * (dy - dy.mean(axis=1, keepdims=True) - xhat * (dy * xhat).mean(axis=1, keepdims=True))
+        dx = inv * (dy - row_means(xp, dy) - xhat * row_means(xp, dy * xhat))
         dx = dx.reshape(x.shape).astype(x.dtype, copy=False)
     if scale is not None and wanted(ctx, "Scale@GRAD"):
-        dscale = (g2 * xhat).sum(axis=0).reshape(scale.shape).astype(scale.dtype, copy=False)
+        dscale = leading_sums(xp, g2 * xhat, 1).reshape(scale.shape).astype(scale.dtype, copy=False)
     if bias is not None and wanted(ctx, "Bias@GRAD"):
-        dbias = g2.sum(axis=0).reshape(bias.shape).astype(bias.dtype, copy=False)
+        dbias = leading_sums(xp, g2, 1).reshape(bias.shape).astype(bias.dtype, copy=False)
     return dx, dscale, dbias
 
 

@@ -1,9 +1,12 @@
 """Activations: one table row per op; one kernel body serves NumPy and CuPy."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..proto.framework_pb2 import AttrType as A
 from ..registry import Attr, In, Out, register_op
 from ._infer import normalize_axis, same_as
+from .math import row_sums
 
 
 def _sigmoid(xp, x):
@@ -15,8 +18,11 @@ def softmax_of(xp, x, axis: int = -1):
     (Paddle's CPU kernel also clips X - max at -64, so no output falls below ~1.6e-28; not done here.)"""
     if x.ndim == 0:
         return xp.ones_like(x)
-    e = xp.exp(x - x.max(axis=axis, keepdims=True))
-    e /= e.sum(axis=axis, keepdims=True)  # `e` is a fresh array of ours
+    # NumPy's fmax along rows took 275 us on [8, 4, 128, 128] float32 where max took 390; a NaN, which fmax
+    # skips, still makes its whole row NaN (through X - max and the sum), as with max
+    e = x - (np.fmax.reduce(x, axis=axis, keepdims=True) if xp is np else x.max(axis=axis, keepdims=True))
+    e = xp.exp(e, out=e) if e.dtype.kind == "f" else xp.exp(e)  # `e` is a fresh array of ours
+    e /= row_sums(xp, e) if axis in (-1, x.ndim - 1) else e.sum(axis=axis, keepdims=True)
     return e
 
 

