@@ -1,5 +1,6 @@
-"""Transformer and BERT programs that Paddle 2.6.2 wrote run in kernelcore and give Paddle's outputs; one Transformer
-training step (Adam, AdamW) gives Paddle's loss and updated parameters.
+"""Transformer and BERT programs that Paddle 2.6.2 wrote run in kernelcore and give Paddle's outputs; one training
+step (Adam, AdamW) of a small Transformer classifier and one (Adam) of the BERT-style encoder with a classifier give
+Paddle's loss and updated parameters.
 
 A session fixture makes Paddle regenerate the programs (tests/paddle_oracle/make_transformer_models.py, a few
 seconds) into a temporary directory; without the `.venv-paddle2` venv these tests skip and say so.
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PADDLE2 = ROOT / ".venv-paddle2" / "bin" / "python"
 SCRIPT = ROOT / "tests" / "paddle_oracle" / "make_transformer_models.py"
 INFERENCE = ["transformer_encoder", "bert_encoder", "transformer_decoder", "tensor_funcs"]
-TRAINING = ["train_transformer_adam", "train_transformer_adamw"]
+TRAINING = ["train_transformer_adam", "train_transformer_adamw", "train_bert_adam"]
 
 
 @pytest.fixture(scope="session")

@@ -7,11 +7,13 @@ Inference cases (save_inference_model) write OUTDIR/<case>.pdmodel/.pdiparams/.n
 make_programs.py: the npz holds the feeds by name and Paddle's outputs as fetch_0, fetch_1, ...; the json the feed
 and fetch names and the op types of the saved program.
 
-Training cases (`train_transformer_adam`, `train_transformer_adamw`) write <case>.main.pb / <case>.startup.pb
-(serialized ProgramDescs, main with `minimize` applied), <case>.npz (feeds, `loss`, `init/<var>` and `after/<var>` for
-every persistable, after one step, and `grad/<param>`: Paddle's gradient of each parameter in that step)
-and <case>.json (op types, and the slots of every grad/optimizer op written). `grad_funcs` is Paddle's backward of a
-weighted sum of tensor functions (main program with its grad ops, Paddle's gradients of the two inputs).
+Training cases (`train_transformer_adam`, `train_transformer_adamw`: a small Transformer classifier;
+`train_bert_adam`: the BERT-style encoder with a classifier on its pooled output, every dropout 0) write
+<case>.main.pb / <case>.startup.pb (serialized ProgramDescs, main with `minimize` applied), <case>.npz (feeds, `loss`,
+`init/<var>` and `after/<var>` for every persistable, after one step, and `grad/<param>`: Paddle's gradient of each
+parameter in that step) and <case>.json (op types, and the slots of every grad/optimizer op written).
+`grad_funcs` is Paddle's backward of a weighted sum of tensor functions (main program with its grad ops, Paddle's
+gradients of the two inputs).
 """
 from __future__ import annotations
 
@@ -88,15 +90,18 @@ def build_encoder():
 
 
 class Bert(nn.Layer):
-    def __init__(self, vocab=50, max_pos=16, types=2):
+    """`dropout` 0 drops every Dropout (Paddle writes no dropout op for p = 0), so that a training step is
+    deterministic."""
+
+    def __init__(self, vocab=50, max_pos=16, types=2, dropout=0.1):
         super().__init__()
         self.word = nn.Embedding(vocab, D_MODEL, padding_idx=0)
         self.pos = nn.Embedding(max_pos, D_MODEL)
         self.type = nn.Embedding(types, D_MODEL)
         self.norm = nn.LayerNorm(D_MODEL, epsilon=1e-12)
-        self.drop = nn.Dropout(0.1)
-        layer = nn.TransformerEncoderLayer(D_MODEL, HEADS, FFN, dropout=0.1, activation="gelu",
-                                           attn_dropout=0.1, act_dropout=0.0)
+        self.drop = nn.Dropout(dropout)
+        layer = nn.TransformerEncoderLayer(D_MODEL, HEADS, FFN, dropout=dropout, activation="gelu",
+                                           attn_dropout=dropout, act_dropout=0.0)
         self.encoder = nn.TransformerEncoder(layer, 2)
         self.pooler = nn.Linear(D_MODEL, D_MODEL)
 
@@ -291,14 +296,36 @@ def build_train_model():
     return loss, feeds
 
 
-def make_train_case(outdir, name, make_opt):
+def build_train_bert(batch=4, seq=16, classes=3):
+    """The BERT-style encoder of build_bert with every dropout at 0 (a step is deterministic) + a Linear classifier on
+    the pooled output + cross entropy; the last sequence ends in three padding ids (0)."""
+    ids = paddle.static.data("input_ids", [batch, seq], "int64")
+    tt = paddle.static.data("token_type_ids", [batch, seq], "int64")
+    label = paddle.static.data("label", [batch, 1], "int64")
+    model = Bert(max_pos=max(16, seq), dropout=0.0)
+    head = nn.Linear(D_MODEL, classes)
+    _, pooled = model(ids, tt)
+    loss = F.cross_entropy(head(pooled), label)
+    rng = np.random.default_rng(7)
+    feed_ids = rng.integers(1, 50, size=(batch, seq)).astype("int64")
+    feed_ids[-1, seq - 3:] = 0  # padding
+    feed_tt = np.zeros((batch, seq), "int64")
+    feed_tt[:, seq // 2:] = 1
+    feeds = {"input_ids": feed_ids, "token_type_ids": feed_tt,
+             "label": rng.integers(0, classes, size=(batch, 1)).astype("int64")}
+    return loss, feeds
+
+
+def make_train_case(outdir, name, make_opt, builder=build_train_model):
+    """One training step of `builder()` (-> loss, feeds) with `make_opt()`'s minimize, written as the module's
+    docstring says."""
     main, startup = paddle.static.Program(), paddle.static.Program()
     main.random_seed = startup.random_seed = SEED
     paddle.seed(SEED)
     scope = paddle.static.Scope()
     with paddle.static.scope_guard(scope), paddle.static.program_guard(main, startup):
         paddle.utils.unique_name.switch()
-        loss, feeds = build_train_model()
+        loss, feeds = builder()
         make_opt().minimize(loss, startup)
         exe = paddle.static.Executor(paddle.CPUPlace())
         exe.run(startup)
@@ -379,9 +406,11 @@ def make_grad_case(outdir, name="grad_funcs"):
     print(f"{name}: loss {float(loss_v):.6f}, {len(meta['op_types'])} ops")
 
 
-TRAIN_CASES = {
-    "train_transformer_adam": lambda: paddle.optimizer.Adam(learning_rate=0.01),
-    "train_transformer_adamw": lambda: paddle.optimizer.AdamW(learning_rate=0.01, weight_decay=0.05),
+TRAIN_CASES = {  # name: (builder, optimizer)
+    "train_transformer_adam": (build_train_model, lambda: paddle.optimizer.Adam(learning_rate=0.01)),
+    "train_transformer_adamw": (build_train_model,
+                                lambda: paddle.optimizer.AdamW(learning_rate=0.01, weight_decay=0.05)),
+    "train_bert_adam": (build_train_bert, lambda: paddle.optimizer.Adam(learning_rate=1e-3)),
 }
 
 
@@ -395,9 +424,9 @@ def main(argv):
     for name, builder in CASES.items():
         if not only or name in only:
             make_inference_case(outdir, name, builder)
-    for name, opt in TRAIN_CASES.items():
+    for name, (builder, opt) in TRAIN_CASES.items():
         if not only or name in only:
-            make_train_case(outdir, name, opt)
+            make_train_case(outdir, name, opt, builder)
     if not only or "grad_funcs" in only:
         make_grad_case(outdir)
     return 0
