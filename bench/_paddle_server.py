@@ -34,10 +34,11 @@ def generate(outdir: Path, names, suffix: str) -> None:
 
 
 class PaddleServer:
-    """`script` (in bench/) run by Paddle's venv on `outdir` and `names`, serving timed runs on request."""
+    """`script` (in bench/) run by Paddle's venv (`python`: Paddle 3.3.1's unless told) on `outdir` and `names`,
+    serving timed runs on request."""
 
-    def __init__(self, script: str, outdir: Path, names, threads: int | None = None):
-        self.p = subprocess.Popen([str(PADDLE), str(ROOT / "bench" / script), str(outdir), *names],
+    def __init__(self, script: str, outdir: Path, names, threads: int | None = None, python: Path = PADDLE):
+        self.p = subprocess.Popen([str(python), str(ROOT / "bench" / script), str(outdir), *names],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   env=paddle_env(threads))
         line = self.p.stdout.readline()
