@@ -91,8 +91,10 @@ def test_lstm_cell_in_place_gates_are_the_plain_formula():
     B, H = 5, 7
     x_proj, h_prev, c_prev, w_hh = f32(B, 4 * H), f32(B, H), f32(B, H), f32(4 * H, H)
     before = [a.copy() for a in (x_proj, h_prev, c_prev, w_hh)]
-    gates, h, c = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w_hh, None)
-    pre = x_proj + h_prev @ w_hh.T
+    w_hh_t = R.recurrent_weight(np, w_hh)
+    np.testing.assert_array_equal(w_hh_t, w_hh.T)
+    gates, h, c = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w_hh_t, None)
+    pre = x_proj + h_prev @ w_hh_t
     sig = (np.tanh(pre * np.float32(0.5)) + np.float32(1)) * np.float32(0.5)
     cand = np.tanh(pre[:, 2 * H:3 * H])
     want_c = sig[:, H:2 * H] * c_prev + sig[:, :H] * cand

@@ -15,7 +15,7 @@ out_t = m*h_cell, so a padded step passes the state gradient through unchanged a
 from __future__ import annotations
 
 from ..errors import ProgramError
-from ..ops.rnn import MODES, RNN, RnnError, RnnReserve, recurrent_product
+from ..ops.rnn import MODES, RNN, RnnError, RnnReserve, recurrent_product, recurrent_weight
 from ..registry import In, Out, register_op
 from ..backward import EMPTY_VAR, GradContext, no_grad, rule
 
@@ -72,9 +72,10 @@ def _val(scope, name):
     return v.value if v is not None else None
 
 
-def _cell_backward(xp, mode, s, dh, dc, w_hh, b_hh):
+def _cell_backward(xp, mode, s, dh, dc, w_hh, b_hh, w_cand_t=None):
     """One step's gradients from the values its step scope kept. dh, dc: the gradients of this step's
-    (unmasked) h and c. Returns (d x_proj, d (h_prev W_hh^T [+ b_hh]), dh_prev through the cell, dc_prev)."""
+    (unmasked) h and c; w_cand_t (GRU): recurrent_weight of W_hh's candidate rows. Returns (d x_proj,
+    d (h_prev W_hh^T [+ b_hh]), dh_prev through the cell, dc_prev)."""
     one = dh.dtype.type(1)
     h_prev = _val(s, "h_prev")
     if mode == "LSTM":
@@ -90,7 +91,7 @@ def _cell_backward(xp, mode, s, dh, dc, w_hh, b_hh):
         gates = _val(s, "gates")
         hs = dh.shape[1]
         r, z, cand = gates[:, :hs], gates[:, hs:2 * hs], gates[:, 2 * hs:]
-        hc = recurrent_product(xp, h_prev, w_hh[2 * hs:]) + b_hh[2 * hs:]  # recomputed: one small GEMM
+        hc = recurrent_product(xp, h_prev, w_cand_t) + b_hh[2 * hs:]  # recomputed: one small GEMM
         dpre_c = dh * (one - z) * (one - cand * cand)
         dpre_r = dpre_c * hc * r * (one - r)
         dpre_z = dh * (h_prev - cand) * z * (one - z)
@@ -133,6 +134,7 @@ def rnn_grad(ctx, ins, attrs):
         for di in range(D - 1, -1, -1):
             k = layer * D + di
             w_ih, w_hh, b_hh = weights[2 * k], weights[2 * k + 1], weights[half + 2 * k + 1]
+            w_cand_t = recurrent_weight(xp, w_hh[2 * H:]) if mode == "GRU" else None
             steps = reserve.passes[(layer, di)]
             dy = d_layer_out[:, :, di * H:(di + 1) * H]
             dh, dc = dh_final[k], (dc_final[k] if lstm else None)
@@ -149,7 +151,7 @@ def rnn_grad(ctx, ins, attrs):
                 else:
                     dh_cell = (dh + dy[t]) * m
                     dc_cell = dc * m if lstm else None
-                dx, dhw, dh_prev, dc_prev = _cell_backward(xp, mode, s, dh_cell, dc_cell, w_hh, b_hh)
+                dx, dhw, dh_prev, dc_prev = _cell_backward(xp, mode, s, dh_cell, dc_cell, w_hh, b_hh, w_cand_t)
                 dx_proj[t] = dx
                 if dhw_all is not dx_proj:
                     dhw_all[t] = dhw

@@ -148,24 +148,24 @@ def sigmoid(xp, x):
     return (xp.tanh(x * x.dtype.type(0.5)) + x.dtype.type(1)) * x.dtype.type(0.5)  # no overflow for large |x|
 
 
-# batches up to this size take the recurrent product the other way round (recurrent_product)
-SMALL_BATCH = 64
+def recurrent_weight(xp, w_hh):
+    """W_hh^T laid out row-major, made once per (layer, direction) for every timestep's recurrent_product. A
+    plain row-major product h @ W^T (OpenBLAS's NN kernels) was the fastest of the three ways measured, batch 32,
+    hidden 256, one thread, on an Intel Xeon (AVX-512): 151 us a step, where h @ w_hh.T (a transposed view) took
+    228 and (w_hh @ h^T)^T 168 (two threads: 88, 122, 106; batch 8: 67, 138, 73)."""
+    return xp.ascontiguousarray(w_hh.T)
 
 
-def recurrent_product(xp, h_prev, w_hh):
-    """h_prev @ w_hh^T, a fresh C-ordered array. For small batches on NumPy it is computed as (w_hh @ h_prev^T)^T:
-    OpenBLAS's AVX-512 kernels run that shape (many rows of the weights, few columns of h) 1.7x faster, copy back
-    included (batch 32, hidden 256: 158 -> 93 us a step; batch 8: 109 -> 49 us); its AVX2 kernels about as fast
-    either way. The products' terms and order of summation per element are the BLAS's either way."""
-    if xp is np and h_prev.shape[0] <= SMALL_BATCH:
-        return xp.ascontiguousarray((w_hh @ h_prev.T).T)
-    return h_prev @ w_hh.T
+def recurrent_product(xp, h_prev, w_hh_t):
+    """h_prev @ W_hh^T, a fresh C-ordered array, from recurrent_weight's W_hh^T."""
+    return h_prev @ w_hh_t
 
 
-def cell_forward(xp, mode: str, x_proj, h_prev, c_prev, w_hh, b_hh):
+def cell_forward(xp, mode: str, x_proj, h_prev, c_prev, w_hh_t, b_hh):
     """One step of one (layer, direction): returns (gates, h, c); gates/c are None where the mode has none.
-    x_proj = x_t weight_ih^T + bias_ih (+ bias_hh for LSTM and the simple RNNs, which add it there)."""
-    hw = recurrent_product(xp, h_prev, w_hh)
+    x_proj = x_t weight_ih^T + bias_ih (+ bias_hh for LSTM and the simple RNNs, which add it there); w_hh_t from
+    recurrent_weight."""
+    hw = recurrent_product(xp, h_prev, w_hh_t)
     if mode == "LSTM":
         # in place on the fresh GEMM result (ours): it becomes the gates array, with no concatenation; the same
         # operations in the same order as sigmoid() / tanh on copies, so the values are bit-identical
@@ -306,6 +306,7 @@ def rnn(ctx, ins, attrs):
                 b_ih, b_hh = weights[half + 2 * k], weights[half + 2 * k + 1]
                 bias = b_ih if mode == "GRU" else b_ih + b_hh  # GRU adds bias_hh inside r * (...)
                 x_proj = (flat_in @ w_ih.T + bias).reshape(T, B, G * H)  # one GEMM for every timestep
+                w_hh_t = recurrent_weight(xp, w_hh)
                 out = xp.empty((T, B, H), dtype=dt)
                 h, c = pre[0][k], (pre[1][k] if lstm else None)
                 what = f"rnn step (layer {layer}, {'backward' if di else 'forward'})"
@@ -323,7 +324,7 @@ def rnn(ctx, ins, attrs):
                     if pause is not None:
                         yield pause
                     t0 = _now()
-                    gates, h_new, c_new = cell_forward(xp, mode, x_proj[t], h, c, w_hh, b_hh)
+                    gates, h_new, c_new = cell_forward(xp, mode, x_proj[t], h, c, w_hh_t, b_hh)
                     if masks is not None:
                         m = masks[t]
                         out[t] = h_new * m
