@@ -31,7 +31,6 @@ alone).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -44,9 +43,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import kernelcore as kc  # noqa: E402
 from _paddle_server import PADDLE, PaddleServer, generate  # noqa: E402
 from _op_profile import blas_kernels, load_avg, op_type_times  # noqa: E402
+from _kc_train import KcTrainStep, timed  # noqa: E402
 from _torch_ports import port  # noqa: E402
 
 MODELS = {"train_cnn_b32": "small CNN (b32, 3x32x32)", "train_resnet18_b8": "ResNet-18 (b8, 3x64x64)",
@@ -65,44 +64,8 @@ KINK_FLIP_NOTE = ("a ReLU6 input within float32 rounding of 0 falls on the other
                   "which moves the earlier layers' gradients; the loss and the classifier match")
 
 
-class KcStep:
-    def __init__(self, outdir: Path, name: str):
-        self.meta = json.loads((outdir / f"{name}.json").read_text())
-        self.ref = np.load(outdir / f"{name}.npz")
-        self.prog = kc.load_program(outdir / f"{name}.main.pb")
-        self.init = {k[len("init/"):]: self.ref[k] for k in self.ref.files if k.startswith("init/")}
-        self.feed = {"x": self.ref["x"], "label": self.ref["label"]}
-        self.exe = kc.Executor(kc.CPUPlace())
-        self.scope = kc.Scope()
-
-    def reset(self):
-        # the scope's own copies, as a training loop's parameters are (PyTorch's side copies into its own
-        # tensors): the update then lands in them in place (kernelcore/ops/optimizer.py)
-        for n, v in self.init.items():
-            self.scope.set(n, v.copy())
-
-    def step(self):
-        return self.exe.run(self.prog, feed=self.feed, fetch_list=[self.meta["loss_name"]], scope=self.scope,
-                            training=True)
-
-    def check(self) -> tuple[float, list[str]]:
-        """(|loss - Paddle's|, the updated persistables that differ from Paddle's beyond tests/test_paddle_vision.py's
-        tolerance: rtol 1e-4, atol max(1e-4 * max|Paddle's|, 1e-6), the floor for gradients that are exactly 0,
-        such as a bias feeding a batch norm, where both compute float32 noise)."""
-        self.reset()
-        (loss,) = self.step()
-        bad = []
-        for k in self.ref.files:
-            if k.startswith("after/"):
-                n = k[len("after/"):]
-                got, want = kc.place.to_host(self.scope.find_var(n).value), self.ref[k]
-                if not np.allclose(got, want, rtol=1e-4, atol=max(1e-4 * float(np.abs(want).max()), 1e-6)):
-                    bad.append(f"{n} (max|diff| {float(np.abs(got - want).max()):.1e})")
-        return abs(float(np.asarray(loss).reshape(-1)[0]) - float(self.ref["loss"])), bad
-
-
 class TorchStep:
-    def __init__(self, kcs: KcStep, name: str):
+    def __init__(self, kcs: KcTrainStep, name: str):
         import torch
         self.torch = torch
         self.model, self.pairs = port(name, kcs.prog, kcs.init, kcs.feed["x"])  # pairs: (tensor, Paddle name, T)
@@ -128,7 +91,7 @@ class TorchStep:
         self.opt.step()
         return loss.item()
 
-    def check(self, kcs: KcStep) -> tuple[float, list[tuple[str, float]]]:
+    def check(self, kcs: KcTrainStep) -> tuple[float, list[tuple[str, float]]]:
         self.reset()
         loss = self.step()
         diffs = []
@@ -141,19 +104,9 @@ class TorchStep:
         return abs(loss - float(kcs.ref["loss"])), diffs
 
 
-def profile(kcs: KcStep, runs: int = 5) -> list[tuple[str, float, int]]:
+def profile(kcs: KcTrainStep, runs: int = 5) -> list[tuple[str, float, int]]:
     """kernelcore's kernel time per op type: each op's best over `runs` traced steps, summed by type."""
     return op_type_times(kcs.step, runs, before=kcs.reset)
-
-
-def timed(reset, step, count):
-    out = []
-    for _ in range(count):
-        reset()
-        t0 = time.perf_counter()
-        step()
-        out.append(time.perf_counter() - t0)
-    return out
 
 
 def main() -> int:
@@ -199,8 +152,8 @@ def main() -> int:
     print()
     results = []
     for name in names:
-        kcs = KcStep(outdir, name)
-        dloss, bad = kcs.check()
+        kcs = KcTrainStep(outdir, name, ("x", "label"))
+        dloss, _, bad = kcs.mismatches()
         n_after = sum(k.startswith("after/") for k in kcs.ref.files)
         print(f"{MODELS[name]}: kernelcore's first loss {float(kcs.ref['loss']):.6f} +- {dloss:.1e} of Paddle's "
               f"({servers[threads[0]].info['loss'][name]:.6f} in the timing server); "

@@ -31,7 +31,6 @@ best runs.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -47,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT)]
 from _op_profile import blas_kernels, load_avg, op_type_times  # noqa: E402
+from _kc_train import KcTrainStep, timed  # noqa: E402
 from _paddle_server import PaddleServer, paddle_env  # noqa: E402
 
 import kernelcore as kc  # noqa: E402
@@ -78,59 +78,22 @@ class KcInference:
                 if v.persistable and v.name not in ("feed", "fetch")}
 
 
-class KcTrain:
+class KcTrain(KcTrainStep):
     def __init__(self, outdir: Path):
-        self.meta = json.loads((outdir / f"{TRAINING}.json").read_text())
-        self.ref = np.load(outdir / f"{TRAINING}.npz")
-        self.prog = kc.load_program(outdir / f"{TRAINING}.main.pb")
-        self.init = {k[len("init/"):]: self.ref[k] for k in self.ref.files if k.startswith("init/")}
-        self.feed = {n: self.ref[n] for n in self.meta["feed_names"]}
-        self.exe = kc.Executor(kc.CPUPlace())
-        self.scope = kc.Scope()
-
-    def reset(self):
-        # the scope's own copies, as a training loop's parameters are: the update lands in them in place
-        for n, v in self.init.items():
-            self.scope.set(n, v.copy())
-
-    def step(self):
-        return self.exe.run(self.prog, feed=self.feed, fetch_list=[self.meta["loss_name"]], scope=self.scope,
-                            training=True)
+        super().__init__(outdir, TRAINING)
 
     def check(self) -> tuple[float, int, list[str], list[str]]:
-        """(|loss - Paddle's|, persistables compared, those beyond rtol 1e-4 (atol max(1e-4 * max|Paddle's|,
-        1e-6)), the parameters compared through their moments only). The key projections' biases have a gradient of
-        exactly 0 in exact arithmetic (adding a constant to a row's logits leaves its softmax unchanged), so both
-        sides compute rounding noise there, which Adam scales to steps of about lr with arbitrary signs
-        (tests/test_paddle_transformer.py says the same)."""
-        self.reset()
-        (loss,) = self.step()
+        """(|loss - Paddle's|, persistables compared, those beyond rtol 1e-4, the parameters compared through their
+        moments only). The key projections' biases have a gradient of exactly 0 in exact arithmetic (adding a
+        constant to a row's logits leaves its softmax unchanged), so both sides compute rounding noise there, which
+        Adam scales to steps of about lr with arbitrary signs (tests/test_paddle_transformer.py says the same)."""
         noise = [p for p in self.meta["parameters"] if np.abs(self.ref[f"after/{p}_moment1_0"]).max() < 1e-7]
-        bad, n = [], 0
-        for k in self.ref.files:
-            if k.startswith("after/") and k[len("after/"):] not in noise:
-                name = k[len("after/"):]
-                got, want = host(self.scope.find_var(name).value), self.ref[k]
-                n += 1
-                if not np.allclose(got, want, rtol=1e-4, atol=max(1e-4 * float(np.abs(want).max()), 1e-6)):
-                    bad.append(f"{name} (max|diff| {float(np.abs(got - want).max()):.1e})")
-        return abs(float(np.asarray(loss).reshape(-1)[0]) - float(self.ref["loss"])), n, bad, noise
+        return (*self.mismatches(skip=noise), noise)
 
 
 def rel_diff(got, want) -> float:
     want = np.asarray(want)
     return float(np.abs(np.asarray(got) - want).max() / max(float(np.abs(want).max()), 1e-30))
-
-
-def timed(reset, run, count):
-    out = []
-    for _ in range(count):
-        if reset is not None:
-            reset()
-        t0 = time.perf_counter()
-        run()
-        out.append(time.perf_counter() - t0)
-    return out
 
 
 def windows(sides, server, name, per_window, repeat):
