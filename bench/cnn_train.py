@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 from _paddle_server import PADDLE, PaddleServer, generate  # noqa: E402
 from _op_profile import blas_kernels, load_avg, op_type_times  # noqa: E402
 from _kc_train import KcTrainStep, timed  # noqa: E402
+from _rows import row as json_row, write as write_rows  # noqa: E402
 from _torch_ports import port  # noqa: E402
 
 MODELS = {"train_cnn_b32": "small CNN (b32, 3x32x32)", "train_resnet18_b8": "ResNet-18 (b8, 3x64x64)",
@@ -117,6 +118,7 @@ def main() -> int:
     ap.add_argument("--threads", default="1,2", help="thread counts, one row each (default 1,2)")
     ap.add_argument("--models", default=",".join(MODELS), help=f"which of {', '.join(MODELS)}")
     ap.add_argument("--profile", action="store_true", help="print kernelcore's time per op type")
+    ap.add_argument("--json", help="also write the rows (best ms of each side) to this file")
     a = ap.parse_args()
     repeat = a.repeat or (2 if a.quick else 15)
     threads = [int(t) for t in a.threads.split(",")]
@@ -221,6 +223,8 @@ def main() -> int:
         else:
             print(f"  {MODELS[name]}, {t} thread(s): PyTorch not importable, not measured")
     print(f"\nload average {load_avg()} (at end)")
+    write_rows(a.json, [json_row(MODELS[name], "training step", t, kc_t, pt_t, pd_t)
+                        for name, t, kc_t, pt_t, pd_t in results])
     if tmp is not None:
         tmp.cleanup()
     return 0

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 import kernelcore as kc  # noqa: E402
 from _op_profile import blas_kernels  # noqa: E402
+from _rows import row as json_row, write as write_rows  # noqa: E402
 
 PADDLE = ROOT / ".venv-paddle" / "bin" / "python"
 
@@ -56,6 +57,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", default="1,2", help="thread counts for the kernelcore / PyTorch rows")
+    ap.add_argument("--json", help="also write the rows (best ms of each side) to this file")
     a = ap.parse_args()
     counts = [int(t) for t in a.threads.split(",")]
     try:
@@ -134,6 +136,11 @@ def main() -> int:
         for what, k, q in (("inference", kc_inf, t_inf), ("training step (SGD)", kc_train, t_train)):
             print(f"  {what:20s} kernelcore {min(k) * 1e3:8.1f} ms   PyTorch {min(q) * 1e3:8.1f} ms ("
                   f"{statistics.median(q) * 1e3:8.1f})   kernelcore / PyTorch {min(k) / min(q):.2f}")
+    label = f"2-layer LSTM (b{p['B']}, {p['T']} steps, hidden {p['H']})"
+    write_rows(a.json, [json_row(label, what, n, k, t[i] if t else None, q)
+                        for n, (kc_inf, kc_train, t) in per_count.items()
+                        for i, (what, k, q) in enumerate((("inference", kc_inf, p["infer_s"]),
+                                                          ("training step", kc_train, p["train_s"])))])
     return 0
 
 

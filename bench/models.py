@@ -3,6 +3,8 @@
     .venv/bin/python bench/models.py            # ResNet-18 and MobileNetV2, batch 8, 3x64x64 (~1-2 min)
     .venv/bin/python bench/models.py --quick    # smoke run: fewer repeats, rough figures
     .venv/bin/python bench/models.py --profile  # also kernelcore's time per op type
+    .venv/bin/python bench/models.py --all      # then every model's training step, the LSTM and the BERT-style
+                                                # encoder (the three benches beside this one), and one summary
 
 Paddle 3.3.1 (.venv-paddle) writes the models (tests/paddle_oracle/make_vision_models.py, cases resnet18_b8 and
 mobilenet_v2_b8) into a temporary directory (or --dir) and times its legacy static Executor on them
@@ -29,6 +31,7 @@ import math
 import os
 import sys
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -41,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 import kernelcore as kc  # noqa: E402
 from _paddle_server import PADDLE, PaddleServer, generate  # noqa: E402
 from _op_profile import blas_kernels, load_avg, op_type_times  # noqa: E402
+from _rows import read as read_rows, row as json_row, write as write_rows  # noqa: E402
 from _torch_ports import port  # noqa: E402
 
 MODELS = {"resnet18_b8": "ResNet-18", "mobilenet_v2_b8": "MobileNetV2"}
@@ -101,12 +105,60 @@ def profile(prog, scope, feed, runs: int = 10) -> list[tuple[str, float, int]]:
     return op_type_times(lambda: exe.run(prog, feed=feed, scope=scope), runs)
 
 
+OTHER_BENCHES = (  # (script, its arguments) run by --all after this one's CNN inference
+    ("cnn_train.py", ["--models", "train_resnet18_b8,train_mobilenet_v2_b8"]),
+    ("lstm_models.py", []),
+    ("transformer_models.py", []),
+)
+TARGET_TRAIN = 1.5  # a training step <= 1.5x PyTorch's
+
+
+def other_benches(outdir: Path, quick: bool) -> list[dict]:
+    """Run OTHER_BENCHES one after the other (their output shown as it comes), each writing its rows as JSON."""
+    rows = []
+    for script, args in OTHER_BENCHES:
+        out = outdir / f"rows-{script}.json"
+        extra = (["--dir", str(outdir)] if script == "cnn_train.py" else []) + (["--quick"] if quick else [])
+        print(f"\n== bench/{script}", flush=True)
+        r = subprocess.run([sys.executable, str(Path(__file__).parent / script), *args, *extra, "--json", str(out)])
+        if r.returncode != 0:
+            print(f"bench/{script} failed (exit {r.returncode}): its rows are missing from the summary")
+        rows += read_rows(out)
+    return rows
+
+
+def summary(rows: list[dict], have_torch: bool) -> None:
+    """Every row of the run: best ms of each side, the ratios, and issue 11's targets (inference faster than Paddle's
+    executor; a training step <= 1.5x PyTorch's)."""
+    print("\n== Summary: best ms of each side (Paddle's executor at its default one thread for the CNNs and the LSTM)")
+    head = (f"{'model':44s} {'':14s} {'thr':>3s} {'kernelcore':>10s} {'PyTorch':>8s} {'Paddle':>8s} "
+            f"{'kc/PyTorch':>10s} {'kc/Paddle':>9s}  target")
+    print(head)
+    print("-" * len(head))
+    fmt = (lambda v: f"{v:.1f}" if v is not None else "-")
+    for r in rows:
+        kc_ms, pt, pd = r["kernelcore_ms"], r["pytorch_ms"], r["paddle_ms"]
+        if r["what"] == "inference":
+            target = ("faster than Paddle: " + ("met" if kc_ms < pd else "NOT met")) if pd else ""
+        elif pt:
+            target = f"<= {TARGET_TRAIN}x PyTorch: " + ("met" if kc_ms <= TARGET_TRAIN * pt else "NOT met")
+        else:
+            target = "PyTorch not importable: not measured" if not have_torch else "PyTorch not timed"
+        print(f"{r['model'][:44]:44s} {r['what']:14s} {r['threads']:3d} {fmt(kc_ms):>10s} {fmt(pt):>8s} "
+              f"{fmt(pd):>8s} {(f'{kc_ms / pt:.2f}' if pt else '-'):>10s} {(f'{kc_ms / pd:.2f}' if pd else '-'):>9s}"
+              f"  {target}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer, shorter repeats (smoke run)")
     ap.add_argument("--dir", help="where the models are (or go); default: a temporary directory")
     ap.add_argument("--repeat", type=int, default=None)
     ap.add_argument("--profile", action="store_true", help="print kernelcore's time per op type")
+    ap.add_argument("--json", help="also write the rows (best ms of each side) to this file")
+    ap.add_argument("--all", action="store_true",
+                    help="then the training steps, the LSTM and the BERT-style encoder (bench/cnn_train.py, "
+                         "lstm_models.py, transformer_models.py), and one summary of every row with the targets")
     a = ap.parse_args()
     # many short repeats, best kept: on a shared 2-core machine the best single runs are the ones other
     # processes left alone (medians are printed beside them)
@@ -145,7 +197,7 @@ def main() -> None:
             f"{'(median)':>9s} {'kc/Paddle':>9s} {'torch':>6s} {'kc GFLOP/s':>11s} {'of GEMM':>8s} {'max|diff|':>10s}")
     print(head)
     print("-" * len(head))
-    rows, one_rows, traced_rows, torch_rows = [], [], [], []
+    rows, one_rows, traced_rows, torch_rows, json_rows = [], [], [], [], []
     profiles = {}
     try:
         from threadpoolctl import threadpool_limits as one_thread
@@ -217,6 +269,9 @@ def main() -> None:
         torch_col = f"{min(pt_t) * 1e3:.2f}" if pt_t else "-"
         gf = flops / best / 1e9
         rows.append((label, best, p["best"], gf))
+        json_rows.append(json_row(label, "inference", os.cpu_count(), kc_t, pt_t, pd_t))
+        if kc1_t:
+            json_rows.append(json_row(label, "inference", 1, kc1_t, pt1_t, pd_t))
         if pt_t:
             torch_rows.append((label, best, min(pt_t), statistics.median(pt_t), torch_diff))
         traced_rows.append((label, min(tr_t) / best, statistics.median(tr_t) / median))
@@ -256,6 +311,9 @@ def main() -> None:
         for t, ms, n in rows_:
             print(f"  {t:28s} {ms:8.2f} ms {ms / total:6.1%}  ({n} ops)")
     print(f"\nload average {load_avg()} (at end)")
+    write_rows(a.json, json_rows)
+    if a.all:
+        summary(json_rows + other_benches(outdir, a.quick), torch is not None)
     if tmp is not None:
         tmp.cleanup()
 

@@ -47,6 +47,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT)]
 from _op_profile import blas_kernels, load_avg, op_type_times  # noqa: E402
 from _kc_train import KcTrainStep, timed  # noqa: E402
+from _rows import row as json_row, write as write_rows  # noqa: E402
 from _paddle_server import PaddleServer, paddle_env  # noqa: E402
 
 import kernelcore as kc  # noqa: E402
@@ -135,6 +136,7 @@ def main() -> int:
     ap.add_argument("--threads", default="1,2", help="thread counts, one row each (default 1,2)")
     ap.add_argument("--quick", action="store_true", help="smoke run: fewer windows, rough figures")
     ap.add_argument("--profile", action="store_true", help="print kernelcore's training-step time per op type")
+    ap.add_argument("--json", help="also write the rows (best ms of each side) to this file")
     a = ap.parse_args()
     repeat = a.repeat or (2 if a.quick else 15)
     threads = [int(t) for t in a.threads.split(",")]
@@ -185,6 +187,10 @@ def main() -> int:
         else:
             print(f"  training step <= {TARGET}x PyTorch's, {t} thread(s): PyTorch not importable, not measured")
     print(f"\nload average {load_avg()} (at end)")
+    label = f"BERT-style encoder (b{a.batch}, seq {a.seq})"
+    write_rows(a.json, [json_row(label, what, t, kc_t, pt_t, pd_t)
+                        for what, rows in (("inference", infer), ("training step", train))
+                        for t, kc_t, pt_t, pd_t in rows])
     return 0
 
 

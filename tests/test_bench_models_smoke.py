@@ -1,5 +1,6 @@
 """bench/models.py --quick runs to the end and prints its table (a smoke test: no timing is asserted; the figures
 live in docs/benchmarks.md). It needs Paddle's venv, which writes the models and is the other column."""
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -26,17 +27,22 @@ def test_models_bench_quick_runs_and_prints_the_table(tmp_path):
     assert len(rows) == 2 and all(float(r.split()[-1]) < 1e-4 for r in rows), rows
 
 
-def test_lstm_bench_quick_matches_paddle_and_prints_both_rows():
+def test_lstm_bench_quick_matches_paddle_and_prints_both_rows(tmp_path):
     if not (ROOT / ".venv-paddle" / "bin" / "python").exists():
         pytest.skip("no Paddle 3.3.1 venv: bench/lstm_models.py needs it to write and time the LSTM")
-    p = subprocess.run([sys.executable, str(ROOT / "bench" / "lstm_models.py"), "--quick"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=900)
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "lstm_models.py"), "--quick", "--json",
+                        str(tmp_path / "rows.json")], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
     assert "inference" in p.stdout and "training step (SGD)" in p.stdout
     diff = float(p.stdout.split("max|diff| / max|Paddle|:")[1].split(";")[0])
     assert diff < 1e-4, p.stdout
     ours, theirs = (float(x) for x in p.stdout.split("first training loss ")[1].splitlines()[0].split(" vs Paddle "))
     assert abs(ours - theirs) <= 1e-4 * max(1.0, abs(theirs)), p.stdout
+    # the rows `bench/models.py --all` sums up: inference and a training step per thread count, Paddle's beside
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    assert sorted((r["what"], r["threads"]) for r in rows) == [("inference", 1), ("inference", 2),
+                                                               ("training step", 1), ("training step", 2)], rows
+    assert all(r["kernelcore_ms"] > 0 and r["paddle_ms"] > 0 for r in rows), rows
 
 
 def test_cnn_train_bench_quick_checks_every_side_and_prints_the_ratios(tmp_path):
@@ -60,3 +66,28 @@ def test_cnn_train_bench_quick_checks_every_side_and_prints_the_ratios(tmp_path)
         assert "PyTorch not importable" in out, out
     else:
         assert "PyTorch port: first loss" in out and "kc/PyTorch" in out, out
+
+
+def test_summary_marks_each_row_against_its_target(capsys):
+    """bench/models.py --all's summary: inference against Paddle's executor, a training step against 1.5x
+    PyTorch's, a side that was not timed shown as '-'."""
+    sys.path[:0] = [str(ROOT / "bench")]
+    try:
+        import models
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    rows = [{"model": "A", "what": "inference", "threads": 1, "kernelcore_ms": 9.0, "pytorch_ms": 3.0,
+             "paddle_ms": 10.0},
+            {"model": "B", "what": "inference", "threads": 2, "kernelcore_ms": 11.0, "pytorch_ms": None,
+             "paddle_ms": 10.0},
+            {"model": "C", "what": "training step", "threads": 1, "kernelcore_ms": 15.0, "pytorch_ms": 10.0,
+             "paddle_ms": 30.0},
+            {"model": "D", "what": "training step", "threads": 2, "kernelcore_ms": 15.1, "pytorch_ms": 10.0,
+             "paddle_ms": None}]
+    models.summary(rows, have_torch=True)
+    out = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line[:2] in ("A ", "B ", "C ",
+                                                                                                   "D ")}
+    assert out["A"].endswith("faster than Paddle: met") and " 3.00 " in out["A"] and " 0.90 " in out["A"]
+    assert out["B"].endswith("faster than Paddle: NOT met") and " - " in out["B"]
+    assert out["C"].endswith("<= 1.5x PyTorch: met")
+    assert out["D"].endswith("<= 1.5x PyTorch: NOT met")
