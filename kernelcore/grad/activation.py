@@ -3,7 +3,7 @@ forward output Out rather than X: every one of these derivatives is a function o
 from __future__ import annotations
 
 from ..backward import standard
-from ..ops.math import EINSUM_DTYPES
+from ..ops.math import SUM_BY_PRODUCT_DTYPES
 
 # op type -> (formula, body(xp, out, out_grad) -> X@GRAD)
 UNARY = {
@@ -40,7 +40,7 @@ def softmax_grad(ctx, ins, attrs):
     if out.ndim == 0:  # a 0-d softmax is the constant 1
         return (ctx.xp.zeros_like(g),)
     axis = attrs["axis"]
-    if axis in (-1, out.ndim - 1) and out.dtype in EINSUM_DTYPES and g.dtype == out.dtype:
+    if axis in (-1, out.ndim - 1) and out.dtype in SUM_BY_PRODUCT_DTYPES and g.dtype == out.dtype:
         # sum(Out@GRAD * Out) by einsum, without the product's temporary: 0.62 ms on [8, 4, 128, 128] float32
         # where the expression below took 0.95
         dx = g - ctx.xp.einsum("...i,...i->...", g, out)[..., None]

@@ -11,7 +11,7 @@ import math
 from ..proto.framework_pb2 import AttrType as A
 from ..registry import Attr, Check, In, Out, register_op
 from ._infer import prod
-from .math import EINSUM_DTYPES, row_sums
+from .math import SUM_BY_PRODUCT_DTYPES, row_sums
 from .optimizer import ADAM, _compute_dtype, adam
 
 LAYER_NORM = register_op(
@@ -69,7 +69,7 @@ def layer_norm_rows(xp, x, axis: int, eps: float):
 
 def row_means(xp, a2):
     """The mean of each row of a matrix, [rows, 1] (float16 through NumPy's wider accumulator)."""
-    return row_sums(xp, a2) / a2.shape[1] if a2.dtype in EINSUM_DTYPES else a2.mean(axis=1, keepdims=True)
+    return row_sums(xp, a2) / a2.shape[1] if a2.dtype in SUM_BY_PRODUCT_DTYPES else a2.mean(axis=1, keepdims=True)
 
 
 @LAYER_NORM.kernel()
