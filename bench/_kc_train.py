@@ -3,7 +3,6 @@ a Paddle-written training program from its initial persistables, and the check o
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -49,15 +48,3 @@ class KcTrainStep:
                 if not np.allclose(got, want, rtol=1e-4, atol=max(1e-4 * float(np.abs(want).max()), 1e-6)):
                     bad.append(f"{name} (max|diff| {float(np.abs(got - want).max()):.1e})")
         return abs(float(np.asarray(loss).reshape(-1)[0]) - float(self.ref["loss"])), compared, bad
-
-
-def timed(reset, run, count) -> list[float]:
-    """The seconds of `count` calls of run(), each after an untimed reset() (None: none)."""
-    out = []
-    for _ in range(count):
-        if reset is not None:
-            reset()
-        t0 = time.perf_counter()
-        run()
-        out.append(time.perf_counter() - t0)
-    return out

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 import warnings
 
 os.environ["FLAGS_enable_pir_api"] = "0"  # must precede `import paddle`
@@ -21,6 +20,8 @@ warnings.filterwarnings("ignore")
 
 import numpy as np  # noqa: E402
 import paddle  # noqa: E402
+
+from _timed_runs import serve  # noqa: E402
 
 
 def main() -> None:
@@ -44,16 +45,7 @@ def main() -> None:
         runs[name] = run
     print(json.dumps({"paddle": paddle.__version__, "threads": paddle.get_flags(["FLAGS_paddle_num_threads"]),
                       "ready": names}, default=str), flush=True)
-    for line in sys.stdin:
-        if not line.strip():
-            break
-        name, count = line.split()
-        times = []
-        for _ in range(int(count)):
-            t0 = time.perf_counter()
-            runs[name]()
-            times.append(time.perf_counter() - t0)
-        print(json.dumps(times), flush=True)
+    serve({name: (None, run) for name, run in runs.items()})
 
 
 if __name__ == "__main__":

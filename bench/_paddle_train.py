@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 import warnings
 
 os.environ["FLAGS_enable_pir_api"] = "0"  # must precede `import paddle`
@@ -22,6 +21,8 @@ warnings.filterwarnings("ignore")
 
 import numpy as np  # noqa: E402
 import paddle  # noqa: E402
+
+from _timed_runs import serve  # noqa: E402
 
 
 def main() -> None:
@@ -56,18 +57,7 @@ def main() -> None:
         runs[name] = (reset, step)
     print(json.dumps({"paddle": paddle.__version__, "threads": paddle.get_flags(["FLAGS_paddle_num_threads"]),
                       "loss": losses}, default=str), flush=True)
-    for line in sys.stdin:
-        if not line.strip():
-            break
-        name, count = line.split()
-        reset, step = runs[name]
-        times = []
-        for _ in range(int(count)):
-            reset()
-            t0 = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - t0)
-        print(json.dumps(times), flush=True)
+    serve(runs)
 
 
 if __name__ == "__main__":

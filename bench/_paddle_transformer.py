@@ -23,7 +23,6 @@ import functools
 import json
 import os
 import sys
-import time
 import warnings
 
 warnings.filterwarnings("ignore")
@@ -34,6 +33,7 @@ import numpy as np  # noqa: E402
 import paddle  # noqa: E402
 
 import make_transformer_models as models  # noqa: E402
+from _timed_runs import serve as serve_requests  # noqa: E402
 
 INFERENCE, TRAINING = "bert_encoder", "train_bert_adam"
 
@@ -100,19 +100,7 @@ def serve(outdir: str, names: list[str]) -> None:
     print(json.dumps({"paddle": paddle.__version__, "numpy": np.__version__,
                       "threads": paddle.get_flags(["FLAGS_paddle_num_threads"]), "ops": ops, "loss": losses},
                      default=str), flush=True)
-    for line in sys.stdin:
-        if not line.strip():
-            break
-        name, count = line.split()
-        reset, run = runs[name]
-        times = []
-        for _ in range(int(count)):
-            if reset is not None:
-                reset()
-            t0 = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - t0)
-        print(json.dumps(times), flush=True)
+    serve_requests(runs)
 
 
 def main() -> None:

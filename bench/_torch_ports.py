@@ -170,3 +170,18 @@ def port(case: str, prog, arrays: dict, x: np.ndarray):
         for t, n, tr in pairs:
             t.copy_(torch.from_numpy(np.ascontiguousarray(arrays[n].T if tr else arrays[n])))
     return model, pairs
+
+
+def inference_run(case: str, prog, arrays: dict, x: np.ndarray):
+    """A call that runs the port of `case` (the program's parameters from `arrays`) on `x` in eval mode under
+    torch.inference_mode(), returning its output as a NumPy array."""
+    import torch
+
+    model, _ = port(case, prog, arrays, x)
+    model.eval()
+    tx = torch.from_numpy(x)
+
+    def run():
+        with torch.inference_mode():
+            return model(tx).numpy()
+    return run

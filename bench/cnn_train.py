@@ -45,7 +45,8 @@ sys.path.insert(0, str(ROOT))
 
 from _paddle_server import PADDLE, PaddleServer, generate  # noqa: E402
 from _op_profile import blas_kernels, load_avg, op_type_times  # noqa: E402
-from _kc_train import KcTrainStep, timed  # noqa: E402
+from _kc_train import KcTrainStep  # noqa: E402
+from _timed_runs import timed  # noqa: E402
 from _rows import row as json_row, write as write_rows  # noqa: E402
 from _torch_ports import port  # noqa: E402
 

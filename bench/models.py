@@ -45,7 +45,7 @@ import kernelcore as kc  # noqa: E402
 from _paddle_server import PADDLE, PaddleServer, generate  # noqa: E402
 from _op_profile import blas_kernels, load_avg, op_type_times  # noqa: E402
 from _rows import read as read_rows, row as json_row, write as write_rows  # noqa: E402
-from _torch_ports import port  # noqa: E402
+from _torch_ports import inference_run  # noqa: E402
 
 MODELS = {"resnet18_b8": "ResNet-18", "mobilenet_v2_b8": "MobileNetV2"}
 TARGET_GEMM_SHARE = 0.30
@@ -216,15 +216,10 @@ def main() -> None:
         kc_t, kc1_t, pd_t, tr_t, pt_t, pt1_t = [], [], [], [], [], []
         torch_run, torch_diff = None, None
         if torch is not None:
-            model, _ = port(name, prog, {n: kc.place.to_host(scope.find_var(n).value) for n in scope.local_var_names()
-                                         if scope.find_var(n).value is not None}, feed[feeds[0]])
-            model.eval()
-            x = torch.from_numpy(feed[feeds[0]])
-
-            def torch_run(model=model, x=x):
-                with torch.inference_mode():
-                    return model(x)
-            torch_diff = float(np.abs(torch_run().numpy() - want).max() / np.abs(want).max())
+            params = {n: kc.place.to_host(scope.find_var(n).value) for n in scope.local_var_names()
+                      if scope.find_var(n).value is not None}
+            torch_run = inference_run(name, prog, params, feed[feeds[0]])
+            torch_diff = float(np.abs(torch_run() - want).max() / np.abs(want).max())
             torch_run()
 
         def window(out, traced=False):
@@ -281,7 +276,7 @@ def main() -> None:
             profiles[label] = profile(prog, scope, feed)
     server.close()
     if one_rows:
-        print(f"\nkernelcore with NumPy's BLAS limited to 1 thread (threadpoolctl), as Paddle's executor runs:")
+        print("\nkernelcore with NumPy's BLAS limited to 1 thread (threadpoolctl), as Paddle's executor runs:")
         for label, b, m, p1, t1 in one_rows:
             print(f"  {label:24s} best {b * 1e3:8.2f} ms (median {m * 1e3:8.2f}), {b / p1:.2f}x Paddle's best" +
                   (f", {b / t1:.2f}x PyTorch's at 1 thread ({t1 * 1e3:.2f} ms)" if t1 else ""))

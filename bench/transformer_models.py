@@ -46,7 +46,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT)]
 from _op_profile import blas_kernels, load_avg, op_type_times  # noqa: E402
-from _kc_train import KcTrainStep, timed  # noqa: E402
+from _kc_train import KcTrainStep  # noqa: E402
+from _timed_runs import timed  # noqa: E402
 from _rows import row as json_row, write as write_rows  # noqa: E402
 from _paddle_server import PaddleServer, paddle_env  # noqa: E402
 
