@@ -18,6 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from _torch_ports import called_modules
+
 
 class Attention(nn.Module):
     def __init__(self, d_model: int, heads: int):
@@ -118,14 +120,8 @@ class Port:
         classes = arrays[linears[-1][0]].shape[1] if extra else None
         self.model = Bert(arrays[word].shape[0], arrays[pos].shape[0], arrays[types].shape[0], d_model,
                           spec["heads"], ffn, layers, pad, classes)
-        called = []
-        hooks = [m.register_forward_hook(lambda m, i, o: called.append(m)) for m in self.model.modules()
-                 if isinstance(m, (nn.Embedding, nn.Linear, nn.LayerNorm))]
         ids = torch.ones((1, 2), dtype=torch.int64)
-        with torch.no_grad():
-            self.model(ids, ids * 0)
-        for h in hooks:
-            h.remove()
+        called = called_modules(self.model, (nn.Embedding, nn.Linear, nn.LayerNorm), lambda: self.model(ids, ids * 0))
         queues = {nn.Embedding: list(spec["embeddings"]), nn.Linear: list(linears), nn.LayerNorm: list(spec["norms"])}
         self.pairs = []
         for m in called:

@@ -129,6 +129,23 @@ def program_layers(prog):
     return out
 
 
+def called_modules(model, kinds: tuple, forward) -> list:
+    """The modules of `model` of these kinds in the order `forward()` (run once, without gradients) calls them:
+    the order in which they meet the program's layers."""
+    import torch
+
+    called = []
+    hooks = [m.register_forward_hook(lambda m, i, o: called.append(m)) for m in model.modules()
+             if isinstance(m, kinds)]
+    try:
+        with torch.no_grad():
+            forward()
+    finally:
+        for h in hooks:
+            h.remove()
+    return called
+
+
 def port(case: str, prog, arrays: dict, x: np.ndarray):
     """(model, pairs): the torch port of `case` with the program's parameters copied in from `arrays` (name ->
     array), and pairs [(torch tensor, Paddle name, transposed)] for restoring or comparing them. `x` is a sample
@@ -139,13 +156,7 @@ def port(case: str, prog, arrays: dict, x: np.ndarray):
     layers = program_layers(prog)
     classes = int(arrays[layers["linear"][-1][0]].shape[1])
     model = torch_models()[architecture(case)](classes)
-    called = []
-    hooks = [m.register_forward_hook(lambda m, i, o: called.append(m)) for m in model.modules()
-             if isinstance(m, (nn.Conv2d, nn.BatchNorm2d, nn.Linear))]
-    with torch.no_grad():
-        model(torch.from_numpy(x))
-    for h in hooks:
-        h.remove()
+    called = called_modules(model, (nn.Conv2d, nn.BatchNorm2d, nn.Linear), lambda: model(torch.from_numpy(x)))
     kinds = {nn.Conv2d: "conv", nn.BatchNorm2d: "bn", nn.Linear: "linear"}
     seen = defaultdict(int)
     pairs = []
