@@ -106,6 +106,46 @@ def test_lstm_cell_in_place_gates_are_the_plain_formula():
         np.testing.assert_array_equal(a, b)
 
 
+def test_lstm_cell_writes_h_into_the_given_row():
+    """With h_out (the rnn op's Out[t]) the step's h is that array, with the values of a fresh one."""
+    B, H = 3, 4
+    x_proj, h_prev, c_prev, w_hh = f32(B, 4 * H), f32(B, H), f32(B, H), f32(4 * H, H)
+    w_hh_t = R.recurrent_weight(np, w_hh)
+    _, h_fresh, _ = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w_hh_t, None)
+    row = np.full((B, H), np.nan, np.float32)
+    _, h, _ = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w_hh_t, None, h_out=row)
+    assert h is row
+    np.testing.assert_array_equal(row, h_fresh)
+
+
+def test_lstm_cell_backward_is_the_plain_formula():
+    """_lstm_cell_backward's passes over all four gates at once give the chain rule written out per gate, and
+    leave the step's kept values and the incoming gradients as they were."""
+    from kernelcore.grad import rnn as GR
+    from kernelcore.scope import Scope
+    B, H = 5, 7
+    x_proj, h_prev, c_prev, w_hh = f32(B, 4 * H), f32(B, H), f32(B, H), f32(4 * H, H)
+    gates, h, c = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, R.recurrent_weight(np, w_hh), None)
+    s = Scope()
+    for name, v in (("gates", gates), ("c", c), ("c_prev", c_prev), ("h_prev", h_prev)):
+        s.var(name).value = v
+    dh, dc = f32(B, H), f32(B, H)
+    before = [a.copy() for a in (gates, c, c_prev, dh, dc)]
+    d_pre = np.empty((B, 4 * H), np.float32)
+    cand_cols = GR.lstm_candidate_columns(np, np.dtype(np.float32), H)
+    dh_prev, dc_prev = GR._lstm_cell_backward(np, s, dh, dc, w_hh, cand_cols, d_pre, np.empty((B, 4 * H), np.float32))
+    i, f, g, o = (gates[:, k * H:(k + 1) * H].astype(np.float64) for k in range(4))
+    tc = np.tanh(c.astype(np.float64))
+    dc_all = dc + dh * o * (1 - tc * tc)
+    want = np.concatenate([dc_all * g * i * (1 - i), dc_all * c_prev * f * (1 - f), dc_all * i * (1 - g * g),
+                           dh * tc * o * (1 - o)], axis=1)
+    np.testing.assert_allclose(d_pre, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dh_prev, want @ w_hh, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dc_prev, dc_all * f, rtol=1e-5, atol=1e-6)
+    for a, b in zip((gates, c, c_prev, dh, dc), before):
+        np.testing.assert_array_equal(a, b)
+
+
 def _transpose_reference(g, w, strides, pads, dils, groups, in_sizes):
     return C.conv_transpose_forward(np, g, w, strides, pads, dils, groups, in_sizes)
 

@@ -15,7 +15,8 @@ out_t = m*h_cell, so a padded step passes the state gradient through unchanged a
 from __future__ import annotations
 
 from ..errors import ProgramError
-from ..ops.rnn import MODES, RNN, RnnError, RnnReserve, recurrent_product, recurrent_weight
+from ..ops.math import leading_sums
+from ..ops.rnn import MODES, RNN, RnnError, RnnReserve, lstm_gate_scale, recurrent_product, recurrent_weight
 from ..registry import In, Out, register_op
 from ..backward import EMPTY_VAR, GradContext, no_grad, rule
 
@@ -72,21 +73,45 @@ def _val(scope, name):
     return v.value if v is not None else None
 
 
+def lstm_candidate_columns(xp, dtype, hidden: int):
+    """1 in the candidate gate's columns, 0 in the sigmoid gates' (i, f, g, o order): gates + this is each gate's
+    factor beside (1 - gate) in its derivative, s (1 - s) for a sigmoid and (1 + g)(1 - g) for the tanh."""
+    return lstm_gate_scale(xp, dtype, hidden) * dtype.type(2) - dtype.type(1)
+
+
+def _lstm_cell_backward(xp, s, dh, dc, w_hh, cand_cols, d_pre, up):
+    """LSTM's step gradient written into d_pre ([B, 4 hidden], the step's row of d x_proj): every pass runs over
+    the four gates at once, and the per-gate upstream factors go into `up` (a [B, 4 hidden] scratch array the
+    pass's steps share), with no concatenation. Returns (dh_prev through the cell, dc_prev)."""
+    one = dh.dtype.type(1)
+    gates, c, c_prev = _val(s, "gates"), _val(s, "c"), _val(s, "c_prev")
+    hs = dh.shape[1]
+    i, f, g, o = gates[:, :hs], gates[:, hs:2 * hs], gates[:, 2 * hs:3 * hs], gates[:, 3 * hs:]
+    xp.subtract(one, gates, out=d_pre)
+    xp.add(gates, cand_cols, out=up)
+    d_pre *= up  # each gate's activation derivative
+    tc = xp.tanh(c)
+    xp.multiply(dh, tc, out=up[:, 3 * hs:])  # o's upstream factor
+    tc *= tc
+    xp.subtract(one, tc, out=tc)
+    tc *= o
+    tc *= dh
+    tc += dc  # tc is now the gradient of c: dc + dh o (1 - tanh(c)^2)
+    xp.multiply(tc, g, out=up[:, :hs])
+    xp.multiply(tc, c_prev, out=up[:, hs:2 * hs])
+    xp.multiply(tc, i, out=up[:, 2 * hs:3 * hs])
+    d_pre *= up
+    tc *= f  # dc_prev
+    return d_pre @ w_hh, tc
+
+
 def _cell_backward(xp, mode, s, dh, dc, w_hh, b_hh, w_cand_t=None):
-    """One step's gradients from the values its step scope kept. dh, dc: the gradients of this step's
-    (unmasked) h and c; w_cand_t (GRU): recurrent_weight of W_hh's candidate rows. Returns (d x_proj,
-    d (h_prev W_hh^T [+ b_hh]), dh_prev through the cell, dc_prev)."""
+    """One step's gradients from the values its step scope kept, for GRU and the simple RNNs (LSTM:
+    _lstm_cell_backward). dh, dc: the gradients of this step's (unmasked) h and c; w_cand_t (GRU):
+    recurrent_weight of W_hh's candidate rows. Returns (d x_proj, d (h_prev W_hh^T [+ b_hh]), dh_prev through the
+    cell, dc_prev)."""
     one = dh.dtype.type(1)
     h_prev = _val(s, "h_prev")
-    if mode == "LSTM":
-        gates, c, c_prev = _val(s, "gates"), _val(s, "c"), _val(s, "c_prev")
-        hs = dh.shape[1]
-        i, f, g, o = gates[:, :hs], gates[:, hs:2 * hs], gates[:, 2 * hs:3 * hs], gates[:, 3 * hs:]
-        tc = xp.tanh(c)
-        dc = dc + dh * o * (one - tc * tc)
-        dpre = xp.concatenate([dc * g * i * (one - i), dc * c_prev * f * (one - f), dc * i * (one - g * g),
-                               dh * tc * o * (one - o)], axis=1)
-        return dpre, dpre, dpre @ w_hh, dc * f
     if mode == "GRU":
         gates = _val(s, "gates")
         hs = dh.shape[1]
@@ -127,6 +152,8 @@ def rnn_grad(ctx, ins, attrs):
     d_h0, d_c0 = [None] * (layers * D), [None] * (layers * D)
     d_layer_out = d_out if d_out is not None else xp.zeros((T, B, D * H), dtype=dt)
     d_in = None
+    # a fed sequence has no gradient to receive: its [T * B, G * hidden] x [G * hidden, input] GEMM is skipped
+    wants_input_grad = any(n != EMPTY_VAR for n in ctx.output_names("Input@GRAD"))
     for layer in range(layers - 1, -1, -1):
         layer_in = reserve.layer_inputs[layer]
         n_in = layer_in.shape[2]
@@ -135,6 +162,8 @@ def rnn_grad(ctx, ins, attrs):
             k = layer * D + di
             w_ih, w_hh, b_hh = weights[2 * k], weights[2 * k + 1], weights[half + 2 * k + 1]
             w_cand_t = recurrent_weight(xp, w_hh[2 * H:]) if mode == "GRU" else None
+            cand_cols = lstm_candidate_columns(xp, dt, H) if lstm else None
+            scratch = xp.empty((B, G * H), dtype=dt) if lstm else None
             steps = reserve.passes[(layer, di)]
             dy = d_layer_out[:, :, di * H:(di + 1) * H]
             dh, dc = dh_final[k], (dc_final[k] if lstm else None)
@@ -151,10 +180,14 @@ def rnn_grad(ctx, ins, attrs):
                 else:
                     dh_cell = (dh + dy[t]) * m
                     dc_cell = dc * m if lstm else None
-                dx, dhw, dh_prev, dc_prev = _cell_backward(xp, mode, s, dh_cell, dc_cell, w_hh, b_hh, w_cand_t)
-                dx_proj[t] = dx
-                if dhw_all is not dx_proj:
-                    dhw_all[t] = dhw
+                if lstm:
+                    dh_prev, dc_prev = _lstm_cell_backward(xp, s, dh_cell, dc_cell, w_hh, cand_cols, dx_proj[t],
+                                                           scratch)
+                else:
+                    dx, dhw, dh_prev, dc_prev = _cell_backward(xp, mode, s, dh_cell, dc_cell, w_hh, b_hh, w_cand_t)
+                    dx_proj[t] = dx
+                    if dhw_all is not dx_proj:
+                        dhw_all[t] = dhw
                 h_prev_all[t] = _val(s, "h_prev")
                 if m is not None:
                     dh_prev = dh_prev + dh * (one - m)
@@ -166,13 +199,15 @@ def rnn_grad(ctx, ins, attrs):
             dhw_flat = dhw_all.reshape(T * B, G * H)
             d_weights[2 * k] = flat.T @ layer_in.reshape(T * B, n_in)
             d_weights[2 * k + 1] = dhw_flat.T @ h_prev_all.reshape(T * B, H)
-            d_weights[half + 2 * k] = flat.sum(axis=0)
-            d_weights[half + 2 * k + 1] = dhw_flat.sum(axis=0) if mode == "GRU" else d_weights[half + 2 * k].copy()
-            d_dir = (flat @ w_ih).reshape(T, B, n_in)
-            d_in = d_dir if d_in is None else d_in + d_dir
+            d_weights[half + 2 * k] = leading_sums(xp, flat, 1)
+            d_weights[half + 2 * k + 1] = leading_sums(xp, dhw_flat, 1) if mode == "GRU" else \
+                d_weights[half + 2 * k].copy()
+            if layer or wants_input_grad:
+                d_dir = (flat @ w_ih).reshape(T, B, n_in)
+                d_in = d_dir if d_in is None else d_in + d_dir
             d_h0[k], d_c0[k] = dh, dc
         scale = reserve.dropout_masks[layer] if layer < len(reserve.dropout_masks) else None
-        if scale is not None:
+        if scale is not None and d_in is not None:
             d_in = d_in * scale
         d_layer_out = d_in
     for s in reserve.scopes:  # anything not walked (an interrupted run) goes too
