@@ -272,3 +272,31 @@ def test_depthwise_input_grad_layouts_equal_the_transposed_convolution(xshape, m
     got = V._depthwise_input_grad(np, g, w, strides, pads, dils, c, list(xshape[2:]))
     want = _transpose_reference(g, w, strides, pads, dils, c, list(xshape[2:]))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", ["plain", "masked", "huge", "far below zero", "one row far below", "nan row",
+                                  "minus inf"])
+def test_softmax_without_the_row_shift_gives_the_shifted_values(dtype, case):
+    """softmax_of skips subtracting the row maxima only where that changes nothing but rounding; large logits,
+    rows whose exp would underflow, NaN and -inf take (or give the same as) the shifted formula."""
+    from kernelcore.ops.activation import softmax_of
+    x = np.random.default_rng(3).standard_normal((3, 5, 16)).astype(dtype) * 4
+    if case == "masked":
+        x[..., 10:] -= 1e4
+    elif case == "huge":
+        x[1, 2, 3] = 500.0 if dtype == np.float32 else 5000.0
+    elif case == "far below zero":
+        x -= 2000.0
+    elif case == "one row far below":
+        x[2, 1] -= 3000.0
+    elif case == "nan row":
+        x[0, 4, 7] = np.nan
+    elif case == "minus inf":
+        x[1, :, :8] = -np.inf
+    with np.errstate(all="ignore"):
+        got = softmax_of(np, x)
+        shifted = np.exp(x - x.max(axis=-1, keepdims=True))
+        want = shifted / shifted.sum(axis=-1, keepdims=True)
+    assert got.dtype == x.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=0)

@@ -23,6 +23,9 @@ import test_backward_control_flow as tcf
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = all_cases()
+# a whole program's outputs on the two paths: the CPU's softmax skips the row shift where it may
+# (kernelcore/ops/activation.py, _EXP_ROOM), a host-side check the device path does not make
+CPU_ONLY_ROUNDING = 1e-6
 
 
 def _device_outputs(case, scope, outs):
@@ -270,7 +273,7 @@ def test_an_mlp_forward_pass_never_waits_for_the_device():
     strict_xp.reset_stats()
     got, = kc.Executor(StrictPlace()).run(prog, feed=feed, fetch_list=["loss"], scope=kc.Scope())
     assert strict_xp.stats == {"syncs": 0, "to_host": 1, "to_device": 3}
-    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got, want, rtol=CPU_ONLY_ROUNDING)
 
 
 def test_cli_runs_a_paddle_model_on_the_strict_place(tmp_path, capsys):
@@ -284,7 +287,7 @@ def test_cli_runs_a_paddle_model_on_the_strict_place(tmp_path, capsys):
     s, c = np.load(tmp_path / "s.npz"), np.load(tmp_path / "c.npz")
     assert sorted(s.files) == sorted(c.files) and s.files
     for k in c.files:
-        np.testing.assert_array_equal(s[k], c[k])
+        np.testing.assert_allclose(s[k], c[k], rtol=CPU_ONLY_ROUNDING)
 
 
 def test_load_inference_model_puts_parameters_on_the_given_place():
@@ -300,7 +303,7 @@ def test_load_inference_model_puts_parameters_on_the_given_place():
     _, cpu_scope, _, _ = kc.io.load_inference_model(prefix)
     want = kc.Executor().run(prog, feed={feeds[0]: x}, scope=cpu_scope)
     for g, w in zip(got, want):
-        np.testing.assert_array_equal(g, w)
+        np.testing.assert_allclose(g, w, rtol=CPU_ONLY_ROUNDING)
 
 
 def test_debugger_trace_and_previews_work_on_device_values():
