@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import cpu_parts, dtypes
+from .host_memory import keep_freed_memory
 from .errors import (DtypeError, FeedError, KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError,
                      ShapeError)
 from . import events
@@ -757,6 +758,8 @@ class Executor:
         if not isinstance(self.place, (CPUPlace, GPUPlace)):
             raise TypeError(f"Executor takes a CPUPlace or GPUPlace, got {place!r}")
         self.place.xp  # a GPU place without CuPy or a GPU fails here, not mid-run
+        if self.place.kind == "cpu":
+            keep_freed_memory()  # once per process: each op's temporaries reuse freed pages (host_memory.py)
         self._rngs: dict = {}
 
     def _rng(self, place):
