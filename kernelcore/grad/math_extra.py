@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from ..ops.math import align, leading_sums, reduce_axes
-from ..ops.math_extra import SQRT_HALF, clip_bounds, erfc
+from ..ops.math_extra import clip_bounds, normal_cdf
 from ..ops.norm_seq import layer_norm_rows, row_means
 from ..backward import no_grad, standard, wanted
 from .math import _fail, unbroadcast
@@ -22,8 +22,14 @@ def _gelu_grad(xp, x, g, attrs):
         k, c = t(math.sqrt(2 / math.pi)), t(0.044715)
         th = xp.tanh(k * (x + c * x * x * x))
         return g * (t(0.5) * (1 + th) + t(0.5) * x * (1 - th * th) * k * (1 + 3 * c * x * x))
-    cdf = 1 - t(0.5) * erfc(xp, x * t(SQRT_HALF))
-    return g * (cdf + x * t(INV_SQRT_2PI) * xp.exp(t(-0.5) * x * x))
+    d = x * x  # Phi(x) + x phi(x), in place on fresh arrays of ours
+    d *= t(-0.5)
+    xp.exp(d, out=d)
+    d *= t(INV_SQRT_2PI)
+    d *= x
+    d += normal_cdf(xp, x)
+    d *= g
+    return d
 
 
 UNARY = {

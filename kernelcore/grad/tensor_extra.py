@@ -168,8 +168,8 @@ def where_grad(ctx, ins, attrs):
     xp = ctx.xp
     c = xp.broadcast_to(c.astype(bool, copy=False), g.shape)
     zero = g.dtype.type(0)
-    dx = unbroadcast(xp.where(c, g, zero), x.shape, x.shape, fresh=True) if wanted(ctx, "X@GRAD") else None
-    dy = unbroadcast(xp.where(c, zero, g), y.shape, y.shape, fresh=True) if wanted(ctx, "Y@GRAD") else None
+    dx = unbroadcast(xp.where(c, g, zero), x.shape, x.shape) if wanted(ctx, "X@GRAD") else None
+    dy = unbroadcast(xp.where(c, zero, g), y.shape, y.shape) if wanted(ctx, "Y@GRAD") else None
     return dx, dy
 
 

@@ -20,11 +20,12 @@ ERFC_COEFFS = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.2
                -0.82215223, 0.17087277)
 
 
-def erfc(xp, x):
-    """erfc(x) from xp's own functions (NumPy has no erf): Numerical Recipes' Chebyshev fit, fractional error
-    below 1.2e-7 everywhere, computed in x's dtype."""
-    z = xp.abs(x)
-    t = 1 / (1 + 0.5 * z)
+def erfc_nonnegative(xp, z):
+    """erfc(z) for z >= 0, computed in place in z's buffer's dtype (z is consumed: pass a fresh array): Numerical
+    Recipes' Chebyshev fit, fractional error below 1.2e-7."""
+    t = z * 0.5
+    t += 1
+    xp.reciprocal(t, out=t)
     poly = t * ERFC_COEFFS[-1]  # Horner's rule in place: a fifth less time than with a temporary per step
     for c in ERFC_COEFFS[-2:0:-1]:
         poly += c
@@ -34,18 +35,32 @@ def erfc(xp, x):
     poly -= z
     r = xp.exp(poly, out=poly)
     r *= t
-    # erfc(-z) = 2 - erfc(z), chosen by multiplying with the sign mask: xp.where on a mask of random signs took
-    # 250 us of gelu's 600 on [8, 128, 64] float32, this 20
-    r += (x < 0) * (2 - 2 * r)
-    return r.astype(x.dtype, copy=False)
+    return r
+
+
+def normal_cdf(xp, x):
+    """Phi(x) = erfc(-x / sqrt 2) / 2, the standard normal CDF, in x's dtype (NumPy has no erf). From
+    h = Phi(-|x|) = erfc(|x| / sqrt 2) / 2, Phi(x) = 0.5 + copysign(0.5 - h, x): one sign pass with no mask
+    (xp.where on a mask of random signs took 250 us of gelu's 600 on [8, 128, 64] float32). Below about -5.4
+    (float32) Phi rounds to 0, as 1 + erf does in Paddle's float32 kernel."""
+    z = xp.abs(x)
+    z *= x.dtype.type(SQRT_HALF)
+    h = erfc_nonnegative(xp, z)
+    h *= 0.5
+    xp.subtract(0.5, h, out=h)
+    xp.copysign(h, x, out=h)
+    h += 0.5
+    return h.astype(x.dtype, copy=False)
 
 
 def gelu_of(xp, x, approximate: bool):
-    """x * Phi(x) (exact, via erfc) or Paddle's tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    """x * Phi(x) (exact, via normal_cdf) or Paddle's tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
     if approximate:
         inner = x.dtype.type(math.sqrt(2 / math.pi)) * (x + x.dtype.type(0.044715) * x * x * x)
         return x.dtype.type(0.5) * x * (1 + xp.tanh(inner))
-    return x - x.dtype.type(0.5) * x * erfc(xp, x * x.dtype.type(SQRT_HALF))
+    out = normal_cdf(xp, x)
+    out *= x
+    return out
 
 
 # -- unary math -----------------------------------------------------------------------------------------
