@@ -9,7 +9,7 @@ encoder's Adam step 18.9 -> 16.7 ms, the 2-layer LSTM's inference 47.8 -> 44.2 m
 
 keep_freed_memory() asks glibc (mallopt) to serve blocks up to 32 MiB from its heap, to grow the heap 64 MiB at
 a time and to give back its free top only above 256 MiB: a process running programs then keeps up to that
-much freed memory for reuse. The first CPU Executor applies it once, unless the environment sets
+much freed memory for reuse, in each of glibc's arenas that a thread allocating (a part's, cpu_parts.py) uses. The first CPU Executor applies it once, unless the environment sets
 KERNELCORE_HOST_MEMORY=release (glibc's defaults stay). Elsewhere (macOS, Windows, musl) nothing changes.
 """
 from __future__ import annotations
@@ -46,6 +46,8 @@ def _glibc():
 def keep_freed_memory() -> str:
     """Apply the settings above once per process (see the module docstring); returns host_memory_state()."""
     global _state
+    if _state is not None:  # every Executor after the first: no lock
+        return _state
     with _lock:
         if _state is not None:
             return _state
@@ -56,13 +58,24 @@ def keep_freed_memory() -> str:
         if mallopt is None:
             _state = "the C library's defaults (not glibc)"
             return _state
-        ok = all(mallopt(param, value) == 1 for param, value in ((_M_MMAP_THRESHOLD, MMAP_THRESHOLD),
-                                                                 (_M_TOP_PAD, TOP_PAD),
-                                                                 (_M_TRIM_THRESHOLD, TRIM_THRESHOLD)))
-        _state = (f"freed memory kept for reuse: blocks up to {MMAP_THRESHOLD >> 20} MiB from the heap, which grows by "
-                  f"{TOP_PAD >> 20} MiB and gives back its free top above {TRIM_THRESHOLD >> 20} MiB"
-                  if ok else "glibc's defaults (mallopt refused the settings)")
+        refused = [name for name, param, value in (("M_MMAP_THRESHOLD", _M_MMAP_THRESHOLD, MMAP_THRESHOLD),
+                                                    ("M_TOP_PAD", _M_TOP_PAD, TOP_PAD),
+                                                    ("M_TRIM_THRESHOLD", _M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+                   if mallopt(param, value) != 1]
+        kept = (f"freed memory kept for reuse: blocks up to {MMAP_THRESHOLD >> 20} MiB from the heap, which grows "
+                f"by {TOP_PAD >> 20} MiB and gives back its free top above {TRIM_THRESHOLD >> 20} MiB")
+        _state = kept if not refused else f"{kept}, except what mallopt refused: {', '.join(refused)}"
         return _state
+
+
+def _new_lock_in_child() -> None:
+    """A fork while another thread held the lock would leave it held in the child for good."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def host_memory_state() -> str:

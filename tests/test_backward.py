@@ -765,3 +765,23 @@ def test_paddle_backward_cases(p3, case):
         w = ref[f"grad/{n}"]
         assert g.shape == w.shape and g.dtype == w.dtype, (n, g.shape, w.shape, g.dtype, w.dtype)
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=f"{case}: {n}")
+
+
+@pytest.mark.parametrize("op", ["elementwise_add", "elementwise_max", "elementwise_pow"])
+def test_fetched_gradients_can_be_written(op):
+    """An elementwise gradient that sums nothing is handed on without a copy (grad/math.py's unbroadcast), but
+    never as a read-only broadcast view: every gradient a run gives back takes in-place writes."""
+    from test_backward_control_flow import weighted_loss
+    prog = kc.Program()
+    with kc.program_guard(prog):
+        g = prog.global_block()
+        x, y = g.create_var("x", [3, 4], "float64"), g.create_var("y", [3, 4], "float64")
+        out = getattr(kc.op, op)(x, y)
+        loss, feed = weighted_loss(g, [out])
+    kc.append_backward(g.var(loss.name))
+    rng = np.random.default_rng(0)
+    feed.update(x=rng.random((3, 4)) + 0.5, y=rng.random((3, 4)))
+    got = kc.Executor().run(prog, feed=feed, fetch_list=["x@GRAD", "y@GRAD"], scope=kc.Scope(), training=True)
+    for a in got:
+        assert a.flags.writeable
+        a *= 2.0

@@ -57,7 +57,11 @@ def test_release_keeps_glibcs_defaults():
 
 
 def test_kernelcore_env_says_what_happens_to_freed_memory(capsys):
+    import kernelcore as kc
+    kc.Executor()  # this process's first CPU Executor may be this one
     assert cli.main(["env", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["host_memory"] == host_memory.host_memory_state()
+    state = json.loads(capsys.readouterr().out)["host_memory"]
+    assert state.startswith(("freed memory kept for reuse", "glibc's defaults (KERNELCORE_HOST_MEMORY=release)",
+                             "the C library's defaults (not glibc)")), state
     assert cli.main(["env"]) == 0
-    assert "\nmemory " in capsys.readouterr().out
+    assert f"\nmemory {state} (kernelcore/host_memory.py)" in capsys.readouterr().out

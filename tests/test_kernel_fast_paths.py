@@ -294,9 +294,21 @@ def test_softmax_without_the_row_shift_gives_the_shifted_values(dtype, case):
         x[0, 4, 7] = np.nan
     elif case == "minus inf":
         x[1, :, :8] = -np.inf
+    from kernelcore.ops.activation import _softmax_rows_unshifted
+    # the unshifted path is taken exactly where it may be
+    assert (_softmax_rows_unshifted(x) is not None) == (case in ("plain", "masked", "minus inf"))
     with np.errstate(all="ignore"):
         got = softmax_of(np, x)
         shifted = np.exp(x - x.max(axis=-1, keepdims=True))
         want = shifted / shifted.sum(axis=-1, keepdims=True)
     assert got.dtype == x.dtype
     np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=0)
+
+
+@pytest.mark.parametrize("shape, lead", [((0, 5), 1), ((3, 0), 1), ((0, 4, 6), 2), ((2, 0, 3), 1)])
+def test_sums_as_products_with_ones_take_empty_arrays(shape, lead):
+    """row_sums / leading_sums on arrays with a zero-length axis (an rnn_grad over an empty batch)."""
+    from kernelcore.ops.math import leading_sums, row_sums
+    a = np.zeros(shape, np.float32)
+    np.testing.assert_array_equal(leading_sums(np, a, lead), a.sum(axis=tuple(range(lead))))
+    np.testing.assert_array_equal(row_sums(np, a), a.sum(axis=-1, keepdims=True))

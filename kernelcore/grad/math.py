@@ -24,7 +24,8 @@ def unbroadcast(g, aligned_shape, shape):
     missing, size-1 dims stretched), then give it `shape`. Where nothing is summed the result is `g` itself
     (reshaped, a view), not a copy: no kernel writes into its inputs, and the executor donates a value to an
     in-place update only where nothing else holds it (executor._runner), so sharing is safe. The copy took
-    190 us of each [8, 4, 128, 128] attention-mask add's gradient."""
+    190 us of each [8, 4, 128, 128] attention-mask add's gradient. A read-only `g` (a broadcast_to view) is
+    still copied, so that every gradient a run hands back can be written to."""
     lead = g.ndim - len(aligned_shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(aligned_shape)
                                       if d == 1 and g.shape[lead + i] != 1)
@@ -32,6 +33,8 @@ def unbroadcast(g, aligned_shape, shape):
         return leading_sums(np, g, len(axes)).reshape(shape)
     if axes:
         return g.sum(axis=axes, keepdims=True).reshape(shape)
+    if isinstance(g, np.ndarray) and not g.flags.writeable:
+        return g.reshape(shape).copy()
     return g.reshape(shape)
 
 

@@ -375,7 +375,7 @@ def row_sums(xp, a):
 def leading_sums(xp, a, lead: int):
     """sum(a) over its first `lead` axes, dropped."""
     if 0 < lead < a.ndim and a.dtype in SUM_BY_PRODUCT_DTYPES:
-        rows = a.reshape(math.prod(a.shape[:lead]), -1)
+        rows = a.reshape(math.prod(a.shape[:lead]), math.prod(a.shape[lead:]))  # not -1: a may be empty
         return (xp.ones(rows.shape[0], dtype=a.dtype) @ rows).reshape(a.shape[lead:])
     return a.sum(axis=tuple(range(lead)))
 
