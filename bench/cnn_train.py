@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits  # a dependency of kernelcore's
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -132,10 +133,6 @@ def main() -> int:
         import torch
     except ImportError:
         torch = None
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        threadpool_limits = None
     tmp = None
     if a.dir:
         outdir = Path(a.dir)
@@ -149,8 +146,7 @@ def main() -> int:
     print(f"versions: numpy {np.__version__}, torch {torch.__version__ if torch else '- (not importable)'}, Paddle "
           f"{first['paddle']} (legacy static Executor, CPUPlace)")
     print(f"NumPy's BLAS: {blas_kernels()}")
-    print("threads per row: kernelcore = NumPy's OpenBLAS limited by threadpoolctl" +
-          ("" if threadpool_limits else " (NOT importable: kernelcore runs its default threads)") +
+    print("threads per row: kernelcore = NumPy's OpenBLAS limited by threadpoolctl"
           "; PyTorch = torch.set_num_threads; Paddle = FLAGS_paddle_num_threads/OMP/MKL_NUM_THREADS")
     print()
     results = []
@@ -178,8 +174,7 @@ def main() -> int:
             kc_t, pt_t, pd_t = [], [], []
             if torch is not None:
                 torch.set_num_threads(t)
-            limit = threadpool_limits(limits=t, user_api="blas") if threadpool_limits else None
-            try:
+            with threadpool_limits(limits=t, user_api="blas"):
                 for f in ((kcs.reset, kcs.step),) + (((ts.reset, ts.step),) if ts else ()):
                     timed(*f, 1)  # warm-up at this thread count
                 for _ in range(repeat):
@@ -190,9 +185,6 @@ def main() -> int:
                         pt_t += timed(ts.reset, ts.step, PER_WINDOW)
                     time.sleep(SETTLE_S)
                     pd_t += servers[t].times(name, PER_WINDOW)
-            finally:
-                if limit is not None:
-                    limit.unregister()
             results.append((name, t, kc_t, pt_t, pd_t))
             row = (f"  {t} thread{'s' if t > 1 else ' '}: kernelcore {min(kc_t) * 1e3:8.1f} ms "
                    f"({statistics.median(kc_t) * 1e3:8.1f})")
@@ -204,10 +196,8 @@ def main() -> int:
             row += f"   kc/Paddle {min(kc_t) / min(pd_t):5.2f}"
             print(row, flush=True)
         if a.profile:
-            limit = threadpool_limits(limits=max(threads), user_api="blas") if threadpool_limits else None
-            rows = profile(kcs)
-            if limit is not None:
-                limit.unregister()
+            with threadpool_limits(limits=max(threads), user_api="blas"):
+                rows = profile(kcs)
             total = sum(ms for _, ms, _ in rows)
             print(f"  kernelcore time per op type ({max(threads)} threads; each op's best of 5 traced steps; "
                   f"{total:.1f} ms in all)")

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits  # a dependency of kernelcore's
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -60,10 +61,6 @@ def main() -> int:
     ap.add_argument("--json", help="also write the rows (best ms of each side) to this file")
     a = ap.parse_args()
     counts = [int(t) for t in a.threads.split(",")]
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        threadpool_limits = None
     repeat = 3 if a.quick else 10
     if not PADDLE.exists():
         sys.exit(f"no Paddle venv at {PADDLE.parent.parent}: bash tests/paddle_oracle/setup_env.sh .venv-paddle 3.3.1")
@@ -93,14 +90,13 @@ def main() -> int:
         per_count = {}
         torch_side = torch_lstm(p, prog, scope, ref, main_p, tr)
         for n in counts:
-            limit = threadpool_limits(limits=n, user_api="blas") if threadpool_limits else None
             kc_inf, kc_train, t_inf, t_train = [], [], [], []
             kc_calls = ((kc_inf, lambda: exe.run(prog, feed={"x": ref["x"]}, scope=scope)),
                         (kc_train, lambda: exe.run(main_p, feed={"x": tr["x"]}, fetch_list=[p["loss"]],
                                                    scope=tscope, training=True)))
             if torch_side is not None:
                 torch_side.set_threads(n)
-            try:
+            with threadpool_limits(limits=n, user_api="blas"):
                 for _ in range(repeat):  # windows alternate between the sides, each after a pause (SETTLE_S)
                     for out, fn in kc_calls:
                         time.sleep(SETTLE_S)
@@ -109,9 +105,6 @@ def main() -> int:
                         for out, fn in ((t_inf, torch_side.infer), (t_train, torch_side.step)):
                             time.sleep(SETTLE_S)
                             out += timed(fn, PER_WINDOW, warm=False)
-            finally:
-                if limit is not None:
-                    limit.unregister()
             torch_rows = None if torch_side is None else (t_inf, t_train, torch_side.diff, torch_side.first_loss, n)
             per_count[n] = (kc_inf, kc_train, torch_rows)
     print(f"2-layer LSTM, batch {p['B']}, {p['T']} steps, input {p['I']}, hidden {p['H']}; Paddle {p['paddle']} "
@@ -120,9 +113,8 @@ def main() -> int:
     print(f"  NumPy's BLAS: {blas_kernels()}")
     print(f"  output max|diff| / max|Paddle|: {diff:.1e}; first training loss {float(loss0):.8g} vs Paddle "
           f"{float(tr['loss']):.8g}")
-    blas = "threadpoolctl" if threadpool_limits else "NOT limited: threadpoolctl is not importable"
     for n, (kc_inf, kc_train, torch_rows) in per_count.items():
-        print(f" {n} thread(s) for kernelcore (NumPy's BLAS, {blas}) and PyTorch; Paddle its default 1:")
+        print(f" {n} thread(s) for kernelcore (NumPy's BLAS, threadpoolctl) and PyTorch; Paddle its default 1:")
         for what, k, q in (("inference", kc_inf, p["infer_s"]), ("training step (SGD)", kc_train, p["train_s"])):
             print(f"  {what:20s} kernelcore {min(k) * 1e3:8.1f} ms ({statistics.median(k) * 1e3:8.1f})   Paddle "
                   f"{min(q) * 1e3:8.1f} ms ({statistics.median(q) * 1e3:8.1f})   kernelcore / Paddle "

@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits  # a dependency of kernelcore's
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -151,10 +152,6 @@ def main() -> int:
         from _torch_bert import TorchInference, TorchTrainStep
     except ImportError:
         torch = None
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        threadpool_limits = None
     with tempfile.TemporaryDirectory(prefix="kc_bench_transformer_") as tmp:
         outdir = Path(tmp)
         r = subprocess.run([str(PADDLE2), str(HERE / "_paddle_transformer.py"), tmp, "--write", "--batch",
@@ -166,7 +163,7 @@ def main() -> int:
         servers = {t: PaddleServer("_paddle_transformer.py", outdir, [INFERENCE, TRAINING], t, python=PADDLE2)
                    for t in threads}
         try:
-            results = run_all(a, outdir, servers, threads, repeat, torch, threadpool_limits,
+            results = run_all(a, outdir, servers, threads, repeat, torch,
                               (TorchInference, TorchTrainStep) if torch else None)
         finally:
             for s in servers.values():
@@ -195,14 +192,13 @@ def main() -> int:
     return 0
 
 
-def run_all(a, outdir, servers, threads, repeat, torch, threadpool_limits, torch_sides):
+def run_all(a, outdir, servers, threads, repeat, torch, torch_sides):
     info = servers[threads[0]].info
     print(f"versions: kernelcore (this tree), numpy {np.__version__}, "
           f"torch {torch.__version__ if torch else '- (not importable)'}, "
           f"Paddle {info['paddle']} (numpy {info['numpy']}; static Executor, CPUPlace)")
     print(f"NumPy's BLAS: {blas_kernels()}")
-    print("threads per row: kernelcore = NumPy's BLAS limited by threadpoolctl" +
-          ("" if threadpool_limits else " (NOT importable: kernelcore runs its default threads)") +
+    print("threads per row: kernelcore = NumPy's BLAS limited by threadpoolctl"
           "; PyTorch = torch.set_num_threads; Paddle = FLAGS_paddle_num_threads/OMP/MKL_NUM_THREADS")
     print(f"\nBERT-style encoder, batch {a.batch}, seq {a.seq}, d_model 32, 4 heads, 2 layers")
 
@@ -251,15 +247,11 @@ def run_all(a, outdir, servers, threads, repeat, torch, threadpool_limits, torch
     for t in threads:
         if torch is not None:
             torch.set_num_threads(t)
-        limit = threadpool_limits(limits=t, user_api="blas") if threadpool_limits else None
-        try:
+        with threadpool_limits(limits=t, user_api="blas"):
             infer.append((t, *windows(((None, ki.run), (None, ti.run) if ti else None), servers[t], INFERENCE,
                                       INFER_PER_WINDOW, repeat)))
             train.append((t, *windows(((kt.reset, kt.step), (ts.reset, ts.step) if ts else None), servers[t],
                                       TRAINING, TRAIN_PER_WINDOW, repeat)))
-        finally:
-            if limit is not None:
-                limit.unregister()
     for title, rows in (("inference", infer), ("training step", train)):
         print(f"\n{title}, best ms (median)")
         print(HEADER)
@@ -269,12 +261,8 @@ def run_all(a, outdir, servers, threads, repeat, torch, threadpool_limits, torch
             print("  ratio kernelcore / Paddle (best): " +
                   ", ".join(f"{t} thread(s) {min(k) / min(p):.2f}" for t, k, _, p in rows))
     if a.profile:
-        limit = threadpool_limits(limits=max(threads), user_api="blas") if threadpool_limits else None
-        try:
+        with threadpool_limits(limits=max(threads), user_api="blas"):
             prof = op_type_times(kt.step, 5, before=kt.reset)
-        finally:
-            if limit is not None:
-                limit.unregister()
         total = sum(ms for _, ms, _ in prof)
         print(f"\nkernelcore's training step per op type ({max(threads)} threads; each op's best of 5 traced "
               f"steps; {total:.1f} ms in all)")

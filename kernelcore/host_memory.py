@@ -9,8 +9,9 @@ encoder's Adam step 18.9 -> 16.7 ms, the 2-layer LSTM's inference 47.8 -> 44.2 m
 
 keep_freed_memory() asks glibc (mallopt) to serve blocks up to 32 MiB from its heap, to grow the heap 64 MiB at
 a time and to give back its free top only above 256 MiB: a process running programs then keeps up to that
-much freed memory for reuse, in each of glibc's arenas that a thread allocating (a part's, cpu_parts.py) uses. The first CPU Executor applies it once, unless the environment sets
-KERNELCORE_HOST_MEMORY=release (glibc's defaults stay). Elsewhere (macOS, Windows, musl) nothing changes.
+much freed memory for reuse, in each glibc arena a thread allocates from (the parts' threads of cpu_parts.py have
+their own). The first CPU Executor applies it once, unless the environment sets KERNELCORE_HOST_MEMORY=release
+(glibc's defaults stay). Elsewhere (macOS, Windows, musl) nothing changes.
 """
 from __future__ import annotations
 

@@ -39,8 +39,8 @@ def _softmax_rows_unshifted(x):
 
 
 def softmax_of(xp, x, axis: int = -1):
-    """exp(X) / sum(exp(X)) along `axis`, computed on X minus its max so no exp overflows (where that shift
-    could change nothing but rounding, along the last axis on the CPU, without it: see _EXP_ROOM).
+    """exp(X) / sum(exp(X)) along `axis`, computed on X minus its max so no exp overflows. Along the last axis
+    on the CPU the shift is skipped where it could change nothing but rounding (see _EXP_ROOM).
     (Paddle's CPU kernel also clips X - max at -64, so no output falls below ~1.6e-28; not done here.)"""
     if x.ndim == 0:
         return xp.ones_like(x)
