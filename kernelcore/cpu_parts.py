@@ -107,6 +107,20 @@ def cpu_parts(xp, work: int) -> int:
     return _parts_allowed.get()
 
 
+def op_threads() -> int:
+    """How many threads an op's own multi-threaded kernel (kernelcore/native) may use now: one while an op runs
+    in parts (its part or another's), inside a split run the threads the run allows, else the BLAS's thread
+    limit (threadpoolctl, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS), so that every limit a user sets on the BLAS
+    holds for these kernels too."""
+    if _split_lock.locked():
+        return 1
+    allowed = _parts_allowed.get()
+    if allowed > 1:
+        return allowed
+    blas = _numpy_blas()
+    return max(1, blas.num_threads) if blas is not None else 1
+
+
 def run_parts(calls: Sequence[Callable[[], T]]) -> list[T]:
     """The calls' results, in order: inside a split run the first on this thread and the others on the pool, all
     at once (the BLAS at one thread); in turn elsewhere, or when another op holds the split (a part's own op,

@@ -93,6 +93,7 @@ def runtime_info() -> dict:
     from . import __version__
     from .cpu_parts import split_run_parts
     from .host_memory import host_memory_state
+    from .native import native_state
     from .place import PlaceError, cupy_module
     try:
         import google.protobuf as protobuf
@@ -113,7 +114,8 @@ def runtime_info() -> dict:
                     "logical_cpus": os.cpu_count(),
                     "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
                     "avx2": "avx2" in flags, "avx512": "avx512f" in flags},
-            "blas": blas, "cpu_parts": split_run_parts(), "host_memory": host_memory_state(), "gpu": gpu,
+            "blas": blas, "cpu_parts": split_run_parts(), "host_memory": host_memory_state(),
+            "native": native_state(), "gpu": gpu,
             "hints": hints(flags, blas)}
 
 
@@ -140,6 +142,8 @@ def format_info(info: dict) -> str:
                      f"(the BLAS's thread limit; kernelcore/cpu_parts.py)")
     if info.get("host_memory"):
         lines.append(f"memory {info['host_memory']} (kernelcore/host_memory.py)")
+    if info.get("native"):
+        lines.append(f"C      {info['native']} (kernelcore/native)")
     g = info["gpu"]
     lines.append(f"GPU    CuPy {g['cupy']}, {g['devices']} device(s)" if g["available"] else f"GPU    none: {g['why']}")
     lines += [f"hint   {h}" for h in info["hints"]]

@@ -20,6 +20,7 @@ import numpy as np
 from ..ops import conv as C
 from ..ops import interp as I
 from ..ops import pool as P
+from .. import native
 from ..cpu_parts import by_images_in_parts, chunks, cpu_parts, run_parts
 from ..ops._spatial import channel_last
 from ..ops.activation_extra import _sigmoid
@@ -399,7 +400,7 @@ def batch_norm_grad(ctx, ins, attrs):
     statistics: X@GRAD = k * (g - Bias@GRAD / N - xc * inv^2 * sum(g * xc) / N), in four passes over one fresh
     array (xhat and the closed form's means are per-channel factors here, never full-size temporaries).
     float16 input is worked in float32 (as Paddle's MPType): its sums over a batch overflow float16."""
-    from ..ops.norm import _channel_axis, _f32, channel_dot, channel_sum, per_channel
+    from ..ops.norm import _channel_axis, _f32, _f32_vector, channel_dot, channel_sum, per_channel
     xp = ctx.xp
     x_in, scale, _bias, saved_mean, saved_inv, mean, var, _reserve, g = ins
     ct = _f32(x_in.dtype)
@@ -413,6 +414,11 @@ def batch_norm_grad(ctx, ins, attrs):
         m, inv = saved_mean, saved_inv
     m, inv = m.astype(ct), inv.astype(ct)
     sc = scale.astype(ct)
+    if axis == 1 and x.ndim > 2 and native.ready(xp, x_in, g):  # the C kernel (kernelcore/native/batch_norm.c)
+        dx, dscale, dbias = native.batch_norm_grad(x_in, g, *(_f32_vector(v) for v in (m, inv, sc)),
+                                                   wanted(ctx, "X@GRAD"), not global_stats)
+        return (dx, dscale.astype(scale.dtype) if wanted(ctx, "Scale@GRAD") else None,
+                dbias.astype(scale.dtype) if wanted(ctx, "Bias@GRAD") else None)
     xc = x - per_channel(xp, m, x.shape, axis)  # ours
     dbias = channel_sum(xp, g, axis)
     dscale = inv * channel_dot(xp, g, xc, axis)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..proto.framework_pb2 import AttrType as A
+from .. import native
 from ..registry import Attr, Check, In, Out, register_op
 from ._spatial import attr_or
 from .math import leading_sums, row_sums
@@ -48,6 +49,11 @@ def per_channel(xp, v, shape, axis):
 def _f32(dtype):
     """The dtype statistics are computed in: float32 for float16 inputs, else the input's."""
     return np.float32 if dtype == np.float16 else dtype.type
+
+
+def _f32_vector(v):
+    """A per-channel vector as the C kernels take it: float32, contiguous (usually `v` itself)."""
+    return np.ascontiguousarray(v, dtype=np.float32)
 
 
 def channel_sum(xp, a, axis):
@@ -148,23 +154,30 @@ def batch_norm(ctx, ins, attrs):
     inference = attrs["is_test"] or not ctx.training
     global_stats = attrs["use_global_stats"] or (inference and not attrs["trainable_statistics"])
     ct = _f32(x.dtype)
+    fused = axis == 1 and x.ndim > 2 and native.ready(xp, x)  # the C kernels (kernelcore/native/batch_norm.c)
     if global_stats:
         # (X - Mean) first, as Paddle does: folding Mean into the offset (X * k + (Bias - Mean * k)) cancels
         # badly where X is close to Mean, i.e. everywhere once the running statistics fit the data
         k = scale.astype(ct) / xp.sqrt(var.astype(ct) + ct(eps))
+        zeros = xp.zeros_like(mean)
+        if fused:
+            y = native.batch_norm_affine(x, *(_f32_vector(v) for v in (mean, k, bias)))
+            return y, mean.copy(), var.copy(), zeros, xp.zeros_like(var), xp.zeros((0,), dtype=x.dtype)
         y = x - per_channel(xp, mean.astype(x.dtype), x.shape, axis)
         y *= per_channel(xp, k.astype(x.dtype), x.shape, axis)  # `y` is a fresh array of ours
         y += per_channel(xp, bias.astype(x.dtype), x.shape, axis)
-        zeros = xp.zeros_like(mean)
         return y, mean.copy(), var.copy(), zeros, xp.zeros_like(var), xp.zeros((0,), dtype=x.dtype)
-    xc = x.astype(ct, copy=False)  # a float32 input is read as it is, not copied
-    bmean = channel_sum(xp, xc, axis) / ct(x.size // c)
-    centred = xc - per_channel(xp, bmean, x.shape, axis)
-    bvar = channel_dot(xp, centred, centred, axis) / ct(x.size // c)  # no squared temporary: 1.2x the op
-    inv = 1.0 / xp.sqrt(bvar + ct(eps))
-    y = centred  # ours: scaled and shifted in place
-    y *= per_channel(xp, inv * scale.astype(ct), x.shape, axis)
-    y += per_channel(xp, bias.astype(ct), x.shape, axis)
+    if fused:
+        y, bmean, bvar, inv = native.batch_norm_train(x, _f32_vector(scale), _f32_vector(bias), eps)
+    else:
+        xc = x.astype(ct, copy=False)  # a float32 input is read as it is, not copied
+        bmean = channel_sum(xp, xc, axis) / ct(x.size // c)
+        centred = xc - per_channel(xp, bmean, x.shape, axis)
+        bvar = channel_dot(xp, centred, centred, axis) / ct(x.size // c)  # no squared temporary: 1.2x the op
+        inv = 1.0 / xp.sqrt(bvar + ct(eps))
+        y = centred  # ours: scaled and shifted in place
+        y *= per_channel(xp, inv * scale.astype(ct), x.shape, axis)
+        y += per_channel(xp, bias.astype(ct), x.shape, axis)
     if mom_t is not None:
         m = mom_t.reshape(-1)[:1].astype(mean.dtype)  # stays on the device: no host sync
     else:

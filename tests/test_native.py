@@ -1,0 +1,192 @@
+"""kernelcore/native: the C kernels against the NumPy kernels they stand in for (the same op functions with the
+library switched off), the thread count each call gets, and the library's presence where it can be built.
+
+The NumPy kernels stay the reference: the GPU runs them, and the finite-difference and Paddle parity tests check
+them; here every C path is compared with its NumPy path on the same inputs, on shapes that reach its edges."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+from kernelcore import cpu_parts, native
+from kernelcore.grad import vision as V
+from kernelcore.ops import norm as N
+
+rng = np.random.default_rng(11)
+HAVE = native.library() is not None
+needs_library = pytest.mark.skipif(not HAVE, reason=f"the C kernels are not loaded: {native.native_state()}")
+
+
+def test_the_library_is_built_wherever_a_c_compiler_is():
+    """`./dev build` and `pip install` compile the library (hatch_build.py); a machine with a C compiler that
+    ends up without it has a broken build, which would silently test only the NumPy paths."""
+    if os.environ.get(native.ENV, "").lower() == "off" or not sys.platform.startswith("linux") \
+            or shutil.which(os.environ.get("CC", "cc")) is None:
+        pytest.skip("no library expected here")
+    assert HAVE, native.native_state()
+    assert "OpenMP" in native.native_state()
+
+
+class _Ctx:
+    xp = np
+    training = True
+
+    @staticmethod
+    def output_names(slot):
+        return [slot]
+
+
+def _numpy_path(monkeypatch):
+    monkeypatch.setattr(native, "ready", lambda *a: False)
+
+
+BN_SHAPES = [(8, 3, 5, 6), (1, 1, 7), (2, 5, 1, 1), (3, 4, 2, 3, 2), (4, 16, 33, 17), (5, 2, 1)]
+
+
+def _bn_inputs(shape, offset=0.0, spread=1.0):
+    c = shape[1]
+    x = (offset + spread * rng.standard_normal(shape)).astype(np.float32)
+    return (x, rng.uniform(0.5, 1.5, c).astype(np.float32), rng.standard_normal(c).astype(np.float32),
+            rng.standard_normal(c).astype(np.float32), rng.uniform(0.5, 2.0, c).astype(np.float32))
+
+
+def _bn_attrs(training):
+    return dict(data_layout="NCHW", is_test=not training, use_global_stats=False, trainable_statistics=False,
+                epsilon=1e-5, momentum=0.9)
+
+
+def _close(got, want, rtol=2e-5):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert got.shape == want.shape
+    if want.size == 0:
+        return
+    scale = max(1.0, float(np.abs(want).max()))
+    assert float(np.abs(got - want).max()) <= rtol * scale, float(np.abs(got - want).max())
+
+
+@needs_library
+@pytest.mark.parametrize("shape", BN_SHAPES)
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_in_c_equals_the_numpy_kernel(shape, training, monkeypatch):
+    x, scale, bias, mean, var = _bn_inputs(shape)
+    ins = (x, scale, bias, mean, var, None)
+    _Ctx.training = training
+    got = N.batch_norm(_Ctx, ins, _bn_attrs(training))
+    _numpy_path(monkeypatch)
+    want = N.batch_norm(_Ctx, ins, _bn_attrs(training))
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        _close(g, w)
+    _Ctx.training = True
+
+
+@needs_library
+def test_batch_norms_variance_does_not_cancel_far_from_zero():
+    """A channel at 1000 +- 0.01: E[x^2] - E[x]^2 in float32 would lose every digit of the variance; the C kernel
+    sums squared deviations from the mean, as the NumPy one does."""
+    x, scale, bias, mean, var = _bn_inputs((8, 4, 16, 16), offset=1000.0, spread=0.01)
+    y, _, _, saved_mean, saved_inv, _ = N.batch_norm(_Ctx, (x, scale, bias, mean, var, None), _bn_attrs(True))
+    xd = x.astype(np.float64)
+    want_var = xd.var(axis=(0, 2, 3))
+    np.testing.assert_allclose(saved_mean, xd.mean(axis=(0, 2, 3)), rtol=1e-6)
+    np.testing.assert_allclose(1 / saved_inv.astype(np.float64) ** 2 - 1e-5, want_var, rtol=1e-3)
+    want_y = (xd - xd.mean(axis=(0, 2, 3), keepdims=True)) / np.sqrt(want_var.reshape(1, -1, 1, 1) + 1e-5) \
+        * scale.reshape(1, -1, 1, 1) + bias.reshape(1, -1, 1, 1)
+    # the float32 mean itself is 1000 +- 3e-5 (half an ulp), 0.3% of a standard deviation: y is that close
+    np.testing.assert_allclose(y, want_y, atol=1e-2)
+
+
+@needs_library
+@pytest.mark.parametrize("shape", BN_SHAPES)
+@pytest.mark.parametrize("global_stats", [False, True])
+@pytest.mark.parametrize("want_dx", [True, False])
+def test_batch_norm_grad_in_c_equals_the_numpy_kernel(shape, global_stats, want_dx, monkeypatch):
+    x, scale, bias, mean, var = _bn_inputs(shape)
+    g = rng.standard_normal(shape).astype(np.float32)
+    inv = (1 / np.sqrt(x.var(axis=tuple(i for i in range(x.ndim) if i != 1)) + 1e-5)).astype(np.float32)
+    bmean = x.mean(axis=tuple(i for i in range(x.ndim) if i != 1)).astype(np.float32)
+    attrs = dict(_bn_attrs(True), use_global_stats=global_stats)
+
+    class Ctx(_Ctx):
+        @staticmethod
+        def output_names(slot):
+            return [slot] if (want_dx or slot != "X@GRAD") else []
+    ins = (x, scale, bias, bmean, inv, mean, var, None, g)
+    got = V.batch_norm_grad(Ctx, ins, attrs)
+    _numpy_path(monkeypatch)
+    want = V.batch_norm_grad(Ctx, ins, attrs)
+    assert (got[0] is None) == (not want_dx) == (want[0] is None)
+    for a, b in zip(got, want):
+        if b is not None:
+            _close(a, b, rtol=5e-5)
+
+
+@needs_library
+def test_the_thread_count_changes_no_bit():
+    """Each channel is one thread's whole: the parallel loop shares out channels, never a channel's sums."""
+    x, scale, bias, _, _ = _bn_inputs((4, 33, 9, 9))
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    runs = []
+    for n in (1, 2, 3):
+        original = native.threads
+        native.threads = lambda n=n: n
+        try:
+            y, m, v, inv = native.batch_norm_train(x, scale, bias, 1e-5)
+            runs.append((y, m, v, inv, *native.batch_norm_grad(x, g, m, inv, scale, True, True)))
+        finally:
+            native.threads = original
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_the_calls_thread_count_follows_the_blas_limit_and_the_parts():
+    if cpu_parts.split_run_parts() is None:
+        pytest.skip("no BLAS threadpoolctl can hold")
+    with threadpool_limits(1):
+        assert native.threads() == 1
+    with threadpool_limits(2):
+        assert native.threads() == 2
+        with cpu_parts.split_run(np, True):
+            assert native.threads() == 2                     # the run's limit, while the BLAS is held at one
+            seen = cpu_parts.run_parts([native.threads, native.threads])
+            assert seen == [1, 1]                            # inside an op's parts: one each
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_runs_the_c_kernels_on_one_thread():
+    """GNU OpenMP's thread pool does not survive a fork: the child must not start a team."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(w, str(native.threads()).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = os.read(r, 16).decode()
+    os.waitpid(pid, 0)
+    assert got == "1"
+
+
+def test_off_in_the_environment_runs_the_numpy_kernels():
+    code = ("import json, numpy as np, kernelcore as kc; from kernelcore import native\n"
+            "print(json.dumps([native.native_state(), native.ready(np, np.zeros(3, np.float32))]))")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, native.ENV: "off"}, capture_output=True,
+                         text=True, check=True).stdout
+    state, ready = json.loads(out)
+    assert state.startswith("off") and ready is False
+
+
+@needs_library
+def test_ready_takes_only_contiguous_float32_host_arrays():
+    a = np.zeros((4, 3, 2), np.float32)
+    assert native.ready(np, a)
+    assert not native.ready(np, a.astype(np.float64))
+    assert not native.ready(np, a.transpose(1, 0, 2))
+    assert not native.ready(object(), a)
