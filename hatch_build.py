@@ -1,7 +1,7 @@
 """Builds kernelcore's C kernels (kernelcore/native/*.c) into kernelcore/native/libkernelcore_cpu.so with the
 machine's C compiler, for every wheel and editable install (`pip install .`, `pip install -e .`, `./dev build`).
 
-The library is plain C with OpenMP, loaded by ctypes (kernelcore/native/__init__.py): no Python or NumPy headers,
+The library is plain C (its loops shared over POSIX threads, vectorised with OpenMP simd pragmas), loaded by ctypes (kernelcore/native/__init__.py): no Python or NumPy headers,
 and one build serves every Python version. Where no compiler works the build goes on without it and kernelcore
 runs its NumPy kernels (`kernelcore env` says which).
 
@@ -34,7 +34,7 @@ def compile_library(root: Path) -> str | None:
     cflags = shlex.split(os.environ.get("KERNELCORE_CFLAGS", DEFAULT_CFLAGS))
     out = root / LIBRARY
     tmp = out.with_suffix(".so.tmp")
-    cmd = [*cc, *cflags, "-std=c11", "-fopenmp", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall",
+    cmd = [*cc, *cflags, "-std=c11", "-fopenmp-simd", "-pthread", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall",
            "-o", str(tmp), *sources, "-lm"]
     try:
         done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=300)

@@ -10,6 +10,7 @@ from threadpoolctl import threadpool_limits
 
 import kernelcore as kc
 from kernelcore import cpu_parts as P
+from kernelcore import native
 from kernelcore.testing.strict_xp import xp as strict_xp
 
 rng = np.random.default_rng(5)
@@ -169,6 +170,8 @@ def test_split_convolutions_give_what_the_whole_op_gives(monkeypatch, op, xs, ws
     """Through the executor: the forward by images or output channels, Input@GRAD by images, Filter@GRAD by
     channels or groups, at 2 and 3 parts, against one part."""
     monkeypatch.setattr(P, "MIN_SPLIT_WORK", 0)
+    # the NumPy kernels' parts; the C depthwise kernels share their planes themselves (tests/test_native.py)
+    monkeypatch.setattr(native, "depthwise_ready", lambda *a: False)
     handed_off = []
     workers = P._workers
     monkeypatch.setattr(P, "_workers", lambda n: handed_off.append(n) or workers(n))

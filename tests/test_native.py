@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -29,7 +30,6 @@ def test_the_library_is_built_wherever_a_c_compiler_is():
             or shutil.which(os.environ.get("CC", "cc")) is None:
         pytest.skip("no library expected here")
     assert HAVE, native.native_state()
-    assert "OpenMP" in native.native_state()
 
 
 class _Ctx:
@@ -158,20 +158,31 @@ def test_the_calls_thread_count_follows_the_blas_limit_and_the_parts():
             assert seen == [1, 1]                            # inside an op's parts: one each
 
 
+@needs_library
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
-def test_a_forked_child_runs_the_c_kernels_on_one_thread():
-    """GNU OpenMP's thread pool does not survive a fork: the child must not start a team."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.write(w, str(native.threads()).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    got = os.read(r, 16).decode()
-    os.waitpid(pid, 0)
-    assert got == "1"
+def test_a_forked_child_starts_its_own_threads():
+    """The parent's worker threads do not exist in a forked child: the library starts fresh ones there, where a
+    loop handed to the parent's would wait for ever."""
+    x, scale, bias, _, _ = _bn_inputs((4, 8, 6, 6))
+    with threadpool_limits(2):
+        want = native.batch_norm_train(x, scale, bias, 1e-5)[0]   # the parent's workers exist now
+        pid = os.fork()
+        if pid == 0:
+            try:
+                got = native.batch_norm_train(x, scale, bias, 1e-5)[0]
+                os._exit(0 if np.array_equal(got, want) else 1)
+            finally:
+                os._exit(2)
+    for _ in range(200):                                            # 10 s
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's loop never finished")
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_off_in_the_environment_runs_the_numpy_kernels():
@@ -190,3 +201,56 @@ def test_ready_takes_only_contiguous_float32_host_arrays():
     assert not native.ready(np, a.astype(np.float64))
     assert not native.ready(np, a.transpose(1, 0, 2))
     assert not native.ready(object(), a)
+
+
+DEPTHWISE_CASES = [
+    # (x shape, kernel, strides, pads ((top, bottom), (left, right)), dilations)
+    ((2, 3, 7, 5), (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1)),
+    ((2, 4, 16, 16), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1)),
+    ((1, 5, 9, 11), (5, 5), (1, 2), ((2, 2), (2, 2)), (1, 1)),
+    ((3, 2, 8, 8), (3, 3), (1, 1), ((2, 2), (2, 2)), (2, 2)),
+    ((2, 3, 6, 7), (1, 3), (3, 1), ((0, 1), (2, 0)), (1, 2)),       # asymmetric padding, a stride over the rows
+    ((2, 6, 2, 2), (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1)),       # MobileNetV2's last maps: 2x2
+    ((2, 3, 1, 1), (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1)),       # one pixel: only the centre tap is inside
+    ((2, 3, 5, 5), (3, 3), (2, 2), ((0, 0), (0, 0)), (1, 1)),       # no padding
+    ((1, 2, 4, 4), (3, 3), (1, 1), ((5, 5), (4, 4)), (1, 1)),       # padding wider than the kernel reaches
+]
+
+
+@needs_library
+@pytest.mark.parametrize("shape, ks, strides, pads, dils", DEPTHWISE_CASES)
+def test_depthwise_convolution_in_c_equals_the_numpy_kernels(shape, ks, strides, pads, dils, monkeypatch):
+    """The forward, Input@GRAD and Filter@GRAD, against the NumPy paths (per-channel columns, per-tap multiply-adds,
+    the flipped-filter convolution) on strides, dilations, asymmetric and over-wide padding and 1x1 maps."""
+    from kernelcore.grad import vision as V
+    from kernelcore.ops import conv as C
+    c = shape[1]
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((c, 1, *ks)).astype(np.float32)
+    got = C.conv_forward(np, x, w, list(strides), list(pads), list(dils), c)
+    g = rng.standard_normal(got.shape).astype(np.float32)
+    got_dx, got_dw = V.conv_grads_parts(np, x, w, g, list(strides), list(pads), list(dils), c, True, True)
+    only_dw = V.conv_grads_parts(np, x, w, g, list(strides), list(pads), list(dils), c, False, True)
+    _numpy_path(monkeypatch)
+    want = C.conv_forward(np, x, w, list(strides), list(pads), list(dils), c)
+    want_dx, want_dw = V.conv_grads_parts(np, x, w, g, list(strides), list(pads), list(dils), c, True, True)
+    _close(got, want)
+    _close(got_dx, want_dx)
+    _close(got_dw, want_dw, rtol=5e-5)
+    assert only_dw[0] is None
+    _close(only_dw[1], want_dw, rtol=5e-5)
+
+
+@needs_library
+def test_depthwise_grad_with_an_output_gradient_of_the_wrong_shape_is_not_read_out_of_bounds(monkeypatch):
+    """A hostile program's Output@GRAD that is not the forward's output shape takes the NumPy path, which says
+    what is wrong; the C kernel, which trusts its geometry, never sees it."""
+    from kernelcore.grad import vision as V
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((3, 1, 3, 3)).astype(np.float32)
+    called = []
+    monkeypatch.setattr(native, "depthwise_conv2d_grads", lambda *a, **k: called.append(1))
+    with pytest.raises(ValueError):
+        V.conv_grads_parts(np, x, w, np.zeros((1, 3, 8, 8), np.float32), [1, 1], [(1, 1), (1, 1)], [1, 1], 3,
+                           True, True)
+    assert not called

@@ -182,6 +182,10 @@ def conv_grads_parts(xp, x, w, g, strides, pads, dils, groups, want_dx, want_dw)
     (kernelcore/cpu_parts.py): Input@GRAD by images, Filter@GRAD by input channels (one group) or by
     groups; each element sums the same terms as the whole op's."""
     n, c = x.shape[:2]
+    if native.depthwise_ready(xp, x, w, groups) and g.shape == (n, c, *(
+            C.conv_out_size(x.shape[2 + i], w.shape[2 + i], pads[i], strides[i], dils[i]) for i in range(2))):
+        # kernelcore/native/depthwise_conv.c: both gradients a plane at a time, its own threads
+        return native.depthwise_conv2d_grads(x, w, g, strides, [lo for lo, _ in pads], dils, want_dx, want_dw)
     # each part makes one of the two gradients (or a share of one): the split pays when one outlasts the hand-off
     # (MobileNetV2's 1x1 convolutions' gradients, 0.2-0.6 ms together, ran 5-35% slower split)
     parts = cpu_parts(xp, C.conv_work(x.shape, w.shape, strides, groups))

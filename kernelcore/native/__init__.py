@@ -1,5 +1,6 @@
-"""kernelcore's CPU kernels in C: the passes NumPy makes one full-size temporary at a time (batch norm and its
-gradient), fused into one or two passes a channel at a time and shared over the cores with OpenMP.
+"""kernelcore's CPU kernels in C: what NumPy does one full-size temporary at a time (batch norm and its gradient)
+or through copies it has no op for (depthwise convolution and its gradients), made in one or two passes over
+the data, a channel or an image's channel at a time while it is in cache, and shared over the cores.
 
 hatch_build.py compiles kernelcore/native/*.c into libkernelcore_cpu.so at install time (`./dev build`, `pip
 install`); this module loads it with ctypes. Kernels ask `ready(xp, *arrays)` and fall back to their NumPy code
@@ -9,10 +10,8 @@ non-contiguous array.
 
 Threads: each call passes its own count, `threads()`: the BLAS's thread limit, which is what
 `threadpoolctl.threadpool_limits`, OMP_NUM_THREADS and a split run (kernelcore/cpu_parts.py) already decide for
-an op; one inside an op's part and in a forked child (GNU OpenMP's threads do not survive a fork). libgomp's
-threads spin for a while after each call before they sleep: GOMP_SPINCOUNT is set while the library loads (unless
-the environment sets it), so that they spin ~SPIN_COUNT iterations, long enough for the next op's call and short
-enough not to hold a core the next op's parts or GEMM threads need.
+an op, and one inside an op's part. The library shares its loops over its own few POSIX threads (pool.c says why
+not OpenMP), which spin at most 0.2 ms after a loop, yielding their core to any other thread, then sleep.
 """
 from __future__ import annotations
 
@@ -25,13 +24,12 @@ import numpy as np
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 1  # kc_native.h's KC_NATIVE_ABI
+ABI = 3  # kc_native.h's KC_NATIVE_ABI
 SPIN_COUNT = "30000"
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
 _state: str | None = None  # None: not loaded yet
-_forked = False
 
 _P = ctypes.c_void_p
 _I64 = ctypes.c_int64
@@ -41,6 +39,8 @@ _SIGNATURES = {
     "kc_bn_affine_f32": [_P, _P, _P, _P, _P, _I64, _I64, _I64, _INT],
     "kc_bn_train_f32": [_P, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _F32, _INT],
     "kc_bn_grad_f32": [_P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _INT, _INT],
+    "kc_depthwise_conv2d_f32": [_P, _P, _P, _I64, _I64, _P, _INT],
+    "kc_depthwise_conv2d_grad_f32": [_P, _P, _P, _P, _P, _I64, _I64, _P, _INT],
 }
 
 
@@ -55,9 +55,6 @@ def _load() -> None:
         if not LIBRARY.exists():
             _state = "not built (no C compiler when kernelcore was installed; see hatch_build.py): NumPy kernels"
             return
-        had_spin = "GOMP_SPINCOUNT" in os.environ
-        if not had_spin:
-            os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT  # read once, when libgomp starts
         try:
             lib = ctypes.CDLL(str(LIBRARY))
             lib.kc_native_abi.restype = _INT
@@ -69,16 +66,11 @@ def _load() -> None:
             for name, args in _SIGNATURES.items():
                 fn = getattr(lib, name)
                 fn.argtypes, fn.restype = args, None
-            lib.kc_native_openmp.restype = _INT
-            omp = lib.kc_native_openmp()
         except (OSError, AttributeError) as e:
             _state = f"not loaded ({e}): NumPy kernels"
             return
-        finally:
-            if not had_spin:
-                os.environ.pop("GOMP_SPINCOUNT", None)
         _lib = lib
-        _state = f"{LIBRARY.name}" + (f" (OpenMP {omp})" if omp else " (no OpenMP: one thread)")
+        _state = f"{LIBRARY.name}: batch norm and depthwise convolutions (float32, channels first) in C"
 
 
 def library() -> ctypes.CDLL | None:
@@ -101,20 +93,9 @@ def ready(xp, *arrays) -> bool:
 
 
 def threads() -> int:
-    """OpenMP threads for the next call (see the module docstring)."""
-    if _forked:
-        return 1
+    """Threads for the next call (see the module docstring)."""
     from .. import cpu_parts
     return cpu_parts.op_threads()
-
-
-def _after_fork_in_child() -> None:
-    global _forked
-    _forked = True
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _ptr(a) -> int:
@@ -148,3 +129,39 @@ def batch_norm_grad(x, g, mean, inv, scale, want_dx: bool, batch_stats: bool):
     (_lib or library()).kc_bn_grad_f32(_ptr(x), _ptr(g), _ptr(mean), _ptr(inv), _ptr(scale), None if dx is None else _ptr(dx),
                         _ptr(dscale), _ptr(dbias), n, c, x.size // max(1, n * c), int(batch_stats), threads())
     return dx, dscale, dbias
+
+
+# the filter's gradient sums each channel's taps on the C stack: larger filters take the NumPy path
+DEPTHWISE_MAX_TAPS = 1024
+
+
+def depthwise_ready(xp, x, w, groups: int) -> bool:
+    """Whether the C depthwise kernels take this 2-D convolution: one filter per channel (no multiplier)."""
+    return (x.ndim == 4 and groups == x.shape[1] == w.shape[0] and w.shape[1] == 1 and groups > 1
+            and w.shape[2] * w.shape[3] <= DEPTHWISE_MAX_TAPS and ready(xp, x, w))
+
+
+def _geometry(in_hw, out_hw, k_hw, strides, pads_before, dils):
+    return np.array([*in_hw, *out_hw, *k_hw, *strides, *pads_before, *dils], dtype=np.int64)
+
+
+def depthwise_conv2d(x, w, strides, pads_before, dils, out_hw):
+    """A depthwise convolution's output, [N, C, *out_hw], from the unpadded input (pads_before: top, left)."""
+    n, c = x.shape[:2]
+    out = np.empty((n, c, *out_hw), dtype=np.float32)
+    dims = _geometry(x.shape[2:], out_hw, w.shape[2:], strides, pads_before, dils)
+    (_lib or library()).kc_depthwise_conv2d_f32(_ptr(x), _ptr(w), _ptr(out), n, c, _ptr(dims), threads())
+    return out
+
+
+def depthwise_conv2d_grads(x, w, g, strides, pads_before, dils, want_dx: bool, want_dw: bool):
+    """(Input@GRAD or None, Filter@GRAD or None) of a depthwise convolution; g is Output@GRAD."""
+    n, c = x.shape[:2]
+    g = np.ascontiguousarray(g, dtype=np.float32)
+    dx = np.empty_like(x) if want_dx else None
+    dw = np.empty(w.shape, dtype=np.float32) if want_dw else None
+    dims = _geometry(x.shape[2:], g.shape[2:], w.shape[2:], strides, pads_before, dils)
+    (_lib or library()).kc_depthwise_conv2d_grad_f32(
+        _ptr(x), _ptr(w), _ptr(g), None if dx is None else _ptr(dx), None if dw is None else _ptr(dw), n, c,
+        _ptr(dims), threads())
+    return dx, dw

@@ -21,6 +21,7 @@ from functools import partial
 import numpy as np
 
 from ..proto.framework_pb2 import AttrType as A
+from .. import native
 from ..registry import Attr, In, Out, register_op
 from ..cpu_parts import chunks, cpu_parts, run_parts_into
 from ._spatial import attr_or, channel_last, check_ints, conv_out_size, pairs, update_padding
@@ -55,6 +56,10 @@ def conv_forward(xp, x, w, strides, pads, dils, groups):
     nd = x.ndim - 2
     o, cg = w.shape[:2]
     ks = w.shape[2:]
+    if native.depthwise_ready(xp, x, w, groups):  # kernelcore/native/depthwise_conv.c: no padded copy
+        outs = [conv_out_size(x.shape[2 + i], ks[i], pads[i], strides[i], dils[i]) for i in range(nd)]
+        if all(v > 0 for v in outs):
+            return native.depthwise_conv2d(x, w, strides, [lo for lo, _ in pads], dils, outs)
     if any(lo or hi for lo, hi in pads):
         x = pad_spatial(xp, x, pads)
     outs = [(x.shape[2 + i] - (dils[i] * (ks[i] - 1) + 1)) // strides[i] + 1 for i in range(nd)]
@@ -138,7 +143,9 @@ def conv_forward_parts(xp, x, w, strides, pads, dils, groups):
     """conv_forward in parts on the CPU's cores (kernelcore/cpu_parts.py): by images where the columns
     outweigh the filter (early layers: many pixels), else by output channels, so that each part reads its share
     of the filter (late layers: ResNet-18's 512x512x3x3 filter on 2x2 maps ran 1.9x slower split by images)."""
-    parts = cpu_parts(xp, conv_work(x.shape, w.shape, strides, groups))
+    # the C depthwise kernel shares its planes out over the cores itself
+    parts = 1 if native.depthwise_ready(xp, x, w, groups) else cpu_parts(xp, conv_work(x.shape, w.shape, strides,
+                                                                                         groups))
     n, o = x.shape[0], w.shape[0]
     if parts < 2:
         return conv_forward(xp, x, w, strides, pads, dils, groups)

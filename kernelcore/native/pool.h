@@ -1,0 +1,15 @@
+/* A small pool of worker threads for the C kernels' loops (pool.c). */
+#ifndef KC_POOL_H
+#define KC_POOL_H
+
+#include <stdint.h>
+
+/* one share of a loop: the indices [begin, end) of a range */
+typedef void (*kc_task)(void *ctx, int64_t begin, int64_t end);
+
+/* fn(ctx, begin, end) over [0, n) in `threads` contiguous shares, the calling thread running the first and the
+ * pool's threads the others, all at once; returns when every share is done. With threads <= 1, a range too
+ * short to share, or while another thread's loop holds the pool, the caller runs the whole range itself. */
+void kc_parallel_for(int64_t n, int threads, kc_task fn, void *ctx);
+
+#endif
