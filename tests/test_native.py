@@ -254,3 +254,64 @@ def test_depthwise_grad_with_an_output_gradient_of_the_wrong_shape_is_not_read_o
         V.conv_grads_parts(np, x, w, np.zeros((1, 3, 8, 8), np.float32), [1, 1], [(1, 1), (1, 1)], [1, 1], 3,
                            True, True)
     assert not called
+
+
+POOL_CASES = [
+    # (x shape, kernel, strides, pads ((top, bottom), (left, right)))
+    ((2, 3, 32, 32), (3, 3), (2, 2), ((1, 1), (1, 1))),   # ResNet's stem pool
+    ((2, 4, 8, 8), (2, 2), (2, 2), ((0, 0), (0, 0))),     # disjoint windows
+    ((1, 2, 7, 5), (3, 2), (1, 2), ((1, 0), (0, 1))),     # overlapping, asymmetric padding
+    ((2, 2, 5, 5), (3, 3), (2, 2), ((0, 1), (0, 1))),     # ceil mode's extra high-side window
+    ((1, 3, 1, 1), (3, 3), (1, 1), ((1, 1), (1, 1))),
+]
+
+
+def _pool_ops(xs, ks, strides, pads):
+    from kernelcore.grad import vision as V
+    from kernelcore.ops import pool as P
+    outs = [(xs[2 + i] + pads[i][0] + pads[i][1] - ks[i]) // strides[i] + 1 for i in range(2)]
+    return P, V, outs
+
+
+@needs_library
+@pytest.mark.parametrize("xs, ks, strides, pads", POOL_CASES)
+def test_max_pooling_in_c_equals_the_numpy_kernels(xs, ks, strides, pads, monkeypatch):
+    """Forward and X@GRAD, ties included (a quantised input: many windows hold their max twice, and the gradient
+    goes to the first in row-major order, as Paddle's), against the per-offset NumPy paths."""
+    P, V, outs = _pool_ops(xs, ks, strides, pads)
+    x = np.round(rng.standard_normal(xs) * 2).astype(np.float32)         # ties
+    got = P.pool_forward(np, x, "max", list(ks), list(strides), list(pads), outs, False, True)
+    g = rng.standard_normal(got.shape).astype(np.float32)
+    got_dx = native.max_pool2d_grad(x, got, g, ks, strides, [lo for lo, _ in pads])
+    want = P._max_by_offsets(np, x, ksize=list(ks), strides=list(strides), pads=list(pads), outs=outs)
+    want_dx = V._max_grad_offsets(np, x, want, g, list(ks), list(strides), list(pads), outs)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got_dx, want_dx, rtol=1e-6, atol=1e-6)
+
+
+@needs_library
+def test_max_pooling_in_c_propagates_nan_as_numpys_maximum():
+    P, _, outs = _pool_ops((1, 1, 4, 4), (2, 2), (2, 2), ((0, 0), (0, 0)))
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    x[0, 0, 0, 1] = np.nan
+    x[0, 0, 3, 3] = -np.inf
+    y = P.pool_forward(np, x, "max", [2, 2], [2, 2], [(0, 0), (0, 0)], outs, False, True)
+    want = P._max_by_offsets(np, x, ksize=[2, 2], strides=[2, 2], pads=[(0, 0), (0, 0)], outs=outs)
+    np.testing.assert_array_equal(y, want)
+    assert np.isnan(y[0, 0, 0, 0]) and y[0, 0, 1, 1] == 14
+
+
+@needs_library
+@pytest.mark.parametrize("shape", [(3, 5, 7, 9), (4, 64, 32, 32)])   # the second is shared over threads
+@pytest.mark.parametrize("op, hi", [("relu", None), ("relu6", 6.0)])
+def test_relu_gradients_in_c_equal_numpys(op, hi, shape):
+    """Out@GRAD times the mask, the mask's edges (0 and the threshold) excluded, and a NaN or inf gradient under
+    a zero mask still NaN (g * 0), as NumPy's product and Paddle's functor give."""
+    out = np.clip(np.round(rng.standard_normal(shape) * 4), 0, hi).astype(np.float32)
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    g.reshape(-1)[:3] = [np.nan, np.inf, -np.inf]
+    with threadpool_limits(2):
+        got = native.masked_grad(out, g, 0.0, hi)
+    mask = (out > 0) if hi is None else ((out > 0) & (out < np.float32(hi)))
+    with np.errstate(invalid="ignore"):   # inf * 0, on purpose
+        np.testing.assert_array_equal(got, g * mask)

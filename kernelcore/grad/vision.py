@@ -319,6 +319,8 @@ def _pool_grad(fwd_type, nd):
         elif adaptive or list(ksize) == list(x.shape[2:]):
             _, mask = P.max_pool_with_index(xp, x, ksize, strides, pads, outs, adaptive)
             dx = _scatter_max(xp, x, mask, g)
+        elif nd == 2 and out.shape == g.shape == (*x.shape[:2], *outs) and native.ready(xp, x, out, g):
+            dx = native.max_pool2d_grad(x, out, g, ksize, strides, [lo for lo, _ in pads])  # native/max_pool.c
         else:
             body = partial(_max_grad_offsets, xp, ksize=ksize, strides=strides, pads=pads, outs=outs)
             work = GRAD_OVER_FORWARD * P.max_pool_work(x.shape, ksize, outs)
@@ -547,9 +549,23 @@ OUT_DERIVATIVES = {
 }
 
 
-def _act_kernel(deriv, reads_out_too=False):
+def _relu6_grad_in_c(xp, out, g, attrs):
+    """relu6_grad in one pass (kernelcore/native/activation_grad.c), None where the C kernel does not apply."""
+    if out.shape == g.shape and native.ready(xp, out, g):
+        return native.masked_grad(out, g, 0.0, attrs["threshold"])
+    return None
+
+
+IN_C = {"relu6": _relu6_grad_in_c}
+
+
+def _act_kernel(deriv, reads_out_too=False, in_c=None):
     def kernel(ctx, ins, attrs):
         x, g = (ins[0], ins[2]) if reads_out_too else ins
+        if in_c is not None:
+            dx = in_c(ctx.xp, x, g, attrs)
+            if dx is not None:
+                return (dx,)
         return (g * deriv(ctx.xp, x, attrs),)
     return kernel
 
@@ -562,7 +578,7 @@ for _table, _slots in ((DERIVATIVES, dict(ins=("X",))), (DERIVATIVES_READING_OUT
         _reads = " and ".join(_slots.get("ins", ()) + _slots.get("outs", ()))
         _d = standard(_t, comment=f"The gradient of {_t}: X@GRAD = Out@GRAD * {_t}'(X), as Paddle's {_t}_grad "
                                   f"computes it (reading {_reads}).", **_slots)
-        _k = _act_kernel(_deriv, _table is DERIVATIVES_READING_OUT_TOO)
+        _k = _act_kernel(_deriv, _table is DERIVATIVES_READING_OUT_TOO, IN_C.get(_t))
         _k.__name__ = f"{_t}_grad"
         _d.kernel()(_k)
 

@@ -1,5 +1,6 @@
-"""kernelcore's CPU kernels in C: what NumPy does one full-size temporary at a time (batch norm and its gradient)
-or through copies it has no op for (depthwise convolution and its gradients), made in one or two passes over
+"""kernelcore's CPU kernels in C: what NumPy does one full-size temporary at a time (batch norm and its gradient,
+relu's and relu6's gradients, max pooling and its gradient) or through copies it has no op for (depthwise
+convolution and its gradients), made in one or two passes over
 the data, a channel or an image's channel at a time while it is in cache, and shared over the cores.
 
 hatch_build.py compiles kernelcore/native/*.c into libkernelcore_cpu.so at install time (`./dev build`, `pip
@@ -24,7 +25,7 @@ import numpy as np
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 3  # kc_native.h's KC_NATIVE_ABI
+ABI = 4  # kc_native.h's KC_NATIVE_ABI
 SPIN_COUNT = "30000"
 
 _lock = threading.Lock()
@@ -41,6 +42,9 @@ _SIGNATURES = {
     "kc_bn_grad_f32": [_P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _INT, _INT],
     "kc_depthwise_conv2d_f32": [_P, _P, _P, _I64, _I64, _P, _INT],
     "kc_depthwise_conv2d_grad_f32": [_P, _P, _P, _P, _P, _I64, _I64, _P, _INT],
+    "kc_max_pool2d_f32": [_P, _P, _I64, _P, _INT],
+    "kc_max_pool2d_grad_f32": [_P, _P, _P, _P, _I64, _P, _INT],
+    "kc_masked_grad_f32": [_P, _P, _P, _I64, _F32, _F32, _INT, _INT],
 }
 
 
@@ -70,7 +74,8 @@ def _load() -> None:
             _state = f"not loaded ({e}): NumPy kernels"
             return
         _lib = lib
-        _state = f"{LIBRARY.name}: batch norm and depthwise convolutions (float32, channels first) in C"
+        _state = (f"{LIBRARY.name}: batch norm, depthwise convolution, max pooling and relu gradients "
+                  "(float32, channels first) in C")
 
 
 def library() -> ctypes.CDLL | None:
@@ -165,3 +170,30 @@ def depthwise_conv2d_grads(x, w, g, strides, pads_before, dils, want_dx: bool, w
         _ptr(x), _ptr(w), _ptr(g), None if dx is None else _ptr(dx), None if dw is None else _ptr(dw), n, c,
         _ptr(dims), threads())
     return dx, dw
+
+
+def max_pool2d(x, ksize, strides, pads_before, out_hw):
+    """2-D max pooling of a float32 NCHW batch with regular windows (pads_before: top, left; positions outside the
+    image never win)."""
+    n, c = x.shape[:2]
+    y = np.empty((n, c, *out_hw), dtype=np.float32)
+    dims = np.array([*x.shape[2:], *out_hw, *ksize, *strides, *pads_before], dtype=np.int64)
+    (_lib or library()).kc_max_pool2d_f32(_ptr(x), _ptr(y), n * c, _ptr(dims), threads())
+    return y
+
+
+def max_pool2d_grad(x, out, g, ksize, strides, pads_before):
+    """X@GRAD of max_pool2d: each output's gradient at the first input of its window equal to its max."""
+    n, c = x.shape[:2]
+    dx = np.empty_like(x)
+    dims = np.array([*x.shape[2:], *out.shape[2:], *ksize, *strides, *pads_before], dtype=np.int64)
+    (_lib or library()).kc_max_pool2d_grad_f32(_ptr(x), _ptr(out), _ptr(g), _ptr(dx), n * c, _ptr(dims), threads())
+    return dx
+
+
+def masked_grad(out, g, lo: float, hi: float | None):
+    """g * (lo < out < hi) (hi None: no upper bound) in one pass: relu's and relu6's gradients."""
+    dx = np.empty_like(g)
+    (_lib or library()).kc_masked_grad_f32(_ptr(out), _ptr(g), _ptr(dx), g.size, lo, 0.0 if hi is None else hi,
+                                           int(hi is not None), threads())
+    return dx

@@ -129,8 +129,17 @@ static void grad_channels(void *p, int64_t first, int64_t last) {
         a->dscale[ch] = ds;
         if (!a->dx) continue;
         const float k = a->scale[ch] * iv;
-        const float c1 = a->batch_stats ? (float)(sg / count) : 0.0f;
-        const float c2 = a->batch_stats ? (float)((double)iv * (double)ds / count) : 0.0f;
+        if (!a->batch_stats) { /* constant statistics: X@GRAD does not read X (an inf in X must not make NaN) */
+            for (int64_t i = 0; i < n; i++) {
+                const float *gr = row(a->g, i, ch, c, hw);
+                float *dr = a->dx + (gr - a->g);
+#pragma omp simd
+                for (int64_t j = 0; j < hw; j++) dr[j] = k * gr[j];
+            }
+            continue;
+        }
+        const float c1 = (float)(sg / count);
+        const float c2 = (float)((double)iv * (double)ds / count);
         for (int64_t i = 0; i < n; i++) {
             const float *xr = row(a->x, i, ch, c, hw), *gr = row(a->g, i, ch, c, hw);
             float *dr = a->dx + (xr - a->x);

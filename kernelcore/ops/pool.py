@@ -22,6 +22,7 @@ import numpy as np
 
 from ..proto.framework_pb2 import AttrType as A
 from ..proto.framework_pb2 import VarType as VT
+from .. import native
 from ..cpu_parts import by_images_in_parts
 from ..registry import Attr, Check, In, Out, register_op
 from ._spatial import attr_or, channel_last, check_ints, pairs, update_padding
@@ -86,6 +87,8 @@ def pool_forward(xp, x, kind, ksize, strides, pads, outs, adaptive, exclusive):
             not any(lo or hi for lo, hi in pads):
         axes = tuple(range(2, 2 + nd))  # global pooling
         return x.max(axis=axes, keepdims=True) if kind == "max" else x.mean(axis=axes, keepdims=True)
+    if kind == "max" and not adaptive and nd == 2 and native.ready(xp, x):  # kernelcore/native/max_pool.c
+        return native.max_pool2d(x, ksize, strides, [lo for lo, _ in pads], outs)
     if kind == "max" and not adaptive:
         body = partial(_max_by_offsets, xp, ksize=ksize, strides=strides, pads=pads, outs=outs)
         return by_images_in_parts(xp, body, (x,), (*x.shape[:2], *outs), max_pool_work(x.shape, ksize, outs))

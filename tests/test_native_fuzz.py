@@ -1,0 +1,474 @@
+"""kernelcore/native, fuzzed: the C kernels (batch_norm.c, depthwise_conv.c) against the NumPy kernels they stand
+in for, on geometries and shapes hypothesis draws (tests/test_native.py holds the hand-picked ones), on inputs
+holding NaN and +-inf, and, in a child process where a crash is an exit status rather than the end of pytest,
+thousands of depthwise geometries against guard regions around every buffer the kernels read or write.
+
+The NumPy paths stay the reference: a C result must equal them within float32 rounding (relative to the size of
+the terms summed), and hold NaN, +inf and -inf at the same positions, except where zero padding meets an inf or
+NaN: the C depthwise kernels sum only the convolution's own terms, the NumPy ones multiply the padding's zeros in
+(0 * inf = NaN); the tests below state both results."""
+import contextlib
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
+
+from kernelcore import native
+from kernelcore.grad import vision as V
+from kernelcore.ops import conv as C
+from kernelcore.ops import norm as N
+
+pytestmark = pytest.mark.skipif(native.library() is None,
+                                reason=f"the C kernels are not loaded: {native.native_state()}")
+
+FUZZ = settings(max_examples=100, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+EDGE = settings(FUZZ, max_examples=80)
+SPECIALS_WARN = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's 'invalid value' on NaN and inf
+SPECIALS = (np.nan, np.inf, -np.inf)
+
+
+@contextlib.contextmanager
+def numpy_path():
+    """native.ready says no (and so native.depthwise_ready, which asks it): every op takes its NumPy kernel. Not
+    pytest's monkeypatch: a function-scoped fixture is shared by all of a hypothesis test's examples."""
+    original = native.ready
+    native.ready = lambda *a: False
+    try:
+        yield
+    finally:
+        native.ready = original
+
+
+def assert_matches(got, want, what, rtol=5e-5, scale=None):
+    """NaN, +inf and -inf at the same positions; the finite values within rtol of `scale` (default: the largest
+    finite |want|, at least 1)."""
+    assert got is not None and want is not None, what
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert got.shape == want.shape, (what, got.shape, want.shape)
+    for name, cls in (("NaN", np.isnan), ("+inf", np.isposinf), ("-inf", np.isneginf)):
+        g, w = cls(got), cls(want)
+        if not np.array_equal(g, w):
+            at = np.argwhere(g != w)[:6]
+            raise AssertionError(f"{what}: {name} at other positions, e.g. {at.tolist()}: "
+                                 f"C {got[tuple(at.T)].tolist()}, NumPy {want[tuple(at.T)].tolist()}")
+    finite = np.isfinite(want)
+    if not finite.any():
+        return
+    if scale is None:
+        scale = max(1.0, float(np.abs(want[finite]).max()))
+    err = float(np.abs(got[finite] - want[finite]).max())
+    assert err <= rtol * scale, f"{what}: max |C - NumPy| = {err:.3g} > {rtol} * {scale:.3g}"
+
+
+# ---------------------------------------------------------------------------
+# depthwise conv2d
+# ---------------------------------------------------------------------------
+def out_size(i, k, lo, hi, s, d):
+    return (i + lo + hi - (d * (k - 1) + 1)) // s + 1
+
+
+@st.composite
+def depthwise_cases(draw):
+    n, c = draw(st.integers(1, 3)), draw(st.integers(2, 6))
+    h, w = draw(st.integers(1, 12)), draw(st.integers(1, 12))
+    ks = (draw(st.integers(1, 5)), draw(st.integers(1, 5)))
+    strides = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
+    dils = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
+    pads = [(draw(st.integers(0, 4)), draw(st.integers(0, 4))), (draw(st.integers(0, 4)), draw(st.integers(0, 4)))]
+    outs = [out_size(size, ks[i], *pads[i], strides[i], dils[i]) for i, size in enumerate((h, w))]
+    assume(all(v > 0 for v in outs))                  # an empty output: the NumPy path raises, no C kernel runs
+    seed = draw(st.integers(0, 2 ** 32 - 1))
+    return (n, c, h, w), ks, strides, pads, dils, outs, seed
+
+
+def depthwise_inputs(shape, ks, outs, seed):
+    rng = np.random.default_rng(seed)
+    n, c = shape[:2]
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((c, 1, *ks)).astype(np.float32)
+    g = rng.standard_normal((n, c, *outs)).astype(np.float32)
+    return x, w, g, rng
+
+
+def depthwise_forward(x, w, strides, pads, dils):
+    c = x.shape[1]
+    return (C.conv_forward(np, x, w, strides, pads, dils, c),
+            C.conv_forward_parts(np, x, w, strides, pads, dils, c))
+
+
+def depthwise_grads(x, w, g, strides, pads, dils, want_dx, want_dw):
+    return V.conv_grads_parts(np, x, w, g, strides, pads, dils, x.shape[1], want_dx, want_dw)
+
+
+def describe(shape, ks, strides, pads, dils):
+    return f"x {list(shape)}, kernel {list(ks)}, strides {strides}, pads {pads}, dilations {dils}"
+
+
+@given(depthwise_cases())
+@FUZZ
+def test_depthwise_forward_in_c_equals_numpy(case):
+    shape, ks, strides, pads, dils, outs, seed = case
+    x, w, _, _ = depthwise_inputs(shape, ks, outs, seed)
+    assert native.depthwise_ready(np, x, w, shape[1])
+    got = depthwise_forward(x, w, strides, pads, dils)
+    with numpy_path():
+        want = depthwise_forward(x, w, strides, pads, dils)
+    where = describe(shape, ks, strides, pads, dils)
+    assert got[0].shape == (shape[0], shape[1], *outs), where
+    assert_matches(got[0], want[0], f"conv_forward, {where}")
+    assert_matches(got[1], want[1], f"conv_forward_parts, {where}")
+
+
+@given(depthwise_cases(), st.sampled_from([(True, True), (True, False), (False, True)]))
+@FUZZ
+def test_depthwise_grads_in_c_equal_numpy(case, wanted):
+    shape, ks, strides, pads, dils, outs, seed = case
+    x, w, g, _ = depthwise_inputs(shape, ks, outs, seed)
+    got = depthwise_grads(x, w, g, strides, pads, dils, *wanted)
+    with numpy_path():
+        want = depthwise_grads(x, w, g, strides, pads, dils, True, True)
+    where = describe(shape, ks, strides, pads, dils)
+    for name, flag, a, b in (("Input@GRAD", wanted[0], got[0], want[0]), ("Filter@GRAD", wanted[1], got[1], want[1])):
+        if flag:
+            assert a.dtype == np.float32
+            assert_matches(a, b, f"{name}, {where}")
+        else:
+            assert a is None, f"{name} made though not wanted"
+
+
+def put_specials(draw, a, rng, most=3):
+    """a copy of `a` with NaN / +inf / -inf at 1..most positions hypothesis draws (a's flat indices)."""
+    a = a.copy()
+    flat = a.reshape(-1)
+    for _ in range(draw(st.integers(1, most))):
+        flat[draw(st.integers(0, flat.size - 1))] = draw(st.sampled_from(SPECIALS))
+    return a
+
+
+@SPECIALS_WARN
+@given(depthwise_cases(), st.data())
+@EDGE
+def test_depthwise_non_finite_values_land_where_numpys_do(case, data):
+    """Specials in the input (forward, Filter@GRAD) and in Output@GRAD (Input@GRAD; Filter@GRAD without padding:
+    with padding the NumPy path multiplies an infinite gradient by the zero padding, see the tests below)."""
+    shape, ks, strides, pads, dils, outs, seed = case
+    x, w, g, rng = depthwise_inputs(shape, ks, outs, seed)
+    where = describe(shape, ks, strides, pads, dils)
+    bad_x, bad_g = put_specials(data.draw, x, rng), put_specials(data.draw, g, rng)
+    got_y = C.conv_forward(np, bad_x, w, strides, pads, dils, shape[1])
+    got_dw = depthwise_grads(bad_x, w, g, strides, pads, dils, False, True)[1]
+    got_g = depthwise_grads(x, w, bad_g, strides, pads, dils, True, True)
+    with numpy_path():
+        want_y = C.conv_forward(np, bad_x, w, strides, pads, dils, shape[1])
+        want_dw = depthwise_grads(bad_x, w, g, strides, pads, dils, False, True)[1]
+        want_g = depthwise_grads(x, w, bad_g, strides, pads, dils, True, True)
+    assert_matches(got_y, want_y, f"forward, specials in x, {where}")
+    assert_matches(got_dw, want_dw, f"Filter@GRAD, specials in x, {where}")
+    assert_matches(got_g[0], want_g[0], f"Input@GRAD, specials in Output@GRAD, {where}")
+    if not any(lo or hi for lo, hi in pads):
+        assert_matches(got_g[1], want_g[1], f"Filter@GRAD, specials in Output@GRAD, {where}")
+
+
+# Where the zero padding meets an infinite or NaN filter tap (forward, Input@GRAD) or Output@GRAD value
+# (Filter@GRAD), the NumPy kernels multiply it by the padding's zeros, 0 * inf = NaN, and that NaN reaches every
+# output whose window touches the padding; the C kernels never read the padding (nor, for Input@GRAD at stride 1,
+# the zeros the NumPy path extends Output@GRAD by) and sum only the terms the convolution has. Neither is a wrong
+# sum of the convolution's own terms: the C result is that sum (what Paddle's GPU depthwise kernels compute, and
+# what the NumPy path itself gives for Input@GRAD at strides > 1); the NumPy one is that of an explicitly padded
+# input (Paddle's CPU im2col). The outputs with no padding in reach agree.
+def assert_c_sums_only_the_convolutions_terms(got, want_c, numpy_gives):
+    """The C result is the exact sum of the convolution's own terms; the NumPy path's NaN where padding meets a
+    special value is stated beside it, so that a change on either side is seen."""
+    np.testing.assert_array_equal(got, want_c)
+    assert np.isnan(numpy_gives).any()
+
+
+@SPECIALS_WARN
+@pytest.mark.parametrize("special", [np.inf, np.nan])
+def test_depthwise_forward_nan_or_inf_filter_tap_and_padding(special):
+    x = np.ones((1, 2, 1, 1), np.float32)
+    w = np.ones((2, 1, 1, 2), np.float32)
+    w[0, 0, 0, 0] = special                 # the left tap: in the left padding for the one output, x[0, 0, 0, 0]
+    args = ([1, 1], [(0, 0), (1, 0)], [1, 1])
+    got = C.conv_forward(np, x, w, *args, 2)                         # [1, 1]: the right tap only, 1 * 1 = 1
+    with numpy_path():
+        want = C.conv_forward(np, x, w, *args, 2)                    # [nan, 1]: inf * 0 + 1 * 1
+    assert_c_sums_only_the_convolutions_terms(got, np.ones((1, 2, 1, 1), np.float32), want)
+
+
+@SPECIALS_WARN
+def test_depthwise_input_grad_inf_filter_tap_at_stride_one():
+    x = np.ones((1, 2, 1, 3), np.float32)
+    w = np.ones((2, 1, 1, 2), np.float32)
+    w[0, 0, 0, 1] = np.inf                  # x[0] is read by tap 0 only (of output 0): tap 1 never reaches it
+    g = np.ones((1, 2, 1, 2), np.float32)
+    args = ([1, 1], [(0, 0), (0, 0)], [1, 1])
+    got = depthwise_grads(x, w, g, *args, True, False)[0]            # dx[0, 0] = [1, inf, inf]
+    with numpy_path():                                               # the flipped filter over g zero-extended by
+        want = depthwise_grads(x, w, g, *args, True, False)[0]       # one each side: dx[0, 0] = [nan, inf, inf]
+    assert_c_sums_only_the_convolutions_terms(
+        got, np.array([[[[1, np.inf, np.inf]], [[1, 2, 1]]]], np.float32), want)
+
+
+@SPECIALS_WARN
+def test_depthwise_filter_grad_inf_output_grad_and_padding():
+    x = np.ones((1, 2, 1, 1), np.float32)
+    w = np.ones((2, 1, 1, 2), np.float32)
+    g = np.full((1, 2, 1, 1), np.inf, np.float32)
+    args = ([1, 1], [(0, 0), (1, 0)], [1, 1])
+    got = depthwise_grads(x, w, g, *args, False, True)[1]            # dw[0] = [0, inf]: tap 0 reads only padding
+    with numpy_path():
+        want = depthwise_grads(x, w, g, *args, False, True)[1]       # dw[0] = [nan, inf]
+    assert_c_sums_only_the_convolutions_terms(
+        got, np.array([[[[0, np.inf]]], [[[0, np.inf]]]], np.float32), want)
+
+
+# ---------------------------------------------------------------------------
+# batch_norm
+# ---------------------------------------------------------------------------
+class Ctx:
+    xp = np
+    training = True
+    want_dx = True
+
+    @classmethod
+    def output_names(cls, slot):
+        return [slot] if (cls.want_dx or slot != "X@GRAD") else []
+
+
+def bn_attrs(mode):
+    """mode: "batch" (training, batch statistics), "inference" (is_test: the running ones), "global"
+    (use_global_stats while training)."""
+    return dict(data_layout="NCHW", is_test=mode == "inference", use_global_stats=mode == "global",
+                trainable_statistics=False, epsilon=1e-5, momentum=0.9)
+
+
+@st.composite
+def bn_cases(draw):
+    ndim = draw(st.integers(3, 5))
+    shape = tuple(draw(st.integers(1, 5 if i < 2 else 4)) for i in range(ndim))
+    return shape, draw(st.integers(0, 2 ** 32 - 1))
+
+
+def bn_inputs(shape, seed):
+    rng = np.random.default_rng(seed)
+    c = shape[1]
+    offset, spread = rng.choice([0.0, 3.0, -20.0]), rng.choice([1.0, 0.1, 5.0])
+    x = (offset + spread * rng.standard_normal(shape)).astype(np.float32)
+    return (x, rng.uniform(0.5, 1.5, c).astype(np.float32), rng.standard_normal(c).astype(np.float32),
+            (offset + rng.standard_normal(c)).astype(np.float32),
+            (spread ** 2 * rng.uniform(0.5, 2.0, c)).astype(np.float32), rng)
+
+
+def saved_stats(x):
+    axes = tuple(i for i in range(x.ndim) if i != 1)
+    xd = x.astype(np.float64)
+    return xd.mean(axis=axes).astype(np.float32), (1 / np.sqrt(xd.var(axis=axes) + 1e-5)).astype(np.float32)
+
+
+def run_bn(ins, mode):
+    return N.batch_norm(Ctx, ins, bn_attrs(mode))
+
+
+def run_bn_grad(x, scale, bias, mean, var, g, mode, want_dx):
+    smean, sinv = saved_stats(np.where(np.isfinite(x), x, 0).astype(np.float32))
+    Ctx.want_dx = want_dx
+    try:
+        return V.batch_norm_grad(Ctx, (x, scale, bias, smean, sinv, mean, var, None, g), bn_attrs(mode))
+    finally:
+        Ctx.want_dx = True
+
+
+def bn_grad_scales(x, scale, mean, var, g, mode):
+    """Per output, the size of the terms its sums add (what float32 rounding is relative to): sums of |terms|."""
+    axes = tuple(i for i in range(x.ndim) if i != 1)
+    shape = [1] * x.ndim
+    shape[1] = -1
+    xd, gd = x.astype(np.float64), np.abs(g.astype(np.float64))
+    if mode == "global":
+        m, inv = mean.astype(np.float64), 1 / np.sqrt(var.astype(np.float64) + 1e-5)
+    else:
+        m, inv = xd.mean(axis=axes), 1 / np.sqrt(xd.var(axis=axes) + 1e-5)
+    xhat = np.abs((xd - m.reshape(shape)) * inv.reshape(shape))
+    count = x.size // x.shape[1]
+    dbias = gd.sum(axis=axes)
+    dscale = (gd * xhat).sum(axis=axes)
+    k = np.abs(scale.astype(np.float64)) * inv
+    dx = k.reshape(shape) * (gd + (dbias / count).reshape(shape) + xhat * (dscale / count).reshape(shape))
+    return [max(1.0, float(v.max())) for v in (dx, dscale, dbias)]
+
+
+@given(bn_cases(), st.sampled_from(["batch", "inference", "global"]))
+@FUZZ
+def test_batch_norm_in_c_equals_numpy(case, mode):
+    shape, seed = case
+    x, scale, bias, mean, var, _ = bn_inputs(shape, seed)
+    ins = (x, scale, bias, mean, var, None)
+    assert native.ready(np, x)
+    got = run_bn(ins, mode)
+    with numpy_path():
+        want = run_bn(ins, mode)
+    for name, a, b in zip(("Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"), got, want):
+        assert a.dtype == b.dtype, name
+        assert_matches(a, b, f"{name}, x {list(shape)}, {mode}")
+
+
+@given(bn_cases(), st.sampled_from(["batch", "global"]), st.booleans())
+@FUZZ
+def test_batch_norm_grad_in_c_equals_numpy(case, mode, want_dx):
+    shape, seed = case
+    x, scale, bias, mean, var, rng = bn_inputs(shape, seed)
+    g = rng.standard_normal(shape).astype(np.float32)
+    got = run_bn_grad(x, scale, bias, mean, var, g, mode, want_dx)
+    with numpy_path():
+        want = run_bn_grad(x, scale, bias, mean, var, g, mode, want_dx)
+    assert (got[0] is None) == (not want_dx) == (want[0] is None)
+    scales = bn_grad_scales(x, scale, mean, var, g, mode)
+    for name, a, b, s in zip(("X@GRAD", "Scale@GRAD", "Bias@GRAD"), got, want, scales):
+        if b is not None:
+            assert_matches(a, b, f"{name}, x {list(shape)}, {mode}, X@GRAD wanted: {want_dx}", scale=s)
+
+
+@SPECIALS_WARN
+@given(bn_cases(), st.sampled_from(["batch", "inference", "global"]), st.data())
+@EDGE
+def test_batch_norm_non_finite_values_land_where_numpys_do(case, mode, data):
+    """Specials in X (forward, every mode; the gradient with batch statistics) and in Y@GRAD (the gradient, both
+    modes). The gradient with global statistics and specials in X: the test after this one."""
+    shape, seed = case
+    x, scale, bias, mean, var, rng = bn_inputs(shape, seed)
+    g = rng.standard_normal(shape).astype(np.float32)
+    bad_x, bad_g = put_specials(data.draw, x, rng), put_specials(data.draw, g, rng)
+    grad_mode = "batch" if mode == "inference" else mode
+    got = run_bn((bad_x, scale, bias, mean, var, None), mode)
+    got_gx = run_bn_grad(bad_x, scale, bias, mean, var, g, "batch", True)
+    got_gg = run_bn_grad(x, scale, bias, mean, var, bad_g, grad_mode, True)
+    with numpy_path():
+        want = run_bn((bad_x, scale, bias, mean, var, None), mode)
+        want_gx = run_bn_grad(bad_x, scale, bias, mean, var, g, "batch", True)
+        want_gg = run_bn_grad(x, scale, bias, mean, var, bad_g, grad_mode, True)
+    where = f"x {list(shape)}, {mode}"
+    for name, a, b in zip(("Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"), got, want):
+        assert_matches(a, b, f"{name}, specials in X, {where}")
+    for name, a, b in zip(("X@GRAD", "Scale@GRAD", "Bias@GRAD"), got_gx, want_gx):
+        assert_matches(a, b, f"{name}, specials in X, batch statistics, {where}", rtol=2e-4)
+    for name, a, b in zip(("X@GRAD", "Scale@GRAD", "Bias@GRAD"), got_gg, want_gg):
+        assert_matches(a, b, f"{name}, specials in Y@GRAD, {grad_mode} statistics, {where}", rtol=2e-4)
+
+
+@SPECIALS_WARN
+@pytest.mark.parametrize("special", [np.nan, np.inf, -np.inf])
+def test_batch_norm_grad_with_global_statistics_does_not_read_x(special):
+    """With use_global_stats (or in inference) mean and variance are constants: X@GRAD = Scale / sqrt(Var + eps)
+    * Y@GRAD, whatever X holds (Paddle's kernel: d_x = scale * inv_var * d_y). The C kernel once folded both modes
+    into one expression whose batch-statistics term it zeroed by multiplying (x - mean) by 0, and inf * 0 = NaN."""
+    x = np.zeros((1, 1, 2), np.float32)
+    x[0, 0, 0] = special
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)
+    g = np.ones((1, 1, 2), np.float32)
+    got = run_bn_grad(x, one, zero, zero, one, g, "global", True)[0]
+    with numpy_path():
+        want = run_bn_grad(x, one, zero, zero, one, g, "global", True)[0]  # NumPy: [[[1.0, 1.0]]] (1 / sqrt(1 + 1e-5))
+    assert_matches(got, want, "X@GRAD, global statistics")
+
+
+# ---------------------------------------------------------------------------
+# memory safety, in a child process
+# ---------------------------------------------------------------------------
+CHILD = textwrap.dedent(r"""
+    import ctypes, faulthandler, sys
+    import numpy as np
+    from kernelcore import native
+    faulthandler.enable()
+    lib = native.library()
+    assert lib is not None
+    GUARD = 4096
+    SENTINEL = np.uint32(0x7FC0DEAD)        # a NaN with a payload: a guard word the kernels must never write
+
+    def guarded(shape, data=None):
+        # a C-contiguous array in the middle of a larger buffer: NaN guards around an input (a read outside it
+        # makes a NaN result), sentinel words around an output (and in it: a word it leaves unwritten stays NaN)
+        size = int(np.prod(shape))
+        buf = np.empty(size + 2 * GUARD, np.float32)
+        if data is None:
+            buf.view(np.uint32)[:] = SENTINEL
+        else:
+            buf[:] = np.nan
+        arr = buf[GUARD:GUARD + size].reshape(shape)
+        if data is not None:
+            arr[...] = data
+        return buf, arr
+
+    def guards_intact(buf):
+        words = buf.view(np.uint32)
+        return bool((words[:GUARD] == SENTINEL).all() and (words[-GUARD:] == SENTINEL).all())
+
+    def geometry(rng, wide):
+        while True:
+            if wide:
+                h, w = rng.integers(1, 41, 2)
+                kh, kw = rng.integers(1, 33, 2)
+                if kh * kw > native.DEPTHWISE_MAX_TAPS:
+                    continue
+                s, d, p = rng.integers(1, 6, 2), rng.integers(1, 5, 2), rng.integers(0, 11, 4)
+            else:
+                h, w = rng.integers(1, 13, 2)
+                kh, kw = rng.integers(1, 6, 2)
+                s, d, p = rng.integers(1, 4, 2), rng.integers(1, 4, 2), rng.integers(0, 5, 4)
+            oh = (h + p[0] + p[1] - (d[0] * (kh - 1) + 1)) // s[0] + 1
+            ow = (w + p[2] + p[3] - (d[1] * (kw - 1) + 1)) // s[1] + 1
+            if oh > 0 and ow > 0:
+                n, c = int(rng.integers(1, 4)), int(rng.integers(2, 7))
+                return (n, c, int(h), int(w)), (int(kh), int(kw)), [int(v) for v in s], [int(p[0]), int(p[2])], \
+                    [int(v) for v in d], (int(oh), int(ow))
+
+    rng = np.random.default_rng(int(sys.argv[1]))
+    count = int(sys.argv[2])
+    P = ctypes.c_void_p
+    for i in range(count):
+        shape, ks, strides, before, dils, outs = geometry(rng, wide=i % 8 == 7)
+        n, c = shape[:2]
+        what = f"#{i}: x {list(shape)}, kernel {list(ks)}, strides {strides}, pads before {before}, dils {dils}"
+        _, x = guarded(shape, rng.standard_normal(shape))
+        _, w = guarded((c, 1, *ks), rng.standard_normal((c, 1, *ks)))
+        _, g = guarded((n, c, *outs), rng.standard_normal((n, c, *outs)))
+        # the wrappers, as the ops call them (their own output arrays; NaN guards catch reads outside x, w, g)
+        y = native.depthwise_conv2d(x, w, strides, before, dils, outs)
+        assert y.shape == (n, c, *outs) and np.isfinite(y).all(), what
+        want = [(True, True), (True, False), (False, True)][i % 3]
+        dx, dw = native.depthwise_conv2d_grads(x, w, g, strides, before, dils, *want)
+        assert (dx is None) != want[0] and (dw is None) != want[1], what
+        assert dx is None or (dx.shape == x.shape and np.isfinite(dx).all()), what
+        assert dw is None or (dw.shape == w.shape and np.isfinite(dw).all()), what
+        # the library's entry points on guarded outputs too, at 1 to 4 threads: no write outside them, none missed
+        dims = np.array([*shape[2:], *outs, *ks, *strides, *before, *dils], np.int64)
+        threads = int(rng.integers(1, 5))
+        ybuf, y2 = guarded((n, c, *outs))
+        lib.kc_depthwise_conv2d_f32(x.ctypes.data, w.ctypes.data, y2.ctypes.data, n, c, dims.ctypes.data, threads)
+        dxbuf, dx2 = guarded(shape)
+        dwbuf, dw2 = guarded((c, 1, *ks))
+        lib.kc_depthwise_conv2d_grad_f32(x.ctypes.data, w.ctypes.data, g.ctypes.data, dx2.ctypes.data,
+                                         dw2.ctypes.data, n, c, dims.ctypes.data, threads)
+        for name, buf, arr, ref in (("out", ybuf, y2, y), ("dx", dxbuf, dx2, dx), ("dw", dwbuf, dw2, dw)):
+            assert guards_intact(buf), f"{what}: a write outside {name}"
+            assert np.isfinite(arr).all(), f"{what}: {name} not all written, or read outside its inputs"
+            assert ref is None or np.array_equal(arr, ref), f"{what}: {name} at {threads} threads differs"
+    print("ok", count)
+""")
+
+
+def test_depthwise_kernels_stay_inside_their_buffers_over_thousands_of_geometries():
+    """3000 geometries (one in eight wider: maps to 40x40, kernels to 32x32 within DEPTHWISE_MAX_TAPS, strides to
+    5, dilations to 4, pads to 10) straight into native.depthwise_conv2d / depthwise_conv2d_grads and the library's
+    entry points, every buffer between guard regions, in a child process: a crash is its exit status."""
+    env = {**os.environ}
+    env.pop(native.ENV, None)
+    proc = subprocess.run([sys.executable, "-c", CHILD, "20240611", "3000"], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, f"exit status {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    assert proc.stdout.split() == ["ok", "3000"], proc.stdout
