@@ -42,6 +42,7 @@ def compile_library(root: Path) -> str | None:
         return f"{cmd[0]} failed to run: {e}"
     if done.returncode != 0:
         tmp.unlink(missing_ok=True)
+        out.unlink(missing_ok=True)  # an older build of other sources must not be loaded instead
         return f"{' '.join(cmd)} exited with {done.returncode}:\n{done.stderr.strip()[-2000:]}"
     os.replace(tmp, out)  # a running process that loaded the old library keeps its mapping
     return None

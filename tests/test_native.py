@@ -315,3 +315,75 @@ def test_relu_gradients_in_c_equal_numpys(op, hi, shape):
     mask = (out > 0) if hi is None else ((out > 0) & (out < np.float32(hi)))
     with np.errstate(invalid="ignore"):   # inf * 0, on purpose
         np.testing.assert_array_equal(got, g * mask)
+
+
+def _softmax_reference(x):
+    xd = x.astype(np.float64)
+    e = np.exp(xd - xd.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@needs_library
+@pytest.mark.parametrize("shape, spread", [((8, 4, 128, 128), 3.0), ((5, 7), 30.0), ((3, 1), 1.0), ((2, 3, 1000), 80.0),
+                                           ((4, 64), 1e4)])
+def test_softmax_in_c_is_the_shifted_formula(shape, spread):
+    """Within a few float32 ulps of float64's exp(x - max) / sum, on logits far apart (rows where most terms
+    underflow) and rows of one element; and its gradient out * (g - sum(g * out))."""
+    from kernelcore.ops.activation import softmax_of
+    x = (rng.standard_normal(shape) * spread).astype(np.float32)
+    with threadpool_limits(2):
+        got = softmax_of(np, x)
+    want = _softmax_reference(x)
+    # x - max is rounded to float32 before exp (as in NumPy's kernel): ulp(20) / 2 is 1e-6 of exp(-20)
+    np.testing.assert_allclose(got, want, rtol=4e-6, atol=1e-30)
+    g = rng.standard_normal(shape).astype(np.float32)
+    dx = native.softmax_rows_grad(got, g)
+    gd, od = g.astype(np.float64), got.astype(np.float64)
+    want_dx = od * (gd - (gd * od).sum(axis=-1, keepdims=True))
+    # sum(g * out) in float32 (as NumPy's einsum): ~1e-7 of its terms' size, times out
+    np.testing.assert_allclose(dx, want_dx, rtol=1e-4, atol=1e-6 * float(np.abs(gd).max()))
+
+
+@needs_library
+def test_softmax_in_c_handles_nan_and_infinities_as_numpy():
+    """A NaN or +inf makes its row NaN, -inf entries give 0, a row of -inf only is NaN (as NumPy's shifted
+    formula), and an exp that underflows gives 0."""
+    from kernelcore.ops.activation import softmax_of
+    x = np.array([[0.0, np.nan, 1.0], [np.inf, 0.0, 1.0], [-np.inf, 0.0, 0.0], [-np.inf, -np.inf, -np.inf],
+                  [0.0, -200.0, -90.0]], np.float32)
+    got = softmax_of(np, x)
+    with np.errstate(invalid="ignore"):
+        want = _softmax_reference(x)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=1e-6, atol=1e-38)
+    assert got[2, 0] == 0 and got[4, 1] == 0
+
+
+@needs_library
+@pytest.mark.parametrize("shape, axis", [((8, 128, 32), 2), ((4, 6, 5), 1), ((3, 1), 1), ((64, 2048), 1)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_in_c_equals_the_numpy_kernels(shape, axis, affine, monkeypatch):
+    """Forward (Y, Mean, Variance) and every gradient, with and without Scale and Bias (dispensable), against the
+    NumPy kernels; the large case is shared over threads."""
+    from kernelcore.grad import math_extra as GM
+    from kernelcore.ops import norm_seq as NS
+    right = int(np.prod(shape[axis:]))
+    x = (rng.standard_normal(shape) * 3 + 1).astype(np.float32)
+    scale = rng.uniform(0.5, 1.5, right).astype(np.float32) if affine else None
+    bias = rng.standard_normal(right).astype(np.float32) if affine else None
+    g = rng.standard_normal(shape).astype(np.float32)
+    attrs = dict(begin_norm_axis=axis, epsilon=1e-5)
+
+    def both():
+        y, mean, var = NS.layer_norm(_Ctx, (x, scale, bias), attrs)
+        return (y, mean, var), GM.layer_norm_grad(_Ctx, (x, scale, bias, mean, var, g), attrs)
+    with threadpool_limits(2):
+        got_fwd, got_grad = both()
+    _numpy_path(monkeypatch)
+    want_fwd, want_grad = both()
+    for a, b in zip(got_fwd, want_fwd):
+        _close(a, b)
+    for a, b in zip(got_grad, want_grad):
+        assert (a is None) == (b is None)
+        if b is not None:
+            _close(a, b, rtol=1e-4)

@@ -49,6 +49,8 @@ def softmax_grad(ctx, ins, attrs):
     if out.ndim == 0:  # a 0-d softmax is the constant 1
         return (ctx.xp.zeros_like(g),)
     axis = attrs["axis"]
+    if axis in (-1, out.ndim - 1) and out.shape == g.shape and out.size and native.ready(ctx.xp, out, g):
+        return (native.softmax_rows_grad(out, g),)  # kernelcore/native/softmax.c
     if axis in (-1, out.ndim - 1) and out.dtype in SUM_BY_PRODUCT_DTYPES and g.dtype == out.dtype:
         # sum(Out@GRAD * Out) by einsum, without the product's temporary: 0.62 ms on [8, 4, 128, 128] float32
         # where the expression below took 0.95

@@ -1,5 +1,5 @@
 """kernelcore's CPU kernels in C: what NumPy does one full-size temporary at a time (batch norm and its gradient,
-relu's and relu6's gradients, max pooling and its gradient) or through copies it has no op for (depthwise
+relu's and relu6's gradients, max pooling and its gradient, softmax along the last axis and its gradient, layer norm and its gradient) or through copies it has no op for (depthwise
 convolution and its gradients), made in one or two passes over
 the data, a channel or an image's channel at a time while it is in cache, and shared over the cores.
 
@@ -25,7 +25,7 @@ import numpy as np
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 4  # kc_native.h's KC_NATIVE_ABI
+ABI = 6  # kc_native.h's KC_NATIVE_ABI
 SPIN_COUNT = "30000"
 
 _lock = threading.Lock()
@@ -45,6 +45,10 @@ _SIGNATURES = {
     "kc_max_pool2d_f32": [_P, _P, _I64, _P, _INT],
     "kc_max_pool2d_grad_f32": [_P, _P, _P, _P, _I64, _P, _INT],
     "kc_masked_grad_f32": [_P, _P, _P, _I64, _F32, _F32, _INT, _INT],
+    "kc_softmax_f32": [_P, _P, _I64, _I64, _INT],
+    "kc_softmax_grad_f32": [_P, _P, _P, _I64, _I64, _INT],
+    "kc_layer_norm_f32": [_P, _P, _P, _P, _P, _P, _I64, _I64, _F32, _INT],
+    "kc_layer_norm_grad_f32": [_P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _F32, _INT],
 }
 
 
@@ -74,8 +78,8 @@ def _load() -> None:
             _state = f"not loaded ({e}): NumPy kernels"
             return
         _lib = lib
-        _state = (f"{LIBRARY.name}: batch norm, depthwise convolution, max pooling and relu gradients "
-                  "(float32, channels first) in C")
+        _state = (f"{LIBRARY.name}: batch and layer norm, depthwise convolution, max pooling, softmax and "
+                  "relu gradients (float32) in C")
 
 
 def library() -> ctypes.CDLL | None:
@@ -197,3 +201,46 @@ def masked_grad(out, g, lo: float, hi: float | None):
     (_lib or library()).kc_masked_grad_f32(_ptr(out), _ptr(g), _ptr(dx), g.size, lo, 0.0 if hi is None else hi,
                                            int(hi is not None), threads())
     return dx
+
+
+def softmax_rows(x):
+    """softmax along the last axis of a float32 array (at least one element per row)."""
+    out = np.empty_like(x)
+    cols = x.shape[-1]
+    (_lib or library()).kc_softmax_f32(_ptr(x), _ptr(out), x.size // cols, cols, threads())
+    return out
+
+
+def softmax_rows_grad(out, g):
+    """X@GRAD of softmax along the last axis: out * (g - sum(g * out)) per row."""
+    dx = np.empty_like(g)
+    cols = out.shape[-1]
+    (_lib or library()).kc_softmax_grad_f32(_ptr(out), _ptr(g), _ptr(dx), out.size // cols, cols, threads())
+    return dx
+
+
+def _ptr_or_none(a):
+    return None if a is None else a.ctypes.data
+
+
+def layer_norm(x2, scale, bias, eps: float):
+    """(y [rows, cols], mean [rows], variance [rows]) of layer_norm over a float32 [rows, cols] matrix; scale and
+    bias: float32 [cols] or None."""
+    rows, cols = x2.shape
+    y = np.empty_like(x2)
+    mean, var = np.empty(rows, np.float32), np.empty(rows, np.float32)
+    (_lib or library()).kc_layer_norm_f32(_ptr(x2), _ptr_or_none(scale), _ptr_or_none(bias), _ptr(y), _ptr(mean),
+                                          _ptr(var), rows, cols, eps, threads())
+    return y, mean, var
+
+
+def layer_norm_grad(x2, scale, mean, var, g2, eps: float, want_dx: bool, want_dscale: bool, want_dbias: bool):
+    """(X@GRAD [rows, cols] or None, Scale@GRAD [cols] or None, Bias@GRAD [cols] or None) of layer_norm."""
+    rows, cols = x2.shape
+    dx = np.empty_like(x2) if want_dx else None
+    dscale = np.empty(cols, np.float32) if want_dscale else None
+    dbias = np.empty(cols, np.float32) if want_dbias else None
+    (_lib or library()).kc_layer_norm_grad_f32(
+        _ptr(x2), _ptr_or_none(scale), _ptr(mean), _ptr(var), _ptr(g2), _ptr_or_none(dx), _ptr_or_none(dscale),
+        _ptr_or_none(dbias), rows, cols, eps, threads())
+    return dx, dscale, dbias

@@ -1,0 +1,96 @@
+/* softmax along the last axis and its gradient on float32 rows: out = exp(x - max) / sum(exp(x - max)), and
+ * X@GRAD = out * (g - sum(g * out)). NumPy makes four passes over the whole array with an array of row maxima
+ * and sums between them (the attention probabilities of a BERT-style encoder: 2 MiB each); here a row at a
+ * time while it is in L1, rows shared over `threads` threads (pool.c) for large arrays. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kc_native.h"
+#include "pool.h"
+
+#define GRAIN 65536 /* elements per thread below which a share is not worth its hand-off */
+
+/* exp(x) for x <= 0 (what x - max is), vectorisable: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its Taylor
+ * polynomial to r^7 (truncation below 6e-9 relative: under float32's half ulp), times 2^n made in the exponent
+ * bits. Below -87 (where float32 leaves its normal range) it gives 0, NaN stays NaN. */
+static inline float exp_nonpositive(float x) {
+    const float xc = x >= -87.0f ? x : -87.0f; /* a NaN becomes -87 here, and NaN again at the end */
+    const float log2e = 1.44269504088896341f, ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
+    const float shifter = 12582912.0f; /* 1.5 * 2^23: adding and subtracting it rounds to an integer */
+    const float n = (xc * log2e + shifter) - shifter;
+    const float r = (xc - n * ln2_hi) - n * ln2_lo;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const int32_t bits = ((int32_t)n + 127) << 23; /* n in [-126, 0]: a normal power of two */
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    const float e = p * scale;
+    return x != x ? x : (x >= -87.0f ? e : 0.0f);
+}
+
+typedef struct {
+    const float *x, *g;
+    float *out;
+    int64_t cols;
+} rows_args;
+
+static void softmax_rows(void *p, int64_t first, int64_t last) {
+    const rows_args *a = p;
+    const int64_t n = a->cols;
+    for (int64_t i = first; i < last; i++) {
+        const float *x = a->x + i * n;
+        float *y = a->out + i * n;
+        /* the max of the row's numbers; a NaN is skipped here and still makes the whole row NaN through x - m
+         * and the sum, as does +inf (inf - inf) and a row of -inf only */
+        float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+        for (int64_t j = 0; j < n; j++) m = x[j] > m ? x[j] : m;
+        float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (int64_t j = 0; j < n; j++) {
+            const float e = exp_nonpositive(x[j] - m);
+            y[j] = e;
+            s += e;
+        }
+        const float inv = 1.0f / s;
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) y[j] *= inv;
+    }
+}
+
+static void softmax_grad_rows(void *p, int64_t first, int64_t last) {
+    const rows_args *a = p; /* x: softmax's Out, g: Out@GRAD, out: X@GRAD */
+    const int64_t n = a->cols;
+    for (int64_t i = first; i < last; i++) {
+        const float *o = a->x + i * n, *g = a->g + i * n;
+        float *dx = a->out + i * n;
+        float d = 0.0f;
+#pragma omp simd reduction(+ : d)
+        for (int64_t j = 0; j < n; j++) d += g[j] * o[j];
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) dx[j] = o[j] * (g[j] - d);
+    }
+}
+
+static int shares(int64_t rows, int64_t cols, int threads) {
+    const int64_t most = rows * cols / GRAIN;
+    return threads < most ? threads : (int)(most > 1 ? most : 1);
+}
+
+KC_EXPORT void kc_softmax_f32(const float *x, float *out, int64_t rows, int64_t cols, int threads) {
+    rows_args a = {x, NULL, out, cols};
+    kc_parallel_for(rows, shares(rows, cols, threads), softmax_rows, &a);
+}
+
+KC_EXPORT void kc_softmax_grad_f32(const float *out, const float *g, float *dx, int64_t rows, int64_t cols,
+                                   int threads) {
+    rows_args a = {out, g, dx, cols};
+    kc_parallel_for(rows, shares(rows, cols, threads), softmax_grad_rows, &a);
+}
