@@ -387,3 +387,25 @@ def test_layer_norm_in_c_equals_the_numpy_kernels(shape, axis, affine, monkeypat
         assert (a is None) == (b is None)
         if b is not None:
             _close(a, b, rtol=1e-4)
+
+
+@needs_library
+@pytest.mark.parametrize("shape", [(8, 128, 64), (7,), (3, 5)])
+def test_gelu_in_c_equals_the_numpy_kernels(shape, monkeypatch):
+    """Exact gelu and its gradient: the same operations as ops/math_extra.py's normal_cdf, so within a few ulps
+    of the NumPy path, over the range where Phi goes from 0 to 1, and at NaN and +-inf."""
+    from kernelcore.grad import math_extra as GM
+    from kernelcore.ops import math_extra as M
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
+    x.reshape(-1)[:3] = [np.nan, np.inf, -np.inf]
+    g = rng.standard_normal(shape).astype(np.float32)
+    with threadpool_limits(2), np.errstate(invalid="ignore"):
+        got, got_dx = M.gelu_of(np, x, False), GM._gelu_grad(np, x, g, {"approximate": False})
+        _numpy_path(monkeypatch)
+        want, want_dx = M.gelu_of(np, x, False), GM._gelu_grad(np, x, g, {"approximate": False})
+    for a, b in ((got, want), (got_dx, want_dx)):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        np.testing.assert_array_equal(np.isinf(a), np.isinf(b))
+        fin = np.isfinite(b)
+        # Phi(x) + x phi(x) cancels for x below -2: a few float32 ulps of its terms (FMA contractions) apart
+        np.testing.assert_allclose(a[fin], b[fin], rtol=2e-6, atol=1e-6)

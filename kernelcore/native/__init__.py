@@ -1,5 +1,5 @@
 """kernelcore's CPU kernels in C: what NumPy does one full-size temporary at a time (batch norm and its gradient,
-relu's and relu6's gradients, max pooling and its gradient, softmax along the last axis and its gradient, layer norm and its gradient) or through copies it has no op for (depthwise
+relu's and relu6's gradients, max pooling and its gradient, softmax along the last axis and its gradient, layer norm and its gradient, exact gelu and its gradient) or through copies it has no op for (depthwise
 convolution and its gradients), made in one or two passes over
 the data, a channel or an image's channel at a time while it is in cache, and shared over the cores.
 
@@ -25,7 +25,7 @@ import numpy as np
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 6  # kc_native.h's KC_NATIVE_ABI
+ABI = 7  # kc_native.h's KC_NATIVE_ABI
 SPIN_COUNT = "30000"
 
 _lock = threading.Lock()
@@ -49,6 +49,8 @@ _SIGNATURES = {
     "kc_softmax_grad_f32": [_P, _P, _P, _I64, _I64, _INT],
     "kc_layer_norm_f32": [_P, _P, _P, _P, _P, _P, _I64, _I64, _F32, _INT],
     "kc_layer_norm_grad_f32": [_P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _F32, _INT],
+    "kc_gelu_f32": [_P, _P, _I64, _INT],
+    "kc_gelu_grad_f32": [_P, _P, _P, _I64, _INT],
 }
 
 
@@ -78,8 +80,8 @@ def _load() -> None:
             _state = f"not loaded ({e}): NumPy kernels"
             return
         _lib = lib
-        _state = (f"{LIBRARY.name}: batch and layer norm, depthwise convolution, max pooling, softmax and "
-                  "relu gradients (float32) in C")
+        _state = (f"{LIBRARY.name}: batch and layer norm, depthwise convolution, max pooling, softmax, gelu "
+                  "and relu gradients (float32) in C")
 
 
 def library() -> ctypes.CDLL | None:
@@ -244,3 +246,17 @@ def layer_norm_grad(x2, scale, mean, var, g2, eps: float, want_dx: bool, want_ds
         _ptr(x2), _ptr_or_none(scale), _ptr(mean), _ptr(var), _ptr(g2), _ptr_or_none(dx), _ptr_or_none(dscale),
         _ptr_or_none(dbias), rows, cols, eps, threads())
     return dx, dscale, dbias
+
+
+def gelu(x):
+    """Exact gelu, x * Phi(x), of a float32 array."""
+    out = np.empty_like(x)
+    (_lib or library()).kc_gelu_f32(_ptr(x), _ptr(out), x.size, threads())
+    return out
+
+
+def gelu_grad(x, g):
+    """g * (Phi(x) + x phi(x)): exact gelu's X@GRAD."""
+    dx = np.empty_like(x)
+    (_lib or library()).kc_gelu_grad_f32(_ptr(x), _ptr(g), _ptr(dx), x.size, threads())
+    return dx

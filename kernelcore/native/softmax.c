@@ -4,36 +4,12 @@
  * time while it is in L1, rows shared over `threads` threads (pool.c) for large arrays. */
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
+#include "kc_math.h"
 #include "kc_native.h"
 #include "pool.h"
 
 #define GRAIN 65536 /* elements per thread below which a share is not worth its hand-off */
-
-/* exp(x) for x <= 0 (what x - max is), vectorisable: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its Taylor
- * polynomial to r^7 (truncation below 6e-9 relative: under float32's half ulp), times 2^n made in the exponent
- * bits. Below -87 (where float32 leaves its normal range) it gives 0, NaN stays NaN. */
-static inline float exp_nonpositive(float x) {
-    const float xc = x >= -87.0f ? x : -87.0f; /* a NaN becomes -87 here, and NaN again at the end */
-    const float log2e = 1.44269504088896341f, ln2_hi = 0.693145751953125f, ln2_lo = 1.42860682030941723e-6f;
-    const float shifter = 12582912.0f; /* 1.5 * 2^23: adding and subtracting it rounds to an integer */
-    const float n = (xc * log2e + shifter) - shifter;
-    const float r = (xc - n * ln2_hi) - n * ln2_lo;
-    float p = 1.0f / 5040.0f;
-    p = p * r + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    const int32_t bits = ((int32_t)n + 127) << 23; /* n in [-126, 0]: a normal power of two */
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    const float e = p * scale;
-    return x != x ? x : (x >= -87.0f ? e : 0.0f);
-}
 
 typedef struct {
     const float *x, *g;
@@ -55,7 +31,7 @@ static void softmax_rows(void *p, int64_t first, int64_t last) {
         float s = 0.0f;
 #pragma omp simd reduction(+ : s)
         for (int64_t j = 0; j < n; j++) {
-            const float e = exp_nonpositive(x[j] - m);
+            const float e = kc_exp(x[j] - m);
             y[j] = e;
             s += e;
         }
