@@ -452,8 +452,9 @@ CHILD = textwrap.dedent(r"""
         lib.kc_depthwise_conv2d_f32(x.ctypes.data, w.ctypes.data, y2.ctypes.data, n, c, dims.ctypes.data, threads)
         dxbuf, dx2 = guarded(shape)
         dwbuf, dw2 = guarded((c, 1, *ks))
-        lib.kc_depthwise_conv2d_grad_f32(x.ctypes.data, w.ctypes.data, g.ctypes.data, dx2.ctypes.data,
-                                         dw2.ctypes.data, n, c, dims.ctypes.data, threads)
+        _, flipped = guarded((c, int(np.prod(ks))), w.reshape(c, -1)[:, ::-1])
+        lib.kc_depthwise_conv2d_grad_f32(x.ctypes.data, w.ctypes.data, flipped.ctypes.data, g.ctypes.data,
+                                         dx2.ctypes.data, dw2.ctypes.data, n, c, dims.ctypes.data, threads)
         for name, buf, arr, ref in (("out", ybuf, y2, y), ("dx", dxbuf, dx2, dx), ("dw", dwbuf, dw2, dw)):
             assert guards_intact(buf), f"{what}: a write outside {name}"
             assert np.isfinite(arr).all(), f"{what}: {name} not all written, or read outside its inputs"

@@ -25,7 +25,7 @@ import numpy as np
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 7  # kc_native.h's KC_NATIVE_ABI
+ABI = 8  # kc_native.h's KC_NATIVE_ABI
 SPIN_COUNT = "30000"
 
 _lock = threading.Lock()
@@ -41,7 +41,7 @@ _SIGNATURES = {
     "kc_bn_train_f32": [_P, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _F32, _INT],
     "kc_bn_grad_f32": [_P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _INT, _INT],
     "kc_depthwise_conv2d_f32": [_P, _P, _P, _I64, _I64, _P, _INT],
-    "kc_depthwise_conv2d_grad_f32": [_P, _P, _P, _P, _P, _I64, _I64, _P, _INT],
+    "kc_depthwise_conv2d_grad_f32": [_P, _P, _P, _P, _P, _P, _I64, _I64, _P, _INT],
     "kc_max_pool2d_f32": [_P, _P, _I64, _P, _INT],
     "kc_max_pool2d_grad_f32": [_P, _P, _P, _P, _I64, _P, _INT],
     "kc_masked_grad_f32": [_P, _P, _P, _I64, _F32, _F32, _INT, _INT],
@@ -172,9 +172,12 @@ def depthwise_conv2d_grads(x, w, g, strides, pads_before, dils, want_dx: bool, w
     dx = np.empty_like(x) if want_dx else None
     dw = np.empty(w.shape, dtype=np.float32) if want_dw else None
     dims = _geometry(x.shape[2:], g.shape[2:], w.shape[2:], strides, pads_before, dils)
+    # at stride 1 and dilation 1 Input@GRAD is the forward of g with the filter flipped (each channel's taps
+    # reversed): a gather, which the C kernel makes with the forward's fast 3x3 rows
+    flipped = np.ascontiguousarray(w.reshape(c, -1)[:, ::-1]) if want_dx else None
     (_lib or library()).kc_depthwise_conv2d_grad_f32(
-        _ptr(x), _ptr(w), _ptr(g), None if dx is None else _ptr(dx), None if dw is None else _ptr(dw), n, c,
-        _ptr(dims), threads())
+        _ptr(x), _ptr(w), _ptr_or_none(flipped), _ptr(g), _ptr_or_none(dx), _ptr_or_none(dw), n, c, _ptr(dims),
+        threads())
     return dx, dw
 
 
