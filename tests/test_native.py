@@ -409,3 +409,18 @@ def test_gelu_in_c_equals_the_numpy_kernels(shape, monkeypatch):
         fin = np.isfinite(b)
         # Phi(x) + x phi(x) cancels for x below -2: a few float32 ulps of its terms (FMA contractions) apart
         np.testing.assert_allclose(a[fin], b[fin], rtol=2e-6, atol=1e-6)
+
+
+@needs_library
+def test_loops_of_different_widths_in_turn_each_run_once(monkeypatch):
+    """Eight threads asked for (more than this machine's cores), loops of eight and of two shares in turn: the
+    workers left out of a loop are never handed it (pool.c), every loop returns only when its shares are done,
+    and the results stay the whole array's."""
+    monkeypatch.setattr(native, "threads", lambda: 8)
+    wide = rng.standard_normal(8 * 65536).astype(np.float32)
+    narrow = rng.standard_normal(2 * 65536).astype(np.float32)
+    gw, gn = np.ones_like(wide), np.ones_like(narrow)
+    want_w, want_n = gw * (wide > 0), gn * (narrow > 0)
+    for _ in range(300):
+        np.testing.assert_array_equal(native.masked_grad(wide, gw, 0.0, None), want_w)
+        np.testing.assert_array_equal(native.masked_grad(narrow, gn, 0.0, None), want_n)

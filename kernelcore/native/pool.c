@@ -18,10 +18,11 @@ static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER; /* one loop at a ti
 static pthread_mutex_t sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static int workers; /* started; guarded by job_lock */
-static _Atomic uint64_t generation;
+static _Atomic uint64_t assigned[MAX_WORKERS + 1]; /* a worker's slot: a new value hands it the current loop */
+static uint64_t loops; /* loops handed out so far; guarded by job_lock */
 static _Atomic int pending;
 static _Atomic int sleeping;
-static uint64_t start_generation[MAX_WORKERS + 1]; /* the generation before a worker's first loop */
+static uint64_t start_assignment[MAX_WORKERS + 1]; /* a worker's slot when it was started */
 static kc_task job_fn;
 static void *job_ctx;
 static int64_t job_n;
@@ -40,26 +41,25 @@ static void run_share(int i) {
 
 static void *worker(void *arg) {
     const int index = (int)(intptr_t)arg; /* 1 .. workers: share 0 is the caller's */
-    /* not the generation now: the loop it was started for may have begun before it runs */
-    uint64_t seen = start_generation[index];
+    /* what its slot held when it was started: the loop it was started for may be handed to it before it runs */
+    uint64_t seen = start_assignment[index];
     for (;;) {
         const int64_t until = now_ns() + SPIN_NS;
-        uint64_t g;
-        while ((g = atomic_load_explicit(&generation, memory_order_acquire)) == seen && now_ns() < until)
+        uint64_t a;
+        while ((a = atomic_load_explicit(&assigned[index], memory_order_acquire)) == seen && now_ns() < until)
             sched_yield();  /* any other thread runnable on this core runs first */
-        if (g == seen) {
+        if (a == seen) {
             pthread_mutex_lock(&sleep_lock);
             atomic_fetch_add(&sleeping, 1);
-            while ((g = atomic_load(&generation)) == seen) /* seq_cst: pairs with the caller's `sleeping` read */
+            while ((a = atomic_load(&assigned[index])) == seen) /* seq_cst: pairs with the caller's `sleeping` read */
                 pthread_cond_wait(&wake, &sleep_lock);
             atomic_fetch_sub(&sleeping, 1);
             pthread_mutex_unlock(&sleep_lock);
         }
-        seen = g;
-        if (index < job_shares) {
-            run_share(index);
-            atomic_fetch_sub_explicit(&pending, 1, memory_order_release);
-        }
+        seen = a;
+        /* the job's fields were written before this slot was, and stay until every share is done */
+        run_share(index);
+        atomic_fetch_sub_explicit(&pending, 1, memory_order_release);
     }
     return NULL;
 }
@@ -87,7 +87,7 @@ static int ensure_workers(int wanted) { /* job_lock held; returns how many there
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        start_generation[workers + 1] = atomic_load(&generation);
+        start_assignment[workers + 1] = atomic_load(&assigned[workers + 1]);
         const int failed = pthread_create(&t, &attr, worker, (void *)(intptr_t)(workers + 1));
         pthread_attr_destroy(&attr);
         if (failed) break;
@@ -113,8 +113,11 @@ void kc_parallel_for(int64_t n, int threads, kc_task fn, void *ctx) {
     job_n = n;
     job_shares = shares < threads ? shares : threads;
     atomic_store(&pending, job_shares - 1);
-    atomic_fetch_add(&generation, 1);
-    if (atomic_load(&sleeping) > 0) { /* a worker that counted itself after this read sees the new generation */
+    /* only the workers that take a share are handed the loop: the others never read its fields, which the next
+     * loop may rewrite while they still sleep or spin */
+    loops++;
+    for (int i = 1; i < job_shares; i++) atomic_store(&assigned[i], loops);
+    if (atomic_load(&sleeping) > 0) { /* a worker that counted itself after this read sees its new slot */
         pthread_mutex_lock(&sleep_lock);
         pthread_cond_broadcast(&wake);
         pthread_mutex_unlock(&sleep_lock);
