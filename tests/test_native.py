@@ -417,8 +417,8 @@ def test_loops_of_different_widths_in_turn_each_run_once(monkeypatch):
     workers left out of a loop are never handed it (pool.c), every loop returns only when its shares are done,
     and the results stay the whole array's."""
     monkeypatch.setattr(native, "threads", lambda: 8)
-    wide = rng.standard_normal(8 * 65536).astype(np.float32)
-    narrow = rng.standard_normal(2 * 65536).astype(np.float32)
+    wide = rng.standard_normal(8 * 32768).astype(np.float32)
+    narrow = rng.standard_normal(2 * 32768).astype(np.float32)         # pool.h: KC_GRAIN a thread
     gw, gn = np.ones_like(wide), np.ones_like(narrow)
     want_w, want_n = gw * (wide > 0), gn * (narrow > 0)
     for _ in range(300):

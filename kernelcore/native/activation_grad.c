@@ -7,8 +7,6 @@
 #include "kc_native.h"
 #include "pool.h"
 
-#define GRAIN 65536 /* elements per thread below which a share is not worth its hand-off */
-
 typedef struct {
     const float *out, *g;
     float *dx;
@@ -31,6 +29,5 @@ static void mask_range(void *p, int64_t first, int64_t last) {
 KC_EXPORT void kc_masked_grad_f32(const float *out, const float *g, float *dx, int64_t n, float lo, float hi,
                                   int upper, int threads) {
     mask_args a = {out, g, dx, lo, hi, upper};
-    const int64_t most = n / GRAIN;
-    kc_parallel_for(n, threads < most ? threads : (int)(most > 1 ? most : 1), mask_range, &a);
+    kc_parallel_for(n, kc_threads_for(n, threads), mask_range, &a);
 }

@@ -13,6 +13,17 @@ static inline const float *row(const float *a, int64_t i, int64_t ch, int64_t c,
     return a + (i * c + ch) * hw;
 }
 
+/* y = (x - m) * k + b over channel ch's rows */
+static void normalise_channel(const float *x, float *y, int64_t ch, int64_t n, int64_t c, int64_t hw, float m,
+                              float k, float b) {
+    for (int64_t i = 0; i < n; i++) {
+        const float *xr = row(x, i, ch, c, hw);
+        float *yr = y + (xr - x);
+#pragma omp simd
+        for (int64_t j = 0; j < hw; j++) yr[j] = (xr[j] - m) * k + b;
+    }
+}
+
 static double row_sum(const float *r, int64_t hw) {
     float s = 0.0f;
 #pragma omp simd reduction(+ : s)
@@ -39,15 +50,8 @@ typedef struct {
 
 static void affine_channels(void *p, int64_t first, int64_t last) {
     const affine_args *a = p;
-    for (int64_t ch = first; ch < last; ch++) {
-        const float m = a->mean[ch], kk = a->k[ch], bb = a->b[ch];
-        for (int64_t i = 0; i < a->n; i++) {
-            const float *xr = row(a->x, i, ch, a->c, a->hw);
-            float *yr = a->y + (xr - a->x);
-#pragma omp simd
-            for (int64_t j = 0; j < a->hw; j++) yr[j] = (xr[j] - m) * kk + bb;
-        }
-    }
+    for (int64_t ch = first; ch < last; ch++)
+        normalise_channel(a->x, a->y, ch, a->n, a->c, a->hw, a->mean[ch], a->k[ch], a->b[ch]);
 }
 
 KC_EXPORT void kc_bn_affine_f32(const float *x, float *y, const float *mean, const float *k, const float *b,
@@ -81,13 +85,7 @@ static void train_channels(void *p, int64_t first, int64_t last) {
         a->mean[ch] = m;
         a->var[ch] = v;
         a->inv[ch] = iv;
-        const float kk = iv * a->scale[ch], bb = a->bias[ch];
-        for (int64_t i = 0; i < n; i++) {
-            const float *xr = row(a->x, i, ch, c, hw);
-            float *yr = a->y + (xr - a->x);
-#pragma omp simd
-            for (int64_t j = 0; j < hw; j++) yr[j] = (xr[j] - m) * kk + bb;
-        }
+        normalise_channel(a->x, a->y, ch, n, c, hw, m, iv * a->scale[ch], a->bias[ch]);
     }
 }
 

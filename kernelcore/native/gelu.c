@@ -9,8 +9,6 @@
 #include "kc_native.h"
 #include "pool.h"
 
-#define GRAIN 32768 /* elements per thread below which a share is not worth its hand-off */
-
 static inline float normal_cdf(float x) {
     float h = kc_erfc_nonnegative(fabsf(x) * 0.70710678118654752f) * 0.5f;
     return copysignf(0.5f - h, x) + 0.5f;
@@ -37,17 +35,12 @@ static void grad_range(void *p, int64_t first, int64_t last) {
     }
 }
 
-static int shares(int64_t n, int threads) {
-    const int64_t most = n / GRAIN;
-    return threads < most ? threads : (int)(most > 1 ? most : 1);
-}
-
 KC_EXPORT void kc_gelu_f32(const float *x, float *out, int64_t n, int threads) {
     gelu_args a = {x, NULL, out};
-    kc_parallel_for(n, shares(n, threads), forward_range, &a);
+    kc_parallel_for(n, kc_threads_for(n, threads), forward_range, &a);
 }
 
 KC_EXPORT void kc_gelu_grad_f32(const float *x, const float *g, float *dx, int64_t n, int threads) {
     gelu_args a = {x, g, dx};
-    kc_parallel_for(n, shares(n, threads), grad_range, &a);
+    kc_parallel_for(n, kc_threads_for(n, threads), grad_range, &a);
 }

@@ -11,19 +11,12 @@
 #include "kc_native.h"
 #include "pool.h"
 
-#define GRAIN 32768 /* elements per thread below which a share is not worth its hand-off */
-
 typedef struct {
     const float *x, *scale, *bias, *g, *mean, *var;
     float *y, *out_mean, *out_var, *dx, *dscale, *dbias;
     int64_t rows, cols;
     float eps;
 } ln_args;
-
-static int shares(int64_t elements, int threads) {
-    const int64_t most = elements / GRAIN;
-    return threads < most ? threads : (int)(most > 1 ? most : 1);
-}
 
 static void forward_rows(void *p, int64_t first, int64_t last) {
     const ln_args *a = p;
@@ -102,7 +95,7 @@ static void grad_columns(void *p, int64_t first, int64_t last) {
 KC_EXPORT void kc_layer_norm_f32(const float *x, const float *scale, const float *bias, float *y, float *mean,
                                  float *var, int64_t rows, int64_t cols, float eps, int threads) {
     ln_args a = {x, scale, bias, NULL, NULL, NULL, y, mean, var, NULL, NULL, NULL, rows, cols, eps};
-    kc_parallel_for(rows, shares(rows * cols, threads), forward_rows, &a);
+    kc_parallel_for(rows, kc_threads_for(rows * cols, threads), forward_rows, &a);
 }
 
 /* dx, dscale, dbias: each NULL where not wanted */
@@ -110,6 +103,6 @@ KC_EXPORT void kc_layer_norm_grad_f32(const float *x, const float *scale, const 
                                       const float *g, float *dx, float *dscale, float *dbias, int64_t rows,
                                       int64_t cols, float eps, int threads) {
     ln_args a = {x, scale, NULL, g, mean, var, NULL, NULL, NULL, dx, dscale, dbias, rows, cols, eps};
-    if (dx) kc_parallel_for(rows, shares(rows * cols, threads), grad_rows, &a);
-    if (dscale || dbias) kc_parallel_for(cols, shares(rows * cols, threads), grad_columns, &a);
+    if (dx) kc_parallel_for(rows, kc_threads_for(rows * cols, threads), grad_rows, &a);
+    if (dscale || dbias) kc_parallel_for(cols, kc_threads_for(rows * cols, threads), grad_columns, &a);
 }

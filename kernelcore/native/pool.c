@@ -96,6 +96,11 @@ static int ensure_workers(int wanted) { /* job_lock held; returns how many there
     return workers;
 }
 
+int kc_threads_for(int64_t elements, int threads) {
+    const int64_t most = elements / KC_GRAIN;
+    return threads < most ? threads : (int)(most > 1 ? most : 1);
+}
+
 void kc_parallel_for(int64_t n, int threads, kc_task fn, void *ctx) {
     if (threads > n) threads = (int)n;
     if (threads <= 1 || pthread_mutex_trylock(&job_lock) != 0) {

@@ -12,4 +12,9 @@ typedef void (*kc_task)(void *ctx, int64_t begin, int64_t end);
  * short to share, or while another thread's loop holds the pool, the caller runs the whole range itself. */
 void kc_parallel_for(int64_t n, int threads, kc_task fn, void *ctx);
 
+/* the threads worth using on `elements` elements of an elementwise or row-wise pass: at most one per
+ * KC_GRAIN elements (a worker asleep takes 50-100 us to wake on a virtual machine), at least one */
+#define KC_GRAIN 32768
+int kc_threads_for(int64_t elements, int threads);
+
 #endif

@@ -9,8 +9,6 @@
 #include "kc_native.h"
 #include "pool.h"
 
-#define GRAIN 65536 /* elements per thread below which a share is not worth its hand-off */
-
 typedef struct {
     const float *x, *g;
     float *out;
@@ -55,18 +53,13 @@ static void softmax_grad_rows(void *p, int64_t first, int64_t last) {
     }
 }
 
-static int shares(int64_t rows, int64_t cols, int threads) {
-    const int64_t most = rows * cols / GRAIN;
-    return threads < most ? threads : (int)(most > 1 ? most : 1);
-}
-
 KC_EXPORT void kc_softmax_f32(const float *x, float *out, int64_t rows, int64_t cols, int threads) {
     rows_args a = {x, NULL, out, cols};
-    kc_parallel_for(rows, shares(rows, cols, threads), softmax_rows, &a);
+    kc_parallel_for(rows, kc_threads_for(rows * cols, threads), softmax_rows, &a);
 }
 
 KC_EXPORT void kc_softmax_grad_f32(const float *out, const float *g, float *dx, int64_t rows, int64_t cols,
                                    int threads) {
     rows_args a = {out, g, dx, cols};
-    kc_parallel_for(rows, shares(rows, cols, threads), softmax_grad_rows, &a);
+    kc_parallel_for(rows, kc_threads_for(rows * cols, threads), softmax_grad_rows, &a);
 }
