@@ -50,6 +50,9 @@ def test_kernelcore_env_prints_the_runtime(capsys):
     text = capsys.readouterr().out
     assert text.startswith("kernelcore ") and "\nBLAS " in text and "\nGPU " in text
     assert "\nparts  " in text
+    from kernelcore import native
+    assert info["native"] == native.native_state()
+    assert f"\nC      {native.native_state()} (kernelcore/native)" in text  # the C kernels, or why NumPy's run
 
 
 def test_kernelcore_env_says_how_many_parts_a_split_run_allows(capsys):
