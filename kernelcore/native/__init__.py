@@ -1,7 +1,8 @@
-"""kernelcore's CPU kernels in C: what NumPy does one full-size temporary at a time (batch norm and its gradient,
-relu's and relu6's gradients, max pooling and its gradient, softmax along the last axis and its gradient, layer norm and its gradient, exact gelu and its gradient) or through copies it has no op for (depthwise
-convolution and its gradients), made in one or two passes over
-the data, a channel or an image's channel at a time while it is in cache, and shared over the cores.
+"""kernelcore's CPU kernels in C. Some ops NumPy makes one full-size temporary at a time: batch and layer norm,
+softmax along the last axis, exact gelu, 2-D max pooling (each with its gradient), and relu's and relu6's
+gradients. For depthwise convolution and its gradients NumPy has no op and goes through copies. Here each takes
+one or two passes over the data, a row or an image's channel at a time while it is in cache, shared over the
+cores.
 
 hatch_build.py compiles kernelcore/native/*.c into libkernelcore_cpu.so at install time (`./dev build`, `pip
 install`); this module loads it with ctypes. Kernels ask `ready(xp, *arrays)` and fall back to their NumPy code
@@ -23,10 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import cpu_parts
+
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
 ABI = 8  # kc_native.h's KC_NATIVE_ABI
-SPIN_COUNT = "30000"
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -105,19 +107,27 @@ def ready(xp, *arrays) -> bool:
 
 def threads() -> int:
     """Threads for the next call (see the module docstring)."""
-    from .. import cpu_parts
     return cpu_parts.op_threads()
+
+
+def _c() -> ctypes.CDLL:
+    """The loaded library, for the wrappers below (which callers reach only after `ready` said yes)."""
+    return _lib or library()
 
 
 def _ptr(a) -> int:
     return a.ctypes.data
 
 
+def _ptr_or_none(a):
+    return None if a is None else a.ctypes.data
+
+
 def batch_norm_affine(x, mean, k, bias):
     """(x - mean) * k + bias per channel of a channels-first float32 batch; mean, k, bias: float32 [C]."""
     n, c = x.shape[:2]
     y = np.empty_like(x)
-    (_lib or library()).kc_bn_affine_f32(_ptr(x), _ptr(y), _ptr(mean), _ptr(k), _ptr(bias), n, c, x.size // max(1, n * c),
+    _c().kc_bn_affine_f32(_ptr(x), _ptr(y), _ptr(mean), _ptr(k), _ptr(bias), n, c, x.size // max(1, n * c),
                           threads())
     return y
 
@@ -127,7 +137,7 @@ def batch_norm_train(x, scale, bias, eps: float):
     n, c = x.shape[:2]
     y = np.empty_like(x)
     mean, var, inv = (np.empty(c, np.float32) for _ in range(3))
-    (_lib or library()).kc_bn_train_f32(_ptr(x), _ptr(y), _ptr(scale), _ptr(bias), _ptr(mean), _ptr(var), _ptr(inv), n, c,
+    _c().kc_bn_train_f32(_ptr(x), _ptr(y), _ptr(scale), _ptr(bias), _ptr(mean), _ptr(var), _ptr(inv), n, c,
                          x.size // max(1, n * c), eps, threads())
     return y, mean, var, inv
 
@@ -137,7 +147,7 @@ def batch_norm_grad(x, g, mean, inv, scale, want_dx: bool, batch_stats: bool):
     n, c = x.shape[:2]
     dx = np.empty_like(x) if want_dx else None
     dscale, dbias = np.empty(c, np.float32), np.empty(c, np.float32)
-    (_lib or library()).kc_bn_grad_f32(_ptr(x), _ptr(g), _ptr(mean), _ptr(inv), _ptr(scale), None if dx is None else _ptr(dx),
+    _c().kc_bn_grad_f32(_ptr(x), _ptr(g), _ptr(mean), _ptr(inv), _ptr(scale), _ptr_or_none(dx),
                         _ptr(dscale), _ptr(dbias), n, c, x.size // max(1, n * c), int(batch_stats), threads())
     return dx, dscale, dbias
 
@@ -161,7 +171,7 @@ def depthwise_conv2d(x, w, strides, pads_before, dils, out_hw):
     n, c = x.shape[:2]
     out = np.empty((n, c, *out_hw), dtype=np.float32)
     dims = _geometry(x.shape[2:], out_hw, w.shape[2:], strides, pads_before, dils)
-    (_lib or library()).kc_depthwise_conv2d_f32(_ptr(x), _ptr(w), _ptr(out), n, c, _ptr(dims), threads())
+    _c().kc_depthwise_conv2d_f32(_ptr(x), _ptr(w), _ptr(out), n, c, _ptr(dims), threads())
     return out
 
 
@@ -175,7 +185,7 @@ def depthwise_conv2d_grads(x, w, g, strides, pads_before, dils, want_dx: bool, w
     # at stride 1 and dilation 1 Input@GRAD is the forward of g with the filter flipped (each channel's taps
     # reversed): a gather, which the C kernel makes with the forward's fast 3x3 rows
     flipped = np.ascontiguousarray(w.reshape(c, -1)[:, ::-1]) if want_dx else None
-    (_lib or library()).kc_depthwise_conv2d_grad_f32(
+    _c().kc_depthwise_conv2d_grad_f32(
         _ptr(x), _ptr(w), _ptr_or_none(flipped), _ptr(g), _ptr_or_none(dx), _ptr_or_none(dw), n, c, _ptr(dims),
         threads())
     return dx, dw
@@ -187,7 +197,7 @@ def max_pool2d(x, ksize, strides, pads_before, out_hw):
     n, c = x.shape[:2]
     y = np.empty((n, c, *out_hw), dtype=np.float32)
     dims = np.array([*x.shape[2:], *out_hw, *ksize, *strides, *pads_before], dtype=np.int64)
-    (_lib or library()).kc_max_pool2d_f32(_ptr(x), _ptr(y), n * c, _ptr(dims), threads())
+    _c().kc_max_pool2d_f32(_ptr(x), _ptr(y), n * c, _ptr(dims), threads())
     return y
 
 
@@ -196,14 +206,14 @@ def max_pool2d_grad(x, out, g, ksize, strides, pads_before):
     n, c = x.shape[:2]
     dx = np.empty_like(x)
     dims = np.array([*x.shape[2:], *out.shape[2:], *ksize, *strides, *pads_before], dtype=np.int64)
-    (_lib or library()).kc_max_pool2d_grad_f32(_ptr(x), _ptr(out), _ptr(g), _ptr(dx), n * c, _ptr(dims), threads())
+    _c().kc_max_pool2d_grad_f32(_ptr(x), _ptr(out), _ptr(g), _ptr(dx), n * c, _ptr(dims), threads())
     return dx
 
 
 def masked_grad(out, g, lo: float, hi: float | None):
     """g * (lo < out < hi) (hi None: no upper bound) in one pass: relu's and relu6's gradients."""
     dx = np.empty_like(g)
-    (_lib or library()).kc_masked_grad_f32(_ptr(out), _ptr(g), _ptr(dx), g.size, lo, 0.0 if hi is None else hi,
+    _c().kc_masked_grad_f32(_ptr(out), _ptr(g), _ptr(dx), g.size, lo, 0.0 if hi is None else hi,
                                            int(hi is not None), threads())
     return dx
 
@@ -212,7 +222,7 @@ def softmax_rows(x):
     """softmax along the last axis of a float32 array (at least one element per row)."""
     out = np.empty_like(x)
     cols = x.shape[-1]
-    (_lib or library()).kc_softmax_f32(_ptr(x), _ptr(out), x.size // cols, cols, threads())
+    _c().kc_softmax_f32(_ptr(x), _ptr(out), x.size // cols, cols, threads())
     return out
 
 
@@ -220,12 +230,8 @@ def softmax_rows_grad(out, g):
     """X@GRAD of softmax along the last axis: out * (g - sum(g * out)) per row."""
     dx = np.empty_like(g)
     cols = out.shape[-1]
-    (_lib or library()).kc_softmax_grad_f32(_ptr(out), _ptr(g), _ptr(dx), out.size // cols, cols, threads())
+    _c().kc_softmax_grad_f32(_ptr(out), _ptr(g), _ptr(dx), out.size // cols, cols, threads())
     return dx
-
-
-def _ptr_or_none(a):
-    return None if a is None else a.ctypes.data
 
 
 def layer_norm(x2, scale, bias, eps: float):
@@ -234,7 +240,7 @@ def layer_norm(x2, scale, bias, eps: float):
     rows, cols = x2.shape
     y = np.empty_like(x2)
     mean, var = np.empty(rows, np.float32), np.empty(rows, np.float32)
-    (_lib or library()).kc_layer_norm_f32(_ptr(x2), _ptr_or_none(scale), _ptr_or_none(bias), _ptr(y), _ptr(mean),
+    _c().kc_layer_norm_f32(_ptr(x2), _ptr_or_none(scale), _ptr_or_none(bias), _ptr(y), _ptr(mean),
                                           _ptr(var), rows, cols, eps, threads())
     return y, mean, var
 
@@ -245,7 +251,7 @@ def layer_norm_grad(x2, scale, mean, var, g2, eps: float, want_dx: bool, want_ds
     dx = np.empty_like(x2) if want_dx else None
     dscale = np.empty(cols, np.float32) if want_dscale else None
     dbias = np.empty(cols, np.float32) if want_dbias else None
-    (_lib or library()).kc_layer_norm_grad_f32(
+    _c().kc_layer_norm_grad_f32(
         _ptr(x2), _ptr_or_none(scale), _ptr(mean), _ptr(var), _ptr(g2), _ptr_or_none(dx), _ptr_or_none(dscale),
         _ptr_or_none(dbias), rows, cols, eps, threads())
     return dx, dscale, dbias
@@ -254,12 +260,12 @@ def layer_norm_grad(x2, scale, mean, var, g2, eps: float, want_dx: bool, want_ds
 def gelu(x):
     """Exact gelu, x * Phi(x), of a float32 array."""
     out = np.empty_like(x)
-    (_lib or library()).kc_gelu_f32(_ptr(x), _ptr(out), x.size, threads())
+    _c().kc_gelu_f32(_ptr(x), _ptr(out), x.size, threads())
     return out
 
 
 def gelu_grad(x, g):
     """g * (Phi(x) + x phi(x)): exact gelu's X@GRAD."""
     dx = np.empty_like(x)
-    (_lib or library()).kc_gelu_grad_f32(_ptr(x), _ptr(g), _ptr(dx), x.size, threads())
+    _c().kc_gelu_grad_f32(_ptr(x), _ptr(g), _ptr(dx), x.size, threads())
     return dx
