@@ -91,3 +91,20 @@ def test_summary_marks_each_row_against_its_target(capsys):
     assert out["B"].endswith("faster than Paddle: NOT met") and " - " in out["B"]
     assert out["C"].endswith("<= 1.5x PyTorch: met")
     assert out["D"].endswith("<= 1.5x PyTorch: NOT met")
+
+
+def test_gpu_models_bench_checks_every_model_through_the_strict_device(tmp_path):
+    """bench/gpu_models.py --write (Paddle writes the bundle a GPU machine gets) then --strict: every model's output,
+    loss and updated parameters through the GPU code path, against Paddle's and the CPU path's."""
+    for venv in (".venv-paddle", ".venv-paddle2"):
+        if not (ROOT / venv / "bin" / "python").exists():
+            pytest.skip(f"no {venv}: bench/gpu_models.py --write needs Paddle 3.3.1 and 2.6.2")
+    script, bundle = str(ROOT / "bench" / "gpu_models.py"), str(tmp_path / "bundle")
+    for args in (["--write"], ["--strict"]):
+        p = subprocess.run([sys.executable, script, bundle, *args], cwd=ROOT, capture_output=True, text=True,
+                           timeout=900)
+        assert p.returncode == 0, f"{args}: exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
+    for row in ("ResNet-18", "MobileNetV2", "BERT-style encoder", "2-layer LSTM", "small CNN step",
+                "BERT-style step, adam", "2-layer LSTM step"):
+        assert row in p.stdout, f"no {row} row in:\n{p.stdout}"
+    assert "all outputs, losses and updated parameters within 1e-4" in p.stdout, p.stdout

@@ -67,7 +67,9 @@ def _start(ctx, ins_param, grad, lr, master, attrs, what: str):
 def _donated_or_new(ctx, slot: str, value, mt):
     """`value` itself when the executor donated it (`ctx.donated`) and it can take the result as it is (MT
     dtype, C-contiguous, its own memory, writeable); else a fresh array of its shape in MT."""
-    if (slot in ctx.donated and value.dtype == mt and value.flags.c_contiguous and value.flags.writeable
+    flags = value.flags
+    # CuPy's flags have no `writeable` (a device array always is); NumPy's read-only views must not be written
+    if (slot in ctx.donated and value.dtype == mt and flags.c_contiguous and getattr(flags, "writeable", True)
             and value.base is None):
         return value
     return ctx.xp.empty(value.shape, dtype=mt)

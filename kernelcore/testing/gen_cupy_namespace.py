@@ -10,7 +10,8 @@ Run with a Python that has CuPy installed (no GPU needed: `import cupy` works wi
 Standalone on purpose: it imports nothing from kernelcore, so the CuPy venv needs nothing else.
 Lines: `cupy.<name>` for the top-level namespace, `cupy.<sub>.<name>` for the submodules kernels may
 reach (random, linalg, fft), `cupy.ndarray.<attr>` for array attributes and methods (dunders too, since
-which conversions exist matters), `cupy.ufunc.<attr>` and `cupy.random.RandomState.<attr>`.
+which conversions exist matters), `cupy.ndarray.flags.<attr>` for what an array's flags offer,
+`cupy.ufunc.<attr>` and `cupy.random.RandomState.<attr>`.
 With --signatures: `name(param, ...)` for each top-level function whose signature Python can read (CuPy's
 Python-level functions; ufuncs and Cython builtins have none), `*` / `**` marking *args / **kwargs, so the
 stand-in can refuse a keyword CuPy's function does not take.
@@ -20,7 +21,9 @@ from __future__ import annotations
 import cupy
 
 SUBMODULES = ("random", "linalg", "fft", "lib.stride_tricks")
-CLASSES = {"ndarray": cupy.ndarray, "ufunc": cupy.ufunc, "random.RandomState": cupy.random.RandomState}
+# ndarray.flags: CuPy's Flags offers fewer than NumPy's (no `writeable`: device arrays always are)
+CLASSES = {"ndarray": cupy.ndarray, "ndarray.flags": cupy._core.flags.Flags, "ufunc": cupy.ufunc,
+           "random.RandomState": cupy.random.RandomState}
 
 
 def public(obj, dunders=False):

@@ -118,6 +118,7 @@ def _members(prefix: str) -> frozenset:
 
 
 _NDARRAY_ATTRS = _members("cupy.ndarray")
+_FLAGS_ATTRS = _members("cupy.ndarray.flags")
 _UFUNC_METHODS = _members("cupy.ufunc") & {"reduce", "accumulate", "outer", "at", "reduceat"}
 _RANDOMSTATE_ATTRS = _members("cupy.random.RandomState")
 _SCALAR_TYPES = (int, float, complex, bool, np.generic)
@@ -261,6 +262,7 @@ class ndarray:
     size = property(lambda self: self._a.size)
     T = property(lambda self: ndarray(self._a.T))
     device = property(lambda self: _Device())
+    flags = property(lambda self: _Flags(self._a.flags))
 
     def __getattr__(self, name):
         if name not in _NDARRAY_ATTRS:
@@ -382,6 +384,27 @@ def _has_mask(key) -> bool:
 
 def _from_host(a):
     return ndarray(np.array(a))
+
+
+class _Flags:
+    """An array's flags as CuPy's Flags offers them: C/F contiguity and ownership, nothing of NumPy's `writeable`
+    or `aligned` (a device array is always writeable)."""
+
+    __slots__ = ("_f",)
+
+    def __init__(self, flags):
+        self._f = flags
+
+    def __getattr__(self, name):
+        if name not in _FLAGS_ATTRS:
+            raise AttributeError(f"CuPy's ndarray.flags has no attribute {name!r} (it offers "
+                                 f"{sorted(n for n in _FLAGS_ATTRS if not n.startswith('_'))})")
+        return getattr(self._f, name)
+
+    def __getitem__(self, key):
+        if key not in ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA"):
+            raise KeyError(key)
+        return self._f[key]
 
 
 class _Device:
