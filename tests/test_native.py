@@ -16,6 +16,7 @@ from threadpoolctl import threadpool_limits
 
 from kernelcore import cpu_parts, native
 from kernelcore.grad import vision as V
+from kernelcore.ops import conv as C
 from kernelcore.ops import norm as N
 
 rng = np.random.default_rng(11)
@@ -424,3 +425,26 @@ def test_loops_of_different_widths_in_turn_each_run_once(monkeypatch):
     for _ in range(300):
         np.testing.assert_array_equal(native.masked_grad(wide, gw, 0.0, None), want_w)
         np.testing.assert_array_equal(native.masked_grad(narrow, gn, 0.0, None), want_n)
+
+
+@needs_library
+@pytest.mark.parametrize("shape, ks, strides, pads, dils", [
+    ((2, 3, 8, 8), (3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1]),     # a "same" convolution: one shifted copy a block
+    ((2, 3, 9, 7), (3, 3), [1, 1], [(2, 2), (2, 2)], [2, 2]),     # dilated "same"
+    ((1, 2, 5, 5), (3, 3), [1, 1], [(3, 0), (0, 3)], [1, 1]),     # one-sided pads: rows of copies
+    ((3, 4, 2, 2), (3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1]),     # 2x2 maps: the lookup table
+    ((2, 5, 3, 3), (2, 2), [2, 2], [(4, 1), (0, 5)], [1, 3]),     # pads wider than the kernel, strided table
+    ((2, 3, 11, 13), (7, 7), [2, 2], [(3, 3), (3, 3)], [1, 1]),   # a stem: strided rows
+    ((1, 1, 1, 1), (1, 1), [1, 1], [(0, 0), (0, 0)], [1, 1]),
+])
+def test_im2col_in_c_equals_the_window_view(shape, ks, strides, pads, dils, monkeypatch):
+    """The columns bit for bit (the same elements copied, zeros where the padding is), on each of im2col.c's three
+    ways of writing a block; and a convolution through them."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    outs = [C.conv_out_size(shape[2 + i], ks[i], pads[i], strides[i], dils[i]) for i in range(2)]
+    w = rng.standard_normal((4, shape[1], *ks)).astype(np.float32)
+    got = C.im2col(np, x, ks, strides, pads, dils, outs)
+    y = C.conv_forward(np, x, w, strides, pads, dils, 1)
+    _numpy_path(monkeypatch)
+    np.testing.assert_array_equal(got, C.im2col(np, x, ks, strides, pads, dils, outs))
+    np.testing.assert_array_equal(y, C.conv_forward(np, x, w, strides, pads, dils, 1))

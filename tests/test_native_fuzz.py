@@ -1,7 +1,8 @@
-"""kernelcore/native, fuzzed: the C kernels (batch_norm.c, depthwise_conv.c) against the NumPy kernels they stand
-in for, on geometries and shapes hypothesis draws (tests/test_native.py holds the hand-picked ones), on inputs
+"""kernelcore/native, fuzzed: the C kernels (batch_norm.c, depthwise_conv.c, im2col.c) against the NumPy kernels
+they stand in for, on geometries and shapes hypothesis draws (tests/test_native.py holds the hand-picked ones), on inputs
 holding NaN and +-inf, and, in a child process where a crash is an exit status rather than the end of pytest,
-thousands of depthwise geometries against guard regions around every buffer the kernels read or write.
+thousands of depthwise geometries (and the im2col columns of each) against guard regions around every buffer the
+kernels read or write.
 
 The NumPy paths stay the reference: a C result must equal them within float32 rounding (relative to the size of
 the terms summed), and hold NaN, +inf and -inf at the same positions, except where zero padding meets an inf or
@@ -229,6 +230,46 @@ def test_depthwise_filter_grad_inf_output_grad_and_padding():
 
 
 # ---------------------------------------------------------------------------
+# im2col: ordinary and grouped convolutions, forward and gradients
+# ---------------------------------------------------------------------------
+@st.composite
+def conv_cases(draw):
+    groups = draw(st.integers(1, 3))
+    n, c, o = draw(st.integers(1, 3)), groups * draw(st.integers(1, 3)), groups * draw(st.integers(1, 4))
+    h, w = draw(st.integers(1, 12)), draw(st.integers(1, 12))
+    ks = (draw(st.integers(1, 5)), draw(st.integers(1, 5)))
+    strides = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
+    dils = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
+    pads = [(draw(st.integers(0, 4)), draw(st.integers(0, 4))), (draw(st.integers(0, 4)), draw(st.integers(0, 4)))]
+    outs = [out_size(size, ks[i], *pads[i], strides[i], dils[i]) for i, size in enumerate((h, w))]
+    assume(all(v > 0 for v in outs))
+    assume(not (groups == c and c == o and c > 1))  # depthwise: its own kernels, fuzzed above
+    return (n, c, h, w), o, groups, ks, strides, pads, dils, outs, draw(st.integers(0, 2 ** 32 - 1))
+
+
+@given(conv_cases())
+@FUZZ
+def test_convolution_through_c_columns_equals_numpy(case):
+    """conv_forward and both gradients with the im2col columns made in C (kernelcore/native/im2col.c) against the
+    padded input's window view: the same columns, so the same GEMMs."""
+    shape, o, groups, ks, strides, pads, dils, outs, seed = case
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((o, shape[1] // groups, *ks)).astype(np.float32)
+    g = rng.standard_normal((shape[0], o, *outs)).astype(np.float32)
+
+    def run():
+        return (C.conv_forward(np, x, w, strides, pads, dils, groups),
+                *V.conv_grads_parts(np, x, w, g, strides, pads, dils, groups, True, True))
+    got = run()
+    with numpy_path():
+        want = run()
+    where = describe(shape, ks, strides, pads, dils) + f", {o} outputs, groups {groups}"
+    for name, a, b in zip(("out", "dx", "dw"), got, want):
+        assert_matches(a, b, f"{name}, {where}")
+
+
+# ---------------------------------------------------------------------------
 # batch_norm
 # ---------------------------------------------------------------------------
 class Ctx:
@@ -427,6 +468,11 @@ CHILD = textwrap.dedent(r"""
                 return (n, c, int(h), int(w)), (int(kh), int(kw)), [int(v) for v in s], [int(p[0]), int(p[2])], \
                     [int(v) for v in d], (int(oh), int(ow))
 
+    def pads_of(shape, ks, strides, before, dils, outs):
+        # (before, after) per dim: after is what the output size needs beyond the input and the padding before
+        return [(before[i], max(0, (outs[i] - 1) * strides[i] + dils[i] * (ks[i] - 1) + 1 - shape[2 + i] - before[i]))
+                for i in range(2)]
+
     rng = np.random.default_rng(int(sys.argv[1]))
     count = int(sys.argv[2])
     P = ctypes.c_void_p
@@ -455,18 +501,30 @@ CHILD = textwrap.dedent(r"""
         _, flipped = guarded((c, int(np.prod(ks))), w.reshape(c, -1)[:, ::-1])
         lib.kc_depthwise_conv2d_grad_f32(x.ctypes.data, w.ctypes.data, flipped.ctypes.data, g.ctypes.data,
                                          dx2.ctypes.data, dw2.ctypes.data, n, c, dims.ctypes.data, threads)
-        for name, buf, arr, ref in (("out", ybuf, y2, y), ("dx", dxbuf, dx2, dx), ("dw", dwbuf, dw2, dw)):
+        # im2col (any convolution's columns) of the same geometry, against the padded input's window view
+        after = [int(p[1]) for p in pads_of(shape, ks, strides, before, dils, outs)]
+        xpad = np.pad(x, [(0, 0), (0, 0), (before[0], after[0]), (before[1], after[1])])
+        es = xpad.strides
+        want_cols = np.lib.stride_tricks.as_strided(
+            xpad, shape=(c, *ks, n, *outs), strides=(es[1], es[2] * dils[0], es[3] * dils[1], es[0],
+                                                    es[2] * strides[0], es[3] * strides[1])).reshape(c * ks[0] * ks[1], -1)
+        cols = native.im2col(x, ks, strides, before, dils, outs)
+        colbuf, cols2 = guarded(want_cols.shape)
+        lib.kc_im2col_f32(x.ctypes.data, cols2.ctypes.data, n, c, dims.ctypes.data, threads)
+        for name, buf, arr, ref in (("out", ybuf, y2, y), ("dx", dxbuf, dx2, dx), ("dw", dwbuf, dw2, dw),
+                                    ("cols", colbuf, cols2, want_cols)):
             assert guards_intact(buf), f"{what}: a write outside {name}"
             assert np.isfinite(arr).all(), f"{what}: {name} not all written, or read outside its inputs"
             assert ref is None or np.array_equal(arr, ref), f"{what}: {name} at {threads} threads differs"
+        assert np.array_equal(cols, want_cols), f"{what}: native.im2col differs from the window view"
     print("ok", count)
 """)
 
 
 def test_depthwise_kernels_stay_inside_their_buffers_over_thousands_of_geometries():
     """3000 geometries (one in eight wider: maps to 40x40, kernels to 32x32 within DEPTHWISE_MAX_TAPS, strides to
-    5, dilations to 4, pads to 10) straight into native.depthwise_conv2d / depthwise_conv2d_grads and the library's
-    entry points, every buffer between guard regions, in a child process: a crash is its exit status."""
+    5, dilations to 4, pads to 10) straight into native.depthwise_conv2d / depthwise_conv2d_grads / im2col and the
+    library's entry points, every buffer between guard regions, in a child process: a crash is its exit status."""
     env = {**os.environ}
     env.pop(native.ENV, None)
     proc = subprocess.run([sys.executable, "-c", CHILD, "20240611", "3000"], capture_output=True, text=True,

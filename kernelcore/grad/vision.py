@@ -46,17 +46,17 @@ def conv_filter_grad(xp, x, g, wshape, strides, pads, dils, groups):
     o = wshape[0]
     ks = wshape[2:]
     outs = g.shape[2:]
-    if any(lo or hi for lo, hi in pads):
-        x = C.pad_spatial(xp, x, pads)
     if groups == c == o and c > 1 and math.prod(outs) < c:
+        if any(lo or hi for lo, hi in pads):
+            x = C.pad_spatial(xp, x, pads)
         return _depthwise_filter_grad_channels_last(xp, x, g, ks, strides, dils)
     x = xp.ascontiguousarray(x)
     blocks = C.column_blocks(xp, n, o // groups, c * math.prod(ks) * math.prod(outs), groups)
     if blocks is None:
-        return _filter_grad_gemm(xp, x, g, wshape, strides, dils, groups)
+        return _filter_grad_gemm(xp, x, g, wshape, strides, pads, dils, groups)
     dw = None
     for s in blocks:  # a block of images at a time, the columns in cache (C.COLUMN_BLOCK)
-        part = _filter_grad_gemm(xp, x[s], g[s], wshape, strides, dils, groups)
+        part = _filter_grad_gemm(xp, x[s], g[s], wshape, strides, pads, dils, groups)
         dw = part if dw is None else xp.add(dw, part, out=dw)
     return dw
 
@@ -79,19 +79,15 @@ def _depthwise_filter_grad_channels_last(xp, xpad, g, ks, strides, dils):
     return xp.ascontiguousarray(dw.T).reshape(c, 1, *ks)
 
 
-def _filter_grad_gemm(xp, x, g, wshape, strides, dils, groups):
-    """conv_filter_grad on the padded input: Output@GRAD times the im2col columns, one GEMM per group."""
-    n, nd = x.shape[0], x.ndim - 2
+def _filter_grad_gemm(xp, x, g, wshape, strides, pads, dils, groups):
+    """conv_filter_grad's general path: Output@GRAD times the im2col columns of the (unpadded) input, one GEMM per
+    group."""
+    n = x.shape[0]
     o, cg = wshape[:2]
     ks = wshape[2:]
     outs = g.shape[2:]
-    es = x.strides
-    view = C._strided(xp)(
-        x, shape=(groups, cg, *ks, n, *outs),
-        strides=(cg * es[1], es[1], *(es[2 + i] * dils[i] for i in range(nd)), es[0],
-                 *(es[2 + i] * strides[i] for i in range(nd))))
     p = math.prod(outs)
-    cols = view.reshape(groups, cg * math.prod(ks), n * p)
+    cols = C.im2col(xp, x, ks, strides, pads, dils, outs).reshape(groups, cg * math.prod(ks), n * p)
     og = o // groups
     gm = xp.ascontiguousarray(g.reshape(n, groups, og, p).transpose(1, 2, 0, 3)).reshape(groups, og, n * p)
     return xp.matmul(gm, cols.transpose(0, 2, 1)).reshape(wshape)

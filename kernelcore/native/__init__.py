@@ -1,6 +1,7 @@
 """kernelcore's CPU kernels in C. Some ops NumPy makes one full-size temporary at a time: batch and layer norm,
 softmax along the last axis, exact gelu, 2-D max pooling (each with its gradient), and relu's and relu6's
-gradients. For depthwise convolution and its gradients NumPy has no op and goes through copies. Here each takes
+gradients. For depthwise convolution and its gradients NumPy has no op and goes through copies, and the im2col
+columns of the other convolutions it copies from a padded input along rows of a few elements. Here each takes
 one or two passes over the data, a row or an image's channel at a time while it is in cache, shared over the
 cores.
 
@@ -28,7 +29,7 @@ from .. import cpu_parts
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 8  # kc_native.h's KC_NATIVE_ABI
+ABI = 9  # kc_native.h's KC_NATIVE_ABI
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -53,6 +54,7 @@ _SIGNATURES = {
     "kc_layer_norm_grad_f32": [_P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _F32, _INT],
     "kc_gelu_f32": [_P, _P, _I64, _INT],
     "kc_gelu_grad_f32": [_P, _P, _P, _I64, _INT],
+    "kc_im2col_f32": [_P, _P, _I64, _I64, _P, _INT],
 }
 
 
@@ -82,8 +84,8 @@ def _load() -> None:
             _state = f"not loaded ({e}): NumPy kernels"
             return
         _lib = lib
-        _state = (f"{LIBRARY.name}: batch and layer norm, depthwise convolution, max pooling, softmax, gelu "
-                  "and relu gradients (float32) in C")
+        _state = (f"{LIBRARY.name}: batch and layer norm, convolution columns (im2col), depthwise convolution, "
+                  "max pooling, softmax, gelu and relu gradients (float32) in C")
 
 
 def library() -> ctypes.CDLL | None:
@@ -164,6 +166,16 @@ def depthwise_ready(xp, x, w, groups: int) -> bool:
 
 def _geometry(in_hw, out_hw, k_hw, strides, pads_before, dils):
     return np.array([*in_hw, *out_hw, *k_hw, *strides, *pads_before, *dils], dtype=np.int64)
+
+
+def im2col(x, ks, strides, pads_before, dils, out_hw):
+    """The im2col columns of a float32 [N, C, H, W] batch, [C * kh * kw, N * oh * ow] (rows (c, ky, kx), columns
+    (n, oy, ox)), from the unpadded input: the padding (top, left in pads_before) is written as zeros."""
+    n, c = x.shape[:2]
+    cols = np.empty((c * ks[0] * ks[1], n * out_hw[0] * out_hw[1]), np.float32)
+    dims = _geometry(x.shape[2:], out_hw, ks, strides, pads_before, dils)  # held until the call returns
+    _c().kc_im2col_f32(_ptr(x), _ptr(cols), n, c, _ptr(dims), threads())
+    return cols
 
 
 def depthwise_conv2d(x, w, strides, pads_before, dils, out_hw):

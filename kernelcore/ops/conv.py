@@ -56,22 +56,21 @@ def conv_forward(xp, x, w, strides, pads, dils, groups):
     nd = x.ndim - 2
     o, cg = w.shape[:2]
     ks = w.shape[2:]
-    if native.depthwise_ready(xp, x, w, groups):  # kernelcore/native/depthwise_conv.c: no padded copy
-        outs = [conv_out_size(x.shape[2 + i], ks[i], pads[i], strides[i], dils[i]) for i in range(nd)]
-        if all(v > 0 for v in outs):
-            return native.depthwise_conv2d(x, w, strides, [lo for lo, _ in pads], dils, outs)
-    if any(lo or hi for lo, hi in pads):
-        x = pad_spatial(xp, x, pads)
-    outs = [(x.shape[2 + i] - (dils[i] * (ks[i] - 1) + 1)) // strides[i] + 1 for i in range(nd)]
+    outs = [conv_out_size(x.shape[2 + i], ks[i], pads[i], strides[i], dils[i]) for i in range(nd)]
     if any(v <= 0 for v in outs):
-        raise ValueError(f"the output would be empty: padded input {list(x.shape[2:])}, kernel {list(ks)}, "
+        padded = [x.shape[2 + i] + pads[i][0] + pads[i][1] for i in range(nd)]
+        raise ValueError(f"the output would be empty: padded input {padded}, kernel {list(ks)}, "
                          f"dilations {dils}, strides {strides}")
     if groups == c and cg == 1 and c > 1:
-        return _depthwise(xp, x, w, strides, dils, outs)
+        if native.depthwise_ready(xp, x, w, groups):  # kernelcore/native/depthwise_conv.c: no padded copy
+            return native.depthwise_conv2d(x, w, strides, [lo for lo, _ in pads], dils, outs)
+        return _depthwise(xp, pad_spatial(xp, x, pads) if any(lo or hi for lo, hi in pads) else x, w, strides,
+                          dils, outs)
     x = xp.ascontiguousarray(x)
     og, k = o // groups, math.prod(ks)
     p = math.prod(outs)
-    if all(v == 1 for v in ks) and all(s == 1 for s in strides) and p >= 16:
+    if (all(v == 1 for v in ks) and all(s == 1 for s in strides) and not any(lo or hi for lo, hi in pads)
+            and p >= 16):
         # 1x1, stride 1: the input already is the column matrix, per image (tiny maps take the folded path
         # below: one GEMM over batch * pixels beats n GEMMs of a few columns, 2x on 2x2 maps)
         cols = x.reshape(n, groups, cg, p)
@@ -79,11 +78,29 @@ def conv_forward(xp, x, w, strides, pads, dils, groups):
         return out.reshape(n, o, *outs)
     blocks = column_blocks(xp, n, og, groups * cg * k * p, groups)
     if blocks is None:
-        return _im2col_gemm(xp, x, w, strides, dils, groups, outs)
+        return _im2col_gemm(xp, x, w, strides, pads, dils, groups, outs)
     out = xp.empty((n, o, *outs), dtype=xp.result_type(x, w))
     for s in blocks:
-        out[s] = _im2col_gemm(xp, x[s], w, strides, dils, groups, outs)
+        out[s] = _im2col_gemm(xp, x[s], w, strides, pads, dils, groups, outs)
     return out
+
+
+def im2col(xp, x, ks, strides, pads, dils, outs):
+    """The im2col columns of x (N, C, spatial...) for a convolution with kernel `ks`: (C * prod(ks), N * prod(outs)),
+    rows (channel, kernel offset...), columns (image, output position...). Float32 2-D on the host: in C
+    (kernelcore/native/im2col.c), the padding written as zeros; else the padded input's window view, copied."""
+    nd = x.ndim - 2
+    if nd == 2 and native.ready(xp, x):
+        return native.im2col(x, ks, strides, [lo for lo, _ in pads], dils, outs)
+    if any(lo or hi for lo, hi in pads):
+        x = pad_spatial(xp, x, pads)
+    n, c = x.shape[:2]
+    es = x.strides
+    view = _strided(xp)(
+        x, shape=(c, *ks, n, *outs),
+        strides=(es[1], *(es[2 + i] * dils[i] for i in range(nd)), es[0],
+                 *(es[2 + i] * strides[i] for i in range(nd))))
+    return view.reshape(c * math.prod(ks), n * math.prod(outs))       # the copy
 
 
 # A GEMM with few rows (output channels per group) reads each column once for few multiply-adds, so it runs at
@@ -105,19 +122,14 @@ def column_blocks(xp, n, rows, per_image, groups=1):
     return [slice(i, min(n, i + step)) for i in range(0, n, step)] if step < n else None
 
 
-def _im2col_gemm(xp, x, w, strides, dils, groups, outs):
-    """conv_forward's general path on the padded input: the im2col copy through a window view, one GEMM per
-    group, the result back to (N, Cout, out spatial...)."""
-    n, nd = x.shape[0], x.ndim - 2
+def _im2col_gemm(xp, x, w, strides, pads, dils, groups, outs):
+    """conv_forward's general path: the im2col columns of the (unpadded) input, one GEMM per group, the result
+    back to (N, Cout, out spatial...)."""
+    n = x.shape[0]
     o, cg = w.shape[:2]
     ks = w.shape[2:]
     og, k, p = o // groups, math.prod(ks), math.prod(outs)
-    es = x.strides
-    view = _strided(xp)(
-        x, shape=(groups, cg, *ks, n, *outs),
-        strides=(cg * es[1], es[1], *(es[2 + i] * dils[i] for i in range(nd)), es[0],
-                 *(es[2 + i] * strides[i] for i in range(nd))))
-    cols = view.reshape(groups, cg * k, n * p)                       # the im2col copy
+    cols = im2col(xp, x, ks, strides, pads, dils, outs).reshape(groups, cg * k, n * p)
     out = xp.matmul(w.reshape(groups, og, cg * k), cols)              # (groups, og, n * p)
     out = out.reshape(o, n, p).transpose(1, 0, 2)
     return xp.ascontiguousarray(out).reshape(n, o, *outs)
