@@ -31,12 +31,12 @@ def _channel_axis(ndim, layout):
 
 def per_channel(xp, v, shape, axis):
     """Per-channel values `v` shaped to broadcast against an array of `shape` with channels at `axis`. Channels
-    first, they come repeated over the spatial positions, [1, C, H, W]: broadcast as [1, C, 1, 1], NumPy's loops
+    first on the host, they come repeated over the spatial positions, [1, C, H, W]: broadcast as [1, C, 1, 1], NumPy's loops
     run along rows of H * W elements (4 on MobileNetV2's last maps) and took 1.3-2.3x longer ([8, 960, 2, 2]: 23 vs
     10 us; [8, 96, 32, 32]: 333 vs 256) than along the C * H * W of the repeated block, which costs 1/N of the
     array to make."""
     ndim = len(shape)
-    if axis == 1 and ndim > 2:
+    if axis == 1 and ndim > 2 and xp is np:  # a device broadcasts as cheaply: the repeat would be one more launch
         spatial = 1
         for d in shape[2:]:
             spatial *= d
@@ -158,14 +158,15 @@ def batch_norm(ctx, ins, attrs):
     if global_stats:
         # (X - Mean) first, as Paddle does: folding Mean into the offset (X * k + (Bias - Mean * k)) cancels
         # badly where X is close to Mean, i.e. everywhere once the running statistics fit the data
-        k = scale.astype(ct) / xp.sqrt(var.astype(ct) + ct(eps))
+        # astype(copy=False): float32 statistics are read as they are (on a GPU each copy is a kernel launch)
+        k = scale.astype(ct, copy=False) / xp.sqrt(var.astype(ct, copy=False) + ct(eps))
         zeros = xp.zeros_like(mean)
         if fused:
             y = native.batch_norm_affine(x, *(_f32_vector(v) for v in (mean, k, bias)))
             return y, mean.copy(), var.copy(), zeros, xp.zeros_like(var), xp.zeros((0,), dtype=x.dtype)
-        y = x - per_channel(xp, mean.astype(x.dtype), x.shape, axis)
-        y *= per_channel(xp, k.astype(x.dtype), x.shape, axis)  # `y` is a fresh array of ours
-        y += per_channel(xp, bias.astype(x.dtype), x.shape, axis)
+        y = x - per_channel(xp, mean.astype(x.dtype, copy=False), x.shape, axis)
+        y *= per_channel(xp, k.astype(x.dtype, copy=False), x.shape, axis)  # `y` is a fresh array of ours
+        y += per_channel(xp, bias.astype(x.dtype, copy=False), x.shape, axis)
         return y, mean.copy(), var.copy(), zeros, xp.zeros_like(var), xp.zeros((0,), dtype=x.dtype)
     if fused:
         y, bmean, bvar, inv = native.batch_norm_train(x, _f32_vector(scale), _f32_vector(bias), eps)
@@ -176,8 +177,8 @@ def batch_norm(ctx, ins, attrs):
         bvar = channel_dot(xp, centred, centred, axis) / ct(x.size // c)  # no squared temporary: 1.2x the op
         inv = 1.0 / xp.sqrt(bvar + ct(eps))
         y = centred  # ours: scaled and shifted in place
-        y *= per_channel(xp, inv * scale.astype(ct), x.shape, axis)
-        y += per_channel(xp, bias.astype(ct), x.shape, axis)
+        y *= per_channel(xp, inv * scale.astype(ct, copy=False), x.shape, axis)
+        y += per_channel(xp, bias.astype(ct, copy=False), x.shape, axis)
     if mom_t is not None:
         m = mom_t.reshape(-1)[:1].astype(mean.dtype)  # stays on the device: no host sync
     else:
