@@ -448,3 +448,46 @@ def test_im2col_in_c_equals_the_window_view(shape, ks, strides, pads, dils, monk
     _numpy_path(monkeypatch)
     np.testing.assert_array_equal(got, C.im2col(np, x, ks, strides, pads, dils, outs))
     np.testing.assert_array_equal(y, C.conv_forward(np, x, w, strides, pads, dils, 1))
+
+
+@needs_library
+@pytest.mark.parametrize("m, k, n", [(32, 256, 1024), (32, 1024, 256), (13, 70, 33), (1, 1, 1), (7, 5, 31),
+                                     (8, 3, 64), (3, 129, 65), (2, 17, 100)])
+def test_the_packed_gemm_for_rnn_steps_equals_numpys(m, k, n):
+    """gemm_packed.c (an RNN step's product with its recurrent weight, packed once): NumPy's product within float32
+    rounding on row counts of every block size (8, 4, 2, 1) and column counts off the 32-wide panels; the same
+    bits at any thread count; the operands left as they were."""
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    before = a.copy(), b.copy()
+    packed = native.PackedColumns(b)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    results = []
+    for threads in (1, 2, 3):
+        with threadpool_limits(threads):
+            results.append(native.gemm_packed(a, packed))
+    np.testing.assert_allclose(results[0], want, rtol=1e-5, atol=1e-5 * np.sqrt(k))
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])
+    np.testing.assert_array_equal(a, before[0])
+    np.testing.assert_array_equal(b, before[1])
+
+
+@needs_library
+def test_rnn_steps_use_the_packed_weight_and_fall_back_for_other_operands():
+    """On one thread recurrent_weight packs a float32 W_hh^T once; a step's product takes the C GEMM for float32
+    rows and NumPy's for anything else (a float64 or non-contiguous left operand), with the same values. On more
+    threads the products stay OpenBLAS's (ops/rnn.py step_matrix says why)."""
+    from kernelcore.ops import rnn as R
+    w_hh = rng.standard_normal((4 * 6, 6)).astype(np.float32)
+    with threadpool_limits(2):
+        assert not isinstance(R.recurrent_weight(np, w_hh), native.PackedColumns)
+    with threadpool_limits(1):
+        w = R.recurrent_weight(np, w_hh)
+    assert isinstance(w, native.PackedColumns)
+    np.testing.assert_array_equal(w.matrix, w_hh.T)
+    h = rng.standard_normal((5, 12)).astype(np.float32)[:, ::2]  # not contiguous
+    want = h.astype(np.float64) @ w_hh.T.astype(np.float64)
+    for a in (h, np.ascontiguousarray(h), h.astype(np.float64)):
+        np.testing.assert_allclose(R.recurrent_product(np, a, w), want, rtol=1e-5, atol=1e-5)
+    assert not isinstance(R.recurrent_weight(np, w_hh.astype(np.float64)), native.PackedColumns)

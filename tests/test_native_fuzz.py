@@ -517,6 +517,18 @@ CHILD = textwrap.dedent(r"""
             assert np.isfinite(arr).all(), f"{what}: {name} not all written, or read outside its inputs"
             assert ref is None or np.array_equal(arr, ref), f"{what}: {name} at {threads} threads differs"
         assert np.array_equal(cols, want_cols), f"{what}: native.im2col differs from the window view"
+        # the packed GEMM for RNN steps, on guarded operands of odd sizes
+        m, k, n = (int(v) for v in rng.integers(1, 70, 3))
+        _, a = guarded((m, k), rng.standard_normal((m, k)))
+        _, b = guarded((k, n), rng.standard_normal((k, n)))
+        pbuf, packed = guarded((((n + 31) // 32) * 32 * k,))
+        lib.kc_pack_columns_f32(b.ctypes.data, packed.ctypes.data, k, n)
+        cbuf, c2 = guarded((m, n))
+        lib.kc_gemm_packed_f32(a.ctypes.data, packed.ctypes.data, c2.ctypes.data, m, k, n, threads)
+        for name, buf, arr in (("packed", pbuf, packed), ("gemm", cbuf, c2)):
+            assert guards_intact(buf), f"#{i}: gemm {m}x{k}x{n}: a write outside {name}"
+            assert np.isfinite(arr).all(), f"#{i}: gemm {m}x{k}x{n}: {name} not all written, or read outside"
+        assert np.allclose(c2, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k)), f"#{i}: gemm {m}x{k}x{n}"
     print("ok", count)
 """)
 
@@ -524,7 +536,8 @@ CHILD = textwrap.dedent(r"""
 def test_depthwise_kernels_stay_inside_their_buffers_over_thousands_of_geometries():
     """3000 geometries (one in eight wider: maps to 40x40, kernels to 32x32 within DEPTHWISE_MAX_TAPS, strides to
     5, dilations to 4, pads to 10) straight into native.depthwise_conv2d / depthwise_conv2d_grads / im2col and the
-    library's entry points, every buffer between guard regions, in a child process: a crash is its exit status."""
+    library's entry points, and 3000 packed GEMMs of odd sizes, every buffer between guard regions, in a child
+    process: a crash is its exit status."""
     env = {**os.environ}
     env.pop(native.ENV, None)
     proc = subprocess.run([sys.executable, "-c", CHILD, "20240611", "3000"], capture_output=True, text=True,

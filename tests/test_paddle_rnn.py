@@ -55,9 +55,13 @@ def _check_model(d: Path, case: str):
 
 
 @pytest.mark.paddle
+@pytest.mark.parametrize("threads", [None, 1])
 @pytest.mark.parametrize("case", LAYER_CASES)
-def test_paddle_3_rnn_layers_match_paddle(rnn3, case):
-    meta, prog = _check_model(rnn3, case)
+def test_paddle_3_rnn_layers_match_paddle(rnn3, case, threads):
+    """On the machine's threads, and on one (where the steps' products take kernelcore/native's packed GEMM)."""
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(threads):
+        meta, prog = _check_model(rnn3, case)
     assert "rnn" in meta["op_types"]
     if case.endswith("_len"):
         rnn = next(op for op in prog.global_block().ops if op.type == "rnn")

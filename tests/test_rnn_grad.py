@@ -71,10 +71,16 @@ def test_rnn_grad_drops_the_step_scopes_and_needs_a_training_run():
 
 
 @pytest.mark.paddle
+@pytest.mark.parametrize("threads", [None, 1])
 @pytest.mark.parametrize("version", ["rnn3", "rnn2"])
-def test_rnn_grad_matches_paddle_training_step(version, request):
+def test_rnn_grad_matches_paddle_training_step(version, threads, request):
     """The 2-layer LSTM training program Paddle wrote (its rnn_grad, fill_any_like, sgd ops) runs here with
-    Paddle's initial parameters and gives Paddle's loss, gradients and updated parameters."""
+    Paddle's initial parameters and gives Paddle's loss, gradients and updated parameters: on the machine's
+    threads, and on one (where the steps' products take kernelcore/native's packed GEMM)."""
+    if threads is not None:
+        from threadpoolctl import threadpool_limits
+        with threadpool_limits(threads):
+            return test_rnn_grad_matches_paddle_training_step(version, None, request)
     out = request.getfixturevalue(version)
     meta = json.loads((out / "train_lstm.json").read_text())
     ref = np.load(out / "train_lstm.npz")

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from ..errors import ProgramError
 from ..ops.math import leading_sums
-from ..ops.rnn import MODES, RNN, RnnError, RnnReserve, lstm_gate_scale, recurrent_product, recurrent_weight
+from ..ops.rnn import (MODES, RNN, RnnError, RnnReserve, lstm_gate_scale, recurrent_product, recurrent_weight,
+                       step_matrix)
 from ..registry import In, Out, register_op
 from ..backward import EMPTY_VAR, GradContext, no_grad, rule
 
@@ -79,10 +80,11 @@ def lstm_candidate_columns(xp, dtype, hidden: int):
     return lstm_gate_scale(xp, dtype, hidden) * dtype.type(2) - dtype.type(1)
 
 
-def _lstm_cell_backward(xp, s, dh, dc, w_hh, cand_cols, d_pre, up):
+def _lstm_cell_backward(xp, s, dh, dc, w_back, cand_cols, d_pre, up):
     """LSTM's step gradient written into d_pre ([B, 4 hidden], the step's row of d x_proj): every pass runs over
     the four gates at once, and the per-gate upstream factors go into `up` (a [B, 4 hidden] scratch array the
-    pass's steps share), with no concatenation. Returns (dh_prev through the cell, dc_prev)."""
+    pass's steps share), with no concatenation; w_back is step_matrix(W_hh). Returns (dh_prev through the cell,
+    dc_prev)."""
     one = dh.dtype.type(1)
     gates, c, c_prev = _val(s, "gates"), _val(s, "c"), _val(s, "c_prev")
     hs = dh.shape[1]
@@ -102,14 +104,14 @@ def _lstm_cell_backward(xp, s, dh, dc, w_hh, cand_cols, d_pre, up):
     xp.multiply(tc, i, out=up[:, 2 * hs:3 * hs])
     d_pre *= up
     tc *= f  # dc_prev
-    return d_pre @ w_hh, tc
+    return recurrent_product(xp, d_pre, w_back), tc
 
 
-def _cell_backward(xp, mode, s, dh, dc, w_hh, b_hh, w_cand_t=None):
+def _cell_backward(xp, mode, s, dh, dc, w_back, b_hh, w_cand_t=None):
     """One step's gradients from the values its step scope kept, for GRU and the simple RNNs (LSTM:
-    _lstm_cell_backward). dh, dc: the gradients of this step's (unmasked) h and c; w_cand_t (GRU):
-    recurrent_weight of W_hh's candidate rows. Returns (d x_proj, d (h_prev W_hh^T [+ b_hh]), dh_prev through the
-    cell, dc_prev)."""
+    _lstm_cell_backward). dh, dc: the gradients of this step's (unmasked) h and c; w_back: step_matrix(W_hh);
+    w_cand_t (GRU): recurrent_weight of W_hh's candidate rows. Returns (d x_proj, d (h_prev W_hh^T [+ b_hh]),
+    dh_prev through the cell, dc_prev)."""
     one = dh.dtype.type(1)
     h_prev = _val(s, "h_prev")
     if mode == "GRU":
@@ -122,10 +124,10 @@ def _cell_backward(xp, mode, s, dh, dc, w_hh, b_hh, w_cand_t=None):
         dpre_z = dh * (h_prev - cand) * z * (one - z)
         dx = xp.concatenate([dpre_r, dpre_z, dpre_c], axis=1)
         dhw = xp.concatenate([dpre_r, dpre_z, dpre_c * r], axis=1)
-        return dx, dhw, dh * z + dhw @ w_hh, None
+        return dx, dhw, dh * z + recurrent_product(xp, dhw, w_back), None
     h = _val(s, "h")
     dpre = dh * (one - h * h) if mode == "RNN_TANH" else dh * (h > 0).astype(dh.dtype)
-    return dpre, dpre, dpre @ w_hh, None
+    return dpre, dpre, recurrent_product(xp, dpre, w_back), None
 
 
 @RNN_GRAD.kernel()
@@ -162,6 +164,7 @@ def rnn_grad(ctx, ins, attrs):
             k = layer * D + di
             w_ih, w_hh, b_hh = weights[2 * k], weights[2 * k + 1], weights[half + 2 * k + 1]
             w_cand_t = recurrent_weight(xp, w_hh[2 * H:]) if mode == "GRU" else None
+            w_back = step_matrix(xp, w_hh)  # every step's d(pre-activations) @ W_hh
             cand_cols = lstm_candidate_columns(xp, dt, H) if lstm else None
             scratch = xp.empty((B, G * H), dtype=dt) if lstm else None
             steps = reserve.passes[(layer, di)]
@@ -181,10 +184,10 @@ def rnn_grad(ctx, ins, attrs):
                     dh_cell = (dh + dy[t]) * m
                     dc_cell = dc * m if lstm else None
                 if lstm:
-                    dh_prev, dc_prev = _lstm_cell_backward(xp, s, dh_cell, dc_cell, w_hh, cand_cols, dx_proj[t],
+                    dh_prev, dc_prev = _lstm_cell_backward(xp, s, dh_cell, dc_cell, w_back, cand_cols, dx_proj[t],
                                                            scratch)
                 else:
-                    dx, dhw, dh_prev, dc_prev = _cell_backward(xp, mode, s, dh_cell, dc_cell, w_hh, b_hh, w_cand_t)
+                    dx, dhw, dh_prev, dc_prev = _cell_backward(xp, mode, s, dh_cell, dc_cell, w_back, b_hh, w_cand_t)
                     dx_proj[t] = dx
                     if dhw_all is not dx_proj:
                         dhw_all[t] = dhw

@@ -1,6 +1,7 @@
 """kernelcore's CPU kernels in C. Some ops NumPy makes one full-size temporary at a time: batch and layer norm,
 softmax along the last axis, exact gelu, 2-D max pooling (each with its gradient), and relu's and relu6's
-gradients. For depthwise convolution and its gradients NumPy has no op and goes through copies, and the im2col
+gradients. An RNN's per-step products with its recurrent weight go through a GEMM for few rows whose weight is
+packed once per run, where OpenBLAS packs it again every step. For depthwise convolution and its gradients NumPy has no op and goes through copies, and the im2col
 columns of the other convolutions it copies from a padded input along rows of a few elements. Here each takes
 one or two passes over the data, a row or an image's channel at a time while it is in cache, shared over the
 cores.
@@ -29,7 +30,7 @@ from .. import cpu_parts
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 9  # kc_native.h's KC_NATIVE_ABI
+ABI = 10  # kc_native.h's KC_NATIVE_ABI
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -55,6 +56,8 @@ _SIGNATURES = {
     "kc_gelu_f32": [_P, _P, _I64, _INT],
     "kc_gelu_grad_f32": [_P, _P, _P, _I64, _INT],
     "kc_im2col_f32": [_P, _P, _I64, _I64, _P, _INT],
+    "kc_pack_columns_f32": [_P, _P, _I64, _I64],
+    "kc_gemm_packed_f32": [_P, _P, _P, _I64, _I64, _I64, _INT],
 }
 
 
@@ -85,7 +88,7 @@ def _load() -> None:
             return
         _lib = lib
         _state = (f"{LIBRARY.name}: batch and layer norm, convolution columns (im2col), depthwise convolution, "
-                  "max pooling, softmax, gelu and relu gradients (float32) in C")
+                  "max pooling, softmax, gelu and relu gradients, RNN step products (float32) in C")
 
 
 def library() -> ctypes.CDLL | None:
@@ -281,3 +284,25 @@ def gelu_grad(x, g):
     dx = np.empty_like(x)
     _c().kc_gelu_grad_f32(_ptr(x), _ptr(g), _ptr(dx), x.size, threads())
     return dx
+
+
+class PackedColumns:
+    """A float32 matrix B [k, n] packed for `gemm_packed` (gemm_packed.c's panels of 32 columns): made once, for
+    products with many small left operands (an RNN's steps times its recurrent weight). `matrix` is B itself,
+    for products the packed form cannot take."""
+
+    __slots__ = ("packed", "k", "n", "matrix")
+
+    def __init__(self, b):
+        self.matrix = b
+        self.k, self.n = b.shape
+        self.packed = np.empty(((self.n + 31) // 32) * 32 * self.k, np.float32)
+        _c().kc_pack_columns_f32(_ptr(b), _ptr(self.packed), self.k, self.n)
+
+
+def gemm_packed(a, b: PackedColumns):
+    """a [m, k] @ B for a float32 C-contiguous `a` and B packed by PackedColumns: a new [m, n] array."""
+    m = a.shape[0]
+    c = np.empty((m, b.n), np.float32)
+    _c().kc_gemm_packed_f32(_ptr(a), _ptr(b.packed), _ptr(c), m, b.k, b.n, threads())
+    return c

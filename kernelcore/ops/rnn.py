@@ -34,6 +34,7 @@ import time
 
 import numpy as np
 
+from .. import native
 from ..errors import KernelcoreError
 from ..proto.framework_pb2 import AttrType as A
 from ..registry import Attr, Check, In, Out, larger_than, one_of, register_op
@@ -150,16 +151,28 @@ def sigmoid(xp, x):
 
 
 def recurrent_weight(xp, w_hh):
-    """W_hh^T laid out row-major, made once per (layer, direction) for every timestep's recurrent_product. A
-    plain row-major product h @ W^T (OpenBLAS's NN kernels) was the fastest of the three ways measured, batch 32,
-    hidden 256, one thread, on an Intel Xeon (AVX-512): 151 us a step, where h @ w_hh.T (a transposed view) took
-    228 and (w_hh @ h^T)^T 168 (two threads: 88, 122, 106; batch 8: 67, 138, 73)."""
-    return xp.ascontiguousarray(w_hh.T)
+    """W_hh^T, made once per (layer, direction) for every timestep's recurrent_product: step_matrix of it laid out
+    row-major. A plain row-major product h @ W^T (OpenBLAS's NN kernels) was the fastest of the three NumPy ways
+    measured, batch 32, hidden 256, one thread, on an Intel Xeon (AVX-512): 151 us a step, where h @ w_hh.T (a
+    transposed view) took 228 and (w_hh @ h^T)^T 168 (two threads: 88, 122, 106; batch 8: 67, 138, 73)."""
+    return step_matrix(xp, xp.ascontiguousarray(w_hh.T))
 
 
-def recurrent_product(xp, h_prev, w_hh_t):
-    """h_prev @ W_hh^T, a fresh C-ordered array, from recurrent_weight's W_hh^T."""
-    return h_prev @ w_hh_t
+def step_matrix(xp, b):
+    """b [k, n] made ready for many products a @ b whose `a` has a few rows (recurrent_product): for float32 host
+    arrays on one thread, packed for kernelcore/native's GEMM (gemm_packed.c: [32, 256] @ [256, 1024] in 115 us,
+    OpenBLAS's 164, which packs b again every call; in a 2-layer LSTM's training step, 172 against 240 us a
+    product); else b itself. With more threads the products stay OpenBLAS's: the rnn op keeps the BLAS's own
+    threads for its large products (cpu_parts.py), whose worker spins after each call, and the C kernels' threads
+    beside it made the LSTM's inference slower (28 -> 34 ms on two cores)."""
+    return native.PackedColumns(b) if native.ready(xp, b) and native.threads() == 1 else b
+
+
+def recurrent_product(xp, a, w):
+    """a @ W, a fresh C-ordered array, for step_matrix's (or recurrent_weight's) W."""
+    if isinstance(w, native.PackedColumns):
+        return native.gemm_packed(a, w) if native.ready(xp, a) else a @ w.matrix
+    return a @ w
 
 
 def lstm_gate_scale(xp, dtype, hidden: int):
