@@ -9,9 +9,10 @@ its own core with a one-thread BLAS gain more: bench/cnn_train.py and docs/bench
 Parts and BLAS threads do not mix: after a multi-threaded GEMM, OpenBLAS's worker spins on a core for a while
 (~0.1 s), and parts running then share that core with it (ResNet-18 inference ran 1.6x slower with its classifier's
 GEMM on two BLAS threads between runs). So the choice is made per run (`split_run`, entered by Executor.run): a
-program with an op that runs in parts (OpDef.runs_in_parts: the convolutions) and none that needs the BLAS's own
-threads (OpDef.needs_blas_threads: the fused RNN, whose many small per-step products gain from OpenBLAS's
-spinning threads and would lose to the hand-off of parts) runs with the BLAS held at one thread, and its ops split
+program with an op that runs in parts (OpDef.runs_in_parts: the convolutions; the fused RNN, whose per-step
+products run in C on the run's threads) and none that needs the BLAS's own threads (OpDef.needs_blas_threads: the
+fused RNN without the C kernels, whose many small per-step products then gain from OpenBLAS's spinning threads
+and would lose to the hand-off of parts) runs with the BLAS held at one thread, and its ops split
 into as many parts as the BLAS's thread limit allowed when the run began (so `threadpoolctl.threadpool_limits(1)`
 or OPENBLAS_NUM_THREADS=1 keeps a run on one core); their matrix products split too (`matmul`). Other runs, and
 runs a debugger pauses, are left as they were: one part per op, the BLAS's own threads.

@@ -1,6 +1,7 @@
 """An op's parts on the CPU's cores (kernelcore/cpu_parts.py): which runs split and into how many parts, that a
 split run holds the BLAS at one thread and gives its limit back, that parts run at once, and that the convolutions
 split so give what the whole op gives (to the last bits OpenBLAS's own threads already change)."""
+import dataclasses
 import os
 import threading
 
@@ -117,7 +118,9 @@ def _conv_program():
 
 @needs_blas
 def test_which_runs_split(monkeypatch):
-    """A convolution's program runs split; with the fused RNN beside it, or paused by a debugger, it does not."""
+    """A convolution's program runs split; paused by a debugger, or beside an op that needs the BLAS's own threads
+    (the fused RNN where its steps run on OpenBLAS; with the C kernels they run on the split run's threads), it
+    does not."""
     seen = []
     monkeypatch.setattr(P, "MIN_SPLIT_WORK", 0)
     monkeypatch.setattr(P, "run_parts", lambda calls: seen.append(len(calls)) or [c() for c in calls])
@@ -131,7 +134,11 @@ def test_which_runs_split(monkeypatch):
         for _ in gen:
             assert P._numpy_blas().num_threads == 2
         assert seen == [2]
-        assert not P.wants_parts([kc.get_op_def("conv2d"), kc.get_op_def("rnn")])
+        from kernelcore.ops.rnn import STEPS_IN_C
+        rnn = kc.get_op_def("rnn")
+        assert P.wants_parts([kc.get_op_def("conv2d"), rnn]) == STEPS_IN_C
+        assert not P.wants_parts([kc.get_op_def("conv2d"), dataclasses.replace(rnn, runs_in_parts=False,
+                                                                             needs_blas_threads=True)])
         assert P.wants_parts([kc.get_op_def("conv2d_grad"), kc.get_op_def("momentum")])
         assert not P.wants_parts([kc.get_op_def("mul"), kc.get_op_def("sgd")])
 

@@ -90,7 +90,7 @@ def test_lstm_cell_in_place_gates_are_the_plain_formula(monkeypatch):
     bit, laid out i, f, g, o, and the inputs are left as they were. (NumPy's GEMM here, so that the product is
     NumPy's bit for bit; the C GEMM for RNN steps: tests/test_native.py.)"""
     from kernelcore import native
-    monkeypatch.setattr(native, "ready", lambda *a: False)
+    monkeypatch.setattr(native, "gemm_ready", lambda *a: False)
     B, H = 5, 7
     x_proj, h_prev, c_prev, w_hh = f32(B, 4 * H), f32(B, H), f32(B, H), f32(4 * H, H)
     before = [a.copy() for a in (x_proj, h_prev, c_prev, w_hh)]

@@ -475,15 +475,17 @@ def test_the_packed_gemm_for_rnn_steps_equals_numpys(m, k, n):
 
 @needs_library
 def test_rnn_steps_use_the_packed_weight_and_fall_back_for_other_operands():
-    """On one thread recurrent_weight packs a float32 W_hh^T once; a step's product takes the C GEMM for float32
-    rows and NumPy's for anything else (a float64 or non-contiguous left operand), with the same values. On more
-    threads the products stay OpenBLAS's (ops/rnn.py step_matrix says why)."""
+    """recurrent_weight packs a float32 W_hh^T once (from the transposed view, no copy first); a step's product
+    takes the C GEMM for float32 rows, contiguous or not, and NumPy's for anything else (float64), with the same
+    values; a float64 weight is not packed. Where the C kernels run the steps, the rnn ops run split
+    (kernelcore/cpu_parts.py), with OpenBLAS held at one thread."""
+    from kernelcore import cpu_parts
+    from kernelcore.grad import rnn as GR
     from kernelcore.ops import rnn as R
+    assert R.STEPS_IN_C and R.RNN.runs_in_parts and not R.RNN.needs_blas_threads
+    assert GR.RNN_GRAD.runs_in_parts and cpu_parts.wants_parts([R.RNN])
     w_hh = rng.standard_normal((4 * 6, 6)).astype(np.float32)
-    with threadpool_limits(2):
-        assert not isinstance(R.recurrent_weight(np, w_hh), native.PackedColumns)
-    with threadpool_limits(1):
-        w = R.recurrent_weight(np, w_hh)
+    w = R.recurrent_weight(np, w_hh)
     assert isinstance(w, native.PackedColumns)
     np.testing.assert_array_equal(w.matrix, w_hh.T)
     h = rng.standard_normal((5, 12)).astype(np.float32)[:, ::2]  # not contiguous

@@ -14,10 +14,11 @@ out_t = m*h_cell, so a padded step passes the state gradient through unchanged a
 """
 from __future__ import annotations
 
+from .. import cpu_parts
 from ..errors import ProgramError
 from ..ops.math import leading_sums
-from ..ops.rnn import (MODES, RNN, RnnError, RnnReserve, lstm_gate_scale, recurrent_product, recurrent_weight,
-                       step_matrix)
+from ..ops.rnn import (MODES, RNN, STEPS_IN_C, RnnError, RnnReserve, lstm_gate_scale, recurrent_product,
+                       recurrent_weight, step_matrix)
 from ..registry import In, Out, register_op
 from ..backward import EMPTY_VAR, GradContext, no_grad, rule
 
@@ -42,7 +43,7 @@ RNN_GRAD = register_op(
              Out("PreState@GRAD", "the gradients of PreState", duplicable=True, dispensable=True),
              Out("WeightList@GRAD", "the gradients of WeightList", duplicable=True, dispensable=True)],
     attrs=list(RNN.attrs.values()))
-RNN_GRAD.needs_blas_threads = True  # small per-step products: see kernelcore/cpu_parts.py
+RNN_GRAD.runs_in_parts, RNN_GRAD.needs_blas_threads = STEPS_IN_C, not STEPS_IN_C  # see ops/rnn.py
 
 
 def _infer_grad(ic):
@@ -200,13 +201,13 @@ def rnn_grad(ctx, ins, attrs):
                 ctx.drop_scope(s)  # done with this step (ClearStepScopes, newest first)
             flat = dx_proj.reshape(T * B, G * H)
             dhw_flat = dhw_all.reshape(T * B, G * H)
-            d_weights[2 * k] = flat.T @ layer_in.reshape(T * B, n_in)
-            d_weights[2 * k + 1] = dhw_flat.T @ h_prev_all.reshape(T * B, H)
+            d_weights[2 * k] = cpu_parts.matmul(xp, flat.T, layer_in.reshape(T * B, n_in))
+            d_weights[2 * k + 1] = cpu_parts.matmul(xp, dhw_flat.T, h_prev_all.reshape(T * B, H))
             d_weights[half + 2 * k] = leading_sums(xp, flat, 1)
             d_weights[half + 2 * k + 1] = leading_sums(xp, dhw_flat, 1) if mode == "GRU" else \
                 d_weights[half + 2 * k].copy()
             if layer or wants_input_grad:
-                d_dir = (flat @ w_ih).reshape(T, B, n_in)
+                d_dir = cpu_parts.matmul(xp, flat, w_ih).reshape(T, B, n_in)
                 d_in = d_dir if d_in is None else d_in + d_dir
             d_h0[k], d_c0[k] = dh, dc
         scale = reserve.dropout_masks[layer] if layer < len(reserve.dropout_masks) else None

@@ -56,8 +56,8 @@ _SIGNATURES = {
     "kc_gelu_f32": [_P, _P, _I64, _INT],
     "kc_gelu_grad_f32": [_P, _P, _P, _I64, _INT],
     "kc_im2col_f32": [_P, _P, _I64, _I64, _P, _INT],
-    "kc_pack_columns_f32": [_P, _P, _I64, _I64],
-    "kc_gemm_packed_f32": [_P, _P, _P, _I64, _I64, _I64, _INT],
+    "kc_pack_columns_f32": [_P, _I64, _I64, _P, _I64, _I64],
+    "kc_gemm_packed_f32": [_P, _I64, _I64, _P, _P, _I64, _I64, _I64, _INT],
 }
 
 
@@ -286,6 +286,19 @@ def gelu_grad(x, g):
     return dx
 
 
+def gemm_ready(xp, *arrays) -> bool:
+    """Whether gemm_packed (and PackedColumns) take these 2-D arrays: host NumPy, float32, any positive strides
+    (a transposed view too), a library loaded."""
+    if xp is not np or library() is None:
+        return False
+    return all(a.dtype == np.float32 and a.ndim == 2 and all(s > 0 and s % 4 == 0 for s in a.strides)
+               for a in arrays)
+
+
+def _element_strides(a):
+    return a.strides[0] // 4, a.strides[1] // 4
+
+
 class PackedColumns:
     """A float32 matrix B [k, n] packed for `gemm_packed` (gemm_packed.c's panels of 32 columns): made once, for
     products with many small left operands (an RNN's steps times its recurrent weight). `matrix` is B itself,
@@ -297,12 +310,12 @@ class PackedColumns:
         self.matrix = b
         self.k, self.n = b.shape
         self.packed = np.empty(((self.n + 31) // 32) * 32 * self.k, np.float32)
-        _c().kc_pack_columns_f32(_ptr(b), _ptr(self.packed), self.k, self.n)
+        _c().kc_pack_columns_f32(_ptr(b), *_element_strides(b), _ptr(self.packed), self.k, self.n)
 
 
 def gemm_packed(a, b: PackedColumns):
-    """a [m, k] @ B for a float32 C-contiguous `a` and B packed by PackedColumns: a new [m, n] array."""
+    """a [m, k] @ B for a float32 `a` (gemm_ready) and B packed by PackedColumns: a new C-ordered [m, n] array."""
     m = a.shape[0]
     c = np.empty((m, b.n), np.float32)
-    _c().kc_gemm_packed_f32(_ptr(a), _ptr(b.packed), _ptr(c), m, b.k, b.n, threads())
+    _c().kc_gemm_packed_f32(_ptr(a), *_element_strides(a), _ptr(b.packed), _ptr(c), m, b.k, b.n, threads())
     return c

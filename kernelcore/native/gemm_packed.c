@@ -21,30 +21,38 @@
 #define WIDE_VECTORS
 #endif
 
-/* panel q of the packed B holds B[:, q * PANEL : (q + 1) * PANEL] as k rows of PANEL, zeros past column n */
-KC_EXPORT void kc_pack_columns_f32(const float *b, float *packed, int64_t k, int64_t n) {
+/* panel q of the packed B holds B[:, q * PANEL : (q + 1) * PANEL] as k rows of PANEL, zeros past column n; B's
+ * element (p, j) is b[p * rs + j * cs] (a transposed view packs as it is, with no copy first) */
+KC_EXPORT void kc_pack_columns_f32(const float *b, int64_t rs, int64_t cs, float *packed, int64_t k, int64_t n) {
     const int64_t panels = (n + PANEL - 1) / PANEL;
     for (int64_t q = 0; q < panels; q++) {
         const int64_t first = q * PANEL, width = n - first < PANEL ? n - first : PANEL;
         float *dst = packed + q * k * PANEL;
         for (int64_t p = 0; p < k; p++, dst += PANEL) {
-            memcpy(dst, b + p * n + first, (size_t)width * sizeof(float));
+            const float *src = b + p * rs + first * cs;
+            if (cs == 1) {
+                memcpy(dst, src, (size_t)width * sizeof(float));
+            } else {
+                for (int64_t j = 0; j < width; j++) dst[j] = src[j * cs];
+            }
             for (int64_t j = width; j < PANEL; j++) dst[j] = 0.0f;
         }
     }
 }
 
-/* rows [0, ROWS) of C's panel: c[r, j] = sum over p of a[r, p] * panel[p, j], for the first `width` columns */
+/* rows [0, ROWS) of C's panel: c[r, j] = sum over p of a[r * rs + p * cs] * panel[p, j], for the first `width`
+ * columns (A's strides rs, cs: a row-major A or a transposed view of one) */
 #define ROW_BLOCK(ROWS)                                                                                          \
-    WIDE_VECTORS static void rows_##ROWS(const float *restrict a, int64_t lda, const float *restrict panel, float *restrict c,  \
-                            int64_t ldc, int64_t k, int64_t width) {                                              \
+    WIDE_VECTORS static void rows_##ROWS(const float *restrict a, int64_t rs, int64_t cs,                         \
+                                         const float *restrict panel, float *restrict c, int64_t ldc, int64_t k,  \
+                                         int64_t width) {                                                        \
         float acc[ROWS][PANEL];                                                                                   \
         for (int r = 0; r < ROWS; r++)                                                                            \
             for (int j = 0; j < PANEL; j++) acc[r][j] = 0.0f;                                                     \
         for (int64_t p = 0; p < k; p++) {                                                                         \
             const float *restrict b = panel + p * PANEL;                                                          \
             for (int r = 0; r < ROWS; r++) {                                                                      \
-                const float av = a[r * lda + p];                                                                  \
+                const float av = a[r * rs + p * cs];                                                              \
                 _Pragma("omp simd") for (int j = 0; j < PANEL; j++) acc[r][j] = fmaf(av, b[j], acc[r][j]);        \
             }                                                                                                     \
         }                                                                                                         \
@@ -58,32 +66,36 @@ ROW_BLOCK(1)
 typedef struct {
     const float *a, *packed;
     float *c;
-    int64_t m, k, n;
+    int64_t rs, cs, m, k, n;
 } gemm_args;
 
+/* panel by panel, each walked by blocks of 8 (then 4, 2, 1) rows: the panel (k x PANEL) stays in L1 or L2 while
+ * the blocks of A pass it. Made for few rows (an RNN step's batch); with many, A would pass once per panel. */
 static void panels_range(void *p, int64_t first, int64_t last) {
     const gemm_args *g = p;
     for (int64_t q = first; q < last; q++) {
         const int64_t col = q * PANEL, width = g->n - col < PANEL ? g->n - col : PANEL;
         const float *panel = g->packed + q * g->k * PANEL;
+        float *c = g->c + col;
         int64_t r = 0;
-        for (; r + 8 <= g->m; r += 8) rows_8(g->a + r * g->k, g->k, panel, g->c + r * g->n + col, g->n, g->k, width);
+        for (; r + 8 <= g->m; r += 8) rows_8(g->a + r * g->rs, g->rs, g->cs, panel, c + r * g->n, g->n, g->k, width);
         if (r + 4 <= g->m) {
-            rows_4(g->a + r * g->k, g->k, panel, g->c + r * g->n + col, g->n, g->k, width);
+            rows_4(g->a + r * g->rs, g->rs, g->cs, panel, c + r * g->n, g->n, g->k, width);
             r += 4;
         }
         if (r + 2 <= g->m) {
-            rows_2(g->a + r * g->k, g->k, panel, g->c + r * g->n + col, g->n, g->k, width);
+            rows_2(g->a + r * g->rs, g->rs, g->cs, panel, c + r * g->n, g->n, g->k, width);
             r += 2;
         }
-        if (r < g->m) rows_1(g->a + r * g->k, g->k, panel, g->c + r * g->n + col, g->n, g->k, width);
+        if (r < g->m) rows_1(g->a + r * g->rs, g->rs, g->cs, panel, c + r * g->n, g->n, g->k, width);
     }
 }
 
-/* c [m, n] = a [m, k] @ B, B packed by kc_pack_columns_f32; a and c C-contiguous */
-KC_EXPORT void kc_gemm_packed_f32(const float *a, const float *packed, float *c, int64_t m, int64_t k, int64_t n,
-                                  int threads) {
-    gemm_args g = {a, packed, c, m, k, n};
+/* c [m, n] (C-contiguous) = A [m, k] @ B, A's element (r, p) at a[r * rs + p * cs], B packed by
+ * kc_pack_columns_f32 */
+KC_EXPORT void kc_gemm_packed_f32(const float *a, int64_t rs, int64_t cs, const float *packed, float *c, int64_t m,
+                                  int64_t k, int64_t n, int threads) {
+    gemm_args g = {a, packed, c, rs, cs, m, k, n};
     const int64_t panels = (n + PANEL - 1) / PANEL;
     /* a thread per ~2M multiply-adds at most (~13 us of one core): below that the hand-off outweighs the share */
     const int64_t most = m * k * n / (1 << 21);

@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 
-from .. import native
+from .. import cpu_parts, native
 from ..errors import KernelcoreError
 from ..proto.framework_pb2 import AttrType as A
 from ..registry import Attr, Check, In, Out, larger_than, one_of, register_op
@@ -103,7 +103,12 @@ RNN = register_op(
            Attr("seed", A.INT, "the dropout seed (0: the executor's generator)", 0),
            Attr("is_test", A.BOOLEAN, "inference: no dropout, no step scopes kept for rnn_grad", False)],
     infer_shape=_infer_rnn)
-RNN.needs_blas_threads = True  # small per-step products: see kernelcore/cpu_parts.py
+# Where the C kernels are there, every product of the op runs through kernelcore/native's GEMM, its panels shared
+# over the run's threads: the program runs split (kernelcore/cpu_parts.py), which holds OpenBLAS, whose worker
+# spins after each call on the core those threads need, at one thread. Without them the per-step products are
+# OpenBLAS's small ones, which gain from its own threads and would lose to the hand-off of parts.
+STEPS_IN_C = native.library() is not None
+RNN.runs_in_parts, RNN.needs_blas_threads = STEPS_IN_C, not STEPS_IN_C
 
 
 class CellStep:
@@ -155,23 +160,21 @@ def recurrent_weight(xp, w_hh):
     row-major. A plain row-major product h @ W^T (OpenBLAS's NN kernels) was the fastest of the three NumPy ways
     measured, batch 32, hidden 256, one thread, on an Intel Xeon (AVX-512): 151 us a step, where h @ w_hh.T (a
     transposed view) took 228 and (w_hh @ h^T)^T 168 (two threads: 88, 122, 106; batch 8: 67, 138, 73)."""
-    return step_matrix(xp, xp.ascontiguousarray(w_hh.T))
+    return step_matrix(xp, w_hh.T) if native.gemm_ready(xp, w_hh) else xp.ascontiguousarray(w_hh.T)
 
 
 def step_matrix(xp, b):
     """b [k, n] made ready for many products a @ b whose `a` has a few rows (recurrent_product): for float32 host
-    arrays on one thread, packed for kernelcore/native's GEMM (gemm_packed.c: [32, 256] @ [256, 1024] in 115 us,
+    arrays packed for kernelcore/native's GEMM (gemm_packed.c: [32, 256] @ [256, 1024] in 115 us on one core,
     OpenBLAS's 164, which packs b again every call; in a 2-layer LSTM's training step, 172 against 240 us a
-    product); else b itself. With more threads the products stay OpenBLAS's: the rnn op keeps the BLAS's own
-    threads for its large products (cpu_parts.py), whose worker spins after each call, and the C kernels' threads
-    beside it made the LSTM's inference slower (28 -> 34 ms on two cores)."""
-    return native.PackedColumns(b) if native.ready(xp, b) and native.threads() == 1 else b
+    product), else b itself."""
+    return native.PackedColumns(b) if native.gemm_ready(xp, b) else b
 
 
 def recurrent_product(xp, a, w):
     """a @ W, a fresh C-ordered array, for step_matrix's (or recurrent_weight's) W."""
     if isinstance(w, native.PackedColumns):
-        return native.gemm_packed(a, w) if native.ready(xp, a) else a @ w.matrix
+        return native.gemm_packed(a, w) if native.gemm_ready(xp, a) else a @ w.matrix
     return a @ w
 
 
@@ -336,7 +339,7 @@ def rnn(ctx, ins, attrs):
                 bias = b_ih if mode == "GRU" else b_ih + b_hh  # GRU adds bias_hh inside r * (...)
                 # one GEMM for every timestep; the bias goes in place: a fresh [T * B, G * H] sum would cost
                 # 2 ms of page faults a layer at batch 32, 50 steps, hidden 256
-                x_proj = flat_in @ w_ih.T
+                x_proj = cpu_parts.matmul(xp, flat_in, w_ih.T)
                 x_proj += bias
                 x_proj = x_proj.reshape(T, B, G * H)
                 w_hh_t = recurrent_weight(xp, w_hh)
