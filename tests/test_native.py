@@ -493,3 +493,33 @@ def test_rnn_steps_use_the_packed_weight_and_fall_back_for_other_operands():
     for a in (h, np.ascontiguousarray(h), h.astype(np.float64)):
         np.testing.assert_allclose(R.recurrent_product(np, a, w), want, rtol=1e-5, atol=1e-5)
     assert not isinstance(R.recurrent_weight(np, w_hh.astype(np.float64)), native.PackedColumns)
+
+
+@needs_library
+@pytest.mark.parametrize("B, H, spread", [(32, 256, 1.0), (3, 5, 8.0), (1, 1, 0.1)])
+def test_lstm_gates_in_c_are_the_numpy_passes_bit_for_bit(B, H, spread, monkeypatch):
+    """After the step's GEMM and tanh, i, f, o become sigmoids and c = f * c_prev + i * g in one C pass
+    (kc_lstm_gates_f32) with NumPy's operations in NumPy's order: the same bits. The GEMM stays NumPy's in both
+    runs here; with the C GEMM the step's x_proj is added as the sums are written (tests below)."""
+    from kernelcore.ops import rnn as R
+    x_proj = (rng.standard_normal((B, 4 * H)) * spread).astype(np.float32)
+    h_prev, c_prev = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(2))
+    w = R.recurrent_weight(np, rng.standard_normal((4 * H, H)).astype(np.float32) * np.float32(0.3))
+    monkeypatch.setattr(native, "gemm_ready", lambda *a: False)
+    got = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w, None)
+    _numpy_path(monkeypatch)
+    want = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w, None)
+    for name, a, b in zip(("gates", "h", "c"), got, want):
+        np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+@needs_library
+def test_the_packed_gemm_adds_its_addend_as_it_writes():
+    """gemm_packed(a, B, add) = add + a @ B on every block size and a panel's ragged edge; add left as it was."""
+    a = rng.standard_normal((13, 40)).astype(np.float32)
+    b = rng.standard_normal((40, 70)).astype(np.float32)
+    add = rng.standard_normal((13, 70)).astype(np.float32)
+    before = add.copy()
+    got = native.gemm_packed(a, native.PackedColumns(b), add)
+    np.testing.assert_allclose(got, add + a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(add, before)

@@ -30,7 +30,7 @@ from .. import cpu_parts
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 10  # kc_native.h's KC_NATIVE_ABI
+ABI = 11  # kc_native.h's KC_NATIVE_ABI
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -57,7 +57,8 @@ _SIGNATURES = {
     "kc_gelu_grad_f32": [_P, _P, _P, _I64, _INT],
     "kc_im2col_f32": [_P, _P, _I64, _I64, _P, _INT],
     "kc_pack_columns_f32": [_P, _I64, _I64, _P, _I64, _I64],
-    "kc_gemm_packed_f32": [_P, _I64, _I64, _P, _P, _I64, _I64, _I64, _INT],
+    "kc_gemm_packed_f32": [_P, _I64, _I64, _P, _P, _P, _I64, _I64, _I64, _INT],
+    "kc_lstm_gates_f32": [_P, _P, _P, _I64, _I64, _INT],
 }
 
 
@@ -313,9 +314,20 @@ class PackedColumns:
         _c().kc_pack_columns_f32(_ptr(b), *_element_strides(b), _ptr(self.packed), self.k, self.n)
 
 
-def gemm_packed(a, b: PackedColumns):
-    """a [m, k] @ B for a float32 `a` (gemm_ready) and B packed by PackedColumns: a new C-ordered [m, n] array."""
+def gemm_packed(a, b: PackedColumns, add=None):
+    """add + a [m, k] @ B for a float32 `a` (gemm_ready) and B packed by PackedColumns, `add` a float32
+    C-contiguous [m, n] array or None: a new C-ordered [m, n] array."""
     m = a.shape[0]
     c = np.empty((m, b.n), np.float32)
-    _c().kc_gemm_packed_f32(_ptr(a), *_element_strides(a), _ptr(b.packed), _ptr(c), m, b.k, b.n, threads())
+    _c().kc_gemm_packed_f32(_ptr(a), *_element_strides(a), _ptr(b.packed), _ptr_or_none(add), _ptr(c), m, b.k, b.n,
+                            threads())
+    return c
+
+
+def lstm_gates(gates, c_prev):
+    """An LSTM step after its GEMM and tanh (ops/rnn.py cell_forward): i, f, o of the float32 gates [B, 4 hidden]
+    turned from tanh(z / 2) into sigmoid(z) in place, and c = f * c_prev + i * g returned, in one pass."""
+    rows, hidden = c_prev.shape
+    c = np.empty_like(c_prev)
+    _c().kc_lstm_gates_f32(_ptr(gates), _ptr(c_prev), _ptr(c), rows, hidden, threads())
     return c

@@ -40,15 +40,15 @@ KC_EXPORT void kc_pack_columns_f32(const float *b, int64_t rs, int64_t cs, float
     }
 }
 
-/* rows [0, ROWS) of C's panel: c[r, j] = sum over p of a[r * rs + p * cs] * panel[p, j], for the first `width`
- * columns (A's strides rs, cs: a row-major A or a transposed view of one) */
+/* rows [0, ROWS) of C's panel: c[r, j] = add[r, j] + sum over p of a[r * rs + p * cs] * panel[p, j] (add: NULL
+ * for none), for the first `width` columns (A's strides rs, cs: a row-major A or a transposed view of one) */
 #define ROW_BLOCK(ROWS)                                                                                          \
     WIDE_VECTORS static void rows_##ROWS(const float *restrict a, int64_t rs, int64_t cs,                         \
-                                         const float *restrict panel, float *restrict c, int64_t ldc, int64_t k,  \
-                                         int64_t width) {                                                        \
+                                         const float *restrict panel, const float *add, float *restrict c,        \
+                                         int64_t ldc, int64_t k, int64_t width) {                                \
         float acc[ROWS][PANEL];                                                                                   \
         for (int r = 0; r < ROWS; r++)                                                                            \
-            for (int j = 0; j < PANEL; j++) acc[r][j] = 0.0f;                                                     \
+            for (int j = 0; j < PANEL; j++) acc[r][j] = add != NULL && j < width ? add[r * ldc + j] : 0.0f;       \
         for (int64_t p = 0; p < k; p++) {                                                                         \
             const float *restrict b = panel + p * PANEL;                                                          \
             for (int r = 0; r < ROWS; r++) {                                                                      \
@@ -64,7 +64,7 @@ ROW_BLOCK(2)
 ROW_BLOCK(1)
 
 typedef struct {
-    const float *a, *packed;
+    const float *a, *packed, *add;
     float *c;
     int64_t rs, cs, m, k, n;
 } gemm_args;
@@ -76,28 +76,62 @@ static void panels_range(void *p, int64_t first, int64_t last) {
     for (int64_t q = first; q < last; q++) {
         const int64_t col = q * PANEL, width = g->n - col < PANEL ? g->n - col : PANEL;
         const float *panel = g->packed + q * g->k * PANEL;
-        float *c = g->c + col;
-        int64_t r = 0;
-        for (; r + 8 <= g->m; r += 8) rows_8(g->a + r * g->rs, g->rs, g->cs, panel, c + r * g->n, g->n, g->k, width);
-        if (r + 4 <= g->m) {
-            rows_4(g->a + r * g->rs, g->rs, g->cs, panel, c + r * g->n, g->n, g->k, width);
-            r += 4;
+        for (int64_t r = 0; r < g->m;) {
+            const int64_t rows = g->m - r >= 8 ? 8 : g->m - r >= 4 ? 4 : g->m - r >= 2 ? 2 : 1;
+            const float *a = g->a + r * g->rs, *add = g->add != NULL ? g->add + r * g->n + col : NULL;
+            float *c = g->c + r * g->n + col;
+            switch (rows) {
+                case 8: rows_8(a, g->rs, g->cs, panel, add, c, g->n, g->k, width); break;
+                case 4: rows_4(a, g->rs, g->cs, panel, add, c, g->n, g->k, width); break;
+                case 2: rows_2(a, g->rs, g->cs, panel, add, c, g->n, g->k, width); break;
+                default: rows_1(a, g->rs, g->cs, panel, add, c, g->n, g->k, width); break;
+            }
+            r += rows;
         }
-        if (r + 2 <= g->m) {
-            rows_2(g->a + r * g->rs, g->rs, g->cs, panel, c + r * g->n, g->n, g->k, width);
-            r += 2;
-        }
-        if (r < g->m) rows_1(g->a + r * g->rs, g->rs, g->cs, panel, c + r * g->n, g->n, g->k, width);
     }
 }
 
-/* c [m, n] (C-contiguous) = A [m, k] @ B, A's element (r, p) at a[r * rs + p * cs], B packed by
- * kc_pack_columns_f32 */
-KC_EXPORT void kc_gemm_packed_f32(const float *a, int64_t rs, int64_t cs, const float *packed, float *c, int64_t m,
-                                  int64_t k, int64_t n, int threads) {
-    gemm_args g = {a, packed, c, rs, cs, m, k, n};
+/* c [m, n] (C-contiguous) = add + A [m, k] @ B: A's element (r, p) at a[r * rs + p * cs], B packed by
+ * kc_pack_columns_f32, add a C-contiguous [m, n] array (not c) or NULL for none */
+KC_EXPORT void kc_gemm_packed_f32(const float *a, int64_t rs, int64_t cs, const float *packed, const float *add,
+                                  float *c, int64_t m, int64_t k, int64_t n, int threads) {
+    gemm_args g = {a, packed, add, c, rs, cs, m, k, n};
     const int64_t panels = (n + PANEL - 1) / PANEL;
     /* a thread per ~2M multiply-adds at most (~13 us of one core): below that the hand-off outweighs the share */
     const int64_t most = m * k * n / (1 << 21);
     kc_parallel_for(panels, threads < most ? threads : (int)(most > 1 ? most : 1), panels_range, &g);
+}
+
+/* after an LSTM step's GEMM and tanh: the gates [rows, 4 hidden] hold tanh of the pre-activations halved for i, f, o
+ * (sigmoid(z) = tanh(z / 2) / 2 + 1 / 2) and whole for the candidate g. Here i, f, o become t * 0.5 + 0.5 in place
+ * and c = f * c_prev + i * g: in one pass, the operations of ops/rnn.py's NumPy passes in their order (no
+ * contraction in ISO C), so the same bits. */
+typedef struct {
+    float *gates, *c;
+    const float *c_prev;
+    int64_t hidden;
+} gates_args;
+
+static void gate_rows(void *p, int64_t first, int64_t last) {
+    const gates_args *a = p;
+    const int64_t H = a->hidden;
+    for (int64_t b = first; b < last; b++) {
+        float *gi = a->gates + b * 4 * H, *gf = gi + H, *gg = gf + H, *go = gg + H, *c = a->c + b * H;
+        const float *cp = a->c_prev + b * H;
+#pragma omp simd
+        for (int64_t j = 0; j < H; j++) {
+            const float i = gi[j] * 0.5f + 0.5f, f = gf[j] * 0.5f + 0.5f;
+            gi[j] = i;
+            gf[j] = f;
+            go[j] = go[j] * 0.5f + 0.5f;
+            const float fc = f * cp[j], ig = i * gg[j];
+            c[j] = fc + ig;
+        }
+    }
+}
+
+KC_EXPORT void kc_lstm_gates_f32(float *gates, const float *c_prev, float *c, int64_t rows, int64_t hidden,
+                                 int threads) {
+    gates_args a = {gates, c, c_prev, hidden};
+    kc_parallel_for(rows, kc_threads_for(rows * 4 * hidden, threads), gate_rows, &a);
 }

@@ -171,11 +171,15 @@ def step_matrix(xp, b):
     return native.PackedColumns(b) if native.gemm_ready(xp, b) else b
 
 
-def recurrent_product(xp, a, w):
-    """a @ W, a fresh C-ordered array, for step_matrix's (or recurrent_weight's) W."""
-    if isinstance(w, native.PackedColumns):
-        return native.gemm_packed(a, w) if native.gemm_ready(xp, a) else a @ w.matrix
-    return a @ w
+def recurrent_product(xp, a, w, add=None):
+    """a @ W (+ add), a fresh C-ordered array, for step_matrix's (or recurrent_weight's) W. The C GEMM adds `add`
+    as it writes its sums (one pass less); elsewhere it is added after."""
+    if isinstance(w, native.PackedColumns) and native.gemm_ready(xp, a) and (add is None or native.ready(xp, add)):
+        return native.gemm_packed(a, w, add)
+    out = a @ (w.matrix if isinstance(w, native.PackedColumns) else w)
+    if add is not None:
+        out += add
+    return out
 
 
 def lstm_gate_scale(xp, dtype, hidden: int):
@@ -199,33 +203,36 @@ def cell_forward(xp, mode: str, x_proj, h_prev, c_prev, w_hh_t, b_hh, scale_shif
     x_proj = x_t weight_ih^T + bias_ih (+ bias_hh for LSTM and the simple RNNs, which add it there); w_hh_t from
     recurrent_weight. LSTM: scale_shift is (lstm_gate_scale, lstm_gate_shift), made once per pass (made here
     when None); h_out, where given, is the [B, hidden] array h is written into (the op's Out[t])."""
-    hw = recurrent_product(xp, h_prev, w_hh_t)
     if mode == "LSTM":
-        # in place on the fresh GEMM result (ours): it becomes the gates array, with no concatenation. Each pass
-        # runs over all four gates at once; on the rnn op's Out row where given, so h needs no copy there
-        hs = hw.shape[1] // 4
-        scale, shift = scale_shift or (lstm_gate_scale(xp, hw.dtype, hs), lstm_gate_shift(xp, hw.dtype, hs))
-        g = hw
-        g += x_proj
+        # in place on the fresh GEMM result (ours, x_proj added): it becomes the gates array, with no
+        # concatenation. Each pass runs over all four gates at once; on the rnn op's Out row where given, so h
+        # needs no copy there
+        g = recurrent_product(xp, h_prev, w_hh_t, add=x_proj)
+        hs = g.shape[1] // 4
+        scale, shift = scale_shift or (lstm_gate_scale(xp, g.dtype, hs), lstm_gate_shift(xp, g.dtype, hs))
         g *= scale
         xp.tanh(g, out=g)
-        g *= scale
-        g += shift  # i, f, o: sigmoid; the candidate: tanh
-        i, f, cand, o = g[:, :hs], g[:, hs:2 * hs], g[:, 2 * hs:3 * hs], g[:, 3 * hs:]
-        c = f * c_prev
-        c += i * cand
+        if native.ready(xp, g, c_prev):  # the next passes in one (kernelcore/native/gemm_packed.c), same bits
+            c = native.lstm_gates(g, c_prev)
+        else:
+            g *= scale
+            g += shift  # i, f, o: sigmoid; the candidate: tanh
+            c = g[:, hs:2 * hs] * c_prev
+            c += g[:, :hs] * g[:, 2 * hs:3 * hs]
+        o = g[:, 3 * hs:]
         h = xp.tanh(c, out=h_out) if h_out is not None else xp.tanh(c)
         h *= o
         return g, h, c
     if mode == "GRU":
-        hw = hw + b_hh
+        hw = recurrent_product(xp, h_prev, w_hh_t)
+        hw += b_hh
         hs = hw.shape[1] // 3
         rz = sigmoid(xp, x_proj[:, :2 * hs] + hw[:, :2 * hs])
         r, z = rz[:, :hs], rz[:, hs:]
         cand = xp.tanh(x_proj[:, 2 * hs:] + r * hw[:, 2 * hs:])
         h = (h_prev - cand) * z + cand
         return xp.concatenate([rz, cand], axis=1), h, None
-    pre = x_proj + hw
+    pre = recurrent_product(xp, h_prev, w_hh_t, add=x_proj)
     h = xp.tanh(pre) if mode == "RNN_TANH" else xp.maximum(pre, pre.dtype.type(0))
     return None, h, None
 
