@@ -73,9 +73,8 @@ def out_size(i, k, lo, hi, s, d):
     return (i + lo + hi - (d * (k - 1) + 1)) // s + 1
 
 
-@st.composite
-def depthwise_cases(draw):
-    n, c = draw(st.integers(1, 3)), draw(st.integers(2, 6))
+def draw_geometry(draw):
+    """((h, w), kernel, strides, pads, dilations, output size) of a 2-D convolution whose output is not empty"""
     h, w = draw(st.integers(1, 12)), draw(st.integers(1, 12))
     ks = (draw(st.integers(1, 5)), draw(st.integers(1, 5)))
     strides = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
@@ -83,8 +82,15 @@ def depthwise_cases(draw):
     pads = [(draw(st.integers(0, 4)), draw(st.integers(0, 4))), (draw(st.integers(0, 4)), draw(st.integers(0, 4)))]
     outs = [out_size(size, ks[i], *pads[i], strides[i], dils[i]) for i, size in enumerate((h, w))]
     assume(all(v > 0 for v in outs))                  # an empty output: the NumPy path raises, no C kernel runs
+    return (h, w), ks, strides, pads, dils, outs
+
+
+@st.composite
+def depthwise_cases(draw):
+    n, c = draw(st.integers(1, 3)), draw(st.integers(2, 6))
+    hw, ks, strides, pads, dils, outs = draw_geometry(draw)
     seed = draw(st.integers(0, 2 ** 32 - 1))
-    return (n, c, h, w), ks, strides, pads, dils, outs, seed
+    return (n, c, *hw), ks, strides, pads, dils, outs, seed
 
 
 def depthwise_inputs(shape, ks, outs, seed):
@@ -236,15 +242,9 @@ def test_depthwise_filter_grad_inf_output_grad_and_padding():
 def conv_cases(draw):
     groups = draw(st.integers(1, 3))
     n, c, o = draw(st.integers(1, 3)), groups * draw(st.integers(1, 3)), groups * draw(st.integers(1, 4))
-    h, w = draw(st.integers(1, 12)), draw(st.integers(1, 12))
-    ks = (draw(st.integers(1, 5)), draw(st.integers(1, 5)))
-    strides = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
-    dils = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
-    pads = [(draw(st.integers(0, 4)), draw(st.integers(0, 4))), (draw(st.integers(0, 4)), draw(st.integers(0, 4)))]
-    outs = [out_size(size, ks[i], *pads[i], strides[i], dils[i]) for i, size in enumerate((h, w))]
-    assume(all(v > 0 for v in outs))
     assume(not (groups == c and c == o and c > 1))  # depthwise: its own kernels, fuzzed above
-    return (n, c, h, w), o, groups, ks, strides, pads, dils, outs, draw(st.integers(0, 2 ** 32 - 1))
+    hw, ks, strides, pads, dils, outs = draw_geometry(draw)
+    return (n, c, *hw), o, groups, ks, strides, pads, dils, outs, draw(st.integers(0, 2 ** 32 - 1))
 
 
 @given(conv_cases())
