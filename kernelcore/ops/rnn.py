@@ -103,10 +103,11 @@ RNN = register_op(
            Attr("seed", A.INT, "the dropout seed (0: the executor's generator)", 0),
            Attr("is_test", A.BOOLEAN, "inference: no dropout, no step scopes kept for rnn_grad", False)],
     infer_shape=_infer_rnn)
-# Where the C kernels are there, every product of the op runs through kernelcore/native's GEMM, its panels shared
-# over the run's threads: the program runs split (kernelcore/cpu_parts.py), which holds OpenBLAS, whose worker
-# spins after each call on the core those threads need, at one thread. Without them the per-step products are
-# OpenBLAS's small ones, which gain from its own threads and would lose to the hand-off of parts.
+# Where the C kernels are there, the per-step products run through kernelcore/native's GEMM, its panels shared
+# over the run's threads, and the large ones (input projections, weight gradients) in parts (cpu_parts.matmul):
+# the program runs split (kernelcore/cpu_parts.py), which holds OpenBLAS, whose worker spins after each call on
+# the core those threads need, at one thread. Without them the per-step products are OpenBLAS's small ones, which
+# gain from its own threads and would lose to the hand-off of parts.
 STEPS_IN_C = native.library() is not None
 RNN.runs_in_parts, RNN.needs_blas_threads = STEPS_IN_C, not STEPS_IN_C
 
@@ -156,10 +157,11 @@ def sigmoid(xp, x):
 
 
 def recurrent_weight(xp, w_hh):
-    """W_hh^T, made once per (layer, direction) for every timestep's recurrent_product: step_matrix of it laid out
-    row-major. A plain row-major product h @ W^T (OpenBLAS's NN kernels) was the fastest of the three NumPy ways
-    measured, batch 32, hidden 256, one thread, on an Intel Xeon (AVX-512): 151 us a step, where h @ w_hh.T (a
-    transposed view) took 228 and (w_hh @ h^T)^T 168 (two threads: 88, 122, 106; batch 8: 67, 138, 73)."""
+    """W_hh^T, made once per (layer, direction) for every timestep's recurrent_product: packed from the transposed
+    view where step_matrix packs, else laid out row-major for NumPy. A plain row-major product h @ W^T (OpenBLAS's
+    NN kernels) was the fastest of the three NumPy ways measured, batch 32, hidden 256, one thread, on an Intel
+    Xeon (AVX-512): 151 us a step, where h @ w_hh.T (a transposed view) took 228 and (w_hh @ h^T)^T 168 (two
+    threads: 88, 122, 106; batch 8: 67, 138, 73)."""
     return step_matrix(xp, w_hh.T) if native.gemm_ready(xp, w_hh) else xp.ascontiguousarray(w_hh.T)
 
 
