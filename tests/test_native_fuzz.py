@@ -1,8 +1,8 @@
-"""kernelcore/native, fuzzed: the C kernels (batch_norm.c, depthwise_conv.c, im2col.c) against the NumPy kernels
-they stand in for, on geometries and shapes hypothesis draws (tests/test_native.py holds the hand-picked ones), on inputs
-holding NaN and +-inf, and, in a child process where a crash is an exit status rather than the end of pytest,
-thousands of depthwise geometries (and the im2col columns of each) against guard regions around every buffer the
-kernels read or write.
+"""kernelcore/native, fuzzed: the C kernels (batch_norm.c, depthwise_conv.c, im2col.c, gemm_packed.c) against the
+NumPy kernels they stand in for, on geometries and shapes hypothesis draws (tests/test_native.py holds the
+hand-picked ones), on inputs holding NaN and +-inf, and, in a child process where a crash is an exit status rather
+than the end of pytest, thousands of depthwise geometries (and the im2col columns of each) and packed GEMMs against
+guard regions around every buffer the kernels read or write.
 
 The NumPy paths stay the reference: a C result must equal them within float32 rounding (relative to the size of
 the terms summed), and hold NaN, +inf and -inf at the same positions, except where zero padding meets an inf or
@@ -506,8 +506,9 @@ CHILD = textwrap.dedent(r"""
         xpad = np.pad(x, [(0, 0), (0, 0), (before[0], after[0]), (before[1], after[1])])
         es = xpad.strides
         want_cols = np.lib.stride_tricks.as_strided(
-            xpad, shape=(c, *ks, n, *outs), strides=(es[1], es[2] * dils[0], es[3] * dils[1], es[0],
-                                                    es[2] * strides[0], es[3] * strides[1])).reshape(c * ks[0] * ks[1], -1)
+            xpad, shape=(c, *ks, n, *outs),
+            strides=(es[1], es[2] * dils[0], es[3] * dils[1], es[0], es[2] * strides[0], es[3] * strides[1]))
+        want_cols = want_cols.reshape(c * ks[0] * ks[1], -1)
         cols = native.im2col(x, ks, strides, before, dils, outs)
         colbuf, cols2 = guarded(want_cols.shape)
         lib.kc_im2col_f32(x.ctypes.data, cols2.ctypes.data, n, c, dims.ctypes.data, threads)

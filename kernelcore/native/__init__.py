@@ -1,10 +1,10 @@
 """kernelcore's CPU kernels in C. Some ops NumPy makes one full-size temporary at a time: batch and layer norm,
 softmax along the last axis, exact gelu, 2-D max pooling (each with its gradient), and relu's and relu6's
-gradients. An RNN's per-step products with its recurrent weight go through a GEMM for few rows whose weight is
-packed once per run, where OpenBLAS packs it again every step. For depthwise convolution and its gradients NumPy has no op and goes through copies, and the im2col
+gradients. For depthwise convolution and its gradients NumPy has no op and goes through copies, and the im2col
 columns of the other convolutions it copies from a padded input along rows of a few elements. Here each takes
 one or two passes over the data, a row or an image's channel at a time while it is in cache, shared over the
-cores.
+cores. An RNN's per-step products with its recurrent weight go through a GEMM for few rows whose weight is packed
+once per pass, where OpenBLAS packs it again every step.
 
 hatch_build.py compiles kernelcore/native/*.c into libkernelcore_cpu.so at install time (`./dev build`, `pip
 install`); this module loads it with ctypes. Kernels ask `ready(xp, *arrays)` and fall back to their NumPy code
