@@ -257,12 +257,14 @@ def main() -> int:
     if not a.strict:
         import cupy
         props = cupy.cuda.runtime.getDeviceProperties(0)
-        print(f"CuPy {cupy.__version__}, {props['name'].decode()}, CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}")
+        runtime = cupy.cuda.runtime.runtimeGetVersion()
+        print(f"CuPy {cupy.__version__}, {props['name'].decode()}, CUDA runtime {runtime}")
     failures, profiles = [], {}
     head = (f"{'inference':34s} {'vs Paddle':>10s} {'vs kc CPU':>10s} {'GPU ms':>8s} {'(median)':>9s} "
             f"{'kc CPU ms':>10s} {'torch GPU ms':>13s} {'kc/torch':>9s}")
     print("\n" + head + "\n" + "-" * len(head))
-    for name, label in {**CNNS, BERT: "BERT-style encoder (b8, seq 128)", "lstm": "2-layer LSTM (b32, 50 steps)"}.items():
+    inference = {**CNNS, BERT: "BERT-style encoder (b8, seq 128)", "lstm": "2-layer LSTM (b32, 50 steps)"}
+    for name, label in inference.items():
         on_gpu, on_cpu = Inference(outdir, name, gpu), Inference(outdir, name, kc.CPUPlace())
         got, cpu_out = on_gpu.run(), on_cpu.run()
         vs_paddle = None if on_gpu.paddle is None else rel_diff(got, on_gpu.paddle)
@@ -309,8 +311,8 @@ def main() -> int:
             best, med = timer(on_gpu.step)
             cpu_best, _ = cpu_timer(on_cpu.step)
             cols = [f"{best * 1e3:.2f}", f"{med * 1e3:.2f}", f"{cpu_best * 1e3:.1f}"]
-        print(f"{label:38s} {loss_off:15.1e} {f'{len(bad)}/{len(paddle_after) - len(skip)}':>11s} {len(bad_cpu):8d} {cols[0]:>8s} "
-              f"{cols[1]:>9s} {cols[2]:>10s}")
+        off = f"{len(bad)}/{len(paddle_after) - len(skip)}"
+        print(f"{label:38s} {loss_off:15.1e} {off:>11s} {len(bad_cpu):8d} {cols[0]:>8s} {cols[1]:>9s} {cols[2]:>10s}")
     print()
     for f in failures:
         print("FAILED:", f)

@@ -1,7 +1,7 @@
 /* C = A @ B on float32 for few rows of A (an RNN step: the batch's rows times the recurrent weight), B packed
  * once into panels of PANEL columns (kc_pack_columns_f32) and reused every step. OpenBLAS packs B again on every
- * call and runs its kernels for large matrices: [32, 256] @ [256, 1024] took 156 us on one core here (108
- * GFLOP/s); this takes ~100 (165 GFLOP/s). Each block of up to 8 rows keeps its 8 x PANEL sums in registers
+ * call and runs its kernels for large matrices: [32, 256] @ [256, 1024] took 164 us on one core here (102
+ * GFLOP/s); this takes 115 (146 GFLOP/s). Each block of up to 8 rows keeps its 8 x PANEL sums in registers
  * (16 of the 32 AVX-512 registers) while it walks down the panel, one fused multiply-add per element (fmaf: ISO C
  * mode does not contract a * b + c). Panels are shared over `threads` threads (pool.c). */
 #include <math.h>
@@ -100,38 +100,4 @@ KC_EXPORT void kc_gemm_packed_f32(const float *a, int64_t rs, int64_t cs, const 
     /* a thread per ~2M multiply-adds at most (~13 us of one core): below that the hand-off outweighs the share */
     const int64_t most = m * k * n / (1 << 21);
     kc_parallel_for(panels, threads < most ? threads : (int)(most > 1 ? most : 1), panels_range, &g);
-}
-
-/* after an LSTM step's GEMM and tanh: the gates [rows, 4 hidden] hold tanh of the pre-activations halved for i, f, o
- * (sigmoid(z) = tanh(z / 2) / 2 + 1 / 2) and whole for the candidate g. Here i, f, o become t * 0.5 + 0.5 in place
- * and c = f * c_prev + i * g: in one pass, the operations of ops/rnn.py's NumPy passes in their order (no
- * contraction in ISO C), so the same bits. */
-typedef struct {
-    float *gates, *c;
-    const float *c_prev;
-    int64_t hidden;
-} gates_args;
-
-static void gate_rows(void *p, int64_t first, int64_t last) {
-    const gates_args *a = p;
-    const int64_t H = a->hidden;
-    for (int64_t b = first; b < last; b++) {
-        float *gi = a->gates + b * 4 * H, *gf = gi + H, *gg = gf + H, *go = gg + H, *c = a->c + b * H;
-        const float *cp = a->c_prev + b * H;
-#pragma omp simd
-        for (int64_t j = 0; j < H; j++) {
-            const float i = gi[j] * 0.5f + 0.5f, f = gf[j] * 0.5f + 0.5f;
-            gi[j] = i;
-            gf[j] = f;
-            go[j] = go[j] * 0.5f + 0.5f;
-            const float fc = f * cp[j], ig = i * gg[j];
-            c[j] = fc + ig;
-        }
-    }
-}
-
-KC_EXPORT void kc_lstm_gates_f32(float *gates, const float *c_prev, float *c, int64_t rows, int64_t hidden,
-                                 int threads) {
-    gates_args a = {gates, c, c_prev, hidden};
-    kc_parallel_for(rows, kc_threads_for(rows * 4 * hidden, threads), gate_rows, &a);
 }

@@ -31,10 +31,10 @@ def _channel_axis(ndim, layout):
 
 def per_channel(xp, v, shape, axis):
     """Per-channel values `v` shaped to broadcast against an array of `shape` with channels at `axis`. Channels
-    first on the host, they come repeated over the spatial positions, [1, C, H, W]: broadcast as [1, C, 1, 1], NumPy's loops
-    run along rows of H * W elements (4 on MobileNetV2's last maps) and took 1.3-2.3x longer ([8, 960, 2, 2]: 23 vs
-    10 us; [8, 96, 32, 32]: 333 vs 256) than along the C * H * W of the repeated block, which costs 1/N of the
-    array to make."""
+    first on the host, they come repeated over the spatial positions, [1, C, H, W]: broadcast as [1, C, 1, 1],
+    NumPy's loops run along rows of H * W elements (4 on MobileNetV2's last maps) and took 1.3-2.3x longer ([8,
+    960, 2, 2]: 23 vs 10 us; [8, 96, 32, 32]: 333 vs 256) than along the C * H * W of the repeated block, which
+    costs 1/N of the array to make."""
     ndim = len(shape)
     if axis == 1 and ndim > 2 and xp is np:  # a device broadcasts as cheaply: the repeat would be one more launch
         spatial = 1

@@ -214,7 +214,7 @@ def cell_forward(xp, mode: str, x_proj, h_prev, c_prev, w_hh_t, b_hh, scale_shif
         scale, shift = scale_shift or (lstm_gate_scale(xp, g.dtype, hs), lstm_gate_shift(xp, g.dtype, hs))
         g *= scale
         xp.tanh(g, out=g)
-        if native.ready(xp, g, c_prev):  # the next passes in one (kernelcore/native/gemm_packed.c), same bits
+        if native.ready(xp, g, c_prev):  # the next passes in one (kernelcore/native/lstm_gates.c), same bits
             c = native.lstm_gates(g, c_prev)
         else:
             g *= scale
