@@ -496,21 +496,78 @@ def test_rnn_steps_use_the_packed_weight_and_fall_back_for_other_operands():
 
 
 @needs_library
-@pytest.mark.parametrize("B, H, spread", [(32, 256, 1.0), (3, 5, 8.0), (1, 1, 0.1)])
-def test_lstm_gates_in_c_are_the_numpy_passes_bit_for_bit(B, H, spread, monkeypatch):
-    """After the step's GEMM and tanh, i, f, o become sigmoids and c = f * c_prev + i * g in one C pass
-    (kc_lstm_gates_f32) with NumPy's operations in NumPy's order: the same bits. The GEMM stays NumPy's in both
-    runs here; with the C GEMM the step's x_proj is added as the sums are written (tests below)."""
+@pytest.mark.parametrize("B, H, spread", [(32, 256, 1.0), (3, 5, 8.0), (1, 1, 0.1), (13, 40, 3.0), (9, 33, 1.0),
+                                          (64, 64, 30.0)])
+def test_the_lstm_step_in_c_matches_the_numpy_step(B, H, spread, monkeypatch):
+    """lstm_step.c (the step's GEMM, activations, c and h in one call) against cell_forward's NumPy passes on the
+    same packed weight: every row block size and a hidden size off the 32-unit slices, pre-activations from
+    near zero to saturation; the same bits at any thread count, h written into the given row, inputs left as
+    they were. Its activations are kc_math.h's, not NumPy's, so a few float32 ulps apart."""
     from kernelcore.ops import rnn as R
     x_proj = (rng.standard_normal((B, 4 * H)) * spread).astype(np.float32)
     h_prev, c_prev = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(2))
-    w = R.recurrent_weight(np, rng.standard_normal((4 * H, H)).astype(np.float32) * np.float32(0.3))
-    monkeypatch.setattr(native, "gemm_ready", lambda *a: False)
-    got = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w, None)
+    w_hh = rng.standard_normal((4 * H, H)).astype(np.float32) * np.float32(0.3)
+    w = R.recurrent_weight(np, w_hh, 4)
+    assert isinstance(w, native.PackedColumns) and w.groups == 4
+    before = [a.copy() for a in (x_proj, h_prev, c_prev, w_hh)]
+    runs = []
+    for threads in (1, 2, 3):
+        with threadpool_limits(threads):
+            row = np.full((B, H), np.nan, np.float32)
+            runs.append(R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w, None, h_out=row))
+            assert runs[-1][1] is row
+    for a, b in zip((x_proj, h_prev, c_prev, w_hh), before):
+        np.testing.assert_array_equal(a, b)
+    for run in runs[1:]:
+        for a, b in zip(run, runs[0]):
+            np.testing.assert_array_equal(a, b)
     _numpy_path(monkeypatch)
     want = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w, None)
-    for name, a, b in zip(("gates", "h", "c"), got, want):
-        np.testing.assert_array_equal(a, b, err_msg=name)
+    for name, a, b in zip(("gates", "h", "c"), runs[0], want):
+        # the GEMM's sums in another order (up to ~k ulps of the largest term), then a few ulps of activation
+        np.testing.assert_allclose(a, b, rtol=2e-6, atol=2e-6 * np.sqrt(H) * spread, err_msg=name)
+
+
+@needs_library
+def test_the_lstm_steps_activations_are_float32_accurate_and_keep_nan():
+    """With h_prev = 0 the step's gates are the activations of x_proj alone: sigmoid for i, f, o and tanh for the
+    candidate, within 2.5e-7 relative of float64's (NumPy's own float32 tanh is within 1.1e-7) from 1e-30 to
+    saturation (0 where sigmoid leaves float32's normal range), +-inf to their limits, NaN to NaN; h = o tanh(c)
+    likewise."""
+    H = 4096
+    z = np.concatenate([np.geomspace(1e-30, 40.0, H // 2 - 4), [0.0, 100.0, np.inf, np.nan]]).astype(np.float32)
+    z = np.concatenate([z, -z])
+    x_proj = np.tile(z, 4)[None, :]
+    c_prev = np.zeros((1, H), np.float32)
+    w = native.PackedColumns(np.zeros((3, 4 * H), np.float32), 4)
+    with np.errstate(all="ignore"):
+        gates, h, c = native.lstm_step(np.zeros((1, 3), np.float32), w, x_proj, c_prev)
+        zz = z.astype(np.float64)
+        sig, tanh = 1 / (1 + np.exp(-zz)), np.tanh(zz)
+        want_c = sig * tanh  # f * 0 + i * g
+        want = np.concatenate([sig, sig, tanh, sig]), want_c, sig * np.tanh(want_c.astype(np.float32))
+    for name, got, ref in (("gates", gates[0], want[0]), ("c", c[0], want[1]), ("h", h[0], want[2])):
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref), err_msg=name)
+        ok = ~np.isnan(ref)
+        # atol: float32's smallest normal; below it (sigmoid of -88 and less) the C kernels give 0
+        np.testing.assert_allclose(got[ok], ref[ok], rtol=2.5e-7 if name == "gates" else 6e-7,
+                                   atol=float(np.finfo(np.float32).tiny), err_msg=name)
+
+
+@needs_library
+def test_packed_gate_groups_start_panels_of_their_own():
+    """PackedColumns(b, groups=4) packs each gate's columns apart (for lstm_step); gemm_packed takes it only where
+    that layout is the plain one (hidden a multiple of 32), and recurrent_product falls back to NumPy elsewhere
+    with the same values."""
+    from kernelcore.ops import rnn as R
+    for hidden, plain in ((32, True), (5, False)):
+        b = rng.standard_normal((7, 4 * hidden)).astype(np.float32)
+        w = native.PackedColumns(b, 4)
+        assert w.plain == plain and w.packed.size == 4 * ((hidden + 31) // 32) * 32 * 7
+        a = rng.standard_normal((3, 7)).astype(np.float32)
+        np.testing.assert_allclose(R.recurrent_product(np, a, w), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="groups"):
+        native.PackedColumns(np.zeros((2, 6), np.float32), 4)
 
 
 @needs_library

@@ -1,8 +1,8 @@
-"""kernelcore/native, fuzzed: the C kernels (batch_norm.c, depthwise_conv.c, im2col.c, gemm_packed.c) against the
-NumPy kernels they stand in for, on geometries and shapes hypothesis draws (tests/test_native.py holds the
+"""kernelcore/native, fuzzed: the C kernels (batch_norm.c, depthwise_conv.c, im2col.c, gemm_packed.c, lstm_step.c)
+against the NumPy kernels they stand in for, on geometries and shapes hypothesis draws (tests/test_native.py holds the
 hand-picked ones), on inputs holding NaN and +-inf, and, in a child process where a crash is an exit status rather
-than the end of pytest, thousands of depthwise geometries (and the im2col columns of each) and packed GEMMs against
-guard regions around every buffer the kernels read or write.
+than the end of pytest, thousands of depthwise geometries (and the im2col columns of each), packed GEMMs and LSTM
+steps against guard regions around every buffer the kernels read or write.
 
 The NumPy paths stay the reference: a C result must equal them within float32 rounding (relative to the size of
 the terms summed), and hold NaN, +inf and -inf at the same positions, except where zero padding meets an inf or
@@ -530,6 +530,29 @@ CHILD = textwrap.dedent(r"""
             assert guards_intact(buf), f"#{i}: gemm {m}x{k}x{n}: a write outside {name}"
             assert np.isfinite(arr).all(), f"#{i}: gemm {m}x{k}x{n}: {name} not all written, or read outside"
         assert np.allclose(c2, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k)), f"#{i}: gemm {m}x{k}x{n}"
+        # the LSTM step (lstm_step.c) on the same kind of operands: its gate-grouped weight, guarded outputs
+        hid = max(1, n // 4)
+        wbuf, wpk = guarded((4 * ((hid + 31) // 32) * 32 * k,))
+        _, w4 = guarded((k, 4 * hid), rng.standard_normal((k, 4 * hid)))
+        for g in range(4):
+            lib.kc_pack_columns_f32(w4.ctypes.data + 4 * g * hid, 4 * hid, 1,
+                                    wpk.ctypes.data + 4 * g * ((hid + 31) // 32) * 32 * k, k, hid)
+        _, xg = guarded((m, 4 * hid), rng.standard_normal((m, 4 * hid)))
+        _, cp = guarded((m, hid), rng.standard_normal((m, hid)))
+        gbuf, gates = guarded((m, 4 * hid))
+        cbuf2, c3 = guarded((m, hid))
+        hbuf, h3 = guarded((m, hid))
+        lib.kc_lstm_step_f32(a.ctypes.data, k, 1, wpk.ctypes.data, xg.ctypes.data, cp.ctypes.data, gates.ctypes.data,
+                             c3.ctypes.data, h3.ctypes.data, m, k, hid, threads)
+        what = f"#{i}: lstm step rows {m}, k {k}, hidden {hid}"
+        for name, buf, arr in (("packed", wbuf, wpk), ("gates", gbuf, gates), ("c", cbuf2, c3), ("h", hbuf, h3)):
+            assert guards_intact(buf), f"{what}: a write outside {name}"
+            assert np.isfinite(arr).all(), f"{what}: {name} not all written, or read outside its inputs"
+        pre = xg + a.astype(np.float64) @ w4
+        sig = 1 / (1 + np.exp(-pre))
+        assert np.allclose(gates[:, :hid], sig[:, :hid], rtol=1e-4, atol=1e-4 * np.sqrt(k)), what
+        assert np.allclose(c3, sig[:, hid:2 * hid] * cp + sig[:, :hid] * np.tanh(pre[:, 2 * hid:3 * hid]),
+                           rtol=1e-4, atol=1e-4 * np.sqrt(k)), what
     print("ok", count)
 """)
 
@@ -537,8 +560,8 @@ CHILD = textwrap.dedent(r"""
 def test_depthwise_kernels_stay_inside_their_buffers_over_thousands_of_geometries():
     """3000 geometries (one in eight wider: maps to 40x40, kernels to 32x32 within DEPTHWISE_MAX_TAPS, strides to
     5, dilations to 4, pads to 10) straight into native.depthwise_conv2d / depthwise_conv2d_grads / im2col and the
-    library's entry points, and 3000 packed GEMMs of odd sizes, every buffer between guard regions, in a child
-    process: a crash is its exit status."""
+    library's entry points, and 3000 packed GEMMs and LSTM steps of odd sizes, every buffer between guard regions,
+    in a child process: a crash is its exit status."""
     env = {**os.environ}
     env.pop(native.ENV, None)
     proc = subprocess.run([sys.executable, "-c", CHILD, "20240611", "3000"], capture_output=True, text=True,

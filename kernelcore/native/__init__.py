@@ -4,7 +4,8 @@ gradients. For depthwise convolution and its gradients NumPy has no op and goes 
 columns of the other convolutions it copies from a padded input along rows of a few elements. Here each takes
 one or two passes over the data, a row or an image's channel at a time while it is in cache, shared over the
 cores. An RNN's per-step products with its recurrent weight go through a GEMM for few rows whose weight is packed
-once per pass, where OpenBLAS packs it again every step.
+once per pass, where OpenBLAS packs it again every step; an LSTM's step is that GEMM with the gates' activations,
+c and h made on each block of its result while it is in cache, in one call.
 
 hatch_build.py compiles kernelcore/native/*.c into libkernelcore_cpu.so at install time (`./dev build`, `pip
 install`); this module loads it with ctypes. Kernels ask `ready(xp, *arrays)` and fall back to their NumPy code
@@ -30,7 +31,7 @@ from .. import cpu_parts
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 11  # kc_native.h's KC_NATIVE_ABI
+ABI = 12  # kc_native.h's KC_NATIVE_ABI
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -58,7 +59,7 @@ _SIGNATURES = {
     "kc_im2col_f32": [_P, _P, _I64, _I64, _P, _INT],
     "kc_pack_columns_f32": [_P, _I64, _I64, _P, _I64, _I64],
     "kc_gemm_packed_f32": [_P, _I64, _I64, _P, _P, _P, _I64, _I64, _I64, _INT],
-    "kc_lstm_gates_f32": [_P, _P, _P, _I64, _I64, _INT],
+    "kc_lstm_step_f32": [_P, _I64, _I64, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _INT],
 }
 
 
@@ -89,7 +90,7 @@ def _load() -> None:
             return
         _lib = lib
         _state = (f"{LIBRARY.name}: batch and layer norm, convolution columns (im2col), depthwise convolution, "
-                  "max pooling, softmax, gelu and relu gradients, RNN step products (float32) in C")
+                  "max pooling, softmax, gelu and relu gradients, RNN step products and LSTM steps (float32) in C")
 
 
 def library() -> ctypes.CDLL | None:
@@ -303,31 +304,51 @@ def _element_strides(a):
 class PackedColumns:
     """A float32 matrix B [k, n] packed for `gemm_packed` (gemm_packed.c's panels of 32 columns): made once, for
     products with many small left operands (an RNN's steps times its recurrent weight). `matrix` is B itself,
-    for products the packed form cannot take."""
+    for products the packed form cannot take. With `groups` (an LSTM's 4 gates: lstm_step) each group's n / groups
+    columns start a panel of their own; `gemm_packed` takes it only where that is the plain layout (`plain`)."""
 
-    __slots__ = ("packed", "k", "n", "matrix")
+    __slots__ = ("packed", "k", "n", "groups", "matrix", "address")
 
-    def __init__(self, b):
+    def __init__(self, b, groups: int = 1):
         self.matrix = b
         self.k, self.n = b.shape
-        self.packed = np.empty(((self.n + 31) // 32) * 32 * self.k, np.float32)
-        _c().kc_pack_columns_f32(_ptr(b), *_element_strides(b), _ptr(self.packed), self.k, self.n)
+        if groups < 1 or self.n % groups:
+            raise ValueError(f"{self.n} columns do not split into {groups} groups")
+        self.groups = groups
+        width = self.n // groups
+        group_size = ((width + 31) // 32) * 32 * self.k
+        self.packed = np.empty(groups * group_size, np.float32)
+        self.address = _ptr(self.packed)
+        rs, cs = _element_strides(b)
+        for g in range(groups):
+            _c().kc_pack_columns_f32(_ptr(b) + 4 * g * width * cs, rs, cs, self.address + 4 * g * group_size,
+                                     self.k, width)
+
+    @property
+    def plain(self) -> bool:
+        """Whether the panels are those of one group (gemm_packed's layout)."""
+        return self.groups == 1 or (self.n // self.groups) % 32 == 0
 
 
 def gemm_packed(a, b: PackedColumns, add=None):
-    """add + a [m, k] @ B for a float32 `a` (gemm_ready) and B packed by PackedColumns, `add` a float32
+    """add + a [m, k] @ B for a float32 `a` (gemm_ready) and B packed by PackedColumns (`plain`), `add` a float32
     C-contiguous [m, n] array or None: a new C-ordered [m, n] array."""
     m = a.shape[0]
     c = np.empty((m, b.n), np.float32)
-    _c().kc_gemm_packed_f32(_ptr(a), *_element_strides(a), _ptr(b.packed), _ptr_or_none(add), _ptr(c), m, b.k, b.n,
+    _c().kc_gemm_packed_f32(_ptr(a), *_element_strides(a), b.address, _ptr_or_none(add), _ptr(c), m, b.k, b.n,
                             threads())
     return c
 
 
-def lstm_gates(gates, c_prev):
-    """An LSTM step after its GEMM and tanh (ops/rnn.py cell_forward): i, f, o of the float32 gates [B, 4 hidden]
-    turned from tanh(z / 2) into sigmoid(z) in place, and c = f * c_prev + i * g returned, in one pass."""
+def lstm_step(h_prev, w: PackedColumns, x_proj, c_prev, h_out=None):
+    """One LSTM step (lstm_step.c): gates = activations of (h_prev @ W_hh^T + x_proj), i, f, g, o; c = f c_prev
+    + i g; h = o tanh(c). h_prev float32 [B, hidden] (gemm_ready), w = PackedColumns(W_hh^T, groups=4), x_proj
+    [B, 4 hidden] and c_prev [B, hidden] float32 C-contiguous (ready), h_out a C-contiguous float32 [B, hidden]
+    array to write h into, or None. Returns new (gates, h, c)."""
     rows, hidden = c_prev.shape
+    gates = np.empty((rows, 4 * hidden), np.float32)
     c = np.empty_like(c_prev)
-    _c().kc_lstm_gates_f32(_ptr(gates), _ptr(c_prev), _ptr(c), rows, hidden, threads())
-    return c
+    h = np.empty_like(c_prev) if h_out is None else h_out
+    _c().kc_lstm_step_f32(_ptr(h_prev), *_element_strides(h_prev), w.address, _ptr(x_proj), _ptr(c_prev),
+                          _ptr(gates), _ptr(c), _ptr(h), rows, w.k, hidden, threads())
+    return gates, h, c

@@ -1,25 +1,14 @@
 /* C = A @ B on float32 for few rows of A (an RNN step: the batch's rows times the recurrent weight), B packed
  * once into panels of PANEL columns (kc_pack_columns_f32) and reused every step. OpenBLAS packs B again on every
  * call and runs its kernels for large matrices: [32, 256] @ [256, 1024] took 164 us on one core here (102
- * GFLOP/s); this takes 115 (146 GFLOP/s). Each block of up to 8 rows keeps its 8 x PANEL sums in registers
- * (16 of the 32 AVX-512 registers) while it walks down the panel, one fused multiply-add per element (fmaf: ISO C
- * mode does not contract a * b + c). Panels are shared over `threads` threads (pool.c). */
-#include <math.h>
+ * GFLOP/s); this takes 115 (146 GFLOP/s), blocks of up to 8 rows at a time (gemm_rows.h). Panels are shared over
+ * `threads` threads (pool.c). */
 #include <stdint.h>
 #include <string.h>
 
+#include "gemm_rows.h"
 #include "kc_native.h"
 #include "pool.h"
-
-#define PANEL 32
-
-/* GCC's vectoriser prefers 256-bit vectors; the eight rows' sums need 512-bit ones (16 registers) to stay in
- * registers: 101 us instead of 161 on the step above. Ignored where the machine has no 512-bit vectors. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define WIDE_VECTORS __attribute__((target("prefer-vector-width=512")))
-#else
-#define WIDE_VECTORS
-#endif
 
 /* panel q of the packed B holds B[:, q * PANEL : (q + 1) * PANEL] as k rows of PANEL, zeros past column n; B's
  * element (p, j) is b[p * rs + j * cs] (a transposed view packs as it is, with no copy first) */
@@ -40,29 +29,6 @@ KC_EXPORT void kc_pack_columns_f32(const float *b, int64_t rs, int64_t cs, float
     }
 }
 
-/* rows [0, ROWS) of C's panel: c[r, j] = add[r, j] + sum over p of a[r * rs + p * cs] * panel[p, j] (add: NULL
- * for none), for the first `width` columns (A's strides rs, cs: a row-major A or a transposed view of one) */
-#define ROW_BLOCK(ROWS)                                                                                          \
-    WIDE_VECTORS static void rows_##ROWS(const float *restrict a, int64_t rs, int64_t cs,                         \
-                                         const float *restrict panel, const float *add, float *restrict c,        \
-                                         int64_t ldc, int64_t k, int64_t width) {                                \
-        float acc[ROWS][PANEL];                                                                                   \
-        for (int r = 0; r < ROWS; r++)                                                                            \
-            for (int j = 0; j < PANEL; j++) acc[r][j] = add != NULL && j < width ? add[r * ldc + j] : 0.0f;       \
-        for (int64_t p = 0; p < k; p++) {                                                                         \
-            const float *restrict b = panel + p * PANEL;                                                          \
-            for (int r = 0; r < ROWS; r++) {                                                                      \
-                const float av = a[r * rs + p * cs];                                                              \
-                _Pragma("omp simd") for (int j = 0; j < PANEL; j++) acc[r][j] = fmaf(av, b[j], acc[r][j]);        \
-            }                                                                                                     \
-        }                                                                                                         \
-        for (int r = 0; r < ROWS; r++) memcpy(c + r * ldc, acc[r], (size_t)width * sizeof(float));                \
-    }
-ROW_BLOCK(8)
-ROW_BLOCK(4)
-ROW_BLOCK(2)
-ROW_BLOCK(1)
-
 typedef struct {
     const float *a, *packed, *add;
     float *c;
@@ -77,15 +43,9 @@ static void panels_range(void *p, int64_t first, int64_t last) {
         const int64_t col = q * PANEL, width = g->n - col < PANEL ? g->n - col : PANEL;
         const float *panel = g->packed + q * g->k * PANEL;
         for (int64_t r = 0; r < g->m;) {
-            const int64_t rows = g->m - r >= 8 ? 8 : g->m - r >= 4 ? 4 : g->m - r >= 2 ? 2 : 1;
-            const float *a = g->a + r * g->rs, *add = g->add != NULL ? g->add + r * g->n + col : NULL;
-            float *c = g->c + r * g->n + col;
-            switch (rows) {
-                case 8: rows_8(a, g->rs, g->cs, panel, add, c, g->n, g->k, width); break;
-                case 4: rows_4(a, g->rs, g->cs, panel, add, c, g->n, g->k, width); break;
-                case 2: rows_2(a, g->rs, g->cs, panel, add, c, g->n, g->k, width); break;
-                default: rows_1(a, g->rs, g->cs, panel, add, c, g->n, g->k, width); break;
-            }
+            const int64_t rows = kc_block_rows(g->m - r);
+            kc_rows(rows, g->a + r * g->rs, g->rs, g->cs, panel, g->add != NULL ? g->add + r * g->n + col : NULL, g->n,
+                    g->c + r * g->n + col, g->n, g->k, width);
             r += rows;
         }
     }

@@ -156,29 +156,31 @@ def sigmoid(xp, x):
     return (xp.tanh(x * x.dtype.type(0.5)) + x.dtype.type(1)) * x.dtype.type(0.5)  # no overflow for large |x|
 
 
-def recurrent_weight(xp, w_hh):
+def recurrent_weight(xp, w_hh, gates: int = 1):
     """W_hh^T, made once per (layer, direction) for every timestep's recurrent_product: packed from the transposed
-    view where step_matrix packs, else laid out row-major for NumPy. A plain row-major product h @ W^T (OpenBLAS's
-    NN kernels) was the fastest of the three NumPy ways measured, batch 32, hidden 256, one thread, on an Intel
-    Xeon (AVX-512): 151 us a step, where h @ w_hh.T (a transposed view) took 228 and (w_hh @ h^T)^T 168 (two
-    threads: 88, 122, 106; batch 8: 67, 138, 73)."""
-    return step_matrix(xp, w_hh.T) if native.gemm_ready(xp, w_hh) else xp.ascontiguousarray(w_hh.T)
+    view where step_matrix packs (for an LSTM, gates=4: each gate's columns packed apart for native.lstm_step), else
+    laid out row-major for NumPy. A plain row-major product h @ W^T (OpenBLAS's NN kernels) was the fastest of the
+    three NumPy ways measured, batch 32, hidden 256, one thread, on an Intel Xeon (AVX-512): 151 us a step, where
+    h @ w_hh.T (a transposed view) took 228 and (w_hh @ h^T)^T 168 (two threads: 88, 122, 106; batch 8: 67, 138,
+    73)."""
+    return step_matrix(xp, w_hh.T, gates) if native.gemm_ready(xp, w_hh) else xp.ascontiguousarray(w_hh.T)
 
 
-def step_matrix(xp, b):
+def step_matrix(xp, b, groups: int = 1):
     """b [k, n] made ready for many products a @ b whose `a` has a few rows (recurrent_product): for float32 host
     arrays packed for kernelcore/native's GEMM (gemm_packed.c: [32, 256] @ [256, 1024] in 115 us on one core,
     OpenBLAS's 164, which packs b again every call; in a 2-layer LSTM's training step, 172 against 240 us a
-    product), else b itself."""
-    return native.PackedColumns(b) if native.gemm_ready(xp, b) else b
+    product), else b itself. groups: see native.PackedColumns."""
+    return native.PackedColumns(b, groups) if native.gemm_ready(xp, b) else b
 
 
 def recurrent_product(xp, a, w, add=None):
     """a @ W (+ add), a fresh C-ordered array, for step_matrix's (or recurrent_weight's) W. The C GEMM adds `add`
     as it writes its sums (one pass less); elsewhere it is added after."""
-    if isinstance(w, native.PackedColumns) and native.gemm_ready(xp, a) and (add is None or native.ready(xp, add)):
+    packed = isinstance(w, native.PackedColumns)
+    if packed and w.plain and native.gemm_ready(xp, a) and (add is None or native.ready(xp, add)):
         return native.gemm_packed(a, w, add)
-    out = a @ (w.matrix if isinstance(w, native.PackedColumns) else w)
+    out = a @ (w.matrix if packed else w)
     if add is not None:
         out += add
     return out
@@ -206,6 +208,11 @@ def cell_forward(xp, mode: str, x_proj, h_prev, c_prev, w_hh_t, b_hh, scale_shif
     recurrent_weight. LSTM: scale_shift is (lstm_gate_scale, lstm_gate_shift), made once per pass (made here
     when None); h_out, where given, is the [B, hidden] array h is written into (the op's Out[t])."""
     if mode == "LSTM":
+        if isinstance(w_hh_t, native.PackedColumns) and w_hh_t.groups == 4 and native.gemm_ready(xp, h_prev) and \
+                native.ready(xp, x_proj, c_prev, *(() if h_out is None else (h_out,))):
+            # the whole step in one C call (kernelcore/native/lstm_step.c): its elementwise part on each block
+            # while the GEMM has just made it, where NumPy's five passes find the arrays pushed out of cache
+            return native.lstm_step(h_prev, w_hh_t, x_proj, c_prev, h_out)
         # in place on the fresh GEMM result (ours, x_proj added): it becomes the gates array, with no
         # concatenation. Each pass runs over all four gates at once; on the rnn op's Out row where given, so h
         # needs no copy there
@@ -214,13 +221,10 @@ def cell_forward(xp, mode: str, x_proj, h_prev, c_prev, w_hh_t, b_hh, scale_shif
         scale, shift = scale_shift or (lstm_gate_scale(xp, g.dtype, hs), lstm_gate_shift(xp, g.dtype, hs))
         g *= scale
         xp.tanh(g, out=g)
-        if native.ready(xp, g, c_prev):  # the next passes in one (kernelcore/native/lstm_gates.c), same bits
-            c = native.lstm_gates(g, c_prev)
-        else:
-            g *= scale
-            g += shift  # i, f, o: sigmoid; the candidate: tanh
-            c = g[:, hs:2 * hs] * c_prev
-            c += g[:, :hs] * g[:, 2 * hs:3 * hs]
+        g *= scale
+        g += shift  # i, f, o: sigmoid; the candidate: tanh
+        c = g[:, hs:2 * hs] * c_prev
+        c += g[:, :hs] * g[:, 2 * hs:3 * hs]
         o = g[:, 3 * hs:]
         h = xp.tanh(c, out=h_out) if h_out is not None else xp.tanh(c)
         h *= o
@@ -351,7 +355,7 @@ def rnn(ctx, ins, attrs):
                 x_proj = cpu_parts.matmul(xp, flat_in, w_ih.T)
                 x_proj += bias
                 x_proj = x_proj.reshape(T, B, G * H)
-                w_hh_t = recurrent_weight(xp, w_hh)
+                w_hh_t = recurrent_weight(xp, w_hh, 4 if lstm else 1)
                 scale_shift = (lstm_gate_scale(xp, dt, H), lstm_gate_shift(xp, dt, H)) if lstm else None
                 out = xp.empty((T, B, H), dtype=dt)
                 h, c = pre[0][k], (pre[1][k] if lstm else None)
