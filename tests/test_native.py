@@ -555,6 +555,47 @@ def test_the_lstm_steps_activations_are_float32_accurate_and_keep_nan():
 
 
 @needs_library
+@pytest.mark.parametrize("B, H", [(32, 256), (3, 5), (1, 1), (13, 40), (9, 33)])
+def test_the_lstm_step_backward_in_c_matches_the_numpy_passes(B, H, monkeypatch):
+    """lstm_step.c's backward (d_pre and dc_prev in one pass, then dh_prev = d_pre @ W_hh packed) against
+    _lstm_cell_backward's NumPy passes on a step's kept values: the same operations in the same order but for
+    tanh(c) (kc_math.h's), so a few float32 ulps apart; the same bits at any thread count; the step's values and
+    the incoming gradients left as they were."""
+    from kernelcore.grad import rnn as GR
+    from kernelcore.ops import rnn as R
+    from kernelcore.scope import Scope
+    x_proj = (rng.standard_normal((B, 4 * H)) * 2).astype(np.float32)
+    h_prev, c_prev, dh, dc = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(4))
+    w_hh = rng.standard_normal((4 * H, H)).astype(np.float32) * np.float32(0.3)
+    gates, _, c = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, R.recurrent_weight(np, w_hh, 4), None)
+    s = Scope()
+    for name, v in (("gates", gates), ("c", c), ("c_prev", c_prev)):
+        s.var(name).value = v
+    before = [a.copy() for a in (gates, c, c_prev, dh, dc, w_hh)]
+    cand = GR.lstm_candidate_columns(np, np.dtype(np.float32), H)
+    w_back = R.step_matrix(np, w_hh)
+
+    def backward():
+        d_pre = np.full((B, 4 * H), np.nan, np.float32)
+        dh_prev, dc_prev = GR._lstm_cell_backward(np, s, dh, dc, w_back, cand, d_pre, np.empty_like(d_pre))
+        return d_pre, dh_prev, dc_prev
+    runs = []
+    for threads in (1, 2, 3):
+        with threadpool_limits(threads):
+            runs.append(backward())
+    for run in runs[1:]:
+        for a, b in zip(run, runs[0]):
+            np.testing.assert_array_equal(a, b)
+    for a, b in zip((gates, c, c_prev, dh, dc, w_hh), before):
+        np.testing.assert_array_equal(a, b)
+    _numpy_path(monkeypatch)
+    want = backward()
+    for name, a, b in zip(("d_pre", "dh_prev", "dc_prev"), runs[0], want):
+        np.testing.assert_allclose(a, b, rtol=2e-6, atol=2e-6 * (np.sqrt(4 * H) if name == "dh_prev" else 1),
+                                   err_msg=name)
+
+
+@needs_library
 def test_packed_gate_groups_start_panels_of_their_own():
     """PackedColumns(b, groups=4) packs each gate's columns apart (for lstm_step); gemm_packed takes it only where
     that layout is the plain one (hidden a multiple of 32), and recurrent_product falls back to NumPy elsewhere

@@ -553,6 +553,23 @@ CHILD = textwrap.dedent(r"""
         assert np.allclose(gates[:, :hid], sig[:, :hid], rtol=1e-4, atol=1e-4 * np.sqrt(k)), what
         assert np.allclose(c3, sig[:, hid:2 * hid] * cp + sig[:, :hid] * np.tanh(pre[:, 2 * hid:3 * hid]),
                            rtol=1e-4, atol=1e-4 * np.sqrt(k)), what
+        # and its backward, from that step's values, its dh_prev through W_hh packed as gemm_packed's (k = hidden)
+        _, wb = guarded((4 * hid, hid), rng.standard_normal((4 * hid, hid)))
+        bbuf, wbp = guarded((((hid + 31) // 32) * 32 * 4 * hid,))
+        lib.kc_pack_columns_f32(wb.ctypes.data, hid, 1, wbp.ctypes.data, 4 * hid, hid)
+        _, dh = guarded((m, hid), rng.standard_normal((m, hid)))
+        _, dc = guarded((m, hid), rng.standard_normal((m, hid)))
+        dbuf, d_pre = guarded((m, 4 * hid))
+        pbuf2, dcp = guarded((m, hid))
+        hbuf2, dhp = guarded((m, hid))
+        lib.kc_lstm_step_grad_f32(gates.ctypes.data, c3.ctypes.data, cp.ctypes.data, dh.ctypes.data, dc.ctypes.data,
+                                  d_pre.ctypes.data, dcp.ctypes.data, wbp.ctypes.data, dhp.ctypes.data, m, hid,
+                                  threads)
+        for name, buf, arr in (("packed W_hh", bbuf, wbp), ("d_pre", dbuf, d_pre), ("dc_prev", pbuf2, dcp),
+                               ("dh_prev", hbuf2, dhp)):
+            assert guards_intact(buf), f"{what}: backward: a write outside {name}"
+            assert np.isfinite(arr).all(), f"{what}: backward: {name} not all written, or read outside its inputs"
+        assert np.allclose(dhp, d_pre.astype(np.float64) @ wb, rtol=1e-4, atol=1e-4 * np.sqrt(4 * hid)), what
     print("ok", count)
 """)
 

@@ -14,7 +14,7 @@ out_t = m*h_cell, so a padded step passes the state gradient through unchanged a
 """
 from __future__ import annotations
 
-from .. import cpu_parts
+from .. import cpu_parts, native
 from ..errors import ProgramError
 from ..ops.math import leading_sums
 from ..ops.rnn import (MODES, RNN, STEPS_IN_C, RnnError, RnnReserve, lstm_gate_scale, recurrent_product,
@@ -86,8 +86,11 @@ def _lstm_cell_backward(xp, s, dh, dc, w_back, cand_cols, d_pre, up):
     the four gates at once, and the per-gate upstream factors go into `up` (a [B, 4 hidden] scratch array the
     pass's steps share), with no concatenation; w_back is step_matrix(W_hh). Returns (dh_prev through the cell,
     dc_prev)."""
-    one = dh.dtype.type(1)
     gates, c, c_prev = _val(s, "gates"), _val(s, "c"), _val(s, "c_prev")
+    if isinstance(w_back, native.PackedColumns) and w_back.plain and native.ready(xp, gates, c, c_prev, dh, dc, d_pre):
+        # one C call (kernelcore/native/lstm_step.c): the passes below in one, then the GEMM while d_pre is in cache
+        return native.lstm_step_grad(gates, c, c_prev, dh, dc, w_back, d_pre)
+    one = dh.dtype.type(1)
     hs = dh.shape[1]
     i, f, g, o = gates[:, :hs], gates[:, hs:2 * hs], gates[:, 2 * hs:3 * hs], gates[:, 3 * hs:]
     xp.subtract(one, gates, out=d_pre)

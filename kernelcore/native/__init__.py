@@ -5,7 +5,8 @@ columns of the other convolutions it copies from a padded input along rows of a 
 one or two passes over the data, a row or an image's channel at a time while it is in cache, shared over the
 cores. An RNN's per-step products with its recurrent weight go through a GEMM for few rows whose weight is packed
 once per pass, where OpenBLAS packs it again every step; an LSTM's step is that GEMM with the gates' activations,
-c and h made on each block of its result while it is in cache, in one call.
+c and h made on each block of its result while it is in cache, in one call, and its backward one pass and that
+GEMM.
 
 hatch_build.py compiles kernelcore/native/*.c into libkernelcore_cpu.so at install time (`./dev build`, `pip
 install`); this module loads it with ctypes. Kernels ask `ready(xp, *arrays)` and fall back to their NumPy code
@@ -31,7 +32,7 @@ from .. import cpu_parts
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 12  # kc_native.h's KC_NATIVE_ABI
+ABI = 13  # kc_native.h's KC_NATIVE_ABI
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -60,6 +61,7 @@ _SIGNATURES = {
     "kc_pack_columns_f32": [_P, _I64, _I64, _P, _I64, _I64],
     "kc_gemm_packed_f32": [_P, _I64, _I64, _P, _P, _P, _I64, _I64, _I64, _INT],
     "kc_lstm_step_f32": [_P, _I64, _I64, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _INT],
+    "kc_lstm_step_grad_f32": [_P, _P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _INT],
 }
 
 
@@ -352,3 +354,16 @@ def lstm_step(h_prev, w: PackedColumns, x_proj, c_prev, h_out=None):
     _c().kc_lstm_step_f32(_ptr(h_prev), *_element_strides(h_prev), w.address, _ptr(x_proj), _ptr(c_prev),
                           _ptr(gates), _ptr(c), _ptr(h), rows, w.k, hidden, threads())
     return gates, h, c
+
+
+def lstm_step_grad(gates, c, c_prev, dh, dc, w_back: PackedColumns, d_pre):
+    """An LSTM step's backward (lstm_step.c): the gradient of its gates' pre-activations written into d_pre
+    [B, 4 hidden] from its activated gates, c, c_prev and the gradients dh, dc of its h and c (all float32
+    C-contiguous, ready), and dh_prev = d_pre @ W_hh for w_back = PackedColumns(W_hh) (`plain`). Returns new
+    (dh_prev, dc_prev)."""
+    rows, hidden = c.shape
+    dc_prev = np.empty_like(c)
+    dh_prev = np.empty((rows, w_back.n), np.float32)
+    _c().kc_lstm_step_grad_f32(_ptr(gates), _ptr(c), _ptr(c_prev), _ptr(dh), _ptr(dc), _ptr(d_pre), _ptr(dc_prev),
+                               w_back.address, _ptr(dh_prev), rows, hidden, threads())
+    return dh_prev, dc_prev

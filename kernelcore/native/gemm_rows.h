@@ -17,6 +17,10 @@
 #define WIDE_VECTORS __attribute__((target("prefer-vector-width=512")))
 #else
 #define WIDE_VECTORS
+/* gemm_packed.c: c [m, n] = add + A [m, k] @ B packed by kc_pack_columns_f32 (see there) */
+void kc_gemm_packed_f32(const float *a, int64_t rs, int64_t cs, const float *packed, const float *add, float *c,
+                        int64_t m, int64_t k, int64_t n, int threads);
+
 #endif
 
 /* rows [0, ROWS) of a panel's product: c[r * ldc + j] = add[r * ld_add + j] + sum over p of a[r * rs + p * cs] *
@@ -56,5 +60,9 @@ static inline void kc_rows(int64_t rows, const float *a, int64_t rs, int64_t cs,
         default: kc_rows_1(a, rs, cs, panel, add, ld_add, c, ldc, k, width); break;
     }
 }
+
+/* gemm_packed.c: c [m, n] = add + A [m, k] @ B packed by kc_pack_columns_f32 (see there) */
+void kc_gemm_packed_f32(const float *a, int64_t rs, int64_t cs, const float *packed, const float *add, float *c,
+                        int64_t m, int64_t k, int64_t n, int threads);
 
 #endif
