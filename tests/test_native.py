@@ -452,11 +452,13 @@ def test_im2col_in_c_equals_the_window_view(shape, ks, strides, pads, dils, monk
 
 @needs_library
 @pytest.mark.parametrize("m, k, n", [(32, 256, 1024), (32, 1024, 256), (13, 70, 33), (1, 1, 1), (7, 5, 31),
-                                     (8, 3, 64), (3, 129, 65), (2, 17, 100)])
+                                     (8, 3, 64), (3, 129, 65), (2, 17, 100), (65, 9, 40), (1600, 128, 96),
+                                     (203, 33, 70)])
 def test_the_packed_gemm_for_rnn_steps_equals_numpys(m, k, n):
-    """gemm_packed.c (an RNN step's product with its recurrent weight, packed once): NumPy's product within float32
-    rounding on row counts of every block size (8, 4, 2, 1) and column counts off the 32-wide panels; the same
-    bits at any thread count; the operands left as they were."""
+    """gemm_packed.c (an RNN step's product with its recurrent weight, packed once; an input projection over all
+    timesteps, in chunks of 32 rows above 64): NumPy's product within float32 rounding on row counts of every block
+    size (8, 4, 2, 1) and column counts off the 32-wide panels; the same bits at any thread count; the operands left
+    as they were."""
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     before = a.copy(), b.copy()
@@ -609,6 +611,21 @@ def test_packed_gate_groups_start_panels_of_their_own():
         np.testing.assert_allclose(R.recurrent_product(np, a, w), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="groups"):
         native.PackedColumns(np.zeros((2, 6), np.float32), 4)
+
+
+@needs_library
+@pytest.mark.parametrize("m", [5, 100])
+def test_the_packed_gemm_adds_a_bias_row_to_every_row(m):
+    """gemm_packed(a, B, bias) with a 1-D bias: the rnn op's input projections x W_ih^T + bias in one pass, on the
+    panel path (few rows) and the chunked one."""
+    from kernelcore.ops import rnn as R
+    a = rng.standard_normal((m, 20)).astype(np.float32)
+    w_ih = rng.standard_normal((70, 20)).astype(np.float32)
+    bias = rng.standard_normal(70).astype(np.float32)
+    want = a.astype(np.float64) @ w_ih.T + bias
+    np.testing.assert_allclose(R.input_projection(np, a, w_ih, bias), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(native.gemm_packed(a, native.PackedColumns(w_ih.T), bias), want, rtol=1e-5,
+                               atol=1e-5)
 
 
 @needs_library

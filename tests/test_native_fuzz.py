@@ -525,7 +525,7 @@ CHILD = textwrap.dedent(r"""
         pbuf, packed = guarded((((n + 31) // 32) * 32 * k,))
         lib.kc_pack_columns_f32(b.ctypes.data, n, 1, packed.ctypes.data, k, n)
         cbuf, c2 = guarded((m, n))
-        lib.kc_gemm_packed_f32(a.ctypes.data, k, 1, packed.ctypes.data, None, c2.ctypes.data, m, k, n, threads)
+        lib.kc_gemm_packed_f32(a.ctypes.data, k, 1, packed.ctypes.data, None, 0, c2.ctypes.data, m, k, n, threads)
         for name, buf, arr in (("packed", pbuf, packed), ("gemm", cbuf, c2)):
             assert guards_intact(buf), f"#{i}: gemm {m}x{k}x{n}: a write outside {name}"
             assert np.isfinite(arr).all(), f"#{i}: gemm {m}x{k}x{n}: {name} not all written, or read outside"

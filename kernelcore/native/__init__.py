@@ -32,7 +32,7 @@ from .. import cpu_parts
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 13  # kc_native.h's KC_NATIVE_ABI
+ABI = 14  # kc_native.h's KC_NATIVE_ABI
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -59,7 +59,7 @@ _SIGNATURES = {
     "kc_gelu_grad_f32": [_P, _P, _P, _I64, _INT],
     "kc_im2col_f32": [_P, _P, _I64, _I64, _P, _INT],
     "kc_pack_columns_f32": [_P, _I64, _I64, _P, _I64, _I64],
-    "kc_gemm_packed_f32": [_P, _I64, _I64, _P, _P, _P, _I64, _I64, _I64, _INT],
+    "kc_gemm_packed_f32": [_P, _I64, _I64, _P, _P, _I64, _P, _I64, _I64, _I64, _INT],
     "kc_lstm_step_f32": [_P, _I64, _I64, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _INT],
     "kc_lstm_step_grad_f32": [_P, _P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _INT],
 }
@@ -333,12 +333,14 @@ class PackedColumns:
 
 
 def gemm_packed(a, b: PackedColumns, add=None):
-    """add + a [m, k] @ B for a float32 `a` (gemm_ready) and B packed by PackedColumns (`plain`), `add` a float32
-    C-contiguous [m, n] array or None: a new C-ordered [m, n] array."""
+    """add + a [m, k] @ B for a float32 `a` (gemm_ready) and B packed by PackedColumns (`plain`), `add` None, a
+    float32 C-contiguous [m, n] array or a float32 [n] row added to every row (a bias): a new C-ordered [m, n]
+    array."""
     m = a.shape[0]
     c = np.empty((m, b.n), np.float32)
-    _c().kc_gemm_packed_f32(_ptr(a), *_element_strides(a), b.address, _ptr_or_none(add), _ptr(c), m, b.k, b.n,
-                            threads())
+    ld_add = 0 if add is None or add.ndim == 1 else b.n
+    _c().kc_gemm_packed_f32(_ptr(a), *_element_strides(a), b.address, _ptr_or_none(add), ld_add, _ptr(c), m, b.k,
+                            b.n, threads())
     return c
 
 

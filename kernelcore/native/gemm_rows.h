@@ -18,8 +18,8 @@
 #else
 #define WIDE_VECTORS
 /* gemm_packed.c: c [m, n] = add + A [m, k] @ B packed by kc_pack_columns_f32 (see there) */
-void kc_gemm_packed_f32(const float *a, int64_t rs, int64_t cs, const float *packed, const float *add, float *c,
-                        int64_t m, int64_t k, int64_t n, int threads);
+void kc_gemm_packed_f32(const float *a, int64_t rs, int64_t cs, const float *packed, const float *add,
+                        int64_t ld_add, float *c, int64_t m, int64_t k, int64_t n, int threads);
 
 #endif
 
@@ -62,7 +62,7 @@ static inline void kc_rows(int64_t rows, const float *a, int64_t rs, int64_t cs,
 }
 
 /* gemm_packed.c: c [m, n] = add + A [m, k] @ B packed by kc_pack_columns_f32 (see there) */
-void kc_gemm_packed_f32(const float *a, int64_t rs, int64_t cs, const float *packed, const float *add, float *c,
-                        int64_t m, int64_t k, int64_t n, int threads);
+void kc_gemm_packed_f32(const float *a, int64_t rs, int64_t cs, const float *packed, const float *add,
+                        int64_t ld_add, float *c, int64_t m, int64_t k, int64_t n, int threads);
 
 #endif

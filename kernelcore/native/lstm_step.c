@@ -120,5 +120,5 @@ KC_EXPORT void kc_lstm_step_grad_f32(const float *gates, const float *c, const f
                                      float *dh_prev, int64_t m, int64_t hidden, int threads) {
     grad_args a = {gates, c, c_prev, dh, dc, d_pre, dc_prev, hidden};
     kc_parallel_for(m, kc_threads_for(m * 4 * hidden, threads), grad_rows, &a);
-    kc_gemm_packed_f32(d_pre, 4 * hidden, 1, w_back, NULL, dh_prev, m, 4 * hidden, hidden, threads);
+    kc_gemm_packed_f32(d_pre, 4 * hidden, 1, w_back, NULL, 0, dh_prev, m, 4 * hidden, hidden, threads);
 }

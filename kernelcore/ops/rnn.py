@@ -186,6 +186,21 @@ def recurrent_product(xp, a, w, add=None):
     return out
 
 
+def input_projection(xp, flat_in, w_ih, bias):
+    """flat_in [T * B, input] @ W_ih^T + bias: every timestep's input projection in one GEMM. Where kernelcore/
+    native takes the operands, its packed GEMM (W_ih^T packed here: 30-80 us) adds the bias as it writes the sums,
+    its threads sharing row chunks: a 2-layer LSTM's inference (batch 32, 50 steps, hidden 256) took 17.6 ms on two
+    threads against 19.6 with OpenBLAS in parts by rows (one thread: the same). Elsewhere NumPy's product, the bias
+    added in place (a fresh [T * B, G * H] sum would cost 2 ms of page faults a layer at that size). The weight
+    gradients stay OpenBLAS's: there the GEMM's left operand is a transposed [G * H, T * B] view, which the packed
+    GEMM reads a cache line per element (a training step 115 ms against 83)."""
+    if native.gemm_ready(xp, flat_in, w_ih) and native.ready(xp, bias):
+        return native.gemm_packed(flat_in, native.PackedColumns(w_ih.T), bias)
+    x_proj = cpu_parts.matmul(xp, flat_in, w_ih.T)
+    x_proj += bias
+    return x_proj
+
+
 def lstm_gate_scale(xp, dtype, hidden: int):
     """The per-column factor of LSTM's gate columns i, f, g, o: 0.5 for the sigmoid gates, 1 for the candidate.
     sigmoid(z) = tanh(z * 0.5) * 0.5 + 0.5, so one tanh over all four gates does both activations: the gates
@@ -350,11 +365,7 @@ def rnn(ctx, ins, attrs):
                 w_ih, w_hh = weights[2 * k], weights[2 * k + 1]
                 b_ih, b_hh = weights[half + 2 * k], weights[half + 2 * k + 1]
                 bias = b_ih if mode == "GRU" else b_ih + b_hh  # GRU adds bias_hh inside r * (...)
-                # one GEMM for every timestep; the bias goes in place: a fresh [T * B, G * H] sum would cost
-                # 2 ms of page faults a layer at batch 32, 50 steps, hidden 256
-                x_proj = cpu_parts.matmul(xp, flat_in, w_ih.T)
-                x_proj += bias
-                x_proj = x_proj.reshape(T, B, G * H)
+                x_proj = input_projection(xp, flat_in, w_ih, bias).reshape(T, B, G * H)
                 w_hh_t = recurrent_weight(xp, w_hh, 4 if lstm else 1)
                 scale_shift = (lstm_gate_scale(xp, dt, H), lstm_gate_shift(xp, dt, H)) if lstm else None
                 out = xp.empty((T, B, H), dtype=dt)
