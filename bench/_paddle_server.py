@@ -46,8 +46,9 @@ class PaddleServer:
             sys.exit(f"Paddle's timing server failed:\n{self.p.stderr.read()[-3000:]}")
         self.info = json.loads(line)
 
-    def times(self, name: str, count: int) -> list[float]:
-        self.p.stdin.write(f"{name} {count}\n")
+    def times(self, name: str, count: int, warm_s: float = 0.0) -> list[float]:
+        """The seconds of `count` runs of case `name` in the server, after warm_s seconds of untimed runs."""
+        self.p.stdin.write(f"{name} {count} {warm_s}\n")
         self.p.stdin.flush()
         return json.loads(self.p.stdout.readline())
 

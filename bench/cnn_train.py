@@ -26,7 +26,8 @@ beside it): the machine is shared, and the best steps are those other processes 
 after a SETTLE_S pause: Paddle's Intel OpenMP threads spin for 200 ms (KMP_BLOCKTIME) after each of its steps, and
 PyTorch's GNU OpenMP threads for a while too, on the same two cores, so without it the window after Paddle's ran
 against two spinning threads (kernelcore's two-thread ResNet-18 step: median 85 ms beside a best of 62, 53-56
-alone).
+alone). Then each side runs untimed for WARM_S (bench/_timed_runs.py): a CPU idle for the pause needs ~50 ms of
+work to reach its steady speed again, and a window timed from cold measured that ramp.
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 from _paddle_server import PADDLE, PaddleServer, generate  # noqa: E402
 from _op_profile import blas_kernels, load_avg, op_type_times  # noqa: E402
 from _kc_train import KcTrainStep  # noqa: E402
-from _timed_runs import timed  # noqa: E402
+from _timed_runs import WARM_S, timed  # noqa: E402
 from _rows import row as json_row, write as write_rows  # noqa: E402
 from _torch_ports import port  # noqa: E402
 
@@ -175,16 +176,14 @@ def main() -> int:
             if torch is not None:
                 torch.set_num_threads(t)
             with threadpool_limits(limits=t, user_api="blas"):
-                for f in ((kcs.reset, kcs.step),) + (((ts.reset, ts.step),) if ts else ()):
-                    timed(*f, 1)  # warm-up at this thread count
-                for _ in range(repeat):
+                for _ in range(repeat):  # each window after a pause and WARM_S of the side's untimed steps
                     time.sleep(SETTLE_S)
-                    kc_t += timed(kcs.reset, kcs.step, PER_WINDOW)
+                    kc_t += timed(kcs.reset, kcs.step, PER_WINDOW, WARM_S)
                     if ts is not None:
                         time.sleep(SETTLE_S)
-                        pt_t += timed(ts.reset, ts.step, PER_WINDOW)
+                        pt_t += timed(ts.reset, ts.step, PER_WINDOW, WARM_S)
                     time.sleep(SETTLE_S)
-                    pd_t += servers[t].times(name, PER_WINDOW)
+                    pd_t += servers[t].times(name, PER_WINDOW, WARM_S)
             results.append((name, t, kc_t, pt_t, pd_t))
             row = (f"  {t} thread{'s' if t > 1 else ' '}: kernelcore {min(kc_t) * 1e3:8.1f} ms "
                    f"({statistics.median(kc_t) * 1e3:8.1f})")

@@ -5,14 +5,15 @@ kernelcore beside Paddle's own CPU executor on the same program, inference and o
 
 Paddle 3.3.1 (.venv-paddle, bench/_paddle_lstm.py) writes the programs and times its Executor (one thread, its
 default); kernelcore then loads the same files, checks its output (inference) and loss (training step) against
-Paddle's, and times itself; where PyTorch is importable, its nn.LSTM with the same weights is checked and timed
-too. Threads are made equal for the kernelcore / PyTorch rows: one row per count in --threads (default 1,2), with
-NumPy's OpenBLAS limited by threadpoolctl and torch.set_num_threads; Paddle's executor runs its default one thread.
+Paddle's, and times itself; where PyTorch is importable, its nn.LSTM with the same weights is checked and timed too.
+Threads are made equal for the kernelcore / PyTorch rows: one row per count in --threads (default 1,2), with NumPy's
+OpenBLAS limited by threadpoolctl and torch.set_num_threads; Paddle's executor runs its default one thread.
 kernelcore's and PyTorch's runs are timed in windows of PER_WINDOW calls that alternate between the sides, each
-window after a SETTLE_S pause (PyTorch's OpenMP threads spin a while after its calls, on the same cores), so load
-falls on both alike. Best and median of the calls; ratios are kernelcore / the other, best against best. PyTorch's
-own LSTM step is bimodal here: at 2 threads 22-23 ms in some processes and 35-37 ms in others (the same script, run
-alone), so compare its figures across runs before reading one ratio.
+window after a SETTLE_S pause (PyTorch's OpenMP threads spin a while after its calls, on the same cores) and WARM_S
+of the side's own untimed calls (bench/_timed_runs.py: a CPU idle for the pause needs ~50 ms of work to reach its
+steady speed), so load falls on both alike. Best and median of the calls; ratios are kernelcore / the other, best
+against best. PyTorch's own LSTM step is bimodal here: at 2 threads 22-23 ms in some processes and 35-37 ms in
+others (the same script, run alone), so compare its figures across runs before reading one ratio.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import kernelcore as kc  # noqa: E402
 from _op_profile import blas_kernels  # noqa: E402
 from _rows import row as json_row, write as write_rows  # noqa: E402
+from _timed_runs import WARM_S, timed  # noqa: E402
 
 PADDLE = ROOT / ".venv-paddle" / "bin" / "python"
 
@@ -43,15 +45,6 @@ PER_WINDOW = 5  # calls per timing window; windows alternate between kernelcore 
 SETTLE_S = 0.3  # before each window: the other side's OpenMP threads stop spinning
 
 
-def timed(fn, repeat: int, warm: bool = True) -> list[float]:
-    if warm:
-        fn()
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
 
 
 def main() -> int:
@@ -100,11 +93,11 @@ def main() -> int:
                 for _ in range(repeat):  # windows alternate between the sides, each after a pause (SETTLE_S)
                     for out, fn in kc_calls:
                         time.sleep(SETTLE_S)
-                        out += timed(fn, PER_WINDOW, warm=False)
+                        out += timed(None, fn, PER_WINDOW, WARM_S)
                     if torch_side is not None:
                         for out, fn in ((t_inf, torch_side.infer), (t_train, torch_side.step)):
                             time.sleep(SETTLE_S)
-                            out += timed(fn, PER_WINDOW, warm=False)
+                            out += timed(None, fn, PER_WINDOW, WARM_S)
             torch_rows = None if torch_side is None else (t_inf, t_train, torch_side.diff, torch_side.first_loss, n)
             per_count[n] = (kc_inf, kc_train, torch_rows)
     print(f"2-layer LSTM, batch {p['B']}, {p['T']} steps, input {p['I']}, hidden {p['H']}; Paddle {p['paddle']} "

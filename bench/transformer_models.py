@@ -24,9 +24,9 @@ updated parameters (1e-3) too; without torch the PyTorch columns print "-".
 Threads, made equal per row (1 and 2): kernelcore's NumPy BLAS through threadpoolctl, torch.set_num_threads,
 Paddle's server started with FLAGS_paddle_num_threads / OMP_NUM_THREADS / MKL_NUM_THREADS. Windows (INFER_PER_WINDOW
 runs, TRAIN_PER_WINDOW steps) alternate between the three sides, each after a SETTLE_S pause (the other sides'
-OpenMP threads stop spinning: bench/cnn_train.py says why), and the best run of each is compared, the median beside
-it: the machine is shared, and the best runs are those other processes left alone. Ratios: kernelcore / the other,
-best runs.
+OpenMP threads stop spinning: bench/cnn_train.py says why) and WARM_S of the side's own untimed runs (the CPU back
+at its steady speed), and the best run of each is compared, the median beside it: the machine is shared, and the
+best runs are those other processes left alone. Ratios: kernelcore / the other, best runs.
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT)]
 from _op_profile import blas_kernels, load_avg, op_type_times  # noqa: E402
 from _kc_train import KcTrainStep  # noqa: E402
-from _timed_runs import timed  # noqa: E402
+from _timed_runs import WARM_S, timed  # noqa: E402
 from _rows import row as json_row, write as write_rows  # noqa: E402
 from _paddle_server import PaddleServer, paddle_env  # noqa: E402
 
@@ -100,20 +100,18 @@ def rel_diff(got, want) -> float:
 
 
 def windows(sides, server, name, per_window, repeat):
-    """Each side's times (kernelcore, PyTorch or None, Paddle), in windows taken in turn after a pause each."""
+    """Each side's times (kernelcore, PyTorch or None, Paddle), in windows taken in turn, each after a pause and
+    WARM_S of the side's own untimed runs."""
     kc_f, pt_f = sides
-    for f in (kc_f, pt_f):
-        if f is not None:
-            timed(*f, 1)  # warm-up at this thread count
     kc_t, pt_t, pd_t = [], [], []
     for _ in range(repeat):
         time.sleep(SETTLE_S)
-        kc_t += timed(*kc_f, per_window)
+        kc_t += timed(*kc_f, per_window, WARM_S)
         if pt_f is not None:
             time.sleep(SETTLE_S)
-            pt_t += timed(*pt_f, per_window)
+            pt_t += timed(*pt_f, per_window, WARM_S)
         time.sleep(SETTLE_S)
-        pd_t += server.times(name, per_window)
+        pd_t += server.times(name, per_window, WARM_S)
     return kc_t, pt_t, pd_t
 
 
