@@ -9,10 +9,11 @@
 Paddle 3.3.1 (.venv-paddle) writes the models (tests/paddle_oracle/make_vision_models.py, cases resnet18_b8 and
 mobilenet_v2_b8) into a temporary directory (or --dir) and times its legacy static Executor on them
 (bench/_paddle_models.py, run in its venv). kernelcore loads the same files, checks its outputs against Paddle's
-(max |diff| / max |Paddle's|). Timing: windows of 3 runs alternate between kernelcore (in this process) and
-Paddle (bench/_paddle_models.py serving runs from its venv), 30 windows each (--quick: 5), so load from other
-processes falls on both alike; the best single run is the figure compared (the median beside it), since the
-machine is shared and the best runs are those other processes left alone.
+(max |diff| / max |Paddle's|). Timing: windows of 3 runs alternate between kernelcore (in this process) and Paddle
+(bench/_paddle_models.py serving runs from its venv), 30 windows each (--quick: 5), each after WARM_S of the side's
+own untimed runs (bench/_timed_runs.py), so load from other processes falls on both alike; the best single run is
+the figure compared (the median beside it), since the machine is shared and the best runs are those other processes
+left alone.
 
 Throughput: the FLOPs of the convolutions and matrix products (2 * output elements * filter elements per output
 for conv2d/depthwise_conv2d, 2 * M * K * N for matmul_v2/mul; shapes from the program, the batch filled in) over
@@ -45,12 +46,14 @@ import kernelcore as kc  # noqa: E402
 from _paddle_server import PADDLE, PaddleServer, generate  # noqa: E402
 from _op_profile import blas_kernels, load_avg, op_type_times  # noqa: E402
 from _rows import read as read_rows, row as json_row, write as write_rows  # noqa: E402
+from _timed_runs import WARM_S  # noqa: E402
 from _torch_ports import inference_run  # noqa: E402
 
 MODELS = {"resnet18_b8": "ResNet-18", "mobilenet_v2_b8": "MobileNetV2"}
 TARGET_GEMM_SHARE = 0.30
 TARGET_TRACED = 1.05  # a run under kc.trace() (default retention) over an untraced run
 PER_WINDOW = 3  # runs per timing window; windows alternate between kernelcore and Paddle
+BLAS_SPIN_S = 0.3  # after the GEMM's window: its BLAS threads stop spinning before kernelcore's next window
 
 
 def model_flops(prog, batch: int) -> float:
@@ -237,7 +240,14 @@ def main() -> None:
             torch_diff = float(np.abs(torch_run() - want).max() / np.abs(want).max())
             torch_run()
 
+        def warm(run_once):
+            """WARM_S of the side's own untimed runs before its window (bench/_timed_runs.py says why)."""
+            until = time.perf_counter() + WARM_S
+            while time.perf_counter() < until:
+                run_once()
+
         def window(out, traced=False):
+            warm(lambda: exe.run(prog, feed=feed, scope=scope))
             for _ in range(PER_WINDOW):
                 t0 = time.perf_counter()
                 if traced:
@@ -252,6 +262,7 @@ def main() -> None:
             if threads is not None:
                 torch.set_num_threads(threads)
             try:
+                warm(torch_run)
                 for _ in range(PER_WINDOW):
                     t0 = time.perf_counter()
                     torch_run()
@@ -266,11 +277,14 @@ def main() -> None:
             if one_thread is not None:
                 with one_thread(limits=1, user_api="blas"):
                     window(kc1_t)
-            pd_t += server.times(name, PER_WINDOW)
+            pd_t += server.times(name, PER_WINDOW, WARM_S)
             if torch_run is not None:
                 torch_window(pt_t)
                 torch_window(pt1_t, threads=1)
             gemm.window()
+            # OpenBLAS's worker spins ~0.1 s after the two-thread GEMM, on the core the next window's parts need
+            # (kernelcore/cpu_parts.py says why that slows them)
+            time.sleep(BLAS_SPIN_S)
         best, median = min(kc_t), statistics.median(kc_t)
         if kc1_t:
             one_rows.append((label, min(kc1_t), statistics.median(kc1_t), min(pd_t), min(pt1_t) if pt1_t else None,
