@@ -557,6 +557,21 @@ def test_the_lstm_steps_activations_are_float32_accurate_and_keep_nan():
 
 
 @needs_library
+def test_an_lstm_step_may_write_h_over_h_prev():
+    """cell_forward with h_out the very array h_prev is (a caller stepping in place): the C step writes h block by
+    block while later blocks still read h_prev, so that case takes the NumPy passes, and h is the fresh step's."""
+    from kernelcore.ops import rnn as R
+    B, H = 4, 40
+    x_proj = rng.standard_normal((B, 4 * H)).astype(np.float32)
+    h_prev, c_prev = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(2))
+    w = R.recurrent_weight(np, rng.standard_normal((4 * H, H)).astype(np.float32), 4)
+    _, want, _ = R.cell_forward(np, "LSTM", x_proj, h_prev.copy(), c_prev, w, None)
+    _, h, _ = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w, None, h_out=h_prev)
+    assert h is h_prev
+    np.testing.assert_allclose(h, want, rtol=2e-6, atol=2e-6)
+
+
+@needs_library
 @pytest.mark.parametrize("B, H", [(32, 256), (3, 5), (1, 1), (13, 40), (9, 33)])
 def test_the_lstm_step_backward_in_c_matches_the_numpy_passes(B, H, monkeypatch):
     """lstm_step.c's backward (d_pre and dc_prev in one pass, then dh_prev = d_pre @ W_hh packed) against

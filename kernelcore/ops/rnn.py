@@ -224,9 +224,11 @@ def cell_forward(xp, mode: str, x_proj, h_prev, c_prev, w_hh_t, b_hh, scale_shif
     when None); h_out, where given, is the [B, hidden] array h is written into (the op's Out[t])."""
     if mode == "LSTM":
         if isinstance(w_hh_t, native.PackedColumns) and w_hh_t.groups == 4 and native.gemm_ready(xp, h_prev) and \
-                native.ready(xp, x_proj, c_prev, *(() if h_out is None else (h_out,))):
+                native.ready(xp, x_proj, c_prev, *(() if h_out is None else (h_out,))) and \
+                (h_out is None or not np.may_share_memory(h_out, h_prev)):
             # the whole step in one C call (kernelcore/native/lstm_step.c): its elementwise part on each block
-            # while the GEMM has just made it, where NumPy's five passes find the arrays pushed out of cache
+            # while the GEMM has just made it, where NumPy's five passes find the arrays pushed out of cache. It
+            # writes h block by block while later blocks still read h_prev, so not into h_prev itself
             return native.lstm_step(h_prev, w_hh_t, x_proj, c_prev, h_out)
         # in place on the fresh GEMM result (ours, x_proj added): it becomes the gates array, with no
         # concatenation. Each pass runs over all four gates at once; on the rnn op's Out row where given, so h
