@@ -15,17 +15,22 @@ import time
 WARM_S = 0.1
 
 
+def warm_up(reset, run, seconds: float) -> None:
+    """Untimed calls of run() (each after reset(), None: none) for `seconds`, at least one."""
+    until = time.perf_counter() + seconds
+    while True:
+        if reset is not None:
+            reset()
+        run()
+        if time.perf_counter() >= until:
+            break
+
+
 def timed(reset, run, count: int, warm_s: float = 0.0) -> list[float]:
     """The seconds of `count` calls of run(), each after an untimed reset() (None: none); with warm_s, first
     untimed calls (at least one) for that long."""
     if warm_s > 0:
-        until = time.perf_counter() + warm_s
-        while True:
-            if reset is not None:
-                reset()
-            run()
-            if time.perf_counter() >= until:
-                break
+        warm_up(reset, run, warm_s)
     out = []
     for _ in range(count):
         if reset is not None:

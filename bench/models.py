@@ -46,7 +46,7 @@ import kernelcore as kc  # noqa: E402
 from _paddle_server import PADDLE, PaddleServer, generate  # noqa: E402
 from _op_profile import blas_kernels, load_avg, op_type_times  # noqa: E402
 from _rows import read as read_rows, row as json_row, write as write_rows  # noqa: E402
-from _timed_runs import WARM_S  # noqa: E402
+from _timed_runs import WARM_S, warm_up  # noqa: E402
 from _torch_ports import inference_run  # noqa: E402
 
 MODELS = {"resnet18_b8": "ResNet-18", "mobilenet_v2_b8": "MobileNetV2"}
@@ -240,14 +240,8 @@ def main() -> None:
             torch_diff = float(np.abs(torch_run() - want).max() / np.abs(want).max())
             torch_run()
 
-        def warm(run_once):
-            """WARM_S of the side's own untimed runs before its window (bench/_timed_runs.py says why)."""
-            until = time.perf_counter() + WARM_S
-            while time.perf_counter() < until:
-                run_once()
-
         def window(out, traced=False):
-            warm(lambda: exe.run(prog, feed=feed, scope=scope))
+            warm_up(None, lambda: exe.run(prog, feed=feed, scope=scope), WARM_S)
             for _ in range(PER_WINDOW):
                 t0 = time.perf_counter()
                 if traced:
@@ -262,7 +256,7 @@ def main() -> None:
             if threads is not None:
                 torch.set_num_threads(threads)
             try:
-                warm(torch_run)
+                warm_up(None, torch_run, WARM_S)
                 for _ in range(PER_WINDOW):
                     t0 = time.perf_counter()
                     torch_run()

@@ -559,7 +559,8 @@ def test_the_lstm_steps_activations_are_float32_accurate_and_keep_nan():
 @needs_library
 def test_an_lstm_step_may_write_h_over_h_prev():
     """cell_forward with h_out the very array h_prev is (a caller stepping in place): the C step writes h block by
-    block while later blocks still read h_prev, so that case takes the NumPy passes, and h is the fresh step's."""
+    block while later blocks still read h_prev, so native.lstm_step writes it elsewhere first; h is the fresh
+    step's, in h_out."""
     from kernelcore.ops import rnn as R
     B, H = 4, 40
     x_proj = rng.standard_normal((B, 4 * H)).astype(np.float32)

@@ -204,6 +204,9 @@ def rnn_grad(ctx, ins, attrs):
                 ctx.drop_scope(s)  # done with this step (ClearStepScopes, newest first)
             flat = dx_proj.reshape(T * B, G * H)
             dhw_flat = dhw_all.reshape(T * B, G * H)
+            # OpenBLAS's (in parts), not the packed GEMM of the steps and input projections: the left operand is a
+            # transposed [G * H, T * B] view, which that GEMM reads a cache line per element (a 2-layer LSTM's
+            # training step took 115 ms with it, 83 without)
             d_weights[2 * k] = cpu_parts.matmul(xp, flat.T, layer_in.reshape(T * B, n_in))
             d_weights[2 * k + 1] = cpu_parts.matmul(xp, dhw_flat.T, h_prev_all.reshape(T * B, H))
             d_weights[half + 2 * k] = leading_sums(xp, flat, 1)

@@ -330,9 +330,10 @@ class PackedColumns:
         self.packed = np.empty(groups * group_size, np.float32)
         self.address = _ptr(self.packed)
         rs, cs = _element_strides(b)
+        start = _ptr(b)
         for g in range(groups):
-            _c().kc_pack_columns_f32(_ptr(b) + 4 * g * width * cs, rs, cs, self.address + 4 * g * group_size,
-                                     self.k, width)
+            _c().kc_pack_columns_f32(start + 4 * g * width * cs, rs, cs, self.address + 4 * g * group_size, self.k,
+                                     width)
 
     @property
     def plain(self) -> bool:
@@ -356,13 +357,18 @@ def lstm_step(h_prev, w: PackedColumns, x_proj, c_prev, h_out=None):
     """One LSTM step (lstm_step.c): gates = activations of (h_prev @ W_hh^T + x_proj), i, f, g, o; c = f c_prev
     + i g; h = o tanh(c). h_prev float32 [B, hidden] (gemm_ready), w = PackedColumns(W_hh^T, groups=4), x_proj
     [B, 4 hidden] and c_prev [B, hidden] float32 C-contiguous (ready), h_out a C-contiguous float32 [B, hidden]
-    array to write h into, or None. Returns new (gates, h, c)."""
+    array to write h into, or None. Returns (gates, h, c): gates and c new, h h_out where given."""
     rows, hidden = c_prev.shape
     gates = np.empty((rows, 4 * hidden), np.float32)
     c = np.empty_like(c_prev)
-    h = np.empty_like(c_prev) if h_out is None else h_out
+    # the kernel writes h block by block while later blocks still read h_prev: never into h_prev's own memory
+    direct = h_out is not None and not np.may_share_memory(h_out, h_prev)
+    h = h_out if direct else np.empty_like(c_prev)
     _c().kc_lstm_step_f32(_ptr(h_prev), *_element_strides(h_prev), w.address, _ptr(x_proj), _ptr(c_prev),
                           _ptr(gates), _ptr(c), _ptr(h), rows, w.k, hidden, threads())
+    if h_out is not None and not direct:
+        h_out[...] = h
+        h = h_out
     return gates, h, c
 
 

@@ -103,8 +103,8 @@ RNN = register_op(
            Attr("seed", A.INT, "the dropout seed (0: the executor's generator)", 0),
            Attr("is_test", A.BOOLEAN, "inference: no dropout, no step scopes kept for rnn_grad", False)],
     infer_shape=_infer_rnn)
-# Where the C kernels are there, the per-step products run through kernelcore/native's GEMM, its panels shared
-# over the run's threads, and the large ones (input projections, weight gradients) in parts (cpu_parts.matmul):
+# Where the C kernels are there, the per-step products and the input projections run through kernelcore/native's
+# GEMM on the run's threads, and the weight gradients in parts (cpu_parts.matmul):
 # the program runs split (kernelcore/cpu_parts.py), which holds OpenBLAS, whose worker spins after each call on
 # the core those threads need, at one thread. Without them the per-step products are OpenBLAS's small ones, which
 # gain from its own threads and would lose to the hand-off of parts.
@@ -191,9 +191,7 @@ def input_projection(xp, flat_in, w_ih, bias):
     native takes the operands, its packed GEMM (W_ih^T packed here: 30-80 us) adds the bias as it writes the sums,
     its threads sharing row chunks: a 2-layer LSTM's inference (batch 32, 50 steps, hidden 256) took 17.6 ms on two
     threads against 19.6 with OpenBLAS in parts by rows (one thread: the same). Elsewhere NumPy's product, the bias
-    added in place (a fresh [T * B, G * H] sum would cost 2 ms of page faults a layer at that size). The weight
-    gradients stay OpenBLAS's: there the GEMM's left operand is a transposed [G * H, T * B] view, which the packed
-    GEMM reads a cache line per element (a training step 115 ms against 83)."""
+    added in place (a fresh [T * B, G * H] sum would cost 2 ms of page faults a layer at that size)."""
     if native.gemm_ready(xp, flat_in, w_ih) and native.ready(xp, bias):
         return native.gemm_packed(flat_in, native.PackedColumns(w_ih.T), bias)
     x_proj = cpu_parts.matmul(xp, flat_in, w_ih.T)
@@ -224,11 +222,9 @@ def cell_forward(xp, mode: str, x_proj, h_prev, c_prev, w_hh_t, b_hh, scale_shif
     when None); h_out, where given, is the [B, hidden] array h is written into (the op's Out[t])."""
     if mode == "LSTM":
         if isinstance(w_hh_t, native.PackedColumns) and w_hh_t.groups == 4 and native.gemm_ready(xp, h_prev) and \
-                native.ready(xp, x_proj, c_prev, *(() if h_out is None else (h_out,))) and \
-                (h_out is None or not np.may_share_memory(h_out, h_prev)):
+                native.ready(xp, x_proj, c_prev, *(() if h_out is None else (h_out,))):
             # the whole step in one C call (kernelcore/native/lstm_step.c): its elementwise part on each block
-            # while the GEMM has just made it, where NumPy's five passes find the arrays pushed out of cache. It
-            # writes h block by block while later blocks still read h_prev, so not into h_prev itself
+            # while the GEMM has just made it, where NumPy's five passes find the arrays pushed out of cache
             return native.lstm_step(h_prev, w_hh_t, x_proj, c_prev, h_out)
         # in place on the fresh GEMM result (ours, x_proj added): it becomes the gates array, with no
         # concatenation. Each pass runs over all four gates at once; on the rnn op's Out row where given, so h
