@@ -106,6 +106,14 @@ def test_a_part_that_splits_again_runs_its_parts_in_turn():
         assert P.run_parts([inner, inner]) == [[1, 2], [1, 2]]
 
 
+def _numpy_convolutions(monkeypatch):
+    """The NumPy convolution kernels, which run in parts (the C ones, conv_gemm.c and depthwise_conv.c, share their
+    loops over the cores themselves: tests/test_native.py). They serve grouped and 3-D convolutions, and every
+    convolution where the C library is not built."""
+    monkeypatch.setattr(native, "conv2d_ready", lambda *a: False)
+    monkeypatch.setattr(native, "depthwise_ready", lambda *a: False)
+
+
 def _conv_program():
     prog = kc.Program()
     b = prog.global_block()
@@ -123,6 +131,7 @@ def test_which_runs_split(monkeypatch):
     does not."""
     seen = []
     monkeypatch.setattr(P, "MIN_SPLIT_WORK", 0)
+    _numpy_convolutions(monkeypatch)
     monkeypatch.setattr(P, "run_parts", lambda calls: seen.append(len(calls)) or [c() for c in calls])
     prog = _conv_program()  # the convolution's parts go through P.run_parts (run_parts_into)
     feed = {"x": f32(2, 3, 8, 8), "w": f32(4, 3, 3, 3)}
@@ -177,8 +186,7 @@ def test_split_convolutions_give_what_the_whole_op_gives(monkeypatch, op, xs, ws
     """Through the executor: the forward by images or output channels, Input@GRAD by images, Filter@GRAD by
     channels or groups, at 2 and 3 parts, against one part."""
     monkeypatch.setattr(P, "MIN_SPLIT_WORK", 0)
-    # the NumPy kernels' parts; the C depthwise kernels share their planes themselves (tests/test_native.py)
-    monkeypatch.setattr(native, "depthwise_ready", lambda *a: False)
+    _numpy_convolutions(monkeypatch)
     handed_off = []
     workers = P._workers
     monkeypatch.setattr(P, "_workers", lambda n: handed_off.append(n) or workers(n))
@@ -218,6 +226,7 @@ def test_matmul_in_parts_is_matmul(monkeypatch, a, b):
 def test_a_cnns_classifier_and_its_gradients_run_in_parts(monkeypatch):
     """mul / matmul_v2 and their gradients in a split run (a convolution in the program makes it one)."""
     monkeypatch.setattr(P, "MIN_SPLIT_WORK", 0)
+    _numpy_convolutions(monkeypatch)
     split = []
     real = P.run_parts
     monkeypatch.setattr(P, "run_parts", lambda calls: split.append(len(calls)) or real(calls))
@@ -258,6 +267,7 @@ def test_a_forked_child_runs_parts_on_its_own_pool(monkeypatch):
     forever on threads that are not there)."""
     import multiprocessing
     monkeypatch.setattr(P, "MIN_SPLIT_WORK", 0)
+    _numpy_convolutions(monkeypatch)  # the fork copies the patch
     _split_conv_in_child(__import__("queue").Queue())  # the parent's pool now exists
     assert P._pool is not None
     ctx = multiprocessing.get_context("fork")

@@ -439,15 +439,74 @@ def test_loops_of_different_widths_in_turn_each_run_once(monkeypatch):
 ])
 def test_im2col_in_c_equals_the_window_view(shape, ks, strides, pads, dils, monkeypatch):
     """The columns bit for bit (the same elements copied, zeros where the padding is), on each of im2col.c's three
-    ways of writing a block; and a convolution through them."""
+    ways of writing a block."""
     x = rng.standard_normal(shape).astype(np.float32)
     outs = [C.conv_out_size(shape[2 + i], ks[i], pads[i], strides[i], dils[i]) for i in range(2)]
-    w = rng.standard_normal((4, shape[1], *ks)).astype(np.float32)
     got = C.im2col(np, x, ks, strides, pads, dils, outs)
-    y = C.conv_forward(np, x, w, strides, pads, dils, 1)
     _numpy_path(monkeypatch)
     np.testing.assert_array_equal(got, C.im2col(np, x, ks, strides, pads, dils, outs))
-    np.testing.assert_array_equal(y, C.conv_forward(np, x, w, strides, pads, dils, 1))
+
+
+CONV_CASES = [
+    # (x shape, filter shape, strides, pads, dils)
+    ((2, 3, 8, 8), (4, 3, 3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1]),       # "same", 64-pixel maps: runs
+    ((2, 3, 9, 7), (5, 3, 3, 3), [1, 1], [(2, 2), (2, 2)], [2, 2]),       # dilated, panels across images
+    ((1, 2, 5, 5), (3, 2, 3, 3), [1, 1], [(3, 0), (0, 3)], [1, 1]),       # one-sided pads
+    ((3, 20, 2, 2), (7, 20, 3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1]),     # 2x2 maps: the table
+    ((2, 17, 16, 16), (9, 17, 3, 3), [2, 2], [(1, 1), (1, 1)], [1, 1]),   # narrow maps, many channels: the table
+    ((2, 5, 3, 3), (6, 5, 2, 2), [2, 2], [(4, 1), (0, 5)], [1, 3]),       # pads wider than the kernel
+    ((2, 3, 11, 13), (16, 3, 7, 7), [2, 2], [(3, 3), (3, 3)], [1, 1]),    # a stem: strided runs
+    ((2, 40, 4, 4), (130, 40, 3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1]),   # > 64 filters: panels first, then chunks
+    ((3, 8, 8, 8), (67, 8, 1, 1), [1, 1], [(0, 0), (0, 0)], [1, 1]),      # 1x1: panels read in place, 67 rows
+    ((3, 8, 5, 7), (11, 8, 1, 1), [1, 1], [(0, 0), (0, 0)], [1, 1]),      # 1x1 on 35-pixel maps: packed panels
+    ((2, 6, 4, 4), (5, 6, 1, 1), [2, 2], [(0, 0), (0, 0)], [1, 1]),       # 1x1, stride 2
+    ((1, 1, 1, 1), (1, 1, 1, 1), [1, 1], [(0, 0), (0, 0)], [1, 1]),
+    ((2, 2, 3, 70), (3, 2, 1, 70), [1, 1], [(0, 0), (0, 0)], [1, 1]),     # a kernel wider than the runs' table
+    # large enough for conv_gemm.c to take more than one thread (a thread per 2M multiply-adds)
+    ((2, 32, 16, 16), (40, 32, 3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1]),  # panels shared
+    ((2, 64, 16, 16), (70, 64, 3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1]),  # chunks of filter rows shared
+    ((8, 64, 16, 16), (64, 64, 1, 1), [1, 1], [(0, 0), (0, 0)], [1, 1]),  # 1x1 in place
+]
+
+
+@needs_library
+@pytest.mark.parametrize("xs, ws, strides, pads, dils", CONV_CASES)
+def test_the_convolution_in_c_matches_the_numpy_path(xs, ws, strides, pads, dils, monkeypatch):
+    """conv_gemm.c's output against the window view's columns times OpenBLAS (the NumPy path): the same sums in
+    another order, so within float32 rounding of the terms' size; and the same bits at 1, 2 and 3 threads (each
+    output element is one walk down its filter row, whoever makes it)."""
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    outs = [C.conv_out_size(xs[2 + i], ws[2 + i], pads[i], strides[i], dils[i]) for i in range(2)]
+    got = {}
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(native, "threads", lambda t=threads: t)
+        got[threads] = C.conv_forward(np, x, w, strides, pads, dils, 1)
+    with monkeypatch.context() as m:
+        m.setattr(native, "ready", lambda *a: False)
+        want = C.conv_forward(np, x, w, strides, pads, dils, 1)
+    assert got[1].shape == want.shape == (xs[0], ws[0], *outs)
+    scale = np.sqrt(np.prod(ws[1:])) * 1e-5
+    np.testing.assert_allclose(got[1], want, rtol=1e-5, atol=scale)
+    np.testing.assert_array_equal(got[2], got[1])
+    np.testing.assert_array_equal(got[3], got[1])
+
+
+@needs_library
+def test_the_convolution_in_c_keeps_nan_and_inf_where_they_land():
+    """A NaN or inf in the input reaches exactly the outputs whose window holds it (the padding's zeros are never
+    multiplied in, as in the columns the NumPy path makes)."""
+    x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    x[1, 2, 0, 5] = np.nan
+    x[0, 0, 3, 3] = np.inf
+    got = native.conv2d(x, np.abs(w), [1, 1], [1, 1], [1, 1], (6, 6))
+    bad = ~np.isfinite(got)
+    want = np.zeros_like(bad)
+    want[1, :, 0:2, 4:6] = True
+    want[0, :, 2:5, 2:5] = True
+    np.testing.assert_array_equal(bad, want)
+    assert np.isnan(got[1, :, 0:2, 4:6]).all() and np.isposinf(got[0, :, 2:5, 2:5]).all()
 
 
 @needs_library

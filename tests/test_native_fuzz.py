@@ -1,8 +1,9 @@
-"""kernelcore/native, fuzzed: the C kernels (batch_norm.c, depthwise_conv.c, im2col.c, gemm_packed.c, lstm_step.c)
-against the NumPy kernels they stand in for, on geometries and shapes hypothesis draws (tests/test_native.py holds the
-hand-picked ones), on inputs holding NaN and +-inf, and, in a child process where a crash is an exit status rather
-than the end of pytest, thousands of depthwise geometries (and the im2col columns of each), packed GEMMs and LSTM
-steps against guard regions around every buffer the kernels read or write.
+"""kernelcore/native, fuzzed: the C kernels (batch_norm.c, depthwise_conv.c, im2col.c, conv_gemm.c, gemm_packed.c,
+lstm_step.c) against the NumPy kernels they stand in for, on geometries and shapes hypothesis draws
+(tests/test_native.py holds the hand-picked ones), on inputs holding NaN and +-inf, and, in a child process where a
+crash is an exit status rather than the end of pytest, thousands of depthwise geometries (and the im2col columns and
+the convolutions of each), packed GEMMs and LSTM steps against guard regions around every buffer the kernels read
+or write.
 
 The NumPy paths stay the reference: a C result must equal them within float32 rounding (relative to the size of
 the terms summed), and hold NaN, +inf and -inf at the same positions, except where zero padding meets an inf or
@@ -250,8 +251,8 @@ def conv_cases(draw):
 @given(conv_cases())
 @FUZZ
 def test_convolution_through_c_columns_equals_numpy(case):
-    """conv_forward and both gradients with the im2col columns made in C (kernelcore/native/im2col.c) against the
-    padded input's window view: the same columns, so the same GEMMs."""
+    """conv_forward (one group: conv_gemm.c; groups: the C im2col columns, kernelcore/native/im2col.c) and both
+    gradients (the C columns) against the NumPy path's padded input's window view and OpenBLAS."""
     shape, o, groups, ks, strides, pads, dils, outs, seed = case
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(shape).astype(np.float32)
@@ -518,6 +519,27 @@ CHILD = textwrap.dedent(r"""
             assert np.isfinite(arr).all(), f"{what}: {name} not all written, or read outside its inputs"
             assert ref is None or np.array_equal(arr, ref), f"{what}: {name} at {threads} threads differs"
         assert np.array_equal(cols, want_cols), f"{what}: native.im2col differs from the window view"
+        # the convolution of the same geometry through conv_gemm.c (columns packed into its panels, NCHW output),
+        # and a 1x1 one of stride 1 on the same input (panels read in place), every buffer guarded
+        m_out = int(rng.integers(1, 80))
+        for fdims, kshape, ref_cols, o_hw in (
+                (dims, ks, want_cols, outs),
+                (np.array([*shape[2:], *shape[2:], 1, 1, 1, 1, 0, 0, 1, 1], np.int64), (1, 1),
+                 x.reshape(n, c, -1).transpose(1, 0, 2).reshape(c, -1), tuple(shape[2:]))):
+            cols_n = n * o_hw[0] * o_hw[1]
+            _, wf = guarded((m_out, c, *kshape), rng.standard_normal((m_out, c, *kshape)))
+            sbuf, scratch = guarded((((cols_n + 31) // 32) * 32 * c * kshape[0] * kshape[1],))
+            obuf, out = guarded((n, m_out, *o_hw))
+            lib.kc_conv2d_f32(x.ctypes.data, wf.ctypes.data, scratch.ctypes.data, out.ctypes.data, n, c, m_out,
+                              fdims.ctypes.data, threads)
+            conv_what = f"{what}: conv2d, {m_out} filters of {list(kshape)}"
+            assert guards_intact(sbuf), f"{conv_what}: a write outside the scratch"
+            assert guards_intact(obuf), f"{conv_what}: a write outside out"
+            assert np.isfinite(out).all(), f"{conv_what}: out not all written, or read outside its inputs"
+            want_out = (wf.reshape(m_out, -1).astype(np.float64) @ ref_cols).reshape(m_out, n, -1)
+            want_out = want_out.transpose(1, 0, 2).reshape(out.shape)
+            k_all = c * kshape[0] * kshape[1]
+            assert np.allclose(out, want_out, rtol=1e-4, atol=1e-4 * np.sqrt(k_all)), conv_what
         # the packed GEMM for RNN steps, on guarded operands of odd sizes
         m, k, n = (int(v) for v in rng.integers(1, 70, 3))
         _, a = guarded((m, k), rng.standard_normal((m, k)))
@@ -577,8 +599,9 @@ CHILD = textwrap.dedent(r"""
 def test_depthwise_kernels_stay_inside_their_buffers_over_thousands_of_geometries():
     """3000 geometries (one in eight wider: maps to 40x40, kernels to 32x32 within DEPTHWISE_MAX_TAPS, strides to
     5, dilations to 4, pads to 10) straight into native.depthwise_conv2d / depthwise_conv2d_grads / im2col and the
-    library's entry points, and 3000 packed GEMMs and LSTM steps of odd sizes, every buffer between guard regions,
-    in a child process: a crash is its exit status."""
+    library's entry points, the convolution of each geometry and a 1x1 one (kc_conv2d_f32, 1-79 filters), and 3000
+    packed GEMMs and LSTM steps of odd sizes, every buffer between guard regions, in a child process: a crash is
+    its exit status."""
     env = {**os.environ}
     env.pop(native.ENV, None)
     proc = subprocess.run([sys.executable, "-c", CHILD, "20240611", "3000"], capture_output=True, text=True,

@@ -6,7 +6,9 @@ one or two passes over the data, a row or an image's channel at a time while it 
 cores. An RNN's per-step products with its recurrent weight go through a GEMM for few rows whose weight is packed
 once per pass, where OpenBLAS packs it again every step; an LSTM's step is that GEMM with the gates' activations,
 c and h made on each block of its result while it is in cache, in one call, and its backward one pass and that
-GEMM.
+GEMM. A one-group 2-D convolution's forward is that GEMM too, its im2col columns written straight into the GEMM's
+panels (a 1x1 one's read where they lie) and its sums straight into the NCHW output, where the NumPy path multiplies
+the columns in parts with one-thread OpenBLAS calls and copies the product into NCHW.
 
 hatch_build.py compiles kernelcore/native/*.c into libkernelcore_cpu.so at install time (`./dev build`, `pip
 install`); this module loads it with ctypes. Kernels ask `ready(xp, *arrays)` and fall back to their NumPy code
@@ -32,7 +34,7 @@ from .. import cpu_parts
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 14  # kc_native.h's KC_NATIVE_ABI
+ABI = 15  # kc_native.h's KC_NATIVE_ABI
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -58,6 +60,7 @@ _SIGNATURES = {
     "kc_gelu_f32": [_P, _P, _I64, _INT],
     "kc_gelu_grad_f32": [_P, _P, _P, _I64, _INT],
     "kc_im2col_f32": [_P, _P, _I64, _I64, _P, _INT],
+    "kc_conv2d_f32": [_P, _P, _P, _P, _I64, _I64, _I64, _P, _INT],
     "kc_pack_columns_f32": [_P, _I64, _I64, _P, _I64, _I64],
     "kc_gemm_packed_f32": [_P, _I64, _I64, _P, _P, _I64, _P, _I64, _I64, _I64, _INT],
     "kc_lstm_step_f32": [_P, _I64, _I64, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _INT],
@@ -191,6 +194,27 @@ def im2col(x, ks, strides, pads_before, dils, out_hw):
     dims = _geometry(x.shape[2:], out_hw, ks, strides, pads_before, dils)  # held until the call returns
     _c().kc_im2col_f32(_ptr(x), _ptr(cols), n, c, _ptr(dims), threads())
     return cols
+
+
+def conv2d_ready(xp, x, w, groups: int) -> bool:
+    """Whether the C convolution (conv_gemm.c) takes this one: 2-D, one group, float32 host arrays."""
+    return x.ndim == 4 and w.ndim == 4 and groups == 1 and ready(xp, x, w)
+
+
+PANEL = 32  # gemm_rows.h's panel width
+
+
+def conv2d(x, w, strides, pads_before, dils, out_hw):
+    """A one-group 2-D convolution's output, [N, O, *out_hw], of a float32 [N, C, H, W] batch and [O, C, kh, kw]
+    filter, from the unpadded input (pads_before: top, left)."""
+    n, c = x.shape[:2]
+    m, kh, kw = w.shape[0], w.shape[2], w.shape[3]
+    cols = n * out_hw[0] * out_hw[1]
+    scratch = np.empty(-(-cols // PANEL) * PANEL * c * kh * kw, np.float32)
+    out = np.empty((n, m, *out_hw), dtype=np.float32)
+    dims = _geometry(x.shape[2:], out_hw, w.shape[2:], strides, pads_before, dils)
+    _c().kc_conv2d_f32(_ptr(x), _ptr(w), _ptr(scratch), _ptr(out), n, c, m, _ptr(dims), threads())
+    return out
 
 
 def depthwise_conv2d(x, w, strides, pads_before, dils, out_hw):

@@ -38,14 +38,14 @@ typedef struct {
 
 /* rows [r0, r1) times panels [q0, q1), panel by panel, each walked by blocks of 8 (then 4, 2, 1) rows: the panel
  * (k x PANEL) stays in L1 while the blocks of A pass it */
-static void rows_times_panels(const gemm_args *g, int64_t r0, int64_t r1, int64_t q0, int64_t q1) {
+WIDE_VECTORS static void rows_times_panels(const gemm_args *g, int64_t r0, int64_t r1, int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; q++) {
         const int64_t col = q * PANEL, width = g->n - col < PANEL ? g->n - col : PANEL;
         const float *panel = g->packed + q * g->k * PANEL;
         for (int64_t r = r0; r < r1;) {
             const int64_t rows = kc_block_rows(r1 - r);
             const float *add = g->add != NULL ? g->add + r * g->ld_add + col : NULL;
-            kc_rows(rows, g->a + r * g->rs, g->rs, g->cs, panel, add, g->ld_add, g->c + r * g->n + col, g->n, g->k,
+            kc_rows(rows, g->a + r * g->rs, g->rs, g->cs, panel, PANEL, add, g->ld_add, g->c + r * g->n + col, g->n, g->k,
                     width);
             r += rows;
         }

@@ -24,17 +24,18 @@ void kc_gemm_packed_f32(const float *a, int64_t rs, int64_t cs, const float *pac
 #endif
 
 /* rows [0, ROWS) of a panel's product: c[r * ldc + j] = add[r * ld_add + j] + sum over p of a[r * rs + p * cs] *
- * panel[p * PANEL + j] (add: NULL for none), for the first `width` columns (A's strides rs, cs: a row-major A or a
- * transposed view of one) */
+ * panel[p * ldb + j] (add: NULL for none), for the first `width` columns (A's strides rs, cs: a row-major A or a
+ * transposed view of one; ldb: PANEL for a packed panel, or the row stride of a B read where it lies) */
 #define KC_ROW_BLOCK(ROWS)                                                                                       \
     WIDE_VECTORS static void kc_rows_##ROWS(const float *restrict a, int64_t rs, int64_t cs,                      \
-                                            const float *restrict panel, const float *add, int64_t ld_add,       \
-                                            float *restrict c, int64_t ldc, int64_t k, int64_t width) {          \
+                                            const float *restrict panel, int64_t ldb, const float *add,          \
+                                            int64_t ld_add, float *restrict c, int64_t ldc, int64_t k,           \
+                                            int64_t width) {                                                     \
         float acc[ROWS][PANEL];                                                                                   \
         for (int r = 0; r < ROWS; r++)                                                                            \
             for (int j = 0; j < PANEL; j++) acc[r][j] = add != NULL && j < width ? add[r * ld_add + j] : 0.0f;    \
         for (int64_t p = 0; p < k; p++) {                                                                         \
-            const float *restrict b = panel + p * PANEL;                                                          \
+            const float *restrict b = panel + p * ldb;                                                            \
             for (int r = 0; r < ROWS; r++) {                                                                      \
                 const float av = a[r * rs + p * cs];                                                              \
                 _Pragma("omp simd") for (int j = 0; j < PANEL; j++) acc[r][j] = fmaf(av, b[j], acc[r][j]);        \
@@ -51,13 +52,13 @@ KC_ROW_BLOCK(1)
 static inline int64_t kc_block_rows(int64_t left) { return left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1; }
 
 /* kc_rows_ROWS for ROWS = kc_block_rows(...) */
-static inline void kc_rows(int64_t rows, const float *a, int64_t rs, int64_t cs, const float *panel,
+static inline void kc_rows(int64_t rows, const float *a, int64_t rs, int64_t cs, const float *panel, int64_t ldb,
                            const float *add, int64_t ld_add, float *c, int64_t ldc, int64_t k, int64_t width) {
     switch (rows) {
-        case 8: kc_rows_8(a, rs, cs, panel, add, ld_add, c, ldc, k, width); break;
-        case 4: kc_rows_4(a, rs, cs, panel, add, ld_add, c, ldc, k, width); break;
-        case 2: kc_rows_2(a, rs, cs, panel, add, ld_add, c, ldc, k, width); break;
-        default: kc_rows_1(a, rs, cs, panel, add, ld_add, c, ldc, k, width); break;
+        case 8: kc_rows_8(a, rs, cs, panel, ldb, add, ld_add, c, ldc, k, width); break;
+        case 4: kc_rows_4(a, rs, cs, panel, ldb, add, ld_add, c, ldc, k, width); break;
+        case 2: kc_rows_2(a, rs, cs, panel, ldb, add, ld_add, c, ldc, k, width); break;
+        default: kc_rows_1(a, rs, cs, panel, ldb, add, ld_add, c, ldc, k, width); break;
     }
 }
 

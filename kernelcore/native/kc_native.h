@@ -7,6 +7,6 @@
 #define KC_EXPORT __attribute__((visibility("default")))
 
 /* raised whenever a function's signature changes: the loader refuses a library built from other sources */
-#define KC_NATIVE_ABI 14
+#define KC_NATIVE_ABI 15
 
 #endif

@@ -59,7 +59,7 @@ WIDE_VECTORS static void slices_range(void *p, int64_t first, int64_t last) {
                 const float *panel = s->packed + (gate * s->gate_panels + q) * s->k * PANEL;
                 for (int64_t r = 0; r < rows;) {
                     const int64_t n = kc_block_rows(rows - r);
-                    kc_rows(n, s->h_prev + (r0 + r) * s->rs, s->rs, s->cs, panel,
+                    kc_rows(n, s->h_prev + (r0 + r) * s->rs, s->rs, s->cs, panel, PANEL,
                             s->x_proj + (r0 + r) * 4 * H + gate * H + col, 4 * H, tile[gate][r], PANEL, s->k, width);
                     r += n;
                 }

@@ -1,7 +1,10 @@
 """Convolutions with Paddle's slots and attributes: conv2d, depthwise_conv2d, conv3d, conv2d_transpose,
 depthwise_conv2d_transpose, conv3d_transpose.
 
-One N-d body serves 2-D and 3-D (Paddle writes conv2d for Conv1D, with unsqueeze2/squeeze2 around it):
+One N-d body serves 2-D and 3-D (Paddle writes conv2d for Conv1D, with unsqueeze2/squeeze2 around it). On the
+host, float32 2-D convolutions of one group go to kernelcore/native/conv_gemm.c (im2col straight into its GEMM's
+panels, the output written in NCHW) and depthwise ones to depthwise_conv.c; elsewhere (the GPU, other dtypes, groups,
+3-D, no C library):
   * grouped/ordinary convolution: im2col through an `as_strided` window view of the padded input, laid out
     (group, Cin/groups * kernel, batch * output pixels), then one GEMM per group (`xp.matmul` over the group
     stack): weights (groups, Cout/groups, Cin/groups * kernel) @ columns;
@@ -66,6 +69,8 @@ def conv_forward(xp, x, w, strides, pads, dils, groups):
             return native.depthwise_conv2d(x, w, strides, [lo for lo, _ in pads], dils, outs)
         return _depthwise(xp, pad_spatial(xp, x, pads) if any(lo or hi for lo, hi in pads) else x, w, strides,
                           dils, outs)
+    if native.conv2d_ready(xp, x, w, groups):  # kernelcore/native/conv_gemm.c: im2col into its GEMM's panels
+        return native.conv2d(x, w, strides, [lo for lo, _ in pads], dils, outs)
     x = xp.ascontiguousarray(x)
     og, k = o // groups, math.prod(ks)
     p = math.prod(outs)
@@ -155,9 +160,9 @@ def conv_forward_parts(xp, x, w, strides, pads, dils, groups):
     """conv_forward in parts on the CPU's cores (kernelcore/cpu_parts.py): by images where the columns
     outweigh the filter (early layers: many pixels), else by output channels, so that each part reads its share
     of the filter (late layers: ResNet-18's 512x512x3x3 filter on 2x2 maps ran 1.9x slower split by images)."""
-    # the C depthwise kernel shares its planes out over the cores itself
-    parts = 1 if native.depthwise_ready(xp, x, w, groups) else cpu_parts(xp, conv_work(x.shape, w.shape, strides,
-                                                                                         groups))
+    # the C kernels (depthwise, one-group 2-D) share their loops out over the cores themselves
+    in_c = native.depthwise_ready(xp, x, w, groups) or native.conv2d_ready(xp, x, w, groups)
+    parts = 1 if in_c else cpu_parts(xp, conv_work(x.shape, w.shape, strides, groups))
     n, o = x.shape[0], w.shape[0]
     if parts < 2:
         return conv_forward(xp, x, w, strides, pads, dils, groups)
