@@ -19,13 +19,13 @@ typedef struct {
     float *out;
 } gelu_args;
 
-static void forward_range(void *p, int64_t first, int64_t last) {
+WIDE_VECTORS static void forward_range(void *p, int64_t first, int64_t last) {
     const gelu_args *a = p;
 #pragma omp simd
     for (int64_t i = first; i < last; i++) a->out[i] = normal_cdf(a->x[i]) * a->x[i];
 }
 
-static void grad_range(void *p, int64_t first, int64_t last) {
+WIDE_VECTORS static void grad_range(void *p, int64_t first, int64_t last) {
     const gelu_args *a = p;
 #pragma omp simd
     for (int64_t i = first; i < last; i++) {

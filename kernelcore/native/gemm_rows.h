@@ -1,4 +1,4 @@
-/* The inner GEMM of gemm_packed.c and lstm_step.c: a block of up to 8 rows of A times one panel of a B packed by
+/* The inner GEMM of gemm_packed.c, lstm_step.c and conv_gemm.c: a block of up to 8 rows of A times one panel of a B packed by
  * kc_pack_columns_f32 (PANEL columns, k rows, zeros past B's last column), its 8 x PANEL sums kept in registers
  * (16 of the 32 AVX-512 registers) while it walks down the panel, one fused multiply-add per element (fmaf: ISO C
  * mode does not contract a * b + c). */
@@ -9,19 +9,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kc_native.h" /* WIDE_VECTORS */
+
 #define PANEL 32
-
-/* GCC's vectoriser prefers 256-bit vectors; the eight rows' sums need 512-bit ones to stay in registers: 101 us
- * instead of 161 on an RNN step's [32, 256] @ [256, 1024]. Ignored where the machine has no 512-bit vectors. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define WIDE_VECTORS __attribute__((target("prefer-vector-width=512")))
-#else
-#define WIDE_VECTORS
-/* gemm_packed.c: c [m, n] = add + A [m, k] @ B packed by kc_pack_columns_f32 (see there) */
-void kc_gemm_packed_f32(const float *a, int64_t rs, int64_t cs, const float *packed, const float *add,
-                        int64_t ld_add, float *c, int64_t m, int64_t k, int64_t n, int threads);
-
-#endif
 
 /* rows [0, ROWS) of a panel's product: c[r * ldc + j] = add[r * ld_add + j] + sum over p of a[r * rs + p * cs] *
  * panel[p * ldb + j] (add: NULL for none), for the first `width` columns (A's strides rs, cs: a row-major A or a

@@ -15,7 +15,7 @@ typedef struct {
     int64_t cols;
 } rows_args;
 
-static void softmax_rows(void *p, int64_t first, int64_t last) {
+WIDE_VECTORS static void softmax_rows(void *p, int64_t first, int64_t last) {
     const rows_args *a = p;
     const int64_t n = a->cols;
     for (int64_t i = first; i < last; i++) {
@@ -39,7 +39,7 @@ static void softmax_rows(void *p, int64_t first, int64_t last) {
     }
 }
 
-static void softmax_grad_rows(void *p, int64_t first, int64_t last) {
+WIDE_VECTORS static void softmax_grad_rows(void *p, int64_t first, int64_t last) {
     const rows_args *a = p; /* x: softmax's Out, g: Out@GRAD, out: X@GRAD */
     const int64_t n = a->cols;
     for (int64_t i = first; i < last; i++) {
