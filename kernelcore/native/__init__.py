@@ -94,8 +94,9 @@ def _load() -> None:
             _state = f"not loaded ({e}): NumPy kernels"
             return
         _lib = lib
-        _state = (f"{LIBRARY.name}: batch and layer norm, convolution columns (im2col), depthwise convolution, "
-                  "max pooling, softmax, gelu and relu gradients, RNN step products and LSTM steps (float32) in C")
+        _state = (f"{LIBRARY.name}: batch and layer norm, convolutions (im2col into a packed GEMM), depthwise "
+                  "convolution, max pooling, softmax, gelu and relu gradients, RNN step products and LSTM steps "
+                  "(float32) in C")
 
 
 def library() -> ctypes.CDLL | None:
