@@ -1,5 +1,5 @@
 /* A 2-D convolution (one group) of a float32 NCHW batch as one GEMM in C, written straight into NCHW:
- *   out[n, o, oy, ox] = sum over (c, ky, kx) of w[o, c, ky, kx] * x[n, c, oy * sh - ph + ky * dh, ox * sw - pw + kx * dw].
+ *   out[n, o, oy, ox] = sum over (c, ky, kx) of w[o, c, ky, kx] * x[n, c, oy sh - ph + ky dh, ox sw - pw + kx dw].
  * The NumPy path makes the im2col columns [C kh kw, N oh ow], multiplies them with one-thread OpenBLAS calls in
  * parts (cpu_parts.py) and copies the [O, N oh ow] product into [N, O, oh, ow]. OpenBLAS at one thread ran
  * ResNet-18's convolutions at 90-150 GFLOP/s here (it packs both operands again on every call, and its blocking
@@ -59,7 +59,8 @@ static void pack_by_runs(const conv_args *a, int64_t q, float *dst) {
     for (int64_t col = first; col < last;) {
         const int64_t img = col / a->pixels, rem = col % a->pixels, oy = rem / a->ow, ox0 = rem % a->ow;
         const int64_t len = a->ow - ox0 < last - col ? a->ow - ox0 : last - col, j0 = col - first;
-        for (int64_t kx = 0; kx < a->kw && kx < MAX_KW; kx++) place_run(a, ox0 * sw - a->pw + kx * a->dw, len, &place[kx]);
+        for (int64_t kx = 0; kx < a->kw && kx < MAX_KW; kx++)
+            place_run(a, ox0 * sw - a->pw + kx * a->dw, len, &place[kx]);
         for (int64_t ch = 0; ch < a->c; ch++) {
             const float *xc = a->x + (img * a->c + ch) * plane;
             for (int64_t ky = 0; ky < a->kh; ky++) {
@@ -211,15 +212,15 @@ static void chunks_times_panels(void *p, int64_t first, int64_t last) {
 }
 
 /* out [n, m, oh, ow] = the convolution of x [n, c, h, w] with w [m, c, kh, kw]; geometry: h, w, oh, ow, kh, kw,
- * sh, sw, ph, pw, dh, dw (ph, pw: the padding above and left); scratch: room for the packed columns, ceil(n oh ow / PANEL) PANEL c kh kw
- * floats */
+ * sh, sw, ph, pw, dh, dw (ph, pw: the padding above and left); scratch: room for the packed columns,
+ * ceil(n oh ow / PANEL) PANEL c kh kw floats */
 KC_EXPORT void kc_conv2d_f32(const float *x, const float *w, float *scratch, float *out, int64_t n, int64_t c,
                              int64_t m, const int64_t *geometry, int threads) {
     const int64_t *g = geometry;
     conv_args a = {x, w, scratch, out, n, c, g[0], g[1], g[4], g[5], g[2], g[3], g[6], g[7], g[8], g[9], g[10],
                    g[11], m, c * g[4] * g[5], n * g[2] * g[3], g[2] * g[3], 0};
-    a.pointwise = a.kh == 1 && a.kw == 1 && a.sh == 1 && a.sw == 1 && a.ph == 0 && a.pw == 0 && a.oh == a.h &&
-                  a.ow == a.wd;
+    a.pointwise =
+        a.kh == 1 && a.kw == 1 && a.sh == 1 && a.sw == 1 && a.ph == 0 && a.pw == 0 && a.oh == a.h && a.ow == a.wd;
     const int64_t panels = (a.cols + PANEL - 1) / PANEL;
     /* a thread per ~2M multiply-adds at most (~13 us of one core): below that the hand-off outweighs the share */
     const int64_t most = m * a.k * a.cols / (1 << 21);

@@ -45,8 +45,8 @@ WIDE_VECTORS static void rows_times_panels(const gemm_args *g, int64_t r0, int64
         for (int64_t r = r0; r < r1;) {
             const int64_t rows = kc_block_rows(r1 - r);
             const float *add = g->add != NULL ? g->add + r * g->ld_add + col : NULL;
-            kc_rows(rows, g->a + r * g->rs, g->rs, g->cs, panel, PANEL, add, g->ld_add, g->c + r * g->n + col, g->n, g->k,
-                    width);
+            kc_rows(rows, g->a + r * g->rs, g->rs, g->cs, panel, PANEL, add, g->ld_add, g->c + r * g->n + col, g->n,
+                    g->k, width);
             r += rows;
         }
     }

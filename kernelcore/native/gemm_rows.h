@@ -1,7 +1,7 @@
-/* The inner GEMM of gemm_packed.c, lstm_step.c and conv_gemm.c: a block of up to 8 rows of A times one panel of a B packed by
- * kc_pack_columns_f32 (PANEL columns, k rows, zeros past B's last column), its 8 x PANEL sums kept in registers
- * (16 of the 32 AVX-512 registers) while it walks down the panel, one fused multiply-add per element (fmaf: ISO C
- * mode does not contract a * b + c). */
+/* The inner GEMM of gemm_packed.c, lstm_step.c and conv_gemm.c: a block of up to 8 rows of A times one panel of a
+ * B packed by kc_pack_columns_f32 (PANEL columns, k rows, zeros past B's last column), its 8 x PANEL sums kept in
+ * registers (16 of the 32 AVX-512 registers) while it walks down the panel, one fused multiply-add per element
+ * (fmaf: ISO C mode does not contract a * b + c). */
 #ifndef KC_GEMM_ROWS_H
 #define KC_GEMM_ROWS_H
 
