@@ -318,6 +318,35 @@ def test_relu_gradients_in_c_equal_numpys(op, hi, shape):
         np.testing.assert_array_equal(got, g * mask)
 
 
+@needs_library
+@pytest.mark.parametrize("shape", [(7,), (3, 5, 7, 9), (4, 64, 32, 32)])   # the last is shared over threads
+@pytest.mark.parametrize("op, attrs", [("relu", {}), ("relu6", {"threshold": 6.0}),
+                                       ("brelu", {"t_min": -1.5, "t_max": 2.0}),
+                                       ("brelu", {"t_min": 2.0, "t_max": 1.0})])   # bounds crossed: NumPy's clip
+def test_relu_and_relu6_in_c_equal_numpys(op, attrs, shape, monkeypatch):
+    """The ops' outputs bit for bit, NaN and the signs of zeros included (relu gives +0 for -0 as NumPy's maximum
+    does, relu6 and brelu keep -0 as NumPy's clip does), at 1 and 2 threads."""
+    from kernelcore.ops import activation, activation_extra
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
+    x.reshape(-1)[:7] = [np.nan, -0.0, np.inf, -np.inf, 6.0, 0.0, attrs.get("t_min", 0.0)]
+
+    def run():  # the op's body, as its kernel calls it
+        if op == "relu":
+            return activation.UNARY["relu"][1](np, x)
+        return activation_extra.EXTRA[op][2](np, x, attrs)
+    got = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(native, "threads", lambda t=threads: t)
+        got[threads] = run()
+    with monkeypatch.context() as m:
+        m.setattr(native, "ready", lambda *a: False)
+        want = run()
+    for g in got.values():
+        assert g.dtype == want.dtype == np.float32
+        np.testing.assert_array_equal(g, want)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(want))
+
+
 def _softmax_reference(x):
     xd = x.astype(np.float64)
     e = np.exp(xd - xd.max(axis=-1, keepdims=True))

@@ -1,7 +1,7 @@
 """kernelcore's CPU kernels in C. Some ops NumPy makes one full-size temporary at a time: batch and layer norm,
 softmax along the last axis, exact gelu, 2-D max pooling (each with its gradient), and relu's and relu6's
-gradients. For depthwise convolution and its gradients NumPy has no op and goes through copies, and the im2col
-columns of the other convolutions it copies from a padded input along rows of a few elements. Here each takes
+gradients; relu and relu6 themselves it makes on one core. For depthwise convolution and its gradients NumPy has
+no op and goes through copies, and the im2col columns of the other convolutions it copies from a padded input along rows of a few elements. Here each takes
 one or two passes over the data, a row or an image's channel at a time while it is in cache, shared over the
 cores. An RNN's per-step products with its recurrent weight go through a GEMM for few rows whose weight is packed
 once per pass, where OpenBLAS packs it again every step; an LSTM's step is that GEMM with the gates' activations,
@@ -34,7 +34,7 @@ from .. import cpu_parts
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 15  # kc_native.h's KC_NATIVE_ABI
+ABI = 16  # kc_native.h's KC_NATIVE_ABI
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -53,6 +53,7 @@ _SIGNATURES = {
     "kc_max_pool2d_f32": [_P, _P, _I64, _P, _INT],
     "kc_max_pool2d_grad_f32": [_P, _P, _P, _P, _I64, _P, _INT],
     "kc_masked_grad_f32": [_P, _P, _P, _I64, _F32, _F32, _INT, _INT],
+    "kc_clip_f32": [_P, _P, _I64, _F32, _F32, _INT, _INT],
     "kc_softmax_f32": [_P, _P, _I64, _I64, _INT],
     "kc_softmax_grad_f32": [_P, _P, _P, _I64, _I64, _INT],
     "kc_layer_norm_f32": [_P, _P, _P, _P, _P, _P, _I64, _I64, _F32, _INT],
@@ -95,8 +96,8 @@ def _load() -> None:
             return
         _lib = lib
         _state = (f"{LIBRARY.name}: batch and layer norm, convolutions (im2col into a packed GEMM), depthwise "
-                  "convolution, max pooling, softmax, gelu and relu gradients, RNN step products and LSTM steps "
-                  "(float32) in C")
+                  "convolution, max pooling, softmax, gelu, relu and relu6 and their gradients, RNN step products "
+                  "and LSTM steps (float32) in C")
 
 
 def library() -> ctypes.CDLL | None:
@@ -260,6 +261,14 @@ def max_pool2d_grad(x, out, g, ksize, strides, pads_before):
     dims = np.array([*x.shape[2:], *out.shape[2:], *ksize, *strides, *pads_before], dtype=np.int64)
     _c().kc_max_pool2d_grad_f32(_ptr(x), _ptr(out), _ptr(g), _ptr(dx), n * c, _ptr(dims), threads())
     return dx
+
+
+def clip(x, lo: float, hi: float, lo_on_ties: bool = False):
+    """min(max(x, lo), hi) in one pass, NaN kept: relu (hi = inf, lo_on_ties: -0 gives +0, as NumPy's maximum),
+    relu6 and brelu (an x equal to lo kept, as NumPy's clip)."""
+    out = np.empty_like(x)
+    _c().kc_clip_f32(_ptr(x), _ptr(out), x.size, lo, hi, int(lo_on_ties), threads())
+    return out
 
 
 def masked_grad(out, g, lo: float, hi: float | None):
