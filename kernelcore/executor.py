@@ -433,15 +433,16 @@ def _measured(variables: tuple):
 def _measure(variables: tuple) -> tuple:
     """(shape, dtype, shape, dtype, ...) of the values a derived record measures (events.BlockRun)
     when there are several; the loop reads a single one inline."""
-    try:
-        out = []
-        for var in variables:
-            v = var.value
-            out.append(v.shape)
-            out.append(v.dtype)
-        return tuple(out)
-    except AttributeError:  # a value that is not an array (a list, a number, nothing)
-        return flat_metas(variables)
+    out = []
+    for var in variables:
+        v = var.value
+        try:
+            shape, dtype = v.shape, v.dtype
+        except AttributeError:  # a value that is not an array (a list, a number, nothing): that one alone
+            shape, dtype = meta_of(v)
+        out.append(shape)
+        out.append(dtype)
+    return tuple(out)
 
 
 def _runner(op: PreparedOp, in_vars: tuple, out_vars: tuple, simple: bool, single, donate: bool = False):

@@ -161,3 +161,26 @@ def test_events_are_numbered_in_order_through_sub_blocks_pauses_and_errors(retai
             kc.Executor().run(bad, feed={"x": np.ones(2, np.float32)}, scope=kc.Scope())
     assert [e.kind for e in tr.events][-2:] == ["error", "run_end"]
     assert [e.seq for e in tr.events] == list(range(len(tr.events)))
+
+
+def test_a_program_read_with_its_feed_list_agrees(tmp_path):
+    """A loaded inference model reads its `feed` list (not an array) before any op writes it: the derived
+    record of the run's start measures that one value apart, and every array beside it as it is."""
+    prog = kc.Program()
+    b = prog.global_block()
+    b.create_var("x", [2, 3])
+    b.create_parameter("w", [3, 4])
+    b.append_op("matmul_v2", {"X": ["x"], "Y": ["w"]}, {"Out": ["y"]})
+    b.append_op("relu", {"X": ["y"]}, {"Out": ["z"]})
+    scope = kc.Scope()
+    scope.var("w").set(np.arange(12, dtype=np.float32).reshape(3, 4) / 10 - 0.5)
+    kc.save_inference_model(tmp_path / "m", prog, scope, feed_names=["x"], fetch_names=["z"])
+    loaded, params, feeds, fetches = kc.load_inference_model(tmp_path / "m")
+    assert any(op.type == "feed" for op in loaded.global_block().ops)
+    feed = {feeds[0]: np.ones((2, 3), np.float32)}
+    exe = kc.Executor()
+    tr = _agree(lambda: exe.run(loaded, feed=feed, scope=params))
+    ops = tr.filter("op_run")
+    matmul = next(e for e in ops if e.op_type == "matmul_v2")
+    assert [(slot, shape, dtype) for slot, _, shape, dtype in matmul.inputs] == \
+        [("X", (2, 3), "float32"), ("Y", (3, 4), "float32")]
