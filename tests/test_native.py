@@ -334,17 +334,41 @@ def test_relu_and_relu6_in_c_equal_numpys(op, attrs, shape, monkeypatch):
         if op == "relu":
             return activation.UNARY["relu"][1](np, x)
         return activation_extra.EXTRA[op][2](np, x, attrs)
-    got = {}
+    got, calls = {}, []
+    real = native.clip
+    monkeypatch.setattr(native, "clip", lambda *a, **k: calls.append(1) or real(*a, **k))
     for threads in (1, 2):
         monkeypatch.setattr(native, "threads", lambda t=threads: t)
         got[threads] = run()
+    assert len(calls) == 2, "the op did not take the C kernel"
     with monkeypatch.context() as m:
         m.setattr(native, "ready", lambda *a: False)
         want = run()
+    assert len(calls) == 2
     for g in got.values():
         assert g.dtype == want.dtype == np.float32
         np.testing.assert_array_equal(g, want)
         np.testing.assert_array_equal(np.signbit(g), np.signbit(want))
+
+
+@needs_library
+def test_relu_of_a_numpy_scalar_and_a_nan_bound_stay_numpys():
+    """A NumPy scalar in the scope (no buffer for C) and a NaN threshold (which NumPy's clip spreads to every
+    element) take the NumPy path, with NumPy's results."""
+    import kernelcore as kc
+    from kernelcore.ops import activation_extra
+    prog = kc.Program()
+    b = prog.global_block()
+    b.create_var("y", [])
+    b.append_op("relu", {"X": ["y"]}, {"Out": ["z"]})
+    scope = kc.Scope()
+    scope.var("y").set(np.float32(-1.5))
+    (z,) = kc.Executor().run(prog, feed={}, fetch_list=["z"], scope=scope)
+    assert float(z) == 0.0
+    x = np.array([-3.0, -0.0, 0.5, 7.0], np.float32)
+    with np.errstate(invalid="ignore"):
+        got = activation_extra.EXTRA["relu6"][2](np, x, {"threshold": float("nan")})
+    assert np.isnan(got).all()
 
 
 def _softmax_reference(x):
@@ -495,6 +519,10 @@ CONV_CASES = [
     ((2, 32, 16, 16), (40, 32, 3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1]),  # panels shared
     ((2, 64, 16, 16), (70, 64, 3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1]),  # chunks of filter rows shared
     ((8, 64, 16, 16), (64, 64, 1, 1), [1, 1], [(0, 0), (0, 0)], [1, 1]),  # 1x1 in place
+    ((3, 32, 15, 15), (40, 32, 3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1]),  # panels across images: the tile
+    ((3, 64, 15, 15), (70, 64, 3, 3), [1, 1], [(1, 1), (1, 1)], [1, 1]),  # the tile, chunks of filter rows
+    ((4, 64, 15, 15), (130, 64, 1, 1), [1, 1], [(0, 0), (0, 0)], [1, 1]),  # 1x1, 225-pixel maps: some packed
+    ((4, 64, 16, 16), (130, 64, 1, 1), [1, 1], [(0, 0), (0, 0)], [1, 1]),  # 1x1 all in place, chunks
 ]
 
 
@@ -507,18 +535,36 @@ def test_the_convolution_in_c_matches_the_numpy_path(xs, ws, strides, pads, dils
     x = rng.standard_normal(xs).astype(np.float32)
     w = rng.standard_normal(ws).astype(np.float32)
     outs = [C.conv_out_size(xs[2 + i], ws[2 + i], pads[i], strides[i], dils[i]) for i in range(2)]
-    got = {}
+    got, calls = {}, []
+    real = native.conv2d
+    monkeypatch.setattr(native, "conv2d", lambda *a: calls.append(1) or real(*a))
     for threads in (1, 2, 3):
         monkeypatch.setattr(native, "threads", lambda t=threads: t)
         got[threads] = C.conv_forward(np, x, w, strides, pads, dils, 1)
+    assert len(calls) == 3, "the convolution did not take the C kernel"
     with monkeypatch.context() as m:
         m.setattr(native, "ready", lambda *a: False)
         want = C.conv_forward(np, x, w, strides, pads, dils, 1)
+    assert len(calls) == 3
     assert got[1].shape == want.shape == (xs[0], ws[0], *outs)
     scale = np.sqrt(np.prod(ws[1:])) * 1e-5
     np.testing.assert_allclose(got[1], want, rtol=1e-5, atol=scale)
     np.testing.assert_array_equal(got[2], got[1])
     np.testing.assert_array_equal(got[3], got[1])
+
+
+@needs_library
+def test_the_convolution_in_c_takes_only_what_it_can():
+    """Float32 host arrays, C-contiguous, 2-D, one group: everything else is the NumPy path's (groups, float64, a
+    transposed view, a NumPy scalar, 3-D)."""
+    x = rng.standard_normal((2, 4, 5, 5)).astype(np.float32)
+    w = rng.standard_normal((6, 4, 3, 3)).astype(np.float32)
+    assert native.conv2d_ready(np, x, w, 1)
+    assert not native.conv2d_ready(np, x, w[:, :2], 2)
+    assert not native.conv2d_ready(np, x.astype(np.float64), w, 1)
+    assert not native.conv2d_ready(np, x.transpose(0, 1, 3, 2), w, 1)
+    assert not native.conv2d_ready(np, x[..., None], w[..., None], 1)
+    assert not native.ready(np, np.float32(1.0))
 
 
 @needs_library

@@ -1,14 +1,15 @@
 """kernelcore's CPU kernels in C. Some ops NumPy makes one full-size temporary at a time: batch and layer norm,
 softmax along the last axis, exact gelu, 2-D max pooling (each with its gradient), and relu's and relu6's
 gradients; relu and relu6 themselves it makes on one core. For depthwise convolution and its gradients NumPy has
-no op and goes through copies, and the im2col columns of the other convolutions it copies from a padded input along rows of a few elements. Here each takes
-one or two passes over the data, a row or an image's channel at a time while it is in cache, shared over the
-cores. An RNN's per-step products with its recurrent weight go through a GEMM for few rows whose weight is packed
-once per pass, where OpenBLAS packs it again every step; an LSTM's step is that GEMM with the gates' activations,
-c and h made on each block of its result while it is in cache, in one call, and its backward one pass and that
-GEMM. A one-group 2-D convolution's forward is that GEMM too, its im2col columns written straight into the GEMM's
-panels (a 1x1 one's read where they lie) and its sums straight into the NCHW output, where the NumPy path multiplies
-the columns in parts with one-thread OpenBLAS calls and copies the product into NCHW.
+no op and goes through copies, and the im2col columns of the other convolutions it copies from a padded input
+along rows of a few elements. Here each takes one or two passes over the data, a row or an image's channel at a
+time while it is in cache, shared over the cores. An RNN's per-step products with its recurrent weight go through
+a GEMM for few rows whose weight is packed once per pass, where OpenBLAS packs it again every step; an LSTM's step
+is that GEMM with the gates' activations, c and h made on each block of its result while it is in cache, in one
+call, and its backward one pass and that GEMM. A one-group 2-D convolution's forward is that GEMM too, its im2col
+columns written straight into the GEMM's panels (a 1x1 one's read where they lie) and its sums straight into the
+NCHW output, where the NumPy path multiplies the columns in parts with one-thread OpenBLAS calls and copies the
+product into NCHW.
 
 hatch_build.py compiles kernelcore/native/*.c into libkernelcore_cpu.so at install time (`./dev build`, `pip
 install`); this module loads it with ctypes. Kernels ask `ready(xp, *arrays)` and fall back to their NumPy code
@@ -113,10 +114,11 @@ def native_state() -> str:
 
 
 def ready(xp, *arrays) -> bool:
-    """Whether the C kernels can take these arrays: host NumPy, float32, C-contiguous, and a library loaded."""
+    """Whether the C kernels can take these arrays: host NumPy arrays (a NumPy scalar, which has flags and a
+    dtype too, has no buffer to pass), float32, C-contiguous, and a library loaded."""
     if xp is not np or library() is None:
         return False
-    return all(a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
+    return all(isinstance(a, np.ndarray) and a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
 
 
 def threads() -> int:

@@ -229,6 +229,7 @@ KC_EXPORT void kc_conv2d_f32(const float *x, const float *w, float *scratch, flo
         kc_parallel_for(panels, use, make_and_multiply, &a);
         return;
     }
-    kc_parallel_for(panels, kc_threads_for(a.k * panels * PANEL, threads), make_panels, &a);
+    if (!a.pointwise || a.pixels % PANEL) /* else every panel is read in place: nothing to make */
+        kc_parallel_for(panels, kc_threads_for(a.k * panels * PANEL, threads), make_panels, &a);
     kc_parallel_for((m + CHUNK - 1) / CHUNK, use, chunks_times_panels, &a);
 }

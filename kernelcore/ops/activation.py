@@ -63,16 +63,18 @@ def _softmax_last(xp, x):
     return softmax_of(xp, x, -1)
 
 
-def clip_in_c(xp, x) -> bool:
+def clip_in_c(xp, x, lo: float, hi: float) -> bool:
     """Whether relu, relu6 and brelu take kernelcore/native/clip.c for x (a float32 host array): one pass shared
-    over the cores, where NumPy's maximum and clip run on one."""
-    return x.size > 0 and native.ready(xp, x)
+    over the cores, where NumPy's maximum and clip run on one. Not with a NaN bound, which NumPy's clip spreads to
+    every element."""
+    return x.size > 0 and lo == lo and hi == hi and native.ready(xp, x)
 
 
 # op type -> (formula for the OpProto comment, body(xp, x))
 UNARY = {
     "relu": ("Out = max(X, 0)",
-             lambda xp, x: native.clip(x, 0.0, math.inf, lo_on_ties=True) if clip_in_c(xp, x) else xp.maximum(x, 0)),
+             lambda xp, x: native.clip(x, 0.0, math.inf, lo_on_ties=True) if clip_in_c(xp, x, 0.0, math.inf)
+             else xp.maximum(x, 0)),
     "sigmoid": ("Out = 1 / (1 + exp(-X))", _sigmoid),
     "tanh": ("Out = tanh(X)", lambda xp, x: xp.tanh(x)),
     "exp": ("Out = exp(X)", lambda xp, x: xp.exp(x)),

@@ -46,7 +46,7 @@ def _elu(xp, x, a):
 EXTRA = {
     "relu6": ("Out = min(max(X, 0), threshold)",
               [Attr("threshold", A.FLOAT, "the upper clip", 6.0)],
-              lambda xp, x, a: native.clip(x, 0.0, a["threshold"]) if clip_in_c(xp, x)
+              lambda xp, x, a: native.clip(x, 0.0, a["threshold"]) if clip_in_c(xp, x, 0.0, a["threshold"])
               else xp.clip(x, _c(x, 0), _c(x, a["threshold"]))),
     "leaky_relu": ("Out = X if X >= 0 else alpha * X",
                    [Attr("alpha", A.FLOAT, "the slope for negative X", 0.02)],
@@ -73,7 +73,7 @@ EXTRA = {
     # the rest of paddle.nn's activations, with the op types, attributes and defaults Paddle's ops declare
     "brelu": ("Out = min(max(X, t_min), t_max) (paddle.nn.Hardtanh)",
               [Attr("t_min", A.FLOAT, "the lower clip", 0.0), Attr("t_max", A.FLOAT, "the upper clip", 24.0)],
-              lambda xp, x, a: native.clip(x, a["t_min"], a["t_max"]) if clip_in_c(xp, x)
+              lambda xp, x, a: native.clip(x, a["t_min"], a["t_max"]) if clip_in_c(xp, x, a["t_min"], a["t_max"])
               else xp.clip(x, _c(x, a["t_min"]), _c(x, a["t_max"]))),
     "celu": ("Out = max(0, X) + min(0, alpha * (exp(X / alpha) - 1))",
              [Attr("alpha", A.FLOAT, "the negative saturation and scale", 1.0)],
