@@ -555,8 +555,8 @@ def test_the_convolution_in_c_matches_the_numpy_path(xs, ws, strides, pads, dils
 
 @needs_library
 def test_the_convolution_in_c_takes_only_what_it_can():
-    """Float32 host arrays, C-contiguous, 2-D, one group: everything else is the NumPy path's (groups, float64, a
-    transposed view, a NumPy scalar, 3-D)."""
+    """Float32 host arrays, C-contiguous, 2-D, one group, a filter over x's channels: everything else is the NumPy
+    path's (groups, float64, a transposed view, a NumPy scalar, 3-D, a filter of other channels)."""
     x = rng.standard_normal((2, 4, 5, 5)).astype(np.float32)
     w = rng.standard_normal((6, 4, 3, 3)).astype(np.float32)
     assert native.conv2d_ready(np, x, w, 1)
@@ -564,6 +564,7 @@ def test_the_convolution_in_c_takes_only_what_it_can():
     assert not native.conv2d_ready(np, x.astype(np.float64), w, 1)
     assert not native.conv2d_ready(np, x.transpose(0, 1, 3, 2), w, 1)
     assert not native.conv2d_ready(np, x[..., None], w[..., None], 1)
+    assert not native.conv2d_ready(np, x, w[:, :3].copy(), 1)   # a filter over other channels: never read past it
     assert not native.ready(np, np.float32(1.0))
 
 

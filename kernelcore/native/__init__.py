@@ -201,8 +201,9 @@ def im2col(x, ks, strides, pads_before, dils, out_hw):
 
 
 def conv2d_ready(xp, x, w, groups: int) -> bool:
-    """Whether the C convolution (conv_gemm.c) takes this one: 2-D, one group, float32 host arrays."""
-    return x.ndim == 4 and w.ndim == 4 and groups == 1 and ready(xp, x, w)
+    """Whether the C convolution (conv_gemm.c) takes this one: 2-D, one group, a filter over x's channels (it
+    reads O x C x kh x kw of it), float32 host arrays."""
+    return x.ndim == 4 and w.ndim == 4 and groups == 1 and w.shape[1] == x.shape[1] and ready(xp, x, w)
 
 
 PANEL = 32  # gemm_rows.h's panel width
