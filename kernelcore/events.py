@@ -187,14 +187,6 @@ def compact(rec) -> tuple:
     return rec[:RECORD_HEAD] + (META, *metas)
 
 
-def flat_metas(variables) -> tuple:
-    """(shape, dtype, shape, dtype, ...) of the Variables' values (what a derived record holds)."""
-    out = []
-    for var in variables:
-        out.extend(meta_of(var.value))
-    return tuple(out)
-
-
 def _derived_metas(op, run: BlockRun, flat) -> tuple[list, list]:
     pairs = list(zip(flat[0::2], flat[1::2]))
     n_out = len(op.out_pairs)

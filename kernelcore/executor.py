@@ -27,7 +27,7 @@ from .host_memory import keep_freed_memory
 from .errors import (DtypeError, FeedError, KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError,
                      ShapeError)
 from . import events
-from .events import (META, RECORD_HEAD_ONLY, RECORD_METAS, RECORD_VALUES, BlockRun, Event, flat_metas, meta_of,
+from .events import (META, RECORD_HEAD_ONLY, RECORD_METAS, RECORD_VALUES, BlockRun, Event, meta_of,
                      op_run_event)
 from .place import CPUPlace, GPUPlace, to_host
 from .program import Program, Variable as ProgramVariable, check_structure
