@@ -314,3 +314,26 @@ def test_sums_as_products_with_ones_take_empty_arrays(shape, lead):
     a = np.zeros(shape, np.float32)
     np.testing.assert_array_equal(leading_sums(np, a, lead), a.sum(axis=tuple(range(lead))))
     np.testing.assert_array_equal(row_sums(np, a), a.sum(axis=-1, keepdims=True))
+
+
+@pytest.mark.parametrize("shape, ksize, adaptive, pads", [
+    ((8, 1280, 2, 2), [1, 1], True, [(0, 0)] * 2),        # MobileNetV2's classifier pool
+    ((2, 3, 7, 5), [7, 5], False, [(0, 0)] * 2),          # a window of the map's size
+    ((1, 2, 3, 4, 5), [1, 1, 1], True, [(0, 0)] * 3),     # 3-D
+    ((3, 4, 1, 1), [1, 1], True, [(0, 0)] * 2),           # maps of one cell
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_average_over_whole_maps_is_each_maps_mean(shape, ksize, adaptive, pads, dtype):
+    x = rng.standard_normal(shape).astype(dtype)
+    outs = [1] * (len(shape) - 2)
+    assert P.whole_maps(x.shape, ksize, pads, outs, adaptive)
+    got = P.pool_forward(np, x, "avg", ksize, [1] * len(outs), pads, outs, adaptive, True)
+    want = x.astype(np.float64).mean(axis=tuple(range(2, x.ndim)), keepdims=True)
+    assert got.dtype == dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-7)
+
+
+def test_whole_maps_excludes_padded_windows_and_larger_outputs():
+    assert not P.whole_maps((1, 1, 4, 4), [4, 4], [(1, 0), (0, 0)], [1, 1], False)
+    assert not P.whole_maps((1, 1, 4, 4), [2, 2], [(0, 0)] * 2, [2, 1], True)
+    assert not P.whole_maps((1, 1, 4, 4), [3, 3], [(0, 0)] * 2, [1, 1], False)  # a window smaller than the map

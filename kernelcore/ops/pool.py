@@ -80,13 +80,20 @@ def _avg_matrix(i, o, k, s, lo, adaptive, exclusive, dtype):
     return (inside / np.maximum(div, 1)[:, None]).astype(dtype)
 
 
+def whole_maps(x_shape, ksize, pads, outs, adaptive) -> bool:
+    """Whether each window is a whole map: global pooling, a window of the map's size unpadded, or adaptive to
+    1 x 1."""
+    return all(o == 1 for o in outs) and (adaptive or (list(ksize) == list(x_shape[2:]) and
+                                                       not any(lo or hi for lo, hi in pads)))
+
+
 def pool_forward(xp, x, kind, ksize, strides, pads, outs, adaptive, exclusive):
     """x: [N, C, spatial...] -> [N, C, outs...]."""
     nd = x.ndim - 2
-    if not adaptive and all(o == 1 for o in outs) and list(ksize) == list(x.shape[2:]) and \
-            not any(lo or hi for lo, hi in pads):
-        axes = tuple(range(2, 2 + nd))  # global pooling
-        return x.max(axis=axes, keepdims=True) if kind == "max" else x.mean(axis=axes, keepdims=True)
+    if whole_maps(x.shape, ksize, pads, outs, adaptive):
+        if kind == "avg":
+            return _mean_of_maps(xp, x)
+        return x.max(axis=tuple(range(2, 2 + nd)), keepdims=True)
     if kind == "max" and not adaptive and nd == 2 and native.ready(xp, x):  # kernelcore/native/max_pool.c
         return native.max_pool2d(x, ksize, strides, [lo for lo, _ in pads], outs)
     if kind == "max" and not adaptive:
@@ -105,6 +112,17 @@ def pool_forward(xp, x, kind, ksize, strides, pads, outs, adaptive, exclusive):
             g = g.reshape(x.shape[:a] + idx.shape + x.shape[a + 1:])
             x = g.max(axis=a + 1)
     return xp.ascontiguousarray(x)
+
+
+def _mean_of_maps(xp, x):
+    """Each [n, c] map's mean, [N, C, 1...]: the maps' sums as one matrix-vector product, then / its size. NumPy's
+    mean over the spatial axes walks them a few elements at a time: MobileNetV2's [8, 1280, 2, 2] took 148 us,
+    the product 7 (one [N C, H W] @ ones)."""
+    n, c = x.shape[:2]
+    size = math.prod(x.shape[2:])
+    sums = xp.ascontiguousarray(x).reshape(n * c, size) @ xp.ones(size, dtype=x.dtype)
+    sums /= x.dtype.type(size)
+    return sums.reshape((n, c) + (1,) * (x.ndim - 2))
 
 
 # one kernel offset of max pooling, per output element, in kernelcore/cpu_parts.py's units of work (ResNet-18's
