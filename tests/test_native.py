@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
+import kernelcore as kc
 from kernelcore import cpu_parts, native
 from kernelcore.grad import vision as V
 from kernelcore.ops import conv as C
@@ -789,3 +790,60 @@ def test_the_packed_gemm_adds_its_addend_as_it_writes():
     got = native.gemm_packed(a, native.PackedColumns(b), add)
     np.testing.assert_allclose(got, add + a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(add, before)
+
+
+@needs_library
+@pytest.mark.parametrize("B, H, T", [(32, 256, 3), (3, 5, 4), (1, 1, 1), (13, 40, 5), (9, 33, 2)])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_whole_lstm_pass_in_c_equals_its_steps_one_by_one(B, H, T, reverse):
+    """native.lstm_sequence (lstm_step.c's steps in one call, no gates kept) against native.lstm_step called step
+    after step, each h_prev the previous step's h: the same bits for every h and the last c, at 1-3 threads, the
+    inputs left as they were."""
+    from kernelcore.ops import rnn as R
+    x_proj = (rng.standard_normal((T, B, 4 * H)) * 2).astype(np.float32)
+    h0, c0 = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(2))
+    w = R.recurrent_weight(np, (rng.standard_normal((4 * H, H)) * 0.3).astype(np.float32), 4)
+    before = [a.copy() for a in (x_proj, h0, c0)]
+    for threads in (1, 2, 3):
+        with threadpool_limits(threads):
+            out = np.full((T, B, H), np.nan, np.float32)
+            c_last = native.lstm_sequence(x_proj, h0, c0, w, out, reverse)
+            h, c = h0, c0
+            for t in (range(T - 1, -1, -1) if reverse else range(T)):
+                _, h, c = native.lstm_step(h, w, x_proj[t], c)
+                np.testing.assert_array_equal(out[t], h, err_msg=f"h of step {t}, {threads} threads")
+            np.testing.assert_array_equal(c_last, c)
+    for a, b in zip((x_proj, h0, c0), before):
+        np.testing.assert_array_equal(a, b)
+
+
+@needs_library
+def test_an_unobserved_lstm_runs_each_pass_in_one_call(monkeypatch):
+    """The rnn op of a run nobody observes (no trace, no debugger) runs each (layer, direction) as one
+    native.lstm_sequence call; traced, with SequenceLength or in training it steps through scopes as before. Both
+    ways give the same bits (out and the final states)."""
+    from test_paddle_rnn import rnn_program
+    calls = {"sequence": 0, "step": 0}
+    real_sequence, real_step = native.lstm_sequence, native.lstm_step
+
+    def counted(name, fn):
+        def call(*a, **k):
+            calls[name] += 1
+            return fn(*a, **k)
+        return call
+    monkeypatch.setattr(native, "lstm_sequence", counted("sequence", real_sequence))
+    monkeypatch.setattr(native, "lstm_step", counted("step", real_step))
+    prog, feed, _, fetch = rnn_program("LSTM", 2, bidirec=True, T=7, B=5, I=6, H=40)
+    exe = kc.Executor()
+    plain = exe.run(prog, feed=feed, fetch_list=fetch, scope=kc.Scope())
+    assert calls == {"sequence": 4, "step": 0}  # 2 layers x 2 directions
+    with kc.trace():
+        traced = exe.run(prog, feed=feed, fetch_list=fetch, scope=kc.Scope())
+    assert calls == {"sequence": 4, "step": 4 * 7}
+    for a, b in zip(plain, traced):
+        np.testing.assert_array_equal(a, b)
+    exe.run(prog, feed=feed, fetch_list=fetch, scope=kc.Scope(), training=True)
+    assert calls["sequence"] == 4
+    prog, feed, _, fetch = rnn_program("LSTM", 1, seq_len=[7, 2, 4, 1, 5], T=7, B=5, I=6, H=40)
+    exe.run(prog, feed=feed, fetch_list=fetch, scope=kc.Scope())
+    assert calls["sequence"] == 4

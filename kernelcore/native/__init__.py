@@ -35,7 +35,7 @@ from .. import cpu_parts
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 16  # kc_native.h's KC_NATIVE_ABI
+ABI = 17  # kc_native.h's KC_NATIVE_ABI
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -67,6 +67,7 @@ _SIGNATURES = {
     "kc_gemm_packed_f32": [_P, _I64, _I64, _P, _P, _I64, _P, _I64, _I64, _I64, _INT],
     "kc_lstm_step_f32": [_P, _I64, _I64, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _INT],
     "kc_lstm_step_grad_f32": [_P, _P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _INT],
+    "kc_lstm_sequence_f32": [_P, _P, _P, _P, _P, _P, _P, _I64, _INT, _I64, _I64, _INT],
 }
 
 
@@ -407,6 +408,19 @@ def lstm_step(h_prev, w: PackedColumns, x_proj, c_prev, h_out=None):
         h_out[...] = h
         h = h_out
     return gates, h, c
+
+
+def lstm_sequence(x_proj, h0, c0, w: PackedColumns, out, reverse: bool):
+    """A whole pass of an LSTM's steps (lstm_step.c kc_lstm_sequence_f32: lstm_step's operations, step after
+    step, without the activated gates): x_proj [T, B, 4 hidden] every step's input projection, h0 and c0
+    [B, hidden] the state before the first step, w = PackedColumns(W_hh^T, groups=4), out [T, B, hidden] written
+    with each step's h (t = T - 1 first with reverse). All float32 C-contiguous (ready), T >= 1, out sharing no
+    memory with the others. Returns the last step's c, new."""
+    steps, rows, hidden = out.shape
+    c_last, c_spare = np.empty_like(c0), np.empty_like(c0)
+    _c().kc_lstm_sequence_f32(_ptr(x_proj), _ptr(h0), _ptr(c0), w.address, _ptr(out), _ptr(c_last), _ptr(c_spare),
+                              steps, int(reverse), rows, hidden, threads())
+    return c_last
 
 
 def lstm_step_grad(gates, c, c_prev, dh, dc, w_back: PackedColumns, d_pre):

@@ -23,27 +23,46 @@ typedef struct {
  * while it is in L1, then the next gate's; the block's four gate tiles (16 KB) stay in L1 for the rest */
 #define BLOCK_ROWS 32
 
-/* tile[gate][r][j] holds the gate's sum for row r0 + r, unit col + j: the step's rest, written to gates, c, h */
-WIDE_VECTORS static void finish_block(const step_args *s, float tile[4][BLOCK_ROWS][PANEL], int64_t r0,
-                                      int64_t rows, int64_t col, int64_t width) {
+/* tile[gate][r][j] holds the gate's sum for row r0 + r, unit col + j: the step's rest, written to c, h and (with
+ * keep_gates, a constant at each call so that both loops are made) the activated gates */
+WIDE_VECTORS static inline __attribute__((always_inline)) void finish_rows(const step_args *s,
+                                                                        float tile[4][BLOCK_ROWS][PANEL],
+                                                                        int64_t r0, int64_t rows, int64_t col,
+                                                                        int64_t width, const int keep_gates) {
     const int64_t H = s->hidden;
     for (int64_t r = 0; r < rows; r++) {
-        float *gi = s->gates + (r0 + r) * 4 * H + col, *gf = gi + H, *gg = gf + H, *go = gg + H;
+        float *gi = NULL, *gf = NULL, *gg = NULL, *go = NULL;
+        if (keep_gates) {
+            gi = s->gates + (r0 + r) * 4 * H + col;
+            gf = gi + H;
+            gg = gf + H;
+            go = gg + H;
+        }
         const float *cp = s->c_prev + (r0 + r) * H + col;
         float *c = s->c + (r0 + r) * H + col, *h = s->h + (r0 + r) * H + col;
         const float *ti = tile[0][r], *tf = tile[1][r], *tg = tile[2][r], *to = tile[3][r];
 #pragma omp simd
         for (int64_t j = 0; j < width; j++) {
             const float i = kc_sigmoid(ti[j]), f = kc_sigmoid(tf[j]), g = kc_tanh(tg[j]), o = kc_sigmoid(to[j]);
-            gi[j] = i;
-            gf[j] = f;
-            gg[j] = g;
-            go[j] = o;
+            if (keep_gates) {
+                gi[j] = i;
+                gf[j] = f;
+                gg[j] = g;
+                go[j] = o;
+            }
             const float cj = f * cp[j] + i * g;
             c[j] = cj;
             h[j] = o * kc_tanh(cj);
         }
     }
+}
+
+WIDE_VECTORS static void finish_block(const step_args *s, float tile[4][BLOCK_ROWS][PANEL], int64_t r0,
+                                      int64_t rows, int64_t col, int64_t width) {
+    if (s->gates != NULL)
+        finish_rows(s, tile, r0, rows, col, width, 1);
+    else
+        finish_rows(s, tile, r0, rows, col, width, 0);
 }
 
 /* hidden slices [first, last) of PANEL units each, BLOCK_ROWS rows at a time */
@@ -81,6 +100,31 @@ KC_EXPORT void kc_lstm_step_f32(const float *h_prev, int64_t rs, int64_t cs, con
     /* as kc_gemm_packed_f32: a thread per ~2M multiply-adds at most */
     const int64_t most = m * k * 4 * hidden / (1 << 21);
     kc_parallel_for(slices, threads < most ? threads : (int)(most > 1 ? most : 1), slices_range, &s);
+}
+
+/* A whole pass of one (layer, direction) of an LSTM whose steps nobody observes (ops/rnn.py: no trace, no
+ * debugger): the steps of kc_lstm_step_f32 one after another in one call, without the activated gates (no step
+ * keeps them). x_proj [steps, m, 4 hidden] (every step's input projection), h0 and c0 [m, hidden] the state
+ * before the first step, out [steps, m, hidden] each step's h, written in order t = 0, 1, ... or, with reverse,
+ * steps - 1, ..., 0 (each step's h_prev the previous step's row of out); c_last [m, hidden] the last step's c and
+ * c_spare [m, hidden] scratch (the steps' c alternate between them, the last landing in c_last). All C-contiguous;
+ * out, c_last and c_spare are written, nothing else. The same operations in the same order as the steps called
+ * one by one, so the same values. */
+KC_EXPORT void kc_lstm_sequence_f32(const float *x_proj, const float *h0, const float *c0, const float *packed,
+                                    float *out, float *c_last, float *c_spare, int64_t steps, int reverse,
+                                    int64_t m, int64_t hidden, int threads) {
+    const int64_t H = hidden, slices = (H + PANEL - 1) / PANEL;
+    const int64_t most = m * H * 4 * H / (1 << 21); /* as kc_lstm_step_f32 */
+    const int used = threads < most ? threads : (int)(most > 1 ? most : 1);
+    const float *h_prev = h0, *c_prev = c0;
+    for (int64_t i = 0; i < steps; i++) {
+        const int64_t t = reverse ? steps - 1 - i : i;
+        float *c = (steps - 1 - i) % 2 == 0 ? c_last : c_spare, *h = out + t * m * H;
+        step_args s = {h_prev, packed, x_proj + t * m * 4 * H, c_prev, NULL, c, h, H, 1, m, H, H, slices};
+        kc_parallel_for(slices, used, slices_range, &s);
+        h_prev = h;
+        c_prev = c;
+    }
 }
 
 /* The step's backward (grad/rnn.py _lstm_cell_backward): from its kept gates (activated), c and c_prev and the
