@@ -3,25 +3,23 @@ kernelcore beside Paddle's own CPU executor on the same program, inference and o
 
     .venv/bin/python bench/lstm_models.py [--quick]
 
-Paddle 3.3.1 (.venv-paddle, bench/_paddle_lstm.py) writes the programs and times its Executor (one thread, its
-default); kernelcore then loads the same files, checks its output (inference) and loss (training step) against
-Paddle's, and times itself; where PyTorch is importable, its nn.LSTM with the same weights is checked and timed too.
-Threads are made equal for the kernelcore / PyTorch rows: one row per count in --threads (default 1,2), with NumPy's
-OpenBLAS limited by threadpoolctl and torch.set_num_threads; Paddle's executor runs its default one thread.
-kernelcore's and PyTorch's runs are timed in windows of PER_WINDOW calls that alternate between the sides, each
-window after a SETTLE_S pause (PyTorch's OpenMP threads spin a while after its calls, on the same cores) and WARM_S
-of the side's own untimed calls (bench/_timed_runs.py: a CPU idle for the pause needs ~50 ms of work to reach its
-steady speed), so load falls on both alike. Best and median of the calls; ratios are kernelcore / the other, best
-against best. PyTorch's own LSTM step is bimodal here: at 2 threads 22-23 ms in some processes and 35-37 ms in
+Paddle 3.3.1 (.venv-paddle, bench/_paddle_lstm.py) writes the programs, then serves timed windows of its Executor
+(one thread, its default); kernelcore loads the same files, checks its output (inference) and loss (training step)
+against Paddle's; where PyTorch is importable, its nn.LSTM with the same weights is checked too. Threads are made
+equal for the kernelcore / PyTorch rows: one row per count in --threads (default 1,2), with NumPy's OpenBLAS
+limited by threadpoolctl and torch.set_num_threads; Paddle's executor runs its default one thread. Every side's
+runs are timed in windows of PER_WINDOW calls that alternate between kernelcore, PyTorch and Paddle, each window
+after a SETTLE_S pause (PyTorch's OpenMP threads spin a while after its calls, on the same cores) and WARM_S of the
+side's own untimed calls (bench/_timed_runs.py: a CPU idle for the pause needs ~50 ms of work to reach its steady
+speed), so load from other processes falls on every side alike. Best and median of the calls; ratios are
+kernelcore / the other, best against best. PyTorch's own LSTM step is bimodal here: at 2 threads 22-23 ms in some processes and 35-37 ms in
 others (the same script, run alone), so compare its figures across runs before reading one ratio.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,9 +34,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 import kernelcore as kc  # noqa: E402
 from _op_profile import blas_kernels  # noqa: E402
 from _rows import row as json_row, write as write_rows  # noqa: E402
+from _paddle_server import PADDLE, PaddleServer  # noqa: E402
 from _timed_runs import WARM_S, timed  # noqa: E402
 
-PADDLE = ROOT / ".venv-paddle" / "bin" / "python"
 
 
 PER_WINDOW = 5  # calls per timing window; windows alternate between kernelcore and PyTorch
@@ -58,20 +56,19 @@ def main() -> int:
     if not PADDLE.exists():
         sys.exit(f"no Paddle venv at {PADDLE.parent.parent}: bash tests/paddle_oracle/setup_env.sh .venv-paddle 3.3.1")
     with tempfile.TemporaryDirectory(prefix="kc_lstm_") as d:
-        r = subprocess.run([str(PADDLE), str(ROOT / "bench" / "_paddle_lstm.py"), d, str(repeat)], capture_output=True,
-                           text=True, env=dict(os.environ, FLAGS_enable_pir_api="0", GLOG_minloglevel="2"))
-        if r.returncode != 0:
-            sys.exit(f"Paddle failed:\n{r.stderr[-2000:]}")
-        p = json.loads(r.stdout.strip().splitlines()[-1])
         d = Path(d)
+        paddle = PaddleServer("_paddle_lstm.py", d, [])  # writes the programs, then serves timed windows
+        p = paddle.info
         prog, scope, feeds, fetches = kc.load_inference_model(d / "lstm")
         ref = np.load(d / "lstm.npz")
+        x_infer = ref["x"]  # an NpzFile decodes on every access: once here, not in the timed calls
         exe = kc.Executor()
-        (got,) = exe.run(prog, feed={"x": ref["x"]}, scope=scope)
+        (got,) = exe.run(prog, feed={"x": x_infer}, scope=scope)
         diff = float(np.abs(got - ref["fetch_0"]).max() / np.abs(ref["fetch_0"]).max())
 
         main_p = kc.load_program(d / "lstm_train.main.pb")
         tr = np.load(d / "lstm_train.npz")
+        x_train = tr["x"]
         tscope = kc.Scope()
         for n in p["params"]:
             tscope.var(n).value = tr[f"init/{n}"]
@@ -79,13 +76,13 @@ def main() -> int:
             if op.type == "sgd":
                 for n in op.input("LearningRate"):
                     tscope.var(n).value = np.array([p["lr"]], np.float32)
-        (loss0,) = exe.run(main_p, feed={"x": tr["x"]}, fetch_list=[p["loss"]], scope=tscope, training=True)
+        (loss0,) = exe.run(main_p, feed={"x": x_train}, fetch_list=[p["loss"]], scope=tscope, training=True)
         per_count = {}
         torch_side = torch_lstm(p, prog, scope, ref, main_p, tr)
         for n in counts:
-            kc_inf, kc_train, t_inf, t_train = [], [], [], []
-            kc_calls = ((kc_inf, lambda: exe.run(prog, feed={"x": ref["x"]}, scope=scope)),
-                        (kc_train, lambda: exe.run(main_p, feed={"x": tr["x"]}, fetch_list=[p["loss"]],
+            kc_inf, kc_train, t_inf, t_train, p_inf, p_train = [], [], [], [], [], []
+            kc_calls = ((kc_inf, lambda: exe.run(prog, feed={"x": x_infer}, scope=scope)),
+                        (kc_train, lambda: exe.run(main_p, feed={"x": x_train}, fetch_list=[p["loss"]],
                                                    scope=tscope, training=True)))
             if torch_side is not None:
                 torch_side.set_threads(n)
@@ -98,17 +95,21 @@ def main() -> int:
                         for out, fn in ((t_inf, torch_side.infer), (t_train, torch_side.step)):
                             time.sleep(SETTLE_S)
                             out += timed(None, fn, PER_WINDOW, WARM_S)
+                    for out, name in ((p_inf, "infer"), (p_train, "train")):
+                        time.sleep(SETTLE_S)
+                        out += paddle.times(name, PER_WINDOW, WARM_S)
             torch_rows = None if torch_side is None else (t_inf, t_train, torch_side.diff, torch_side.first_loss, n)
-            per_count[n] = (kc_inf, kc_train, torch_rows)
+            per_count[n] = (kc_inf, kc_train, torch_rows, p_inf, p_train)
+        paddle.close()
     print(f"2-layer LSTM, batch {p['B']}, {p['T']} steps, input {p['I']}, hidden {p['H']}; Paddle {p['paddle']} "
           f"legacy Executor; best (median) of {repeat} windows of {PER_WINDOW}; load average "
           f"{os.getloadavg()[0]:.2f}")
     print(f"  NumPy's BLAS: {blas_kernels()}")
     print(f"  output max|diff| / max|Paddle|: {diff:.1e}; first training loss {float(loss0):.8g} vs Paddle "
           f"{float(tr['loss']):.8g}")
-    for n, (kc_inf, kc_train, torch_rows) in per_count.items():
+    for n, (kc_inf, kc_train, torch_rows, p_inf, p_train) in per_count.items():
         print(f" {n} thread(s) for kernelcore (NumPy's BLAS, threadpoolctl) and PyTorch; Paddle its default 1:")
-        for what, k, q in (("inference", kc_inf, p["infer_s"]), ("training step (SGD)", kc_train, p["train_s"])):
+        for what, k, q in (("inference", kc_inf, p_inf), ("training step (SGD)", kc_train, p_train)):
             print(f"  {what:20s} kernelcore {min(k) * 1e3:8.1f} ms ({statistics.median(k) * 1e3:8.1f})   Paddle "
                   f"{min(q) * 1e3:8.1f} ms ({statistics.median(q) * 1e3:8.1f})   kernelcore / Paddle "
                   f"{min(k) / min(q):.2f}")
@@ -123,9 +124,9 @@ def main() -> int:
                   f"{statistics.median(q) * 1e3:8.1f})   kernelcore / PyTorch {min(k) / min(q):.2f}")
     label = f"2-layer LSTM (b{p['B']}, {p['T']} steps, hidden {p['H']})"
     write_rows(a.json, [json_row(label, what, n, k, t[i] if t else None, q)
-                        for n, (kc_inf, kc_train, t) in per_count.items()
-                        for i, (what, k, q) in enumerate((("inference", kc_inf, p["infer_s"]),
-                                                          ("training step", kc_train, p["train_s"])))])
+                        for n, (kc_inf, kc_train, t, p_inf, p_train) in per_count.items()
+                        for i, (what, k, q) in enumerate((("inference", kc_inf, p_inf),
+                                                          ("training step", kc_train, p_train)))])
     return 0
 
 
