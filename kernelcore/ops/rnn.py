@@ -22,7 +22,9 @@ its direction's row of Out (a view, written once). Under a debugger the kernel p
 each step (ExecContext.inner_step), so a session steps through a Paddle LSTM one timestep at a time.
 
 Scopes: inference keeps at most two step scopes alive (the running one and the one before it, as recurrent
-does). A training run (executor training=True) of an op with is_test false keeps every step scope for
+does). In a run nobody observes (no trace, no debugger), where those scopes could never be seen, an LSTM pass
+without SequenceLength runs its steps in one C call instead (native.lstm_sequence: the same operations in the
+same order, so the same values, without the per-step scopes and the activated gates). A training run (executor training=True) of an op with is_test false keeps every step scope for
 rnn_grad, listed in the Reserve variable's value (an RnnReserve); the op's next run drops them.
 
 Dropout (dropout_prob > 0, training run, is_test false) zeroes the input of layers 1.. with Paddle's
