@@ -64,8 +64,10 @@ def write(outdir: Path) -> None:
     if r.returncode:
         sys.exit(f"Paddle 2.6.2 failed to write the BERT-style encoder:\n{r.stderr[-3000:]}")
     with open(outdir / "lstm.json", "w") as f:
-        r = subprocess.run([str(PADDLE), str(HERE / "_paddle_lstm.py"), str(outdir), "1"], env=paddle_env(),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+        # its timing server ends at once on an empty stdin: the files and the JSON line are what is wanted here
+        r = subprocess.run([str(PADDLE), str(HERE / "_paddle_lstm.py"), str(outdir)], env=paddle_env(),
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=600)
         if r.returncode:
             sys.exit(f"Paddle failed to write the LSTM:\n{r.stderr[-3000:]}")
         f.write(r.stdout.strip().splitlines()[-1])
