@@ -576,29 +576,34 @@ CHILD = textwrap.dedent(r"""
         assert np.allclose(c3, sig[:, hid:2 * hid] * cp + sig[:, :hid] * np.tanh(pre[:, 2 * hid:3 * hid]),
                            rtol=1e-4, atol=1e-4 * np.sqrt(k)), what
         # a whole pass of such steps in one call (k = hidden), forward or reverse, every buffer guarded, against the
-        # steps called one by one (the same operations: the same bits)
+        # steps called one by one (the same operations: the same bits); one case in 32 large enough for the steps
+        # to share their hidden slices over the threads (a thread per 2M multiply-adds)
         steps, reverse = int(rng.integers(1, 5)), int(rng.integers(0, 2))
-        sq_buf, wsq = guarded((4 * ((hid + 31) // 32) * 32 * hid,))
-        _, w_sq = guarded((hid, 4 * hid), rng.standard_normal((hid, 4 * hid)) * 0.3)
+        sm, sh = (int(rng.integers(48, 65)), int(rng.integers(160, 201))) if i % 32 == 0 else (m, hid)
+        sq_buf, wsq = guarded((4 * ((sh + 31) // 32) * 32 * sh,))
+        _, w_sq = guarded((sh, 4 * sh), rng.standard_normal((sh, 4 * sh)) * 0.3)
         for g in range(4):
-            lib.kc_pack_columns_f32(w_sq.ctypes.data + 4 * g * hid, 4 * hid, 1,
-                                    wsq.ctypes.data + 4 * g * ((hid + 31) // 32) * 32 * hid, hid, hid)
-        _, xs = guarded((steps, m, 4 * hid), rng.standard_normal((steps, m, 4 * hid)))
-        _, h0 = guarded((m, hid), rng.standard_normal((m, hid)))
-        _, c0 = guarded((m, hid), rng.standard_normal((m, hid)))
-        obuf2, outs = guarded((steps, m, hid))
-        lbuf, c_last = guarded((m, hid))
-        sbuf2, c_spare = guarded((m, hid))
+            lib.kc_pack_columns_f32(w_sq.ctypes.data + 4 * g * sh, 4 * sh, 1,
+                                    wsq.ctypes.data + 4 * g * ((sh + 31) // 32) * 32 * sh, sh, sh)
+        _, xs = guarded((steps, sm, 4 * sh), rng.standard_normal((steps, sm, 4 * sh)))
+        _, h0 = guarded((sm, sh), rng.standard_normal((sm, sh)))
+        _, c0 = guarded((sm, sh), rng.standard_normal((sm, sh)))
+        obuf2, outs = guarded((steps, sm, sh))
+        lbuf, c_last = guarded((sm, sh))
+        sbuf2, c_spare = guarded((sm, sh))
+        inputs_before = [v.copy() for v in (xs, h0, c0, wsq)]
         lib.kc_lstm_sequence_f32(xs.ctypes.data, h0.ctypes.data, c0.ctypes.data, wsq.ctypes.data, outs.ctypes.data,
-                                 c_last.ctypes.data, c_spare.ctypes.data, steps, reverse, m, hid, threads)
-        seq_what = f"{what}: a pass of {steps} steps{' reversed' if reverse else ''}"
+                                 c_last.ctypes.data, c_spare.ctypes.data, steps, reverse, sm, sh, threads)
+        seq_what = f"#{i}: a pass of {steps} steps{' reversed' if reverse else ''}, rows {sm}, hidden {sh}"
+        assert all(np.array_equal(v, b, equal_nan=True) for v, b in zip((xs, h0, c0, wsq), inputs_before)), \
+            f"{seq_what}: an input was written"
         for name, buf in (("packed", sq_buf), ("out", obuf2), ("c_last", lbuf), ("c_spare", sbuf2)):
             assert guards_intact(buf), f"{seq_what}: a write outside {name}"
         h_at, c_at = h0, c0
         for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-            g1, c1, h1 = (np.empty((m, w), np.float32) for w in (4 * hid, hid, hid))
-            lib.kc_lstm_step_f32(h_at.ctypes.data, hid, 1, wsq.ctypes.data, xs[t].ctypes.data, c_at.ctypes.data,
-                                 g1.ctypes.data, c1.ctypes.data, h1.ctypes.data, m, hid, hid, threads)
+            g1, c1, h1 = (np.empty((sm, w), np.float32) for w in (4 * sh, sh, sh))
+            lib.kc_lstm_step_f32(h_at.ctypes.data, sh, 1, wsq.ctypes.data, xs[t].ctypes.data, c_at.ctypes.data,
+                                 g1.ctypes.data, c1.ctypes.data, h1.ctypes.data, sm, sh, sh, threads)
             assert np.array_equal(outs[t], h1), f"{seq_what}: h of step {t} differs from the step's"
             h_at, c_at = h1, c1
         assert np.array_equal(c_last, c_at), f"{seq_what}: the last c differs from the steps'"

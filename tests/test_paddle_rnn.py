@@ -92,12 +92,13 @@ def test_paddle_rnn_layout_is_what_notes_say(rnn3):
 
 # ---------------------------------------------------------------------------------------------------------
 # without Paddle: a program holding one rnn op
-def rnn_program(mode="LSTM", layers=2, bidirec=False, seq_len=None, T=6, B=3, I=4, H=3, seed=0):
+def rnn_program(mode="LSTM", layers=2, bidirec=False, seq_len=None, T=6, B=3, I=4, H=3, seed=0, x_dtype="float32"):
     x, pre, weights = random_rnn(mode, layers, bidirec, T=T, B=B, I=I, H=H, seed=seed)
     prog = kc.Program()
     b = prog.global_block()
+    x = x.astype(x_dtype)
     feed = {"x": x}
-    b.create_var("x", [T, B, I])
+    b.create_var("x", [T, B, I], x_dtype)
     for i, v in enumerate(pre):
         b.create_var(f"pre{i}", list(v.shape))
         feed[f"pre{i}"] = v

@@ -417,6 +417,10 @@ def lstm_sequence(x_proj, h0, c0, w: PackedColumns, out, reverse: bool):
     with each step's h (t = T - 1 first with reverse). All float32 C-contiguous (ready), T >= 1, out sharing no
     memory with the others. Returns the last step's c, new."""
     steps, rows, hidden = out.shape
+    if not (ready(np, x_proj, h0, c0, out) and x_proj.shape == (steps, rows, 4 * hidden) and
+            h0.shape == c0.shape == (rows, hidden) and w.groups == 4 and (w.k, w.n) == (hidden, 4 * hidden)):
+        raise ValueError(f"lstm_sequence: x_proj {x_proj.shape}, h0 {h0.shape}, c0 {c0.shape}, out {out.shape} "
+                         f"({out.dtype}) and a weight of {w.k} x {w.n} in {w.groups} groups do not make a pass")
     c_last, c_spare = np.empty_like(c0), np.empty_like(c0)
     _c().kc_lstm_sequence_f32(_ptr(x_proj), _ptr(h0), _ptr(c0), w.address, _ptr(out), _ptr(c_last), _ptr(c_spare),
                               steps, int(reverse), rows, hidden, threads())

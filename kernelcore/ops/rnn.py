@@ -23,9 +23,11 @@ each step (ExecContext.inner_step), so a session steps through a Paddle LSTM one
 
 Scopes: inference keeps at most two step scopes alive (the running one and the one before it, as recurrent
 does). In a run nobody observes (no trace, no debugger), where those scopes could never be seen, an LSTM pass
-without SequenceLength runs its steps in one C call instead (native.lstm_sequence: the same operations in the
-same order, so the same values, without the per-step scopes and the activated gates). A training run (executor training=True) of an op with is_test false keeps every step scope for
-rnn_grad, listed in the Reserve variable's value (an RnnReserve); the op's next run drops them.
+of float32 host arrays without SequenceLength, in a run that keeps no step scopes, runs its steps in one C call
+instead (native.lstm_sequence: the same operations in the same order, so the same values, without the per-step
+scopes and the activated gates). A training run (executor training=True) of an op with is_test false keeps
+every step scope for rnn_grad, listed in the Reserve variable's value (an RnnReserve); the op's next run drops
+them.
 
 Dropout (dropout_prob > 0, training run, is_test false) zeroes the input of layers 1.. with Paddle's
 upscale_in_train rule; DropoutState holds the uint8 masks of the last run (empty without dropout).
@@ -258,9 +260,12 @@ def cell_forward(xp, mode: str, x_proj, h_prev, c_prev, w_hh_t, b_hh, scale_shif
     return None, h, None
 
 
-def _whole_pass_in_c(xp, w_hh_t, x_proj, h0, c0) -> bool:
-    """Whether native.lstm_sequence takes this pass: the recurrent weight packed by gate, the arrays ready."""
-    return isinstance(w_hh_t, native.PackedColumns) and w_hh_t.groups == 4 and native.ready(xp, x_proj, h0, c0)
+def _whole_pass_in_c(xp, w_hh_t, x_proj, h0, c0, out) -> bool:
+    """Whether native.lstm_sequence takes this pass: the recurrent weight packed by gate, the arrays ready, Out
+    among them (an Input narrower than its float32 weights gives a float32 x_proj but an Out of its own dtype,
+    which the C steps must not write)."""
+    return isinstance(w_hh_t, native.PackedColumns) and w_hh_t.groups == 4 and \
+        native.ready(xp, x_proj, h0, c0, out)
 
 
 def _check_inputs(x, pre, weights, seq_len, attrs):
@@ -377,7 +382,7 @@ def rnn(ctx, ins, attrs):
                 out = xp.empty((T, B, H), dtype=dt)
                 h, c = pre[0][k], (pre[1][k] if lstm else None)
                 if silent and lstm and masks is None and reserve is None and T and \
-                        _whole_pass_in_c(xp, w_hh_t, x_proj, h, c):
+                        _whole_pass_in_c(xp, w_hh_t, x_proj, h, c, out):
                     # nobody can see a step scope of this run (no trace, no debugger; an inference run drops each
                     # one after the next step): the pass's steps in one C call, the same values as step by step
                     c = native.lstm_sequence(x_proj, h, c, w_hh_t, out, reverse=bool(di))
