@@ -12,8 +12,9 @@ runs are timed in windows of PER_WINDOW calls that alternate between kernelcore,
 after a SETTLE_S pause (PyTorch's OpenMP threads spin a while after its calls, on the same cores) and WARM_S of the
 side's own untimed calls (bench/_timed_runs.py: a CPU idle for the pause needs ~50 ms of work to reach its steady
 speed), so load from other processes falls on every side alike. Best and median of the calls; ratios are
-kernelcore / the other, best against best. PyTorch's own LSTM step is bimodal here: at 2 threads 22-23 ms in some processes and 35-37 ms in
-others (the same script, run alone), so compare its figures across runs before reading one ratio.
+kernelcore / the other, best against best. PyTorch's own LSTM step is bimodal here: at 2 threads 22-23 ms in
+some processes and 35-37 ms in others (the same script, run alone), so compare its figures across runs before
+reading one ratio.
 """
 from __future__ import annotations
 
