@@ -352,6 +352,60 @@ def test_relu_and_relu6_in_c_equal_numpys(op, attrs, shape, monkeypatch):
         np.testing.assert_array_equal(np.signbit(g), np.signbit(want))
 
 
+@pytest.mark.parametrize("x_shape, y_shape, plan", [
+    ((8, 4, 128, 128), (8, 1, 1, 128), (8, 512, 128)),     # an attention mask over heads and rows
+    ((8, 128, 32), (32,), (1, 1024, 32)),                  # a bias over the last dim
+    ((8, 64, 16, 16), (8, 64, 16, 16), (1, 1, 131072)),    # equal shapes: a residual add
+    ((8, 64, 16, 16), (64, 1, 1), None),                   # per channel: repeated over images and pixels
+    ((4, 3, 5), (4, 1, 1), (4, 15, 1)),
+    ((8, 4, 128, 128), (1, 4, 1, 128), None),              # two runs of repeated dims
+    ((3, 5), (2, 3, 5), None),                             # y of higher rank: the output is not x's shape
+    ((3, 1), (3, 4), None),                                # x broadcast: the output is not x's shape
+])
+def test_add_rows_plans_see_y_repeating_along_one_run_of_xs_dims(x_shape, y_shape, plan):
+    assert native.add_rows_plan(x_shape, y_shape) == plan
+
+
+@needs_library
+@pytest.mark.parametrize("x_shape, y_shape", [((8, 4, 128, 128), (8, 1, 1, 128)), ((8, 128, 64), (64,)),
+                                              ((3, 70001), (3, 70001)), ((2, 40000, 1), (2, 1, 1))])
+def test_elementwise_add_in_c_gives_numpys_bits(x_shape, y_shape, monkeypatch):
+    """elementwise_add of large float32 arrays through add_rows.c: NumPy's add bit for bit (NaN payloads, infinities,
+    signed zeros), at 1-3 threads, through the op as a run prepares it; small or other arrays stay NumPy's."""
+    import kernelcore as kc
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    y = rng.standard_normal(y_shape).astype(np.float32)
+    payload_nan = np.array([0x7FC0BEEF], np.uint32).view(np.float32)[0]
+    x.reshape(-1)[:6] = [np.nan, -0.0, np.inf, -np.inf, 1.0, -0.0]
+    specials = np.array([1.0, -0.0, -np.inf, 2.0, payload_nan, 0.0], np.float32)
+    y.reshape(-1)[:min(6, y.size)] = specials[:y.size]
+    with np.errstate(invalid="ignore"):
+        want = np.add(x, y)
+    def program(xs, ys):
+        prog = kc.Program()
+        b = prog.global_block()
+        b.create_var("x", list(xs.shape))
+        b.create_var("y", list(ys.shape))
+        b.append_op("elementwise_add", {"X": ["x"], "Y": ["y"]}, {"Out": ["z"]}, {"axis": -1})
+        return prog
+    prog = program(x, y)
+    calls = []
+    real = native.add_rows
+    monkeypatch.setattr(native, "add_rows", lambda *a: calls.append(1) or real(*a))
+    for threads in (1, 2, 3):
+        with threadpool_limits(threads), np.errstate(invalid="ignore"):
+            (got,) = kc.Executor().run(prog, feed={"x": x, "y": y}, fetch_list=["z"], scope=kc.Scope())
+        assert got.dtype == np.float32 and got.shape == want.shape
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert len(calls) == 3, "the op did not take the C kernel"
+    xs = x[:1, :1].copy()  # below native.ADD_MIN_ELEMENTS: NumPy's add
+    ys = y[:1, :1].copy() if y.ndim == x.ndim else y
+    with np.errstate(invalid="ignore"):
+        (got,) = kc.Executor().run(program(xs, ys), feed={"x": xs, "y": ys}, fetch_list=["z"], scope=kc.Scope())
+        np.testing.assert_array_equal(got.view(np.uint32), np.add(xs, ys).view(np.uint32))
+    assert len(calls) == 3
+
+
 @needs_library
 def test_relu_of_a_numpy_scalar_and_a_nan_bound_stay_numpys():
     """A NumPy scalar in the scope (no buffer for C) and a NaN threshold (which NumPy's clip spreads to every

@@ -624,6 +624,16 @@ CHILD = textwrap.dedent(r"""
             assert guards_intact(buf), f"{what}: backward: a write outside {name}"
             assert np.isfinite(arr).all(), f"{what}: backward: {name} not all written, or read outside its inputs"
         assert np.allclose(dhp, d_pre.astype(np.float64) @ wb, rtol=1e-4, atol=1e-4 * np.sqrt(4 * hid)), what
+        # elementwise_add with y repeating along x's middle dims (add_rows.c), up to ~72k elements: past the 32k
+        # a thread's share starts at (kc_threads_for), so shares also begin and end inside rows
+        outer, mid, inner = int(rng.integers(1, 7)), int(rng.integers(1, 81)), int(rng.integers(1, 151))
+        _, xa = guarded((outer, mid, inner), rng.standard_normal((outer, mid, inner)))
+        _, ya = guarded((outer, 1, inner), rng.standard_normal((outer, 1, inner)))
+        abuf, za = guarded((outer, mid, inner))
+        lib.kc_add_rows_f32(xa.ctypes.data, ya.ctypes.data, za.ctypes.data, outer, mid, inner, threads)
+        add_what = f"#{i}: add rows [{outer}, {mid}, {inner}]"
+        assert guards_intact(abuf), f"{add_what}: a write outside out"
+        assert np.array_equal(za, xa + ya), f"{add_what}: not NumPy's sums (or read outside its inputs)"
     print("ok", count)
 """)
 

@@ -25,6 +25,7 @@ not OpenMP), which spin at most 0.2 ms after a loop, yielding their core to any 
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import threading
 from pathlib import Path
@@ -35,7 +36,7 @@ from .. import cpu_parts
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 17  # kc_native.h's KC_NATIVE_ABI
+ABI = 18  # kc_native.h's KC_NATIVE_ABI
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -55,6 +56,7 @@ _SIGNATURES = {
     "kc_max_pool2d_grad_f32": [_P, _P, _P, _P, _I64, _P, _INT],
     "kc_masked_grad_f32": [_P, _P, _P, _I64, _F32, _F32, _INT, _INT],
     "kc_clip_f32": [_P, _P, _I64, _F32, _F32, _INT, _INT],
+    "kc_add_rows_f32": [_P, _P, _P, _I64, _I64, _I64, _INT],
     "kc_softmax_f32": [_P, _P, _I64, _I64, _INT],
     "kc_softmax_grad_f32": [_P, _P, _P, _I64, _I64, _INT],
     "kc_layer_norm_f32": [_P, _P, _P, _P, _P, _P, _I64, _I64, _F32, _INT],
@@ -98,8 +100,8 @@ def _load() -> None:
             return
         _lib = lib
         _state = (f"{LIBRARY.name}: batch and layer norm, convolutions (im2col into a packed GEMM), depthwise "
-                  "convolution, max pooling, softmax, gelu, relu and relu6 and their gradients, RNN step products "
-                  "and LSTM steps (float32) in C")
+                  "convolution, max pooling, softmax, gelu, relu and relu6 and their gradients, large adds, RNN "
+                  "step products and LSTM steps (float32) in C")
 
 
 def library() -> ctypes.CDLL | None:
@@ -265,6 +267,44 @@ def max_pool2d_grad(x, out, g, ksize, strides, pads_before):
     dims = np.array([*x.shape[2:], *out.shape[2:], *ksize, *strides, *pads_before], dtype=np.int64)
     _c().kc_max_pool2d_grad_f32(_ptr(x), _ptr(out), _ptr(g), _ptr(dx), n * c, _ptr(dims), threads())
     return dx
+
+
+# below this many elements NumPy's add (one core, no hand-off) is as fast
+ADD_MIN_ELEMENTS = 1 << 16
+
+
+def add_rows_plan(x_shape, y_shape):
+    """(outer, mid, inner) when y, broadcast to x (NumPy's trailing alignment), repeats along one run of x's dims
+    and x is the output's shape: x as [outer, mid, inner], y as [outer, inner] (mid = 1: equal shapes); else
+    None."""
+    n = len(x_shape)
+    if len(y_shape) > n:
+        return None
+    y = (1,) * (n - len(y_shape)) + tuple(y_shape)
+    a = 0
+    while a < n and y[a] == x_shape[a]:
+        a += 1
+    if a == n:
+        return 1, 1, math.prod(x_shape)
+    b = n
+    while b > a and y[b - 1] == x_shape[b - 1]:
+        b -= 1
+    if any(d != 1 for d in y[a:b]):
+        return None
+    return math.prod(x_shape[:a]), math.prod(x_shape[a:b]), math.prod(x_shape[b:])
+
+
+def add_ready(xp, x, y) -> bool:
+    """Whether add_rows takes x + y: large float32 ready arrays, y repeating along a run of x's dims."""
+    return x.size >= ADD_MIN_ELEMENTS and ready(xp, x, y) and add_rows_plan(x.shape, y.shape) is not None
+
+
+def add_rows(x, y):
+    """x + y (add_rows.c) for add_ready's x and y: a new array of x's shape, NumPy's bits."""
+    outer, mid, inner = add_rows_plan(x.shape, y.shape)
+    out = np.empty_like(x)
+    _c().kc_add_rows_f32(_ptr(x), _ptr(y), _ptr(out), outer, mid, inner, threads())
+    return out
 
 
 def clip(x, lo: float, hi: float, lo_on_ties: bool = False):

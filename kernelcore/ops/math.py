@@ -6,7 +6,7 @@ import operator
 
 import numpy as np
 
-from .. import cpu_parts, dtypes
+from .. import cpu_parts, dtypes, native
 from ..proto.framework_pb2 import AttrType as A
 from ..proto.framework_pb2 import VarType as VT
 from ..registry import Attr, Check, In, Out, at_least, larger_than, register_op
@@ -49,10 +49,22 @@ def _trailing_aligned(op) -> bool:
 
 
 def _binary_specializer(ufunc_name: str):
-    """Prepared once: with trailing alignment the op is the array module's ufunc itself."""
+    """Prepared once: with trailing alignment the op is the array module's ufunc itself (elementwise_add on the
+    host: _add, which hands large float32 adds to C)."""
     def make(op, xp):
-        return getattr(xp, ufunc_name) if _trailing_aligned(op) else None
+        if not _trailing_aligned(op):
+            return None
+        return _add if ufunc_name == "add" and xp is np else getattr(xp, ufunc_name)
     return make
+
+
+def _add(x, y):
+    """x + y: in C on the run's threads where native.add_ready says so (kernelcore/native/add_rows.c: a residual
+    add, a bias over the last dims, an attention mask over the heads and rows), else NumPy's add. The same bits
+    either way."""
+    if native.add_ready(np, x, y):
+        return native.add_rows(x, y)
+    return np.add(x, y)
 
 
 def _binary_kernel(body):
