@@ -333,7 +333,33 @@ def test_average_over_whole_maps_is_each_maps_mean(shape, ksize, adaptive, pads,
     np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-7)
 
 
+def test_average_over_a_large_float16_map_does_not_overflow():
+    """float16 maps keep NumPy's mean (which sums in float32): 90,000 cells of ~5 sum past float16's 65,504."""
+    x = (rng.random((1, 2, 300, 300)) * 10).astype(np.float16)
+    got = P.pool_forward(np, x, "avg", [1, 1], [1, 1], [(0, 0)] * 2, [1, 1], True, True)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), x.astype(np.float32).mean(axis=(2, 3), keepdims=True),
+                               rtol=2e-3)
+
+
 def test_whole_maps_excludes_padded_windows_and_larger_outputs():
     assert not P.whole_maps((1, 1, 4, 4), [4, 4], [(1, 0), (0, 0)], [1, 1], False)
     assert not P.whole_maps((1, 1, 4, 4), [2, 2], [(0, 0)] * 2, [2, 1], True)
     assert not P.whole_maps((1, 1, 4, 4), [3, 3], [(0, 0)] * 2, [1, 1], False)  # a window smaller than the map
+
+
+def test_average_pool_gradient_over_a_large_float16_map_is_not_zero():
+    """The whole-map gradient (g over the map's size, broadcast) is taken for float32 and float64 only: float16
+    cannot hold 90,000, so g / size would give 0; float16 keeps the per-dim products."""
+    import kernelcore as kc
+    x = (rng.random((1, 2, 300, 300)) * 10).astype(np.float16)
+    g = np.ones((1, 2, 1, 1), np.float16)
+    prog = kc.Program()
+    b = prog.global_block()
+    for name, v in (("x", x), ("out", g), ("g", g)):
+        b.create_var(name, list(v.shape), "float16")
+    b.append_op("pool2d_grad", {"X": ["x"], "Out": ["out"], "Out@GRAD": ["g"]}, {"X@GRAD": ["dx"]},
+                {"pooling_type": "avg", "ksize": [1, 1], "adaptive": True})
+    (dx,) = kc.Executor().run(prog, feed={"x": x, "out": g, "g": g}, fetch_list=["dx"], scope=kc.Scope())
+    assert dx.shape == x.shape
+    np.testing.assert_allclose(dx.astype(np.float32), 1 / 90000, rtol=5e-2)
