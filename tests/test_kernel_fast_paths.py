@@ -363,3 +363,23 @@ def test_average_pool_gradient_over_a_large_float16_map_is_not_zero():
     (dx,) = kc.Executor().run(prog, feed={"x": x, "out": g, "g": g}, fetch_list=["dx"], scope=kc.Scope())
     assert dx.shape == x.shape
     np.testing.assert_allclose(dx.astype(np.float32), 1 / 90000, rtol=5e-2)
+
+
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+def test_average_pool_gradient_over_one_cell_maps_can_be_written(data_format):
+    """Over maps of one cell the whole-map gradient has x's shape already; it is still a fresh array, never a
+    read-only broadcast view, as every gradient a run gives back takes in-place writes."""
+    import kernelcore as kc
+    shape = (2, 3, 1, 1) if data_format == "NCHW" else (2, 1, 1, 3)
+    x = rng.standard_normal(shape).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    prog = kc.Program()
+    b = prog.global_block()
+    for name, v in (("x", x), ("out", g), ("g", g)):
+        b.create_var(name, list(v.shape), "float32")
+    b.append_op("pool2d_grad", {"X": ["x"], "Out": ["out"], "Out@GRAD": ["g"]}, {"X@GRAD": ["dx"]},
+                {"pooling_type": "avg", "ksize": [1, 1], "adaptive": True, "data_format": data_format})
+    (dx,) = kc.Executor().run(prog, feed={"x": x, "out": g, "g": g}, fetch_list=["dx"], scope=kc.Scope())
+    np.testing.assert_array_equal(dx, g)
+    assert dx.flags.writeable
+    dx *= 2.0

@@ -308,7 +308,8 @@ def _pool_grad(fwd_type, nd):
                 g.shape == (*x.shape[:2], *outs) and g.dtype in (np.float32, np.float64):  # float16: size overflows
             # every input cell gets its map's gradient over the map's size: one broadcast, where the products
             # with 1 x size matrices below walk a few elements at a time (MobileNetV2's [8, 1280, 2, 2]: ~0.3 ms)
-            dx = xp.ascontiguousarray(xp.broadcast_to(g / g.dtype.type(math.prod(x.shape[2:])), x.shape))
+            dx = xp.empty(x.shape, dtype=g.dtype)  # written, never a read-only broadcast view (1 x 1 maps)
+            dx[...] = g / g.dtype.type(math.prod(x.shape[2:]))
         elif attrs["pooling_type"] == "avg":
             dx = g
             for dim in range(nd):
