@@ -368,10 +368,11 @@ def test_add_rows_plans_see_y_repeating_along_one_run_of_xs_dims(x_shape, y_shap
 
 @needs_library
 @pytest.mark.parametrize("x_shape, y_shape", [((8, 4, 128, 128), (8, 1, 1, 128)), ((8, 128, 64), (64,)),
-                                              ((3, 70001), (3, 70001)), ((2, 40000, 1), (2, 1, 1))])
+                                              ((3, 70001), (3, 70001)), ((4, 200, 96), (4, 1, 96))])
 def test_elementwise_add_in_c_gives_numpys_bits(x_shape, y_shape, monkeypatch):
-    """elementwise_add of large float32 arrays through add_rows.c: NumPy's add bit for bit (NaN payloads, infinities,
-    signed zeros), at 1-3 threads, through the op as a run prepares it; small or other arrays stay NumPy's."""
+    """elementwise_add of large float32 arrays through add_rows.c: NumPy's add bit for bit (a NaN's payload,
+    infinities, signed zeros), at 1-3 threads, through the op as a run prepares it; small arrays stay NumPy's.
+    Where both operands are NaN the sum is NaN, its payload either one's."""
     import kernelcore as kc
     x = rng.standard_normal(x_shape).astype(np.float32)
     y = rng.standard_normal(y_shape).astype(np.float32)
@@ -379,8 +380,11 @@ def test_elementwise_add_in_c_gives_numpys_bits(x_shape, y_shape, monkeypatch):
     x.reshape(-1)[:6] = [np.nan, -0.0, np.inf, -np.inf, 1.0, -0.0]
     specials = np.array([1.0, -0.0, -np.inf, 2.0, payload_nan, 0.0], np.float32)
     y.reshape(-1)[:min(6, y.size)] = specials[:y.size]
+    x.reshape(-1)[7] = y.reshape(-1)[min(7, y.size - 1)] = np.nan  # one place where both are NaN (if it is one)
     with np.errstate(invalid="ignore"):
         want = np.add(x, y)
+        both = np.isnan(x) & np.isnan(np.broadcast_to(y, x.shape))
+
     def program(xs, ys):
         prog = kc.Program()
         b = prog.global_block()
@@ -396,7 +400,8 @@ def test_elementwise_add_in_c_gives_numpys_bits(x_shape, y_shape, monkeypatch):
         with threadpool_limits(threads), np.errstate(invalid="ignore"):
             (got,) = kc.Executor().run(prog, feed={"x": x, "y": y}, fetch_list=["z"], scope=kc.Scope())
         assert got.dtype == np.float32 and got.shape == want.shape
-        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+        assert np.isnan(got[both]).all()
+        np.testing.assert_array_equal(got[~both].view(np.uint32), want[~both].view(np.uint32))
     assert len(calls) == 3, "the op did not take the C kernel"
     xs = x[:1, :1].copy()  # below native.ADD_MIN_ELEMENTS: NumPy's add
     ys = y[:1, :1].copy() if y.ndim == x.ndim else y
@@ -404,6 +409,15 @@ def test_elementwise_add_in_c_gives_numpys_bits(x_shape, y_shape, monkeypatch):
         (got,) = kc.Executor().run(program(xs, ys), feed={"x": xs, "y": ys}, fetch_list=["z"], scope=kc.Scope())
         np.testing.assert_array_equal(got.view(np.uint32), np.add(xs, ys).view(np.uint32))
     assert len(calls) == 3
+
+
+def test_short_rows_and_small_adds_stay_numpys():
+    """add_ready leaves NumPy's add the rows shorter than ADD_MIN_ROW (a [N, 1] y over [N, M]: two divisions an
+    element in C) and arrays under ADD_MIN_ELEMENTS."""
+    big = np.zeros((4, 40000, 1), np.float32)
+    assert native.add_rows_plan(big.shape, (4, 1, 1)) == (4, 40000, 1)
+    assert not native.add_ready(np, big, np.zeros((4, 1, 1), np.float32))
+    assert not native.add_ready(np, np.zeros((4, 64), np.float32), np.zeros(64, np.float32))
 
 
 @needs_library

@@ -271,6 +271,8 @@ def max_pool2d_grad(x, out, g, ksize, strides, pads_before):
 
 # below this many elements NumPy's add (one core, no hand-off) is as fast
 ADD_MIN_ELEMENTS = 1 << 16
+# rows shorter than this cost add_rows.c two divisions and a loop's setup each: NumPy's add is faster there
+ADD_MIN_ROW = 32
 
 
 def add_rows_plan(x_shape, y_shape):
@@ -295,12 +297,17 @@ def add_rows_plan(x_shape, y_shape):
 
 
 def add_ready(xp, x, y) -> bool:
-    """Whether add_rows takes x + y: large float32 ready arrays, y repeating along a run of x's dims."""
-    return x.size >= ADD_MIN_ELEMENTS and ready(xp, x, y) and add_rows_plan(x.shape, y.shape) is not None
+    """Whether add_rows takes x + y: large float32 ready arrays, y repeating along a run of x's dims in rows of
+    ADD_MIN_ROW elements or more."""
+    if x.size < ADD_MIN_ELEMENTS or not ready(xp, x, y):
+        return False
+    plan = add_rows_plan(x.shape, y.shape)
+    return plan is not None and plan[2] >= ADD_MIN_ROW
 
 
 def add_rows(x, y):
-    """x + y (add_rows.c) for add_ready's x and y: a new array of x's shape, NumPy's bits."""
+    """x + y (add_rows.c) for add_ready's x and y: a new array of x's shape, NumPy's values bit for bit (where
+    both operands are NaN, either one's payload)."""
     outer, mid, inner = add_rows_plan(x.shape, y.shape)
     out = np.empty_like(x)
     _c().kc_add_rows_f32(_ptr(x), _ptr(y), _ptr(out), outer, mid, inner, threads())

@@ -3,7 +3,7 @@
  * over scores [B, heads, S, S]: outer B, mid heads S, inner S; equal shapes: mid = 1). NumPy adds on one core;
  * here the elements are shared over `threads` threads (pool.c) when the array is large: BERT-style's mask add over
  * [8, 4, 128, 128] took 0.32-0.37 ms in place. One IEEE addition per element, x + y in that order, as NumPy's
- * add: the same bits, NaN payloads included. */
+ * add: the same bits (where both operands are NaN the compiler may keep either one's payload; NumPy keeps x's). */
 #include <stdint.h>
 
 #include "kc_native.h"
