@@ -53,6 +53,12 @@ class PaddleServer:
         return json.loads(self.p.stdout.readline())
 
     def close(self):
-        self.p.stdin.write("\n")
-        self.p.stdin.close()
-        self.p.wait(timeout=60)
+        """End the server; one that died or hangs is killed (a bench's `finally` calls this after any error,
+        which must not be hidden behind another)."""
+        try:
+            self.p.stdin.write("\n")
+            self.p.stdin.close()
+            self.p.wait(timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+            self.p.wait()

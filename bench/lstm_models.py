@@ -59,49 +59,64 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kc_lstm_") as d:
         d = Path(d)
         paddle = PaddleServer("_paddle_lstm.py", d, [])  # writes the programs, then serves timed windows
-        p = paddle.info
-        prog, scope, feeds, fetches = kc.load_inference_model(d / "lstm")
-        ref = np.load(d / "lstm.npz")
-        x_infer = ref["x"]  # an NpzFile decodes on every access: once here, not in the timed calls
-        exe = kc.Executor()
-        (got,) = exe.run(prog, feed={"x": x_infer}, scope=scope)
-        diff = float(np.abs(got - ref["fetch_0"]).max() / np.abs(ref["fetch_0"]).max())
+        try:
+            per_count, p, diff, loss0, tr = measure(paddle, d, counts, repeat)
+        finally:
+            paddle.close()
+    report(p, per_count, diff, loss0, tr, repeat, a.json)
+    return 0
 
-        main_p = kc.load_program(d / "lstm_train.main.pb")
-        tr = np.load(d / "lstm_train.npz")
-        x_train = tr["x"]
-        tscope = kc.Scope()
-        for n in p["params"]:
-            tscope.var(n).value = tr[f"init/{n}"]
-        for op in main_p.global_block().ops:
-            if op.type == "sgd":
-                for n in op.input("LearningRate"):
-                    tscope.var(n).value = np.array([p["lr"]], np.float32)
-        (loss0,) = exe.run(main_p, feed={"x": x_train}, fetch_list=[p["loss"]], scope=tscope, training=True)
-        per_count = {}
-        torch_side = torch_lstm(p, prog, scope, ref, main_p, tr)
-        for n in counts:
-            kc_inf, kc_train, t_inf, t_train, p_inf, p_train = [], [], [], [], [], []
-            kc_calls = ((kc_inf, lambda: exe.run(prog, feed={"x": x_infer}, scope=scope)),
-                        (kc_train, lambda: exe.run(main_p, feed={"x": x_train}, fetch_list=[p["loss"]],
-                                                   scope=tscope, training=True)))
-            if torch_side is not None:
-                torch_side.set_threads(n)
-            with threadpool_limits(limits=n, user_api="blas"):
-                for _ in range(repeat):  # windows alternate between the sides, each after a pause (SETTLE_S)
-                    for out, fn in kc_calls:
+
+def measure(paddle, d: Path, counts, repeat):
+    """Check kernelcore's output and first loss against Paddle's, then time every side's windows per thread
+    count: (per_count, Paddle's description, output diff, first loss, the training npz)."""
+    p = paddle.info
+    prog, scope, feeds, fetches = kc.load_inference_model(d / "lstm")
+    ref = np.load(d / "lstm.npz")
+    x_infer = ref["x"]  # an NpzFile decodes on every access: once here, not in the timed calls
+    exe = kc.Executor()
+    (got,) = exe.run(prog, feed={"x": x_infer}, scope=scope)
+    diff = float(np.abs(got - ref["fetch_0"]).max() / np.abs(ref["fetch_0"]).max())
+
+    main_p = kc.load_program(d / "lstm_train.main.pb")
+    tr = np.load(d / "lstm_train.npz")
+    x_train = tr["x"]
+    tscope = kc.Scope()
+    for n in p["params"]:
+        tscope.var(n).value = tr[f"init/{n}"]
+    for op in main_p.global_block().ops:
+        if op.type == "sgd":
+            for n in op.input("LearningRate"):
+                tscope.var(n).value = np.array([p["lr"]], np.float32)
+    (loss0,) = exe.run(main_p, feed={"x": x_train}, fetch_list=[p["loss"]], scope=tscope, training=True)
+    per_count = {}
+    torch_side = torch_lstm(p, prog, scope, ref, main_p, tr)
+    for n in counts:
+        kc_inf, kc_train, t_inf, t_train, p_inf, p_train = [], [], [], [], [], []
+        kc_calls = ((kc_inf, lambda: exe.run(prog, feed={"x": x_infer}, scope=scope)),
+                    (kc_train, lambda: exe.run(main_p, feed={"x": x_train}, fetch_list=[p["loss"]],
+                                               scope=tscope, training=True)))
+        if torch_side is not None:
+            torch_side.set_threads(n)
+        with threadpool_limits(limits=n, user_api="blas"):
+            for _ in range(repeat):  # windows alternate between the sides, each after a pause (SETTLE_S)
+                for out, fn in kc_calls:
+                    time.sleep(SETTLE_S)
+                    out += timed(None, fn, PER_WINDOW, WARM_S)
+                if torch_side is not None:
+                    for out, fn in ((t_inf, torch_side.infer), (t_train, torch_side.step)):
                         time.sleep(SETTLE_S)
                         out += timed(None, fn, PER_WINDOW, WARM_S)
-                    if torch_side is not None:
-                        for out, fn in ((t_inf, torch_side.infer), (t_train, torch_side.step)):
-                            time.sleep(SETTLE_S)
-                            out += timed(None, fn, PER_WINDOW, WARM_S)
-                    for out, name in ((p_inf, "infer"), (p_train, "train")):
-                        time.sleep(SETTLE_S)
-                        out += paddle.times(name, PER_WINDOW, WARM_S)
-            torch_rows = None if torch_side is None else (t_inf, t_train, torch_side.diff, torch_side.first_loss, n)
-            per_count[n] = (kc_inf, kc_train, torch_rows, p_inf, p_train)
-        paddle.close()
+                for out, name in ((p_inf, "infer"), (p_train, "train")):
+                    time.sleep(SETTLE_S)
+                    out += paddle.times(name, PER_WINDOW, WARM_S)
+        torch_rows = None if torch_side is None else (t_inf, t_train, torch_side.diff, torch_side.first_loss, n)
+        per_count[n] = (kc_inf, kc_train, torch_rows, p_inf, p_train)
+    return per_count, p, diff, loss0, tr
+
+
+def report(p, per_count, diff, loss0, tr, repeat, json_path) -> None:
+    """Print the rows, and write them to json_path (when given)."""
     print(f"2-layer LSTM, batch {p['B']}, {p['T']} steps, input {p['I']}, hidden {p['H']}; Paddle {p['paddle']} "
           f"legacy Executor; best (median) of {repeat} windows of {PER_WINDOW}; load average "
           f"{os.getloadavg()[0]:.2f}")
@@ -124,11 +139,10 @@ def main() -> int:
             print(f"  {what:20s} kernelcore {min(k) * 1e3:8.1f} ms   PyTorch {min(q) * 1e3:8.1f} ms ("
                   f"{statistics.median(q) * 1e3:8.1f})   kernelcore / PyTorch {min(k) / min(q):.2f}")
     label = f"2-layer LSTM (b{p['B']}, {p['T']} steps, hidden {p['H']})"
-    write_rows(a.json, [json_row(label, what, n, k, t[i] if t else None, q)
-                        for n, (kc_inf, kc_train, t, p_inf, p_train) in per_count.items()
-                        for i, (what, k, q) in enumerate((("inference", kc_inf, p_inf),
-                                                          ("training step", kc_train, p_train)))])
-    return 0
+    write_rows(json_path, [json_row(label, what, n, k, t[i] if t else None, q)
+                           for n, (kc_inf, kc_train, t, p_inf, p_train) in per_count.items()
+                           for i, (what, k, q) in enumerate((("inference", kc_inf, p_inf),
+                                                             ("training step", kc_train, p_train)))])
 
 
 class TorchLstm:
