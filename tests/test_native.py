@@ -411,6 +411,18 @@ def test_elementwise_add_in_c_gives_numpys_bits(x_shape, y_shape, monkeypatch):
     assert len(calls) == 3
 
 
+@needs_library
+def test_an_unaligned_array_stays_numpys():
+    """A float32 array viewed from an odd byte offset of a buffer is not aligned: the C kernels refuse it, and the
+    op gives NumPy's result."""
+    raw = np.zeros(4 * 70000 + 1, np.uint8)
+    x = raw[1:].view(np.float32)
+    x[:] = np.arange(70000, dtype=np.float32)
+    assert not x.flags.aligned and not native.ready(np, x)
+    from kernelcore.ops.math import _add
+    np.testing.assert_array_equal(_add(x, x), x + x)
+
+
 def test_short_rows_and_small_adds_stay_numpys():
     """add_ready leaves NumPy's add the rows shorter than ADD_MIN_ROW (a [N, 1] y over [N, M]: two divisions an
     element in C) and arrays under ADD_MIN_ELEMENTS."""

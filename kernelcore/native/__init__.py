@@ -118,10 +118,12 @@ def native_state() -> str:
 
 def ready(xp, *arrays) -> bool:
     """Whether the C kernels can take these arrays: host NumPy arrays (a NumPy scalar, which has flags and a
-    dtype too, has no buffer to pass), float32, C-contiguous, and a library loaded."""
+    dtype too, has no buffer to pass), float32, C-contiguous, aligned (a buffer viewed from an odd byte offset is
+    not: C may assume every float* is), and a library loaded."""
     if xp is not np or library() is None:
         return False
-    return all(isinstance(a, np.ndarray) and a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
+    return all(isinstance(a, np.ndarray) and a.dtype == np.float32 and a.flags.c_contiguous and a.flags.aligned
+               for a in arrays)
 
 
 def threads() -> int:
