@@ -949,3 +949,36 @@ def test_an_lstm_input_narrower_than_its_weights_steps_in_numpy(monkeypatch):
         w = native.PackedColumns(np.zeros((40, 160), np.float32), 4)
         h0 = np.zeros((4, 40), np.float32)
         native.lstm_sequence(np.zeros((5, 4, 160), np.float32), h0, h0, w, np.empty((5, 4, 40), np.float16), False)
+
+
+def _depthwise_valid_taps_reference(x, w, stride, pad):
+    """A 3x3 depthwise convolution in float32, each output the sum from +0 of its window's taps inside the image,
+    in row-major tap order (what kc_depthwise_conv2d_f32 computes; padding never multiplied)."""
+    n, c, h, wd = x.shape
+    oh, ow = (h + 2 * pad - 3) // stride + 1, (wd + 2 * pad - 3) // stride + 1
+    out = np.zeros((n, c, oh, ow), np.float32)
+    for oy in range(oh):
+        for ox in range(ow):
+            acc = np.zeros((n, c), np.float32)
+            for ky in range(3):
+                for kx in range(3):
+                    iy, ix = oy * stride - pad + ky, ox * stride - pad + kx
+                    if 0 <= iy < h and 0 <= ix < wd:
+                        acc = acc + w[None, :, 0, ky, kx] * x[:, :, iy, ix]
+            out[:, :, oy, ox] = acc
+    return out
+
+
+@needs_library
+@pytest.mark.parametrize("h, stride", [(1, 1), (2, 1), (2, 2), (3, 2), (4, 1), (4, 2), (5, 1), (9, 2)])
+def test_depthwise_3x3_on_small_maps_sums_only_the_taps_inside(h, stride):
+    """MobileNet's 3x3 depthwise layers on maps where most outputs cross the border (depthwise_conv.c's output_at):
+    bit for bit the in-image taps' sum, an infinite tap over the padding never making NaN, at 1-3 threads."""
+    x = rng.standard_normal((3, 20, h, h)).astype(np.float32)
+    w = rng.standard_normal((20, 1, 3, 3)).astype(np.float32)
+    w[0, 0, 0, 0] = np.inf  # the top-left tap: over the padding for the first row and column of outputs
+    want = _depthwise_valid_taps_reference(x, w, stride, 1)
+    for threads in (1, 2, 3):
+        with threadpool_limits(threads):
+            got = native.depthwise_conv2d(x, w, [stride, stride], [1, 1], [1, 1], want.shape[2:])
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
