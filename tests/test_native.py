@@ -424,12 +424,12 @@ def test_an_unaligned_array_stays_numpys():
 
 
 def test_short_rows_and_small_adds_stay_numpys():
-    """add_ready leaves NumPy's add the rows shorter than ADD_MIN_ROW (a [N, 1] y over [N, M]: two divisions an
+    """add_plan leaves NumPy's add the rows shorter than ADD_MIN_ROW (a [N, 1] y over [N, M]: two divisions an
     element in C) and arrays under ADD_MIN_ELEMENTS."""
     big = np.zeros((4, 40000, 1), np.float32)
     assert native.add_rows_plan(big.shape, (4, 1, 1)) == (4, 40000, 1)
-    assert not native.add_ready(np, big, np.zeros((4, 1, 1), np.float32))
-    assert not native.add_ready(np, np.zeros((4, 64), np.float32), np.zeros(64, np.float32))
+    assert native.add_plan(np, big, np.zeros((4, 1, 1), np.float32)) is None
+    assert native.add_plan(np, np.zeros((4, 64), np.float32), np.zeros(64, np.float32)) is None
 
 
 @needs_library

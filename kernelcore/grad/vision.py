@@ -305,7 +305,7 @@ def _pool_grad(fwd_type, nd):
         x, out, g = _first(xp, x, fmt), _first(xp, out, fmt), _first(xp, g, fmt)
         ksize, strides, pads, outs, adaptive = P.geometry(attrs.get, x.shape[2:], nd)
         if attrs["pooling_type"] == "avg" and P.whole_maps(x.shape, ksize, pads, outs, adaptive) and \
-                g.shape == (*x.shape[:2], *outs) and g.dtype in (np.float32, np.float64):  # float16: size overflows
+                g.shape == (*x.shape[:2], *outs) and g.dtype in P.WHOLE_MAP_DTYPES:
             # every input cell gets its map's gradient over the map's size: one broadcast, where the products
             # with 1 x size matrices below walk a few elements at a time (MobileNetV2's [8, 1280, 2, 2]: ~0.3 ms)
             dx = xp.empty(x.shape, dtype=g.dtype)  # written, never a read-only broadcast view (1 x 1 maps)

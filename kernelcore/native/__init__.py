@@ -20,7 +20,7 @@ non-contiguous array.
 Threads: each call passes its own count, `threads()`: the BLAS's thread limit, which is what
 `threadpoolctl.threadpool_limits`, OMP_NUM_THREADS and a split run (kernelcore/cpu_parts.py) already decide for
 an op, and one inside an op's part. The library shares its loops over its own few POSIX threads (pool.c says why
-not OpenMP), which spin at most 0.2 ms after a loop, yielding their core to any other thread, then sleep.
+not OpenMP), which spin at most 2 ms after a loop, yielding their core to any other thread, then sleep.
 """
 from __future__ import annotations
 
@@ -298,19 +298,19 @@ def add_rows_plan(x_shape, y_shape):
     return math.prod(x_shape[:a]), math.prod(x_shape[a:b]), math.prod(x_shape[b:])
 
 
-def add_ready(xp, x, y) -> bool:
-    """Whether add_rows takes x + y: large float32 ready arrays, y repeating along a run of x's dims in rows of
-    ADD_MIN_ROW elements or more."""
+def add_plan(xp, x, y):
+    """add_rows_plan's (outer, mid, inner) where add_rows takes x + y: large float32 ready arrays, y repeating
+    along a run of x's dims in rows of ADD_MIN_ROW elements or more; else None."""
     if x.size < ADD_MIN_ELEMENTS or not ready(xp, x, y):
-        return False
+        return None
     plan = add_rows_plan(x.shape, y.shape)
-    return plan is not None and plan[2] >= ADD_MIN_ROW
+    return plan if plan is not None and plan[2] >= ADD_MIN_ROW else None
 
 
-def add_rows(x, y):
-    """x + y (add_rows.c) for add_ready's x and y: a new array of x's shape, NumPy's values bit for bit (where
-    both operands are NaN, either one's payload)."""
-    outer, mid, inner = add_rows_plan(x.shape, y.shape)
+def add_rows(x, y, plan):
+    """x + y (add_rows.c) for add_plan's x, y and plan: a new array of x's shape, NumPy's values bit for bit
+    (where both operands are NaN, either one's payload)."""
+    outer, mid, inner = plan
     out = np.empty_like(x)
     _c().kc_add_rows_f32(_ptr(x), _ptr(y), _ptr(out), outer, mid, inner, threads())
     return out

@@ -88,6 +88,12 @@ WIDE_VECTORS static void slices_range(void *p, int64_t first, int64_t last) {
     }
 }
 
+/* the threads a step's slices share (as kc_gemm_packed_f32's): one per ~2M multiply-adds at most, at least one */
+static int step_threads(int64_t m, int64_t k, int64_t hidden, int threads) {
+    const int64_t most = m * k * 4 * hidden / (1 << 21);
+    return threads < most ? threads : (int)(most > 1 ? most : 1);
+}
+
 /* h_prev [m, k] (element (r, p) at h_prev[r * rs + p * cs]), W_hh^T [k, 4 hidden] packed gate by gate (each
  * gate's hidden columns by kc_pack_columns_f32, gate_panels = ceil(hidden / PANEL) panels each, one after
  * another), x_proj and gates [m, 4 hidden], c_prev, c and h [m, hidden], all C-contiguous; gates in Paddle's order
@@ -97,9 +103,7 @@ KC_EXPORT void kc_lstm_step_f32(const float *h_prev, int64_t rs, int64_t cs, con
                                 int64_t k, int64_t hidden, int threads) {
     const int64_t slices = (hidden + PANEL - 1) / PANEL;
     step_args s = {h_prev, packed, x_proj, c_prev, gates, c, h, rs, cs, m, k, hidden, slices};
-    /* as kc_gemm_packed_f32: a thread per ~2M multiply-adds at most */
-    const int64_t most = m * k * 4 * hidden / (1 << 21);
-    kc_parallel_for(slices, threads < most ? threads : (int)(most > 1 ? most : 1), slices_range, &s);
+    kc_parallel_for(slices, step_threads(m, k, hidden, threads), slices_range, &s);
 }
 
 /* A whole pass of one (layer, direction) of an LSTM whose steps nobody observes (ops/rnn.py: no trace, no
@@ -114,8 +118,7 @@ KC_EXPORT void kc_lstm_sequence_f32(const float *x_proj, const float *h0, const 
                                     float *out, float *c_last, float *c_spare, int64_t steps, int reverse,
                                     int64_t m, int64_t hidden, int threads) {
     const int64_t H = hidden, slices = (H + PANEL - 1) / PANEL;
-    const int64_t most = m * H * 4 * H / (1 << 21); /* as kc_lstm_step_f32 */
-    const int used = threads < most ? threads : (int)(most > 1 ? most : 1);
+    const int used = step_threads(m, H, H, threads);
     const float *h_prev = h0, *c_prev = c0;
     for (int64_t i = 0; i < steps; i++) {
         const int64_t t = reverse ? steps - 1 - i : i;

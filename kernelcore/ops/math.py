@@ -59,11 +59,12 @@ def _binary_specializer(ufunc_name: str):
 
 
 def _add(x, y):
-    """x + y: in C on the run's threads where native.add_ready says so (kernelcore/native/add_rows.c: a residual
+    """x + y: in C on the run's threads where native.add_plan has a plan (kernelcore/native/add_rows.c: a residual
     add, a bias over the last dims, an attention mask over the heads and rows), else NumPy's add. The same bits
     either way, but for which NaN's payload survives where both operands are NaN."""
-    if native.add_ready(np, x, y):
-        return native.add_rows(x, y)
+    plan = native.add_plan(np, x, y)
+    if plan is not None:
+        return native.add_rows(x, y, plan)
     return np.add(x, y)
 
 

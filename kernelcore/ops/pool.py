@@ -114,11 +114,15 @@ def pool_forward(xp, x, kind, ksize, strides, pads, outs, adaptive, exclusive):
     return xp.ascontiguousarray(x)
 
 
+# the dtypes whose whole maps are summed by a product (float16's sums, and a map's size past 65,504, overflow it)
+WHOLE_MAP_DTYPES = (np.float32, np.float64)
+
+
 def _mean_of_maps(xp, x):
     """Each [n, c] map's mean, [N, C, 1...]: the maps' sums as one matrix-vector product, then / its size. NumPy's
     mean over the spatial axes walks them a few elements at a time: MobileNetV2's [8, 1280, 2, 2] took 148 us,
     the product 7 (one [N C, H W] @ ones). float32 and float64 only: float16's sums would overflow."""
-    if x.dtype not in (np.float32, np.float64):  # float16's sums overflow (NumPy's mean sums it in float32)
+    if x.dtype not in WHOLE_MAP_DTYPES:  # NumPy's mean sums float16 in float32
         return x.mean(axis=tuple(range(2, x.ndim)), keepdims=True)
     n, c = x.shape[:2]
     size = math.prod(x.shape[2:])

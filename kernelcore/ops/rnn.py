@@ -378,7 +378,6 @@ def rnn(ctx, ins, attrs):
                 bias = b_ih if mode == "GRU" else b_ih + b_hh  # GRU adds bias_hh inside r * (...)
                 x_proj = input_projection(xp, flat_in, w_ih, bias).reshape(T, B, G * H)
                 w_hh_t = recurrent_weight(xp, w_hh, 4 if lstm else 1)
-                scale_shift = (lstm_gate_scale(xp, dt, H), lstm_gate_shift(xp, dt, H)) if lstm else None
                 out = xp.empty((T, B, H), dtype=dt)
                 h, c = pre[0][k], (pre[1][k] if lstm else None)
                 if silent and lstm and masks is None and reserve is None and T and \
@@ -389,6 +388,7 @@ def rnn(ctx, ins, attrs):
                     last_h[k], last_c[k] = out[0] if di else out[T - 1], c
                     outs.append(out)
                     continue
+                scale_shift = (lstm_gate_scale(xp, dt, H), lstm_gate_shift(xp, dt, H)) if lstm else None
                 what = f"rnn step (layer {layer}, {'backward' if di else 'forward'})"
                 kept_pass = [None] * T if reserve is not None else None
                 prev = None
