@@ -982,3 +982,31 @@ def test_depthwise_3x3_on_small_maps_sums_only_the_taps_inside(h, stride):
         with threadpool_limits(threads):
             got = native.depthwise_conv2d(x, w, [stride, stride], [1, 1], [1, 1], want.shape[2:])
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def _same_bits_or_both_nan(got, want, what):
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan, err_msg=what)
+    np.testing.assert_array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32), err_msg=what)
+
+
+@needs_library
+@pytest.mark.parametrize("n, h, w, pad", [(7, 32, 32, 1), (3, 17, 9, 1), (11, 4, 4, 1), (2, 6, 5, 0), (5, 3, 7, 2),
+                                          (9, 2, 2, 1), (4, 40, 3, 1)])
+def test_depthwise_3x3_stride_1_planes_in_groups_sum_only_the_taps_inside(n, h, w, pad):
+    """The stride-1 3x3 path that pads a channel's planes into one scratch and walks them flat (depthwise_conv.c's
+    stacked_forward_3x3; groups of images with a remainder where the maps are large): bit for bit the in-image taps'
+    sum, forward and Input@GRAD (the flipped filter's forward); a channel with an infinite tap and one with a NaN
+    tap take the row path (the padding's zeros must not make NaN), at 1-3 threads."""
+    x = rng.standard_normal((n, 6, h, w)).astype(np.float32)
+    wt = rng.standard_normal((6, 1, 3, 3)).astype(np.float32)
+    wt[0, 0, 0, 0], wt[1, 0, 1, 1] = np.inf, np.nan
+    want = _depthwise_valid_taps_reference(x, wt, 1, pad)
+    g = rng.standard_normal(want.shape).astype(np.float32)
+    want_dx = _depthwise_valid_taps_reference(g, np.ascontiguousarray(wt[:, :, ::-1, ::-1]), 1, 2 - pad)
+    for threads in (1, 2, 3):
+        with threadpool_limits(threads):
+            got = native.depthwise_conv2d(x, wt, [1, 1], [pad, pad], [1, 1], want.shape[2:])
+            got_dx, _ = native.depthwise_conv2d_grads(x, wt, g, [1, 1], [pad, pad], [1, 1], True, False)
+        _same_bits_or_both_nan(got, want, f"forward, {threads} threads")
+        _same_bits_or_both_nan(got_dx, want_dx, f"Input@GRAD, {threads} threads")

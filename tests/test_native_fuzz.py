@@ -450,14 +450,18 @@ CHILD = textwrap.dedent(r"""
         words = buf.view(np.uint32)
         return bool((words[:GUARD] == SENTINEL).all() and (words[-GUARD:] == SENTINEL).all())
 
-    def geometry(rng, wide):
+    def geometry(rng, kind):
         while True:
-            if wide:
+            if kind == "wide":
                 h, w = rng.integers(1, 41, 2)
                 kh, kw = rng.integers(1, 33, 2)
                 if kh * kw > native.DEPTHWISE_MAX_TAPS:
                     continue
                 s, d, p = rng.integers(1, 6, 2), rng.integers(1, 5, 2), rng.integers(0, 11, 4)
+            elif kind == "3x3":  # depthwise_conv.c's stacked path: up to 48x48 maps, so planes go in groups
+                h, w = rng.integers(1, 49, 2)
+                kh = kw = 3
+                s, d, p = np.ones(2, np.int64), np.ones(2, np.int64), rng.integers(0, 4, 4)
             else:
                 h, w = rng.integers(1, 13, 2)
                 kh, kw = rng.integers(1, 6, 2)
@@ -465,7 +469,7 @@ CHILD = textwrap.dedent(r"""
             oh = (h + p[0] + p[1] - (d[0] * (kh - 1) + 1)) // s[0] + 1
             ow = (w + p[2] + p[3] - (d[1] * (kw - 1) + 1)) // s[1] + 1
             if oh > 0 and ow > 0:
-                n, c = int(rng.integers(1, 4)), int(rng.integers(2, 7))
+                n, c = int(rng.integers(1, 9 if kind == "3x3" else 4)), int(rng.integers(2, 7))
                 return (n, c, int(h), int(w)), (int(kh), int(kw)), [int(v) for v in s], [int(p[0]), int(p[2])], \
                     [int(v) for v in d], (int(oh), int(ow))
 
@@ -478,7 +482,7 @@ CHILD = textwrap.dedent(r"""
     count = int(sys.argv[2])
     P = ctypes.c_void_p
     for i in range(count):
-        shape, ks, strides, before, dils, outs = geometry(rng, wide=i % 8 == 7)
+        shape, ks, strides, before, dils, outs = geometry(rng, {7: "wide", 3: "3x3"}.get(i % 8, "small"))
         n, c = shape[:2]
         what = f"#{i}: x {list(shape)}, kernel {list(ks)}, strides {strides}, pads before {before}, dils {dils}"
         _, x = guarded(shape, rng.standard_normal(shape))
