@@ -19,7 +19,7 @@ static void mask_range(void *p, int64_t first, int64_t last) {
     const float lo = a->lo, hi = a->hi;
     if (a->upper) {
 #pragma omp simd
-        for (int64_t i = first; i < last; i++) a->dx[i] = a->g[i] * (float)(a->out[i] > lo && a->out[i] < hi);
+        for (int64_t i = first; i < last; i++) a->dx[i] = a->g[i] * (float)((a->out[i] > lo) & (a->out[i] < hi));
     } else {
 #pragma omp simd
         for (int64_t i = first; i < last; i++) a->dx[i] = a->g[i] * (float)(a->out[i] > lo);
