@@ -990,23 +990,48 @@ def _same_bits_or_both_nan(got, want, what):
     np.testing.assert_array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32), err_msg=what)
 
 
+def _depthwise_filter_grad_reference(x, g, pad):
+    """Filter@GRAD of a 3x3 stride-1 depthwise convolution in float64 ([C, 1, 3, 3]), and each tap's sum of |terms|."""
+    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (pad, pad), (pad, pad)])
+    oh, ow = g.shape[2:]
+    g64 = g.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        dw = np.stack([np.einsum("ncyx,ncyx->c", g64, xp[:, :, ky:ky + oh, kx:kx + ow])
+                       for ky in range(3) for kx in range(3)], axis=1)
+        scale = np.stack([np.einsum("ncyx,ncyx->c", np.abs(g64), np.abs(xp[:, :, ky:ky + oh, kx:kx + ow]))
+                          for ky in range(3) for kx in range(3)], axis=1)
+    return dw.reshape(-1, 1, 3, 3), scale.reshape(-1, 1, 3, 3)
+
+
 @needs_library
 @pytest.mark.parametrize("n, h, w, pad", [(7, 32, 32, 1), (3, 17, 9, 1), (11, 4, 4, 1), (2, 6, 5, 0), (5, 3, 7, 2),
                                           (9, 2, 2, 1), (4, 40, 3, 1)])
 def test_depthwise_3x3_stride_1_planes_in_groups_sum_only_the_taps_inside(n, h, w, pad):
-    """The stride-1 3x3 path that pads a channel's planes into one scratch and walks them flat (depthwise_conv.c's
-    stacked_forward_3x3; groups of images with a remainder where the maps are large): bit for bit the in-image taps'
-    sum, forward and Input@GRAD (the flipped filter's forward); a channel with an infinite tap and one with a NaN
-    tap take the row path (the padding's zeros must not make NaN), at 1-3 threads."""
+    """The stride-1 3x3 paths that pad a channel's planes into one scratch and walk them flat (depthwise_conv.c's
+    stacked_forward_3x3 and stacked_filter_grad; groups of images with a remainder where the maps are large). The
+    forward and Input@GRAD (the flipped filter's forward): bit for bit the in-image taps' sum; a channel with an
+    infinite tap and one with a NaN tap take the row path (the padding's zeros must not make NaN). Filter@GRAD:
+    within float32 rounding of a float64 sum; a channel whose x holds an infinity at the map's left edge (which the
+    flat walk multiplies by the zero gradients between rows) gives the infinities and NaN of the convolution's own
+    terms. At 1-3 threads."""
     x = rng.standard_normal((n, 6, h, w)).astype(np.float32)
     wt = rng.standard_normal((6, 1, 3, 3)).astype(np.float32)
     wt[0, 0, 0, 0], wt[1, 0, 1, 1] = np.inf, np.nan
     want = _depthwise_valid_taps_reference(x, wt, 1, pad)
     g = rng.standard_normal(want.shape).astype(np.float32)
     want_dx = _depthwise_valid_taps_reference(g, np.ascontiguousarray(wt[:, :, ::-1, ::-1]), 1, 2 - pad)
+    x[n - 1, 2, h // 2, 0] = np.inf
+    want_dw, scale = _depthwise_filter_grad_reference(x, g, pad)
     for threads in (1, 2, 3):
         with threadpool_limits(threads):
             got = native.depthwise_conv2d(x, wt, [1, 1], [pad, pad], [1, 1], want.shape[2:])
-            got_dx, _ = native.depthwise_conv2d_grads(x, wt, g, [1, 1], [pad, pad], [1, 1], True, False)
-        _same_bits_or_both_nan(got, want, f"forward, {threads} threads")
+            got_dx, got_dw = native.depthwise_conv2d_grads(x, wt, g, [1, 1], [pad, pad], [1, 1], True, True)
+        finite_x = np.isfinite(x).all(axis=(0, 2, 3))
+        _same_bits_or_both_nan(got[:, finite_x], want[:, finite_x], f"forward, {threads} threads")
         _same_bits_or_both_nan(got_dx, want_dx, f"Input@GRAD, {threads} threads")
+        np.testing.assert_array_equal(np.isnan(got_dw), np.isnan(want_dw), err_msg=f"Filter@GRAD NaN, {threads}")
+        np.testing.assert_array_equal(np.isposinf(got_dw), np.isposinf(want_dw))
+        np.testing.assert_array_equal(np.isneginf(got_dw), np.isneginf(want_dw))
+        finite = np.isfinite(want_dw)
+        assert finite[[0, 1, 3, 4, 5]].all()  # the channels without an infinite x: all finite
+        assert np.all(np.abs(got_dw[finite] - want_dw[finite]) <= 2e-6 * scale[finite] + 1e-30), threads

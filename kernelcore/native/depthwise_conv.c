@@ -165,6 +165,14 @@ static void copy_inside(const geometry *g, const stacking *s, const float *x, fl
     }
 }
 
+/* 0, or NaN where a[0, n) holds a NaN or an infinity (the sum of its values times 0) */
+static float non_finite_check(const float *a, int64_t n) {
+    float check = 0.0f;
+#pragma omp simd reduction(+ : check)
+    for (int64_t i = 0; i < n; i++) check += a[i] * 0.0f;
+    return check;
+}
+
 /* planes first, first + step, ... (count of them) of src, all with taps wt, into the same planes of dst */
 static void stacked_forward_3x3(const geometry *g, const stacking *s, const float *src, float *dst, int64_t first,
                                 int64_t step, int64_t count, const float *wt, float *scratch) {
@@ -324,17 +332,75 @@ static void input_grad_planes(void *p, int64_t first, int64_t last) {
         plane_input_grad(&a->g, a->gout + q * out_plane, a->w + (q % a->c) * taps, a->dx + q * in_plane);
 }
 
+/* Filter@GRAD of channel ch at 3x3, stride 1, dilation 1, added into acc[9], a group of images at a time: the x
+ * planes padded as stacked_forward_3x3 pads them, Output@GRAD laid out on the same flat walk (zeros at the
+ * positions the forward discards, written once), so that each tap's sum over a plane is one dot product along
+ * the walk, all nine in one vectorised pass over the group's planes. A group's sums run in float (at most
+ * STACK_FLOATS / 2 terms: NumPy's float32 GEMM sums all n * oh * ow in float), across groups in double. The walk's
+ * extra terms are a zero gradient times some x: +-0 for a finite x, but NaN for an infinite one, so a group holding
+ * a non-finite x or gradient takes plane_filter_grad. */
+static void stacked_filter_grad(const geometry *g, const stacking *s, const float *x, const float *gout, int64_t c,
+                                int64_t ch, float *scratch, double *acc) {
+    const int64_t W = s->cols, image = s->rows * W, walk = (g->oh - 1) * W + g->ow;
+    const int64_t in_plane = g->h * g->w, out_plane = g->oh * g->ow;
+    float *padded = scratch, *grads = scratch + s->images * image;
+    for (int64_t i0 = 0; i0 < g->n; i0 += s->images) {
+        const int64_t count = g->n - i0 < s->images ? g->n - i0 : s->images;
+        float check = 0.0f;
+        for (int64_t k = 0; k < count; k++) {
+            const float *xp = x + ((i0 + k) * c + ch) * in_plane, *gp = gout + ((i0 + k) * c + ch) * out_plane;
+            check += non_finite_check(xp, in_plane) + non_finite_check(gp, out_plane);
+            copy_inside(g, s, xp, padded + k * image);
+            for (int64_t oy = 0; oy < g->oh; oy++)
+                memcpy(grads + k * image + oy * W, gp + oy * g->ow, sizeof(float) * (size_t)g->ow);
+        }
+        if (check != 0.0f) { /* NaN: a non-finite value in the group */
+            for (int64_t k = 0; k < count; k++)
+                plane_filter_grad(g, gout + ((i0 + k) * c + ch) * out_plane, x + ((i0 + k) * c + ch) * in_plane, acc);
+            continue;
+        }
+        /* the group's planes in one walk: between them the gradient's zeros add +-0 */
+        const float *restrict G = grads, *restrict P = padded;
+        const int64_t span = (count - 1) * image + walk;
+        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f, a4 = 0.0f, a5 = 0.0f, a6 = 0.0f, a7 = 0.0f, a8 = 0.0f;
+#pragma omp simd reduction(+ : a0, a1, a2, a3, a4, a5, a6, a7, a8)
+        for (int64_t i = 0; i < span; i++) {
+            const float gi = G[i];
+            a0 += gi * P[i];
+            a1 += gi * P[i + 1];
+            a2 += gi * P[i + 2];
+            a3 += gi * P[i + W];
+            a4 += gi * P[i + W + 1];
+            a5 += gi * P[i + W + 2];
+            a6 += gi * P[i + 2 * W];
+            a7 += gi * P[i + 2 * W + 1];
+            a8 += gi * P[i + 2 * W + 2];
+        }
+        acc[0] += a0, acc[1] += a1, acc[2] += a2, acc[3] += a3, acc[4] += a4, acc[5] += a5, acc[6] += a6,
+            acc[7] += a7, acc[8] += a8;
+    }
+}
+
 static void filter_grad_channels(void *p, int64_t first, int64_t last) {
     const dw_args *a = p;
     const int64_t in_plane = a->g.h * a->g.w, out_plane = a->g.oh * a->g.ow, taps = a->g.kh * a->g.kw;
     const int64_t n = a->g.n;
+    const int stacked = stacked_path_fits(&a->g);
+    const stacking s = stacked ? stacking_of(&a->g) : (stacking){0, 0, 0};
+    float *scratch = stacked ? calloc((size_t)(2 * s.images * s.rows * s.cols), sizeof(float)) : NULL;
     double acc[taps];
     for (int64_t ch = first; ch < last; ch++) {
         for (int64_t t = 0; t < taps; t++) acc[t] = 0.0;
-        for (int64_t i = 0; i < n; i++)
-            plane_filter_grad(&a->g, a->gout + (i * a->c + ch) * out_plane, a->x + (i * a->c + ch) * in_plane, acc);
+        if (scratch) {
+            stacked_filter_grad(&a->g, &s, a->x, a->gout, a->c, ch, scratch, acc);
+        } else {
+            for (int64_t i = 0; i < n; i++)
+                plane_filter_grad(&a->g, a->gout + (i * a->c + ch) * out_plane, a->x + (i * a->c + ch) * in_plane,
+                                  acc);
+        }
         for (int64_t t = 0; t < taps; t++) a->dw[ch * taps + t] = (float)acc[t];
     }
+    free(scratch);
 }
 
 KC_EXPORT void kc_depthwise_conv2d_f32(const float *x, const float *w, float *out, int64_t n, int64_t c,
