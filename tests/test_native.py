@@ -243,6 +243,68 @@ def test_depthwise_convolution_in_c_equals_the_numpy_kernels(shape, ks, strides,
     _close(only_dw[1], want_dw, rtol=5e-5)
 
 
+COL2IM_CASES = [
+    # (x shape, kernel, strides, pads before, dilations, columns' spatial size)
+    ((2, 3, 8, 8), (3, 3), (1, 1), (1, 1), (1, 1), (8, 8)),
+    ((2, 4, 9, 7), (3, 3), (2, 2), (1, 1), (1, 1), (5, 4)),
+    ((1, 2, 7, 7), (3, 3), (1, 1), (2, 2), (2, 2), (7, 7)),
+    ((3, 2, 6, 5), (1, 3), (3, 1), (0, 2), (1, 2), (2, 5)),      # a stride over the rows, a dilated row of taps
+    ((2, 3, 2, 2), (3, 3), (1, 1), (1, 1), (1, 1), (2, 2)),      # ResNet-18's last maps
+    ((1, 2, 4, 4), (3, 3), (1, 1), (5, 4), (1, 1), (10, 8)),     # padding wider than the kernel reaches
+    ((2, 5, 11, 10), (5, 5), (2, 3), (2, 1), (1, 1), (6, 3)),
+    ((2, 2, 10, 9), (2, 2), (2, 2), (0, 0), (1, 1), (6, 5)),     # conv2d_transpose's output_padding: a row more
+]
+
+
+@needs_library
+@pytest.mark.parametrize("shape, ks, strides, pads, dils, cols_hw", COL2IM_CASES)
+def test_col2im_equals_the_tap_by_tap_adds(shape, ks, strides, pads, dils, cols_hw):
+    """kernelcore/native/col2im.c against NumPy's col2im (one strided add per tap over a padded buffer, cropped):
+    bit for bit, since each element sums the same terms from 0 in the same tap order, at 1-3 threads; and the
+    adjoint of im2col (<im2col(x), cols> = <x, col2im(cols)>)."""
+    n, c, h, w = shape
+    oh, ow = cols_hw
+    cols = rng.standard_normal((c * ks[0] * ks[1], n * oh * ow)).astype(np.float32)
+    blocks = cols.reshape(c, ks[0], ks[1], n, oh, ow)
+    full_h = max((oh - 1) * strides[0] + dils[0] * (ks[0] - 1) + 1, pads[0] + h)
+    full_w = max((ow - 1) * strides[1] + dils[1] * (ks[1] - 1) + 1, pads[1] + w)
+    want = np.zeros((n, c, full_h, full_w), np.float32)
+    for ky in range(ks[0]):
+        for kx in range(ks[1]):
+            want[:, :, ky * dils[0]:ky * dils[0] + strides[0] * (oh - 1) + 1:strides[0],
+                 kx * dils[1]:kx * dils[1] + strides[1] * (ow - 1) + 1:strides[1]] += \
+                blocks[:, ky, kx].transpose(1, 0, 2, 3)
+    want = want[:, :, pads[0]:pads[0] + h, pads[1]:pads[1] + w]
+    for threads in (1, 2, 3):
+        with threadpool_limits(threads):
+            got = native.col2im(cols, n, c, (h, w), ks, strides, pads, dils, cols_hw)
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    x = rng.standard_normal(shape).astype(np.float32)  # im2col zeroes what col2im drops: adjoint on any geometry
+    fwd = native.im2col(x, ks, strides, pads, dils, cols_hw)
+    lhs, rhs = float((fwd.astype(np.float64) * cols).sum()), float((x.astype(np.float64) * want).sum())
+    assert abs(lhs - rhs) <= 1e-5 * float(np.abs(fwd).sum() + 1)
+
+
+@needs_library
+@pytest.mark.parametrize("xshape, wshape, strides, pads, dils, out_hw", [
+    ((2, 6, 4, 4), (6, 5, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), (4, 4)),     # Input@GRAD of a stride-1 conv
+    ((2, 6, 4, 4), (6, 5, 3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), (7, 7)),     # and of a stride-2 one
+    ((1, 4, 3, 5), (4, 3, 2, 3), (2, 1), ((0, 1), (1, 0)), (1, 2), (6, 7)),     # conv2d_transpose, output_padding
+])
+def test_conv_transpose_through_col2im_equals_the_numpy_adds(xshape, wshape, strides, pads, dils, out_hw,
+                                                             monkeypatch):
+    """conv_transpose_forward (a convolution's Input@GRAD, conv2d_transpose's output) by one GEMM and col2im.c
+    against its NumPy adds (the GEMMs differ in orientation, so to float32 rounding)."""
+    from kernelcore.ops import conv as C
+    x = rng.standard_normal(xshape).astype(np.float32)
+    w = rng.standard_normal(wshape).astype(np.float32)
+    got = C.conv_transpose_forward(np, x, w, list(strides), list(pads), list(dils), 1, list(out_hw))
+    _numpy_path(monkeypatch)
+    want = C.conv_transpose_forward(np, x, w, list(strides), list(pads), list(dils), 1, list(out_hw))
+    assert got.shape == want.shape == (xshape[0], wshape[1], *out_hw)
+    _close(got, want)
+
+
 @needs_library
 def test_depthwise_grad_with_an_output_gradient_of_the_wrong_shape_is_not_read_out_of_bounds(monkeypatch):
     """A hostile program's Output@GRAD that is not the forward's output shape takes the NumPy path, which says

@@ -1,4 +1,4 @@
-"""kernelcore/native, fuzzed: the C kernels (batch_norm.c, depthwise_conv.c, im2col.c, conv_gemm.c, gemm_packed.c,
+"""kernelcore/native, fuzzed: the C kernels (batch_norm.c, depthwise_conv.c, im2col.c, col2im.c, conv_gemm.c, gemm_packed.c,
 lstm_step.c) against the NumPy kernels they stand in for, on geometries and shapes hypothesis draws
 (tests/test_native.py holds the hand-picked ones), on inputs holding NaN and +-inf, and, in a child process where a
 crash is an exit status rather than the end of pytest, thousands of depthwise geometries (and the im2col columns and
@@ -523,6 +523,14 @@ CHILD = textwrap.dedent(r"""
             assert np.isfinite(arr).all(), f"{what}: {name} not all written, or read outside its inputs"
             assert ref is None or np.array_equal(arr, ref), f"{what}: {name} at {threads} threads differs"
         assert np.array_equal(cols, want_cols), f"{what}: native.im2col differs from the window view"
+        # col2im (im2col's adjoint) of the same geometry, guarded: <im2col(x), cols> = <x, col2im(cols)>
+        _, cin = guarded(want_cols.shape, rng.standard_normal(want_cols.shape))
+        xbuf, xo = guarded(shape)
+        lib.kc_col2im_f32(cin.ctypes.data, xo.ctypes.data, n, c, dims.ctypes.data, threads)
+        assert guards_intact(xbuf), f"{what}: col2im wrote outside x"
+        assert np.isfinite(xo).all(), f"{what}: col2im left x unwritten, or read outside its columns"
+        lhs, rhs = float((want_cols.astype(np.float64) * cin).sum()), float((x.astype(np.float64) * xo).sum())
+        assert abs(lhs - rhs) <= 1e-4 * float(np.abs(want_cols).sum() + 1), f"{what}: col2im is not im2col's adjoint"
         # the convolution of the same geometry through conv_gemm.c (columns packed into its panels, NCHW output),
         # and a 1x1 one of stride 1 on the same input (panels read in place), every buffer guarded
         m_out = int(rng.integers(1, 80))

@@ -36,7 +36,7 @@ from .. import cpu_parts
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 18  # kc_native.h's KC_NATIVE_ABI
+ABI = 19  # kc_native.h's KC_NATIVE_ABI
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -64,6 +64,7 @@ _SIGNATURES = {
     "kc_gelu_f32": [_P, _P, _I64, _INT],
     "kc_gelu_grad_f32": [_P, _P, _P, _I64, _INT],
     "kc_im2col_f32": [_P, _P, _I64, _I64, _P, _INT],
+    "kc_col2im_f32": [_P, _P, _I64, _I64, _P, _INT],
     "kc_conv2d_f32": [_P, _P, _P, _P, _I64, _I64, _I64, _P, _INT],
     "kc_pack_columns_f32": [_P, _I64, _I64, _P, _I64, _I64],
     "kc_gemm_packed_f32": [_P, _I64, _I64, _P, _P, _I64, _P, _I64, _I64, _I64, _INT],
@@ -203,6 +204,15 @@ def im2col(x, ks, strides, pads_before, dils, out_hw):
     dims = _geometry(x.shape[2:], out_hw, ks, strides, pads_before, dils)  # held until the call returns
     _c().kc_im2col_f32(_ptr(x), _ptr(cols), n, c, _ptr(dims), threads())
     return cols
+
+
+def col2im(cols, n: int, c: int, out_hw, ks, strides, pads_before, dils, cols_hw):
+    """The adjoint of im2col: columns [C * kh * kw, N * oh * ow] (rows (c, ky, kx), columns (n, oy, ox); oh, ow =
+    cols_hw) added into a fresh float32 [N, C, *out_hw] batch at each tap's window (terms outside it dropped)."""
+    x = np.empty((n, c, *out_hw), dtype=np.float32)
+    dims = _geometry(out_hw, cols_hw, ks, strides, pads_before, dils)  # held until the call returns
+    _c().kc_col2im_f32(_ptr(cols), _ptr(x), n, c, _ptr(dims), threads())
+    return x
 
 
 def conv2d_ready(xp, x, w, groups: int) -> bool:

@@ -245,6 +245,13 @@ def conv_transpose_forward(xp, x, w, strides, pads, dils, groups, out_sizes):
             for i in range(len(ins))]                                  # every tap's reach, and the padded output
     crop = tuple(slice(pads[i][0], pads[i][0] + out_sizes[i]) for i in range(len(ins)))
     taps = list(itertools.product(*(range(kk) for kk in ks)))
+    if len(ins) == 2 and groups == 1 and native.ready(xp, x, w):
+        # kernelcore/native/col2im.c: the columns [og * taps, n * p] from one GEMM, added a plane at a time in
+        # cache, in the same order as the adds below (ResNet-18's 128-channel input gradients on 8x8 maps: the adds
+        # took 1.4 ms of 2.4 on one thread)
+        xm = xp.ascontiguousarray(x.reshape(n, cin, p).transpose(1, 0, 2)).reshape(cin, n * p)
+        cols = xp.matmul(w.reshape(cin, og * len(taps)).T, xm)
+        return native.col2im(cols, n, og, out_sizes, ks, strides, [lo for lo, _ in pads], dils, ins)
     if og >= ins[-1]:
         xm = xp.ascontiguousarray(x.reshape(n, groups, cg, p).transpose(1, 0, 3, 2)).reshape(groups, n * p, cg)
         cols = xp.matmul(xm, w.reshape(groups, cg, og * len(taps))).reshape(groups, n, *ins, og, *ks)
