@@ -1052,17 +1052,29 @@ def _same_bits_or_both_nan(got, want, what):
     np.testing.assert_array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32), err_msg=what)
 
 
-def _depthwise_filter_grad_reference(x, g, pad):
-    """Filter@GRAD of a 3x3 stride-1 depthwise convolution in float64 ([C, 1, 3, 3]), and each tap's sum of |terms|."""
+def _depthwise_filter_grad_reference(x, g, pad, strides=(1, 1)):
+    """Filter@GRAD of a 3x3 depthwise convolution in float64 ([C, 1, 3, 3]), and each tap's sum of |terms|."""
     xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (pad, pad), (pad, pad)])
     oh, ow = g.shape[2:]
     g64 = g.astype(np.float64)
+    sy, sx = strides
+
+    def window(ky, kx):
+        return xp[:, :, ky:ky + sy * (oh - 1) + 1:sy, kx:kx + sx * (ow - 1) + 1:sx]
     with np.errstate(invalid="ignore"):
-        dw = np.stack([np.einsum("ncyx,ncyx->c", g64, xp[:, :, ky:ky + oh, kx:kx + ow])
-                       for ky in range(3) for kx in range(3)], axis=1)
-        scale = np.stack([np.einsum("ncyx,ncyx->c", np.abs(g64), np.abs(xp[:, :, ky:ky + oh, kx:kx + ow]))
+        dw = np.stack([np.einsum("ncyx,ncyx->c", g64, window(ky, kx)) for ky in range(3) for kx in range(3)], axis=1)
+        scale = np.stack([np.einsum("ncyx,ncyx->c", np.abs(g64), np.abs(window(ky, kx)))
                           for ky in range(3) for kx in range(3)], axis=1)
     return dw.reshape(-1, 1, 3, 3), scale.reshape(-1, 1, 3, 3)
+
+
+def _assert_filter_grad(got_dw, want_dw, scale, finite_channels, what):
+    np.testing.assert_array_equal(np.isnan(got_dw), np.isnan(want_dw), err_msg=f"{what}: NaN")
+    np.testing.assert_array_equal(np.isposinf(got_dw), np.isposinf(want_dw), err_msg=f"{what}: +inf")
+    np.testing.assert_array_equal(np.isneginf(got_dw), np.isneginf(want_dw), err_msg=f"{what}: -inf")
+    finite = np.isfinite(want_dw)
+    assert finite[finite_channels].all()
+    assert np.all(np.abs(got_dw[finite] - want_dw[finite]) <= 2e-6 * scale[finite] + 1e-30), what
 
 
 @needs_library
@@ -1091,9 +1103,25 @@ def test_depthwise_3x3_stride_1_planes_in_groups_sum_only_the_taps_inside(n, h, 
         finite_x = np.isfinite(x).all(axis=(0, 2, 3))
         _same_bits_or_both_nan(got[:, finite_x], want[:, finite_x], f"forward, {threads} threads")
         _same_bits_or_both_nan(got_dx, want_dx, f"Input@GRAD, {threads} threads")
-        np.testing.assert_array_equal(np.isnan(got_dw), np.isnan(want_dw), err_msg=f"Filter@GRAD NaN, {threads}")
-        np.testing.assert_array_equal(np.isposinf(got_dw), np.isposinf(want_dw))
-        np.testing.assert_array_equal(np.isneginf(got_dw), np.isneginf(want_dw))
-        finite = np.isfinite(want_dw)
-        assert finite[[0, 1, 3, 4, 5]].all()  # the channels without an infinite x: all finite
-        assert np.all(np.abs(got_dw[finite] - want_dw[finite]) <= 2e-6 * scale[finite] + 1e-30), threads
+        _assert_filter_grad(got_dw, want_dw, scale, [0, 1, 3, 4, 5], f"Filter@GRAD, {threads} threads")
+
+
+@needs_library
+@pytest.mark.parametrize("n, h, w, pad, strides", [
+    (7, 32, 32, 1, (2, 2)), (3, 17, 9, 1, (2, 2)), (11, 4, 4, 1, (2, 2)), (2, 6, 5, 0, (2, 2)), (5, 3, 7, 2, (2, 2)),
+    (9, 2, 2, 1, (2, 2)), (4, 40, 3, 1, (2, 2)), (3, 1, 1, 1, (2, 2)), (5, 9, 12, 1, (1, 2)), (6, 11, 6, 1, (2, 1))])
+def test_depthwise_3x3_stride_2_filter_grad_walks_the_phases(n, h, w, pad, strides):
+    """Filter@GRAD at stride 2 (depthwise_conv.c's stacked_filter_grad: the x planes split by row and column parity,
+    each tap a fixed offset into one phase; a stride of 2 along one dim only takes plane_filter_grad's rows): within
+    float32 rounding of a float64 sum, groups of images with a remainder; an infinity in x at the map's edge gives
+    the convolution's own infinities and NaN. 1-3 threads."""
+    x = rng.standard_normal((n, 6, h, w)).astype(np.float32)
+    wt = rng.standard_normal((6, 1, 3, 3)).astype(np.float32)
+    oh, ow = (h + 2 * pad - 3) // strides[0] + 1, (w + 2 * pad - 3) // strides[1] + 1
+    g = rng.standard_normal((n, 6, oh, ow)).astype(np.float32)
+    x[n - 1, 2, h // 2, 0] = np.inf
+    want_dw, scale = _depthwise_filter_grad_reference(x, g, pad, strides)
+    for threads in (1, 2, 3):
+        with threadpool_limits(threads):
+            _, got_dw = native.depthwise_conv2d_grads(x, wt, g, list(strides), [pad, pad], [1, 1], False, True)
+        _assert_filter_grad(got_dw, want_dw, scale, [0, 1, 3, 4, 5], f"{threads} threads")

@@ -458,10 +458,10 @@ CHILD = textwrap.dedent(r"""
                 if kh * kw > native.DEPTHWISE_MAX_TAPS:
                     continue
                 s, d, p = rng.integers(1, 6, 2), rng.integers(1, 5, 2), rng.integers(0, 11, 4)
-            elif kind == "3x3":  # depthwise_conv.c's stacked path: up to 48x48 maps, so planes go in groups
+            elif kind == "3x3":  # depthwise_conv.c's stacked paths: up to 48x48 maps, so planes go in groups
                 h, w = rng.integers(1, 49, 2)
                 kh = kw = 3
-                s, d, p = np.ones(2, np.int64), np.ones(2, np.int64), rng.integers(0, 4, 4)
+                s, d, p = rng.integers(1, 3, 2), np.ones(2, np.int64), rng.integers(0, 4, 4)
             else:
                 h, w = rng.integers(1, 13, 2)
                 kh, kw = rng.integers(1, 6, 2)

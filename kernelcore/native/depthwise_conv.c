@@ -381,18 +381,105 @@ static void stacked_filter_grad(const geometry *g, const stacking *s, const floa
     }
 }
 
+/* Filter@GRAD of channel ch at 3x3, stride 2, dilation 1, added into acc[9]: as stacked_filter_grad, with each x
+ * plane split by row and column parity into four phases of (oh + 1) x (ow + 1) (phase (a, b) row r, column q: the
+ * padded plane's row 2r + a, column 2q + b), so that tap (ky, kx) reads phase (ky % 2, kx % 2) at the fixed offset
+ * (ky / 2) * W + kx / 2 from the walk's position. plane_filter_grad's strided rows ran at 4-5 ns a term. */
+typedef struct {
+    int64_t r0, r1, lo, hi, offset; /* the phase's rows and columns inside x; x's index of its row 0, column 0 */
+} phase_window;
+
+static stacking phased_stacking_of(const geometry *g) {
+    stacking s = {g->oh + 1, g->ow + 1, 1};
+    const int64_t per_image = 5 * s.rows * s.cols; /* four phases and the gradient's walk */
+    s.images = per_image >= STACK_FLOATS ? 1 : STACK_FLOATS / per_image;
+    if (s.images > g->n) s.images = g->n;
+    return s;
+}
+
+static phase_window phase_window_of(const geometry *g, const stacking *s, int64_t a, int64_t b) {
+    /* phase row r holds x row 2r + a - ph: inside x for r in [ceil((ph - a) / 2), ceil((h + ph - a) / 2)) */
+    phase_window p = {g->ph - a <= 0 ? 0 : (g->ph - a + 1) / 2, g->h + g->ph - a <= 0 ? 0 : (g->h + g->ph - a + 1) / 2,
+                      g->pw - b <= 0 ? 0 : (g->pw - b + 1) / 2, g->w + g->pw - b <= 0 ? 0 : (g->w + g->pw - b + 1) / 2,
+                      (a - g->ph) * g->w + b - g->pw};
+    if (p.r1 > s->rows) p.r1 = s->rows;
+    if (p.hi > s->cols) p.hi = s->cols;
+    return p;
+}
+
+static void copy_phase(const geometry *g, const stacking *s, const phase_window *p, const float *x, float *dst) {
+    const int64_t W = s->cols, step = 2 * g->w, lo = p->lo, hi = p->hi;
+    const float *x0 = x + p->offset;
+    for (int64_t r = p->r0; r < p->r1; r++) {
+        float *restrict row = dst + r * W;
+        const float *restrict xrow = x0 + r * step;
+        for (int64_t q = lo; q < hi; q++) row[q] = xrow[2 * q];
+    }
+}
+
+static void phased_filter_grad(const geometry *g, const stacking *s, const phase_window windows[4], const float *x,
+                               const float *gout, int64_t c, int64_t ch, float *scratch, double *acc) {
+    const int64_t W = s->cols, image = s->rows * W, sub = s->images * image;
+    const int64_t walk = (g->oh - 1) * W + g->ow, in_plane = g->h * g->w, out_plane = g->oh * g->ow;
+    float *grads = scratch + 4 * sub;
+    for (int64_t i0 = 0; i0 < g->n; i0 += s->images) {
+        const int64_t count = g->n - i0 < s->images ? g->n - i0 : s->images;
+        float check = 0.0f;
+        for (int64_t k = 0; k < count; k++) {
+            const float *xp = x + ((i0 + k) * c + ch) * in_plane, *gp = gout + ((i0 + k) * c + ch) * out_plane;
+            check += non_finite_check(xp, in_plane) + non_finite_check(gp, out_plane);
+            for (int64_t f = 0; f < 4; f++) copy_phase(g, s, &windows[f], xp, scratch + f * sub + k * image);
+            for (int64_t oy = 0; oy < g->oh; oy++)
+                memcpy(grads + k * image + oy * W, gp + oy * g->ow, sizeof(float) * (size_t)g->ow);
+        }
+        if (check != 0.0f) { /* NaN: a non-finite value in the group */
+            for (int64_t k = 0; k < count; k++)
+                plane_filter_grad(g, gout + ((i0 + k) * c + ch) * out_plane, x + ((i0 + k) * c + ch) * in_plane, acc);
+            continue;
+        }
+        const float *restrict G = grads, *restrict ee = scratch, *restrict eo = scratch + sub,
+                              *restrict oe = scratch + 2 * sub, *restrict oo = scratch + 3 * sub;
+        const float *restrict ee1 = ee + W, *restrict eo1 = eo + W;
+        const int64_t span = (count - 1) * image + walk;
+        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f, a4 = 0.0f, a5 = 0.0f, a6 = 0.0f, a7 = 0.0f, a8 = 0.0f;
+#pragma omp simd reduction(+ : a0, a1, a2, a3, a4, a5, a6, a7, a8)
+        for (int64_t i = 0; i < span; i++) {
+            const float gi = G[i];
+            a0 += gi * ee[i];
+            a1 += gi * eo[i];
+            a2 += gi * ee[i + 1];
+            a3 += gi * oe[i];
+            a4 += gi * oo[i];
+            a5 += gi * oe[i + 1];
+            a6 += gi * ee1[i];
+            a7 += gi * eo1[i];
+            a8 += gi * ee1[i + 1];
+        }
+        acc[0] += a0, acc[1] += a1, acc[2] += a2, acc[3] += a3, acc[4] += a4, acc[5] += a5, acc[6] += a6,
+            acc[7] += a7, acc[8] += a8;
+    }
+}
+
 static void filter_grad_channels(void *p, int64_t first, int64_t last) {
     const dw_args *a = p;
     const int64_t in_plane = a->g.h * a->g.w, out_plane = a->g.oh * a->g.ow, taps = a->g.kh * a->g.kw;
     const int64_t n = a->g.n;
     const int stacked = stacked_path_fits(&a->g);
-    const stacking s = stacked ? stacking_of(&a->g) : (stacking){0, 0, 0};
-    float *scratch = stacked ? calloc((size_t)(2 * s.images * s.rows * s.cols), sizeof(float)) : NULL;
+    const int phased = !stacked && a->g.kh == 3 && a->g.kw == 3 && a->g.dh == 1 && a->g.dw == 1 && a->g.sh == 2 &&
+                       a->g.sw == 2;
+    const stacking s = stacked ? stacking_of(&a->g) : phased ? phased_stacking_of(&a->g) : (stacking){0, 0, 0};
+    phase_window windows[4];
+    if (phased)
+        for (int64_t f = 0; f < 4; f++) windows[f] = phase_window_of(&a->g, &s, f / 2, f % 2);
+    const int64_t floats = (stacked ? 2 : 5) * s.images * s.rows * s.cols;
+    float *scratch = stacked || phased ? calloc((size_t)floats, sizeof(float)) : NULL;
     double acc[taps];
     for (int64_t ch = first; ch < last; ch++) {
         for (int64_t t = 0; t < taps; t++) acc[t] = 0.0;
-        if (scratch) {
+        if (scratch && stacked) {
             stacked_filter_grad(&a->g, &s, a->x, a->gout, a->c, ch, scratch, acc);
+        } else if (scratch) {
+            phased_filter_grad(&a->g, &s, windows, a->x, a->gout, a->c, ch, scratch, acc);
         } else {
             for (int64_t i = 0; i < n; i++)
                 plane_filter_grad(&a->g, a->gout + (i * a->c + ch) * out_plane, a->x + (i * a->c + ch) * in_plane,
