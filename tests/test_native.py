@@ -1013,18 +1013,21 @@ def test_an_lstm_input_narrower_than_its_weights_steps_in_numpy(monkeypatch):
         native.lstm_sequence(np.zeros((5, 4, 160), np.float32), h0, h0, w, np.empty((5, 4, 40), np.float16), False)
 
 
-def _depthwise_valid_taps_reference(x, w, stride, pad):
-    """A 3x3 depthwise convolution in float32, each output the sum from +0 of its window's taps inside the image,
-    in row-major tap order (what kc_depthwise_conv2d_f32 computes; padding never multiplied)."""
+def _depthwise_valid_taps_reference(x, w, stride, pad, dils=(1, 1)):
+    """A depthwise convolution in float32 (pad: both sides, an int or (rows, columns)), each output the sum from +0
+    of its window's taps inside the image, in row-major tap order (what kc_depthwise_conv2d_f32 computes; padding
+    never multiplied)."""
     n, c, h, wd = x.shape
-    oh, ow = (h + 2 * pad - 3) // stride + 1, (wd + 2 * pad - 3) // stride + 1
+    kh, kw = w.shape[2:]
+    ph, pw = (pad, pad) if np.isscalar(pad) else pad
+    oh, ow = (h + 2 * ph - dils[0] * (kh - 1) - 1) // stride + 1, (wd + 2 * pw - dils[1] * (kw - 1) - 1) // stride + 1
     out = np.zeros((n, c, oh, ow), np.float32)
     for oy in range(oh):
         for ox in range(ow):
             acc = np.zeros((n, c), np.float32)
-            for ky in range(3):
-                for kx in range(3):
-                    iy, ix = oy * stride - pad + ky, ox * stride - pad + kx
+            for ky in range(kh):
+                for kx in range(kw):
+                    iy, ix = oy * stride - ph + ky * dils[0], ox * stride - pw + kx * dils[1]
                     if 0 <= iy < h and 0 <= ix < wd:
                         acc = acc + w[None, :, 0, ky, kx] * x[:, :, iy, ix]
             out[:, :, oy, ox] = acc
@@ -1052,20 +1055,22 @@ def _same_bits_or_both_nan(got, want, what):
     np.testing.assert_array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32), err_msg=what)
 
 
-def _depthwise_filter_grad_reference(x, g, pad, strides=(1, 1)):
-    """Filter@GRAD of a 3x3 depthwise convolution in float64 ([C, 1, 3, 3]), and each tap's sum of |terms|."""
-    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (pad, pad), (pad, pad)])
+def _depthwise_filter_grad_reference(x, g, pad, strides=(1, 1), ks=(3, 3), dils=(1, 1)):
+    """Filter@GRAD of a depthwise convolution in float64 ([C, 1, kh, kw]), and each tap's sum of |terms|."""
+    ph, pw = (pad, pad) if np.isscalar(pad) else pad
+    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (ph, ph + ks[0] * dils[0]), (pw, pw + ks[1] * dils[1])])
     oh, ow = g.shape[2:]
     g64 = g.astype(np.float64)
     sy, sx = strides
+    taps = [(ky, kx) for ky in range(ks[0]) for kx in range(ks[1])]
 
     def window(ky, kx):
-        return xp[:, :, ky:ky + sy * (oh - 1) + 1:sy, kx:kx + sx * (ow - 1) + 1:sx]
+        y0, x0 = ky * dils[0], kx * dils[1]
+        return xp[:, :, y0:y0 + sy * (oh - 1) + 1:sy, x0:x0 + sx * (ow - 1) + 1:sx]
     with np.errstate(invalid="ignore"):
-        dw = np.stack([np.einsum("ncyx,ncyx->c", g64, window(ky, kx)) for ky in range(3) for kx in range(3)], axis=1)
-        scale = np.stack([np.einsum("ncyx,ncyx->c", np.abs(g64), np.abs(window(ky, kx)))
-                          for ky in range(3) for kx in range(3)], axis=1)
-    return dw.reshape(-1, 1, 3, 3), scale.reshape(-1, 1, 3, 3)
+        dw = np.stack([np.einsum("ncyx,ncyx->c", g64, window(*t)) for t in taps], axis=1)
+        scale = np.stack([np.einsum("ncyx,ncyx->c", np.abs(g64), np.abs(window(*t))) for t in taps], axis=1)
+    return dw.reshape(-1, 1, *ks), scale.reshape(-1, 1, *ks)
 
 
 def _assert_filter_grad(got_dw, want_dw, scale, finite_channels, what):
@@ -1078,31 +1083,41 @@ def _assert_filter_grad(got_dw, want_dw, scale, finite_channels, what):
 
 
 @needs_library
-@pytest.mark.parametrize("n, h, w, pad", [(7, 32, 32, 1), (3, 17, 9, 1), (11, 4, 4, 1), (2, 6, 5, 0), (5, 3, 7, 2),
-                                          (9, 2, 2, 1), (4, 40, 3, 1)])
-def test_depthwise_3x3_stride_1_planes_in_groups_sum_only_the_taps_inside(n, h, w, pad):
-    """The stride-1 3x3 paths that pad a channel's planes into one scratch and walk them flat (depthwise_conv.c's
-    stacked_forward_3x3 and stacked_filter_grad; groups of images with a remainder where the maps are large). The
-    forward and Input@GRAD (the flipped filter's forward): bit for bit the in-image taps' sum; a channel with an
-    infinite tap and one with a NaN tap take the row path (the padding's zeros must not make NaN). Filter@GRAD:
-    within float32 rounding of a float64 sum; a channel whose x holds an infinity at the map's left edge (which the
-    flat walk multiplies by the zero gradients between rows) gives the infinities and NaN of the convolution's own
-    terms. At 1-3 threads."""
+@pytest.mark.parametrize("n, h, w, pad, ks, dils", [
+    (7, 32, 32, 1, (3, 3), (1, 1)), (3, 17, 9, 1, (3, 3), (1, 1)), (11, 4, 4, 1, (3, 3), (1, 1)),
+    (2, 6, 5, 0, (3, 3), (1, 1)), (5, 3, 7, 2, (3, 3), (1, 1)), (9, 2, 2, 1, (3, 3), (1, 1)),
+    (4, 40, 3, 1, (3, 3), (1, 1)),
+    (5, 14, 14, 2, (5, 5), (1, 1)), (9, 7, 7, 2, (5, 5), (1, 1)), (3, 12, 9, 1, (5, 5), (1, 1)),   # MobileNetV3's
+    (2, 11, 13, 3, (7, 7), (1, 1)), (4, 6, 8, (0, 1), (1, 3), (1, 1)), (3, 10, 9, 2, (3, 3), (2, 2))])
+def test_depthwise_stride_1_planes_in_groups_sum_only_the_taps_inside(n, h, w, pad, ks, dils):
+    """The stride-1 paths that pad a channel's planes into one scratch and walk them flat (depthwise_conv.c's
+    stacked_forward and stacked_filter_grad, 3x3 in one expression, other kernels a pass per tap; groups of images
+    with a remainder where the maps are large). The forward and Input@GRAD (the flipped filter's forward where the
+    dilation is 1): bit for bit the in-image taps' sum; a channel with an infinite tap and one with a NaN tap take
+    the row path (the padding's zeros must not make NaN). Filter@GRAD: within float32 rounding of a float64 sum; a
+    channel whose x holds an infinity at the map's left edge (which the flat walk multiplies by the zero gradients
+    between rows) gives the infinities and NaN of the convolution's own terms. At 1-3 threads."""
     x = rng.standard_normal((n, 6, h, w)).astype(np.float32)
-    wt = rng.standard_normal((6, 1, 3, 3)).astype(np.float32)
-    wt[0, 0, 0, 0], wt[1, 0, 1, 1] = np.inf, np.nan
-    want = _depthwise_valid_taps_reference(x, wt, 1, pad)
+    wt = rng.standard_normal((6, 1, *ks)).astype(np.float32)
+    wt[0, 0, 0, 0], wt[1, 0, ks[0] // 2, ks[1] // 2] = np.inf, np.nan
+    pads = (pad, pad) if np.isscalar(pad) else pad
+    want = _depthwise_valid_taps_reference(x, wt, 1, pads, dils)
     g = rng.standard_normal(want.shape).astype(np.float32)
-    want_dx = _depthwise_valid_taps_reference(g, np.ascontiguousarray(wt[:, :, ::-1, ::-1]), 1, 2 - pad)
+    want_dx = _depthwise_valid_taps_reference(
+        g, np.ascontiguousarray(wt[:, :, ::-1, ::-1]), 1,
+        tuple((ks[i] - 1) * dils[i] - pads[i] for i in range(2)), dils)[:, :, :h, :w]
     x[n - 1, 2, h // 2, 0] = np.inf
-    want_dw, scale = _depthwise_filter_grad_reference(x, g, pad)
+    want_dw, scale = _depthwise_filter_grad_reference(x, g, pads, (1, 1), ks, dils)
     for threads in (1, 2, 3):
         with threadpool_limits(threads):
-            got = native.depthwise_conv2d(x, wt, [1, 1], [pad, pad], [1, 1], want.shape[2:])
-            got_dx, got_dw = native.depthwise_conv2d_grads(x, wt, g, [1, 1], [pad, pad], [1, 1], True, True)
+            got = native.depthwise_conv2d(x, wt, [1, 1], list(pads), list(dils), want.shape[2:])
+            got_dx, got_dw = native.depthwise_conv2d_grads(x, wt, g, [1, 1], list(pads), list(dils), True, True)
         finite_x = np.isfinite(x).all(axis=(0, 2, 3))
         _same_bits_or_both_nan(got[:, finite_x], want[:, finite_x], f"forward, {threads} threads")
-        _same_bits_or_both_nan(got_dx, want_dx, f"Input@GRAD, {threads} threads")
+        if dils == (1, 1):
+            _same_bits_or_both_nan(got_dx, want_dx, f"Input@GRAD, {threads} threads")
+        else:  # dilated: Input@GRAD scatters (plane_input_grad), its terms in another order
+            np.testing.assert_allclose(got_dx, want_dx, rtol=1e-5, atol=1e-5)
         _assert_filter_grad(got_dw, want_dw, scale, [0, 1, 3, 4, 5], f"Filter@GRAD, {threads} threads")
 
 
@@ -1120,7 +1135,7 @@ def test_depthwise_3x3_stride_2_filter_grad_walks_the_phases(n, h, w, pad, strid
     oh, ow = (h + 2 * pad - 3) // strides[0] + 1, (w + 2 * pad - 3) // strides[1] + 1
     g = rng.standard_normal((n, 6, oh, ow)).astype(np.float32)
     x[n - 1, 2, h // 2, 0] = np.inf
-    want_dw, scale = _depthwise_filter_grad_reference(x, g, pad, strides)
+    want_dw, scale = _depthwise_filter_grad_reference(x, g, pad, strides)  # 3x3
     for threads in (1, 2, 3):
         with threadpool_limits(threads):
             _, got_dw = native.depthwise_conv2d_grads(x, wt, g, list(strides), [pad, pad], [1, 1], False, True)

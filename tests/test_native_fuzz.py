@@ -458,10 +458,15 @@ CHILD = textwrap.dedent(r"""
                 if kh * kw > native.DEPTHWISE_MAX_TAPS:
                     continue
                 s, d, p = rng.integers(1, 6, 2), rng.integers(1, 5, 2), rng.integers(0, 11, 4)
-            elif kind == "3x3":  # depthwise_conv.c's stacked paths: up to 48x48 maps, so planes go in groups
+            elif kind == "stacked":  # depthwise_conv.c's flat walks: up to 48x48 maps, so planes go in groups
                 h, w = rng.integers(1, 49, 2)
-                kh = kw = 3
-                s, d, p = rng.integers(1, 3, 2), np.ones(2, np.int64), rng.integers(0, 4, 4)
+                if rng.random() < 0.5:  # 3x3: its own loops, at strides 1 and 2
+                    kh = kw = 3
+                    s, d = rng.integers(1, 3, 2), np.ones(2, np.int64)
+                else:                   # any other kernel at stride 1, dilated or not
+                    kh, kw = rng.integers(1, 8, 2)
+                    s, d = np.ones(2, np.int64), rng.integers(1, 3, 2)
+                p = rng.integers(0, 4, 4)
             else:
                 h, w = rng.integers(1, 13, 2)
                 kh, kw = rng.integers(1, 6, 2)
@@ -469,7 +474,7 @@ CHILD = textwrap.dedent(r"""
             oh = (h + p[0] + p[1] - (d[0] * (kh - 1) + 1)) // s[0] + 1
             ow = (w + p[2] + p[3] - (d[1] * (kw - 1) + 1)) // s[1] + 1
             if oh > 0 and ow > 0:
-                n, c = int(rng.integers(1, 9 if kind == "3x3" else 4)), int(rng.integers(2, 7))
+                n, c = int(rng.integers(1, 9 if kind == "stacked" else 4)), int(rng.integers(2, 7))
                 return (n, c, int(h), int(w)), (int(kh), int(kw)), [int(v) for v in s], [int(p[0]), int(p[2])], \
                     [int(v) for v in d], (int(oh), int(ow))
 
@@ -482,7 +487,7 @@ CHILD = textwrap.dedent(r"""
     count = int(sys.argv[2])
     P = ctypes.c_void_p
     for i in range(count):
-        shape, ks, strides, before, dils, outs = geometry(rng, {7: "wide", 3: "3x3"}.get(i % 8, "small"))
+        shape, ks, strides, before, dils, outs = geometry(rng, {7: "wide", 3: "stacked"}.get(i % 8, "small"))
         n, c = shape[:2]
         what = f"#{i}: x {list(shape)}, kernel {list(ks)}, strides {strides}, pads before {before}, dils {dils}"
         _, x = guarded(shape, rng.standard_normal(shape))

@@ -107,45 +107,49 @@ static void plane_forward(const geometry *g, const float *x, const float *wt, fl
     }
 }
 
-/* plane_forward_3x3 out of line, for the stacked path's rare fallbacks: inlined there it cost the stacked loop
- * 10-25% (and left out of plane_forward, the stride-2 rows 20%) */
-static __attribute__((noinline)) void plane_forward_3x3_rows(const geometry *g, const float *x, const float *wt,
-                                                             float *out) {
-    plane_forward_3x3(g, x, wt, out);
+/* plane_forward out of line, for the stacked path's rare fallbacks: plane_forward_3x3 inlined there cost the
+ * stacked loop 10-25% (and left out of plane_forward, the stride-2 rows 20%) */
+static __attribute__((noinline)) void plane_forward_rows(const geometry *g, const float *x, const float *wt,
+                                                         float *out) {
+    plane_forward(g, x, wt, out);
 }
 
-/* 3x3, stride 1, dilation 1, finite taps (most of MobileNet's depthwise layers, and every one's Input@GRAD), a
- * channel's planes a few images at a time. The planes are copied into a scratch with zero borders, stacked, so
- * that every tap of every output is a read at one fixed offset from the output's own index in a flat walk over
- * rows W = ow + 2 wide. The group's outputs then come from one loop, vectorised along it with no border cases and
- * no short-row remainders (eight 4x4 maps are a few vector iterations, not 128 window walks), and are packed into
- * their rows after (the positions between rows and between planes are discarded). Each output is 0 + its nine
- * products in row-major tap order: the padding's terms are +-0, which leave such a sum's bits unchanged, so this
- * is output_at's value bit for bit. Non-finite taps would turn the padding's zeros into NaN: such channels take
- * plane_forward_3x3. At stride 2 the copy would have to split the plane by column and row parity, which measured
- * slower than plane_forward_3x3's rows. */
+/* Stride 1, finite taps (most of MobileNet's depthwise layers, 3x3 or MobileNetV3's 5x5, and every one's
+ * Input@GRAD), a channel's planes a few images at a time. The planes are copied into a scratch with zero borders,
+ * stacked, so that every tap of every output is a read at one fixed offset from the output's own index in a flat
+ * walk over rows W = ow + (kw - 1) * dw wide. The group's outputs then come from one loop over the walk (3x3: all
+ * nine taps in one expression; other kernels: one pass per tap), vectorised along it with no border cases and no
+ * short-row remainders (eight 4x4 maps are a few vector iterations, not 128 window walks), and are packed into
+ * their rows after (the positions between rows and between planes are discarded). Each output is 0 + its products
+ * in row-major tap order: the padding's terms are +-0, which leave such a sum's bits unchanged, so this is
+ * output_at's (and plane_forward's) value bit for bit. Non-finite taps would turn the padding's zeros into NaN:
+ * such channels take plane_forward. At stride 2 the copy would have to split the plane by column and row parity,
+ * which measured slower than plane_forward_3x3's rows. */
 typedef struct {
-    int64_t rows, cols; /* a plane's rows in the scratch, oh + 2, and the walk's width W */
+    int64_t rows, cols; /* a plane's rows in the scratch, oh + (kh - 1) * dh, and the walk's width W */
     int64_t images;     /* planes per group: the stacked planes about STACK_FLOATS */
 } stacking;
 
 #define STACK_FLOATS 12288 /* 48 KB of stacked planes per group, with their outputs about L2-resident */
 
 static int stacked_path_fits(const geometry *g) {
-    return g->kh == 3 && g->kw == 3 && g->dh == 1 && g->dw == 1 && g->sh == 1 && g->sw == 1 && g->oh > 0 &&
-           g->ow > 0 && g->n > 0;
+    return g->sh == 1 && g->sw == 1 && g->oh > 0 && g->ow > 0 && g->n > 0;
+}
+
+static int is_3x3(const geometry *g) {
+    return g->kh == 3 && g->kw == 3 && g->dh == 1 && g->dw == 1;
 }
 
 static stacking stacking_of(const geometry *g) {
-    stacking s = {g->oh + 2, g->ow + 2, 1};
+    stacking s = {g->oh + (g->kh - 1) * g->dh, g->ow + (g->kw - 1) * g->dw, 1};
     const int64_t per_image = 2 * s.rows * s.cols; /* the padded plane and its flat outputs */
     s.images = per_image >= STACK_FLOATS ? 1 : STACK_FLOATS / per_image;
     if (s.images > g->n) s.images = g->n;
     return s;
 }
 
-static int taps_finite(const float *wt) {
-    for (int t = 0; t < 9; t++)
+static int taps_finite(const float *wt, int64_t taps) {
+    for (int64_t t = 0; t < taps; t++)
         if (!(wt[t] - wt[t] == 0.0f)) return 0; /* inf - inf and NaN - NaN are NaN */
     return 1;
 }
@@ -173,28 +177,44 @@ static float non_finite_check(const float *a, int64_t n) {
     return check;
 }
 
-/* planes first, first + step, ... (count of them) of src, all with taps wt, into the same planes of dst */
-static void stacked_forward_3x3(const geometry *g, const stacking *s, const float *src, float *dst, int64_t first,
-                                int64_t step, int64_t count, const float *wt, float *scratch) {
-    const int64_t in_plane = g->h * g->w, out_plane = g->oh * g->ow;
-    if (!taps_finite(wt)) {
-        for (int64_t k = 0; k < count; k++)
-            plane_forward_3x3_rows(g, src + (first + k * step) * in_plane, wt, dst + (first + k * step) * out_plane);
-        return;
-    }
-    const int64_t W = s->cols, image = s->rows * W;
-    for (int64_t k = 0; k < count; k++) copy_inside(g, s, src + (first + k * step) * in_plane, scratch + k * image);
+/* the 3x3 outputs of `walk` positions of stacked planes W wide: the nine taps in one expression, in tap order */
+static void walk_3x3(const float *scratch, int64_t W, const float *wt, float *restrict flat, int64_t walk) {
     const float *restrict t0 = scratch, *restrict t1 = t0 + 1, *restrict t2 = t0 + 2, *restrict t3 = t0 + W,
                           *restrict t4 = t3 + 1, *restrict t5 = t3 + 2, *restrict t6 = t3 + W, *restrict t7 = t6 + 1,
                           *restrict t8 = t6 + 2;
     const float w0 = wt[0], w1 = wt[1], w2 = wt[2], w3 = wt[3], w4 = wt[4], w5 = wt[5], w6 = wt[6], w7 = wt[7],
                 w8 = wt[8];
-    float *restrict flat = scratch + s->images * image;
-    const int64_t walk = (count - 1) * image + (g->oh - 1) * W + g->ow; /* its reads end inside the last plane */
 #pragma omp simd
     for (int64_t i = 0; i < walk; i++)
         flat[i] = 0.0f + w0 * t0[i] + w1 * t1[i] + w2 * t2[i] + w3 * t3[i] + w4 * t4[i] + w5 * t5[i] + w6 * t6[i] +
                   w7 * t7[i] + w8 * t8[i];
+}
+
+/* planes first, first + step, ... (count of them) of src, all with taps wt, into the same planes of dst */
+static void stacked_forward(const geometry *g, const stacking *s, const float *src, float *dst, int64_t first,
+                            int64_t step, int64_t count, const float *wt, float *scratch) {
+    const int64_t in_plane = g->h * g->w, out_plane = g->oh * g->ow;
+    if (!taps_finite(wt, g->kh * g->kw)) {
+        for (int64_t k = 0; k < count; k++)
+            plane_forward_rows(g, src + (first + k * step) * in_plane, wt, dst + (first + k * step) * out_plane);
+        return;
+    }
+    const int64_t W = s->cols, image = s->rows * W;
+    for (int64_t k = 0; k < count; k++) copy_inside(g, s, src + (first + k * step) * in_plane, scratch + k * image);
+    float *restrict flat = scratch + s->images * image;
+    const int64_t walk = (count - 1) * image + (g->oh - 1) * W + g->ow; /* its reads end inside the last plane */
+    if (is_3x3(g)) {
+        walk_3x3(scratch, W, wt, flat, walk);
+    } else {
+        memset(flat, 0, sizeof(float) * (size_t)walk);
+        for (int64_t ky = 0; ky < g->kh; ky++)
+            for (int64_t kx = 0; kx < g->kw; kx++) {
+                const float wv = wt[ky * g->kw + kx];
+                const float *restrict p = scratch + ky * g->dh * W + kx * g->dw;
+#pragma omp simd
+                for (int64_t i = 0; i < walk; i++) flat[i] += wv * p[i];
+            }
+    }
     for (int64_t k = 0; k < count; k++) {
         float *out = dst + (first + k * step) * out_plane;
         for (int64_t oy = 0; oy < g->oh; oy++)
@@ -212,11 +232,11 @@ static void stacked_items(const geometry *g, const float *src, float *dst, const
         const int64_t ch = j / groups, i0 = (j % groups) * s.images;
         const int64_t count = g->n - i0 < s.images ? g->n - i0 : s.images;
         if (scratch) {
-            stacked_forward_3x3(g, &s, src, dst, i0 * c + ch, c, count, taps + ch * 9, scratch);
+            stacked_forward(g, &s, src, dst, i0 * c + ch, c, count, taps + ch * g->kh * g->kw, scratch);
         } else { /* no memory for the scratch: the row-by-row path */
             for (int64_t i = i0; i < i0 + count; i++)
-                plane_forward_3x3_rows(g, src + (i * c + ch) * g->h * g->w, taps + ch * 9,
-                                  dst + (i * c + ch) * g->oh * g->ow);
+                plane_forward_rows(g, src + (i * c + ch) * g->h * g->w, taps + ch * g->kh * g->kw,
+                                   dst + (i * c + ch) * g->oh * g->ow);
         }
     }
     free(scratch);
@@ -332,10 +352,10 @@ static void input_grad_planes(void *p, int64_t first, int64_t last) {
         plane_input_grad(&a->g, a->gout + q * out_plane, a->w + (q % a->c) * taps, a->dx + q * in_plane);
 }
 
-/* Filter@GRAD of channel ch at 3x3, stride 1, dilation 1, added into acc[9], a group of images at a time: the x
- * planes padded as stacked_forward_3x3 pads them, Output@GRAD laid out on the same flat walk (zeros at the
- * positions the forward discards, written once), so that each tap's sum over a plane is one dot product along
- * the walk, all nine in one vectorised pass over the group's planes. A group's sums run in float (at most
+/* Filter@GRAD of channel ch at stride 1, added into acc[kh * kw], a group of images at a time: the x planes padded
+ * as stacked_forward pads them, Output@GRAD laid out on the same flat walk (zeros at the positions the forward
+ * discards, written once), so that each tap's sum over a plane is one dot product along the walk (3x3: all nine in
+ * one vectorised pass over the group's planes). A group's sums run in float (at most
  * STACK_FLOATS / 2 terms: NumPy's float32 GEMM sums all n * oh * ow in float), across groups in double. The walk's
  * extra terms are a zero gradient times some x: +-0 for a finite x, but NaN for an infinite one, so a group holding
  * a non-finite x or gradient takes plane_filter_grad. */
@@ -362,6 +382,17 @@ static void stacked_filter_grad(const geometry *g, const stacking *s, const floa
         /* the group's planes in one walk: between them the gradient's zeros add +-0 */
         const float *restrict G = grads, *restrict P = padded;
         const int64_t span = (count - 1) * image + walk;
+        if (!is_3x3(g)) { /* one dot product per tap */
+            for (int64_t ky = 0; ky < g->kh; ky++)
+                for (int64_t kx = 0; kx < g->kw; kx++) {
+                    const float *restrict p = P + ky * g->dh * W + kx * g->dw;
+                    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+                    for (int64_t i = 0; i < span; i++) sum += G[i] * p[i];
+                    acc[ky * g->kw + kx] += sum;
+                }
+            continue;
+        }
         float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f, a4 = 0.0f, a5 = 0.0f, a6 = 0.0f, a7 = 0.0f, a8 = 0.0f;
 #pragma omp simd reduction(+ : a0, a1, a2, a3, a4, a5, a6, a7, a8)
         for (int64_t i = 0; i < span; i++) {
