@@ -366,6 +366,34 @@ def test_max_pooling_in_c_propagates_nan_as_numpys_maximum():
 
 
 @needs_library
+@pytest.mark.parametrize("shape", [(7,), (3, 5, 7, 9), (4, 96, 32, 32)])   # the last is shared over threads
+@pytest.mark.parametrize("attrs", [dict(offset=3.0, threshold=6.0, scale=6.0),
+                                   dict(offset=1.5, threshold=4.0, scale=5.0)])
+def test_hard_swish_and_its_gradient_in_c_equal_numpys_bits(shape, attrs, monkeypatch):
+    """kernelcore/native/hard_swish.c against the NumPy bodies it stands in for (ops/activation_extra.py,
+    grad/vision.py), through the op kernels: the same bits, NaN, +-inf, -0 and the clip's edges included, at 1-3
+    threads."""
+    from kernelcore.grad import vision as V
+    from kernelcore.ops import activation_extra as AE
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
+    edges = [np.nan, np.inf, -np.inf, -0.0, -attrs["offset"], attrs["threshold"] - attrs["offset"], 0.0]
+    x.reshape(-1)[:len(edges)] = edges[:x.size]
+    g = rng.standard_normal(shape).astype(np.float32)
+    g.reshape(-1)[-1] = np.inf
+    got = {}
+    for threads in (1, 2, 3):
+        with threadpool_limits(threads):
+            got[threads] = (AE._hard_swish(np, x, attrs), V._hard_swish_grad_in_c(np, x, g, attrs))
+    _numpy_path(monkeypatch)
+    assert V._hard_swish_grad_in_c(np, x, g, attrs) is None
+    with np.errstate(invalid="ignore"):
+        want = (AE._hard_swish(np, x, attrs), g * V._d_hard_swish(np, x, attrs))
+    for threads, pair in got.items():
+        for a, b in zip(pair, want):
+            np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32), err_msg=f"{threads} threads")
+
+
+@needs_library
 @pytest.mark.parametrize("shape", [(3, 5, 7, 9), (4, 64, 32, 32)])   # the second is shared over threads
 @pytest.mark.parametrize("op, hi", [("relu", None), ("relu6", 6.0)])
 def test_relu_gradients_in_c_equal_numpys(op, hi, shape):

@@ -558,7 +558,14 @@ def _relu6_grad_in_c(xp, out, g, attrs):
     return None
 
 
-IN_C = {"relu6": _relu6_grad_in_c}
+def _hard_swish_grad_in_c(xp, x, g, attrs):
+    """hard_swish_grad in one pass (kernelcore/native/hard_swish.c), None where the C kernel does not apply."""
+    if x.shape == g.shape and x.size and native.ready(xp, x, g):
+        return native.hard_swish_grad(x, g, attrs["offset"], attrs["threshold"], attrs["scale"])
+    return None
+
+
+IN_C = {"relu6": _relu6_grad_in_c, "hard_swish": _hard_swish_grad_in_c}
 
 
 def _act_kernel(deriv, reads_out_too=False, in_c=None):

@@ -36,7 +36,7 @@ from .. import cpu_parts
 
 ENV = "KERNELCORE_NATIVE"
 LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 19  # kc_native.h's KC_NATIVE_ABI
+ABI = 20  # kc_native.h's KC_NATIVE_ABI
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -65,6 +65,8 @@ _SIGNATURES = {
     "kc_gelu_grad_f32": [_P, _P, _P, _I64, _INT],
     "kc_im2col_f32": [_P, _P, _I64, _I64, _P, _INT],
     "kc_col2im_f32": [_P, _P, _I64, _I64, _P, _INT],
+    "kc_hard_swish_f32": [_P, _P, _I64, _F32, _F32, _F32, _INT],
+    "kc_hard_swish_grad_f32": [_P, _P, _P, _I64, _F32, _F32, _F32, _INT],
     "kc_conv2d_f32": [_P, _P, _P, _P, _I64, _I64, _I64, _P, _INT],
     "kc_pack_columns_f32": [_P, _I64, _I64, _P, _I64, _I64],
     "kc_gemm_packed_f32": [_P, _I64, _I64, _P, _P, _I64, _P, _I64, _I64, _I64, _INT],
@@ -332,6 +334,20 @@ def clip(x, lo: float, hi: float, lo_on_ties: bool = False):
     out = np.empty_like(x)
     _c().kc_clip_f32(_ptr(x), _ptr(out), x.size, lo, hi, int(lo_on_ties), threads())
     return out
+
+
+def hard_swish(x, offset: float, threshold: float, scale: float):
+    """x * min(max(x + offset, 0), threshold) / scale in one pass, NumPy's bits."""
+    out = np.empty_like(x)
+    _c().kc_hard_swish_f32(_ptr(x), _ptr(out), x.size, offset, threshold, scale, threads())
+    return out
+
+
+def hard_swish_grad(x, g, offset: float, threshold: float, scale: float):
+    """hard_swish's X@GRAD, g times its derivative at x, in one pass, NumPy's bits."""
+    dx = np.empty_like(g)
+    _c().kc_hard_swish_grad_f32(_ptr(x), _ptr(g), _ptr(dx), g.size, offset, threshold, scale, threads())
+    return dx
 
 
 def masked_grad(out, g, lo: float, hi: float | None):

@@ -17,6 +17,6 @@
 #endif
 
 /* raised whenever a function's signature changes: the loader refuses a library built from other sources */
-#define KC_NATIVE_ABI 19
+#define KC_NATIVE_ABI 20
 
 #endif

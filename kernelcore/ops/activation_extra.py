@@ -31,6 +31,8 @@ def _softplus(xp, x, beta, threshold):
 
 
 def _hard_swish(xp, x, a):
+    if x.size and native.ready(xp, x):  # kernelcore/native/hard_swish.c: one pass, these bits
+        return native.hard_swish(x, a["offset"], a["threshold"], a["scale"])
     return x * xp.minimum(xp.maximum(x + _c(x, a["offset"]), _c(x, 0)), _c(x, a["threshold"])) / _c(x, a["scale"])
 
 
