@@ -1149,6 +1149,51 @@ def test_depthwise_stride_1_planes_in_groups_sum_only_the_taps_inside(n, h, w, p
         _assert_filter_grad(got_dw, want_dw, scale, [0, 1, 3, 4, 5], f"Filter@GRAD, {threads} threads")
 
 
+def _depthwise_input_grad_reference(g, w, stride, pad, hw):
+    """Input@GRAD of a 3x3 depthwise convolution in float64 (each output gradient scattered to its window's
+    in-image inputs), and each element's sum of |terms|."""
+    n, c, oh, ow = g.shape
+    h, wd = hw
+    dx, scale = np.zeros((n, c, h, wd)), np.zeros((n, c, h, wd))
+    g64, w64 = g.astype(np.float64), w.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        for oy in range(oh):
+            for ox in range(ow):
+                for ky in range(3):
+                    for kx in range(3):
+                        iy, ix = oy * stride - pad + ky, ox * stride - pad + kx
+                        if 0 <= iy < h and 0 <= ix < wd:
+                            term = w64[None, :, 0, ky, kx] * g64[:, :, oy, ox]
+                            dx[:, :, iy, ix] += term
+                            scale[:, :, iy, ix] += np.abs(term)
+    return dx, scale
+
+
+@needs_library
+@pytest.mark.parametrize("n, h, w, pad", [(7, 32, 32, 1), (3, 17, 9, 1), (11, 4, 4, 1), (2, 6, 5, 0), (5, 3, 7, 2),
+                                          (9, 2, 2, 1), (4, 40, 3, 1), (3, 1, 1, 1), (2, 9, 8, 3)])
+def test_depthwise_3x3_stride_2_input_grad_walks_the_phases(n, h, w, pad):
+    """Input@GRAD at 3x3 stride 2 (depthwise_conv.c's phased_input_grad: four small convolutions of Output@GRAD,
+    one per parity of dx's row and column, each a flat walk over zero-bordered planes, in groups of images with a
+    remainder): within float32 rounding of a float64 sum of the convolution's own terms; a channel with an infinite
+    tap and one with a NaN tap take the scatter (the zero border must not make NaN there), giving the terms' own
+    infinities and NaN. 1-3 threads."""
+    x = rng.standard_normal((n, 6, h, w)).astype(np.float32)
+    wt = rng.standard_normal((6, 1, 3, 3)).astype(np.float32)
+    wt[0, 0, 0, 0], wt[1, 0, 1, 1] = np.inf, np.nan
+    oh, ow = (h + 2 * pad - 3) // 2 + 1, (w + 2 * pad - 3) // 2 + 1
+    g = rng.standard_normal((n, 6, oh, ow)).astype(np.float32)
+    want, scale = _depthwise_input_grad_reference(g, wt, 2, pad, (h, w))
+    for threads in (1, 2, 3):
+        with threadpool_limits(threads):
+            got, _ = native.depthwise_conv2d_grads(x, wt, g, [2, 2], [pad, pad], [1, 1], True, False)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"NaN, {threads} threads")
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(want), err_msg=f"inf, {threads} threads")
+        finite = np.isfinite(want)
+        assert finite[:, 2:].all()
+        assert np.all(np.abs(got[finite] - want[finite]) <= 2e-6 * scale[finite] + 1e-30), threads
+
+
 @needs_library
 @pytest.mark.parametrize("n, h, w, pad, strides", [
     (7, 32, 32, 1, (2, 2)), (3, 17, 9, 1, (2, 2)), (11, 4, 4, 1, (2, 2)), (2, 6, 5, 0, (2, 2)), (5, 3, 7, 2, (2, 2)),

@@ -491,6 +491,110 @@ static void phased_filter_grad(const geometry *g, const stacking *s, const phase
     }
 }
 
+/* Input@GRAD at 3x3, stride 2, dilation 1, finite taps, a channel's planes a few images at a time. Split by the
+ * parity of its (padded) row and column, dx is four small convolutions of Output@GRAD: phase (a, b), row r, column q
+ * (the padded plane's row 2r + a, column 2q + b) sums w[ky, kx] * g[r - (ky - a) / 2, q - (kx - b) / 2] over the taps
+ * with ky = a and kx = b mod 2 (four, two or one of them). With g copied into planes bordered by zeros (a row and a
+ * column before it, so that r - 1 and q - 1 read zeros), each phase is a flat walk as at stride 1, its outputs
+ * then written to their rows and columns of dx. plane_input_grad scattered each row of g to every other column
+ * of dx, one tap at a time: 4-6 ns a term. Each element sums its taps from 0 in row-major order (plane_input_grad
+ * summed them by output row first: the values differ in rounding). */
+typedef struct {
+    int64_t rows, cols, images; /* a bordered g plane's rows and width W, planes per group */
+} g_stacking;
+
+static g_stacking g_stacking_of(const geometry *g) {
+    g_stacking s = {g->oh + 2, g->ow + 2, 1};
+    if (s.rows < (g->ph + g->h) / 2 + 2) s.rows = (g->ph + g->h) / 2 + 2; /* every phase row dx needs, plus one */
+    if (s.cols < (g->pw + g->w) / 2 + 2) s.cols = (g->pw + g->w) / 2 + 2;
+    const int64_t per_image = 2 * s.rows * s.cols; /* the bordered planes and a phase's walk */
+    s.images = per_image >= STACK_FLOATS ? 1 : STACK_FLOATS / per_image;
+    if (s.images > g->n) s.images = g->n;
+    return s;
+}
+
+static int phased_input_grad_fits(const geometry *g) {
+    return g->kh == 3 && g->kw == 3 && g->dh == 1 && g->dw == 1 && g->sh == 2 && g->sw == 2 && g->oh > 0 &&
+           g->ow > 0 && g->n > 0;
+}
+
+/* phase (a, b) of the group's dx planes: walk `span` positions of the bordered g planes, then place the outputs */
+static void input_grad_phase(const geometry *g, const g_stacking *s, const float *gp, const float *wt, int64_t a,
+                             int64_t b, float *restrict out, int64_t span, float *dx, int64_t first, int64_t step,
+                             int64_t count) {
+    const int64_t W = s->cols, image = s->rows * W;
+    float tw[4];
+    int64_t off[4], taps = 0;
+    for (int64_t ky = a; ky < 3; ky += 2)
+        for (int64_t kx = b; kx < 3; kx += 2) {
+            tw[taps] = wt[ky * 3 + kx];
+            off[taps++] = (1 - (ky - a) / 2) * W + 1 - (kx - b) / 2;
+        }
+    const float *restrict p0 = gp + off[0];
+    if (taps == 1) {
+        const float w0 = tw[0];
+#pragma omp simd
+        for (int64_t i = 0; i < span; i++) out[i] = 0.0f + w0 * p0[i];
+    } else if (taps == 2) {
+        const float w0 = tw[0], w1 = tw[1];
+        const float *restrict p1 = gp + off[1];
+#pragma omp simd
+        for (int64_t i = 0; i < span; i++) out[i] = 0.0f + w0 * p0[i] + w1 * p1[i];
+    } else {
+        const float w0 = tw[0], w1 = tw[1], w2 = tw[2], w3 = tw[3];
+        const float *restrict p1 = gp + off[1], *restrict p2 = gp + off[2], *restrict p3 = gp + off[3];
+#pragma omp simd
+        for (int64_t i = 0; i < span; i++) out[i] = 0.0f + w0 * p0[i] + w1 * p1[i] + w2 * p2[i] + w3 * p3[i];
+    }
+    /* dx row iy = 2r + a - ph, column ix = 2q + b - pw, for those inside the image */
+    const int64_t r0 = g->ph - a <= 0 ? 0 : (g->ph - a + 1) / 2, r1 = (g->ph + g->h - a + 1) / 2;
+    const int64_t q0 = g->pw - b <= 0 ? 0 : (g->pw - b + 1) / 2, q1 = (g->pw + g->w - b + 1) / 2;
+    for (int64_t k = 0; k < count; k++) {
+        float *plane = dx + (first + k * step) * g->h * g->w;
+        for (int64_t r = r0; r < r1; r++) {
+            float *row = plane + (2 * r + a - g->ph) * g->w + b - g->pw;
+            const float *src = out + k * image + r * W;
+            for (int64_t q = q0; q < q1; q++) row[2 * q] = src[q];
+        }
+    }
+}
+
+/* planes first, first + step, ... (count of them) of Output@GRAD gout, all with taps wt, into dx */
+static void phased_input_grad(const geometry *g, const g_stacking *s, const float *gout, const float *wt, float *dx,
+                              int64_t first, int64_t step, int64_t count, float *scratch) {
+    const int64_t W = s->cols, image = s->rows * W, out_plane = g->oh * g->ow;
+    float *gp = scratch, *out = scratch + s->images * image + W; /* W: the last walk's reads end one row on */
+    for (int64_t k = 0; k < count; k++) {
+        const float *src = gout + (first + k * step) * out_plane;
+        for (int64_t oy = 0; oy < g->oh; oy++)
+            memcpy(gp + k * image + (oy + 1) * W + 1, src + oy * g->ow, sizeof(float) * (size_t)g->ow);
+    }
+    const int64_t span = (count - 1) * image + (s->rows - 1) * W;
+    for (int64_t a = 0; a < 2; a++)
+        for (int64_t b = 0; b < 2; b++) input_grad_phase(g, s, gp, wt, a, b, out, span, dx, first, step, count);
+}
+
+static void input_grad_phased(void *p, int64_t first, int64_t last) {
+    const dw_args *a = p;
+    const geometry *g = &a->g;
+    const g_stacking s = g_stacking_of(g);
+    const int64_t groups = (g->n + s.images - 1) / s.images;
+    float *scratch = calloc((size_t)(2 * s.images * s.rows * s.cols + 2 * s.cols), sizeof(float));
+    for (int64_t j = first; j < last; j++) {
+        const int64_t ch = j / groups, i0 = (j % groups) * s.images;
+        const int64_t count = g->n - i0 < s.images ? g->n - i0 : s.images;
+        const float *wt = a->w + ch * 9;
+        if (scratch && taps_finite(wt, 9)) {
+            phased_input_grad(g, &s, a->gout, wt, a->dx, i0 * a->c + ch, a->c, count, scratch);
+        } else { /* non-finite taps would meet the zero border, or no memory: the scatter */
+            for (int64_t i = i0; i < i0 + count; i++)
+                plane_input_grad(g, a->gout + (i * a->c + ch) * g->oh * g->ow, wt,
+                                 a->dx + (i * a->c + ch) * g->h * g->w);
+        }
+    }
+    free(scratch);
+}
+
 static void filter_grad_channels(void *p, int64_t first, int64_t last) {
     const dw_args *a = p;
     const int64_t in_plane = a->g.h * a->g.w, out_plane = a->g.oh * a->g.ow, taps = a->g.kh * a->g.kw;
@@ -538,9 +642,12 @@ KC_EXPORT void kc_depthwise_conv2d_grad_f32(const float *x, const float *w, cons
     dw_args a = {make_geometry(dims, n), x, w, gout, NULL, dx, dw, c, NULL};
     if (flipped && a.g.sh == 1 && a.g.sw == 1 && a.g.dh == 1 && a.g.dw == 1) a.flipped = flipped;
     const geometry f = flipped_geometry(&a.g); /* the stacked items are counted on the geometry they walk */
-    if (dx && a.flipped && stacked_path_fits(&f))
+    if (dx && a.flipped && stacked_path_fits(&f)) {
         kc_parallel_for(stacked_item_count(&f, c), threads, input_grad_stacked, &a);
-    else if (dx)
+    } else if (dx && phased_input_grad_fits(&a.g)) {
+        const g_stacking s = g_stacking_of(&a.g);
+        kc_parallel_for(c * ((n + s.images - 1) / s.images), threads, input_grad_phased, &a);
+    } else if (dx)
         kc_parallel_for(n * c, threads, input_grad_planes, &a);
     if (dw) kc_parallel_for(c, threads, filter_grad_channels, &a);
 }
