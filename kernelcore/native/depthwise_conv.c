@@ -352,6 +352,25 @@ static void input_grad_planes(void *p, int64_t first, int64_t last) {
         plane_input_grad(&a->g, a->gout + q * out_plane, a->w + (q % a->c) * taps, a->dx + q * in_plane);
 }
 
+/* a group's Output@GRAD planes of channel ch laid on the walk (rows W wide in grads, one plane every `image`
+ * floats; the zeros between rows, written once, kept) if they and the group's x planes hold only finite values
+ * (returns 1); else (returns 0) the group's Filter@GRAD sums from plane_filter_grad, added into acc */
+static int group_grads_on_walk(const geometry *g, const float *x, const float *gout, int64_t c, int64_t ch,
+                               int64_t i0, int64_t count, int64_t W, int64_t image, float *grads, double *acc) {
+    const int64_t in_plane = g->h * g->w, out_plane = g->oh * g->ow;
+    float check = 0.0f;
+    for (int64_t k = 0; k < count; k++) {
+        const float *xp = x + ((i0 + k) * c + ch) * in_plane, *gp = gout + ((i0 + k) * c + ch) * out_plane;
+        check += non_finite_check(xp, in_plane) + non_finite_check(gp, out_plane);
+        for (int64_t oy = 0; oy < g->oh; oy++)
+            memcpy(grads + k * image + oy * W, gp + oy * g->ow, sizeof(float) * (size_t)g->ow);
+    }
+    if (check == 0.0f) return 1;
+    for (int64_t k = 0; k < count; k++) /* check is NaN: a non-finite value in the group */
+        plane_filter_grad(g, gout + ((i0 + k) * c + ch) * out_plane, x + ((i0 + k) * c + ch) * in_plane, acc);
+    return 0;
+}
+
 /* Filter@GRAD of channel ch at stride 1, added into acc[kh * kw], a group of images at a time: the x planes padded
  * as stacked_forward pads them, Output@GRAD laid out on the same flat walk (zeros at the positions the forward
  * discards, written once), so that each tap's sum over a plane is one dot product along the walk (3x3: all nine in
@@ -362,23 +381,12 @@ static void input_grad_planes(void *p, int64_t first, int64_t last) {
 static void stacked_filter_grad(const geometry *g, const stacking *s, const float *x, const float *gout, int64_t c,
                                 int64_t ch, float *scratch, double *acc) {
     const int64_t W = s->cols, image = s->rows * W, walk = (g->oh - 1) * W + g->ow;
-    const int64_t in_plane = g->h * g->w, out_plane = g->oh * g->ow;
+    const int64_t in_plane = g->h * g->w;
     float *padded = scratch, *grads = scratch + s->images * image;
     for (int64_t i0 = 0; i0 < g->n; i0 += s->images) {
         const int64_t count = g->n - i0 < s->images ? g->n - i0 : s->images;
-        float check = 0.0f;
-        for (int64_t k = 0; k < count; k++) {
-            const float *xp = x + ((i0 + k) * c + ch) * in_plane, *gp = gout + ((i0 + k) * c + ch) * out_plane;
-            check += non_finite_check(xp, in_plane) + non_finite_check(gp, out_plane);
-            copy_inside(g, s, xp, padded + k * image);
-            for (int64_t oy = 0; oy < g->oh; oy++)
-                memcpy(grads + k * image + oy * W, gp + oy * g->ow, sizeof(float) * (size_t)g->ow);
-        }
-        if (check != 0.0f) { /* NaN: a non-finite value in the group */
-            for (int64_t k = 0; k < count; k++)
-                plane_filter_grad(g, gout + ((i0 + k) * c + ch) * out_plane, x + ((i0 + k) * c + ch) * in_plane, acc);
-            continue;
-        }
+        if (!group_grads_on_walk(g, x, gout, c, ch, i0, count, W, image, grads, acc)) continue;
+        for (int64_t k = 0; k < count; k++) copy_inside(g, s, x + ((i0 + k) * c + ch) * in_plane, padded + k * image);
         /* the group's planes in one walk: between them the gradient's zeros add +-0 */
         const float *restrict G = grads, *restrict P = padded;
         const int64_t span = (count - 1) * image + walk;
@@ -451,23 +459,14 @@ static void copy_phase(const geometry *g, const stacking *s, const phase_window 
 static void phased_filter_grad(const geometry *g, const stacking *s, const phase_window windows[4], const float *x,
                                const float *gout, int64_t c, int64_t ch, float *scratch, double *acc) {
     const int64_t W = s->cols, image = s->rows * W, sub = s->images * image;
-    const int64_t walk = (g->oh - 1) * W + g->ow, in_plane = g->h * g->w, out_plane = g->oh * g->ow;
+    const int64_t walk = (g->oh - 1) * W + g->ow, in_plane = g->h * g->w;
     float *grads = scratch + 4 * sub;
     for (int64_t i0 = 0; i0 < g->n; i0 += s->images) {
         const int64_t count = g->n - i0 < s->images ? g->n - i0 : s->images;
-        float check = 0.0f;
-        for (int64_t k = 0; k < count; k++) {
-            const float *xp = x + ((i0 + k) * c + ch) * in_plane, *gp = gout + ((i0 + k) * c + ch) * out_plane;
-            check += non_finite_check(xp, in_plane) + non_finite_check(gp, out_plane);
-            for (int64_t f = 0; f < 4; f++) copy_phase(g, s, &windows[f], xp, scratch + f * sub + k * image);
-            for (int64_t oy = 0; oy < g->oh; oy++)
-                memcpy(grads + k * image + oy * W, gp + oy * g->ow, sizeof(float) * (size_t)g->ow);
-        }
-        if (check != 0.0f) { /* NaN: a non-finite value in the group */
-            for (int64_t k = 0; k < count; k++)
-                plane_filter_grad(g, gout + ((i0 + k) * c + ch) * out_plane, x + ((i0 + k) * c + ch) * in_plane, acc);
-            continue;
-        }
+        if (!group_grads_on_walk(g, x, gout, c, ch, i0, count, W, image, grads, acc)) continue;
+        for (int64_t k = 0; k < count; k++)
+            for (int64_t f = 0; f < 4; f++)
+                copy_phase(g, s, &windows[f], x + ((i0 + k) * c + ch) * in_plane, scratch + f * sub + k * image);
         const float *restrict G = grads, *restrict ee = scratch, *restrict eo = scratch + sub,
                               *restrict oe = scratch + 2 * sub, *restrict oo = scratch + 3 * sub;
         const float *restrict ee1 = ee + W, *restrict eo1 = eo + W;
