@@ -2,8 +2,9 @@
  * no channel multiplier): out[n, c, oy, ox] = sum over taps (ky, kx) of w[c, ky, kx] *
  * x[n, c, oy * sh - ph + ky * dh, ox * sw - pw + kx * dw], zero outside the image. NumPy has no op for this: its
  * kernels (ops/conv.py, grad/vision.py) build per-channel columns or make one multiply-add pass per tap over the
- * whole batch. Here each (image, channel) plane is done while it is in cache, a row at a time, the padding never
- * materialised; planes (or, for the filter's gradient, channels) are shared out over `threads` threads (pool.c). */
+ * whole batch. Here a channel's planes are done while they are in cache: where the geometry allows, a few images
+ * at a time as one flat walk over zero-bordered copies (stride 1, and stride 2's 3x3 gradients), else a row at a
+ * time with the padding never materialised; the work is shared out over `threads` threads (pool.c). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,11 +127,28 @@ static __attribute__((noinline)) void plane_forward_rows(const geometry *g, cons
  * such channels take plane_forward. At stride 2 the copy would have to split the plane by column and row parity,
  * which measured slower than plane_forward_3x3's rows. */
 typedef struct {
-    int64_t rows, cols; /* a plane's rows in the scratch, oh + (kh - 1) * dh, and the walk's width W */
+    int64_t rows, cols; /* a plane's rows in the scratch and the walk's width W */
     int64_t images;     /* planes per group: the stacked planes about STACK_FLOATS */
 } stacking;
 
 #define STACK_FLOATS 12288 /* 48 KB of stacked planes per group, with their outputs about L2-resident */
+
+/* a stacking of planes rows x cols, `per_plane` floats of scratch each (theirs and their walk's), grouped so that a
+ * group's scratch is about STACK_FLOATS (at least one plane, at most the batch) */
+static stacking stacking_sized(int64_t rows, int64_t cols, int64_t per_plane, int64_t n) {
+    stacking s = {rows, cols, per_plane >= STACK_FLOATS ? 1 : STACK_FLOATS / per_plane};
+    if (s.images > n) s.images = n;
+    return s;
+}
+
+/* groups of s.images in a batch of n; work item j is channel j / groups's images of group j % groups */
+static int64_t group_count(const stacking *s, int64_t n) {
+    return (n + s->images - 1) / s->images;
+}
+
+static int64_t group_size(const stacking *s, int64_t n, int64_t i0) {
+    return n - i0 < s->images ? n - i0 : s->images;
+}
 
 static int stacked_path_fits(const geometry *g) {
     return g->sh == 1 && g->sw == 1 && g->oh > 0 && g->ow > 0 && g->n > 0;
@@ -141,11 +159,8 @@ static int is_3x3(const geometry *g) {
 }
 
 static stacking stacking_of(const geometry *g) {
-    stacking s = {g->oh + (g->kh - 1) * g->dh, g->ow + (g->kw - 1) * g->dw, 1};
-    const int64_t per_image = 2 * s.rows * s.cols; /* the padded plane and its flat outputs */
-    s.images = per_image >= STACK_FLOATS ? 1 : STACK_FLOATS / per_image;
-    if (s.images > g->n) s.images = g->n;
-    return s;
+    const int64_t rows = g->oh + (g->kh - 1) * g->dh, cols = g->ow + (g->kw - 1) * g->dw;
+    return stacking_sized(rows, cols, 2 * rows * cols, g->n); /* the padded plane and its flat outputs */
 }
 
 static int taps_finite(const float *wt, int64_t taps) {
@@ -226,11 +241,10 @@ static void stacked_forward(const geometry *g, const stacking *s, const float *s
 static void stacked_items(const geometry *g, const float *src, float *dst, const float *taps, int64_t c,
                           int64_t first, int64_t last) {
     const stacking s = stacking_of(g);
-    const int64_t groups = (g->n + s.images - 1) / s.images;
+    const int64_t groups = group_count(&s, g->n);
     float *scratch = calloc((size_t)(2 * s.images * s.rows * s.cols), sizeof(float));
     for (int64_t j = first; j < last; j++) {
-        const int64_t ch = j / groups, i0 = (j % groups) * s.images;
-        const int64_t count = g->n - i0 < s.images ? g->n - i0 : s.images;
+        const int64_t ch = j / groups, i0 = (j % groups) * s.images, count = group_size(&s, g->n, i0);
         if (scratch) {
             stacked_forward(g, &s, src, dst, i0 * c + ch, c, count, taps + ch * g->kh * g->kw, scratch);
         } else { /* no memory for the scratch: the row-by-row path */
@@ -244,7 +258,7 @@ static void stacked_items(const geometry *g, const float *src, float *dst, const
 
 static int64_t stacked_item_count(const geometry *g, int64_t c) {
     const stacking s = stacking_of(g);
-    return c * ((g->n + s.images - 1) / s.images);
+    return c * group_count(&s, g->n);
 }
 
 /* Input@GRAD of one plane: each output gradient scattered back to the inputs its taps read */
@@ -384,7 +398,7 @@ static void stacked_filter_grad(const geometry *g, const stacking *s, const floa
     const int64_t in_plane = g->h * g->w;
     float *padded = scratch, *grads = scratch + s->images * image;
     for (int64_t i0 = 0; i0 < g->n; i0 += s->images) {
-        const int64_t count = g->n - i0 < s->images ? g->n - i0 : s->images;
+        const int64_t count = group_size(s, g->n, i0);
         if (!group_grads_on_walk(g, x, gout, c, ch, i0, count, W, image, grads, acc)) continue;
         for (int64_t k = 0; k < count; k++) copy_inside(g, s, x + ((i0 + k) * c + ch) * in_plane, padded + k * image);
         /* the group's planes in one walk: between them the gradient's zeros add +-0 */
@@ -420,6 +434,11 @@ static void stacked_filter_grad(const geometry *g, const stacking *s, const floa
     }
 }
 
+/* both gradients' parity-phase paths: 3x3, stride 2, dilation 1 */
+static int is_3x3_stride_2(const geometry *g) {
+    return is_3x3(g) && g->sh == 2 && g->sw == 2 && g->oh > 0 && g->ow > 0 && g->n > 0;
+}
+
 /* Filter@GRAD of channel ch at 3x3, stride 2, dilation 1, added into acc[9]: as stacked_filter_grad, with each x
  * plane split by row and column parity into four phases of (oh + 1) x (ow + 1) (phase (a, b) row r, column q: the
  * padded plane's row 2r + a, column 2q + b), so that tap (ky, kx) reads phase (ky % 2, kx % 2) at the fixed offset
@@ -429,11 +448,8 @@ typedef struct {
 } phase_window;
 
 static stacking phased_stacking_of(const geometry *g) {
-    stacking s = {g->oh + 1, g->ow + 1, 1};
-    const int64_t per_image = 5 * s.rows * s.cols; /* four phases and the gradient's walk */
-    s.images = per_image >= STACK_FLOATS ? 1 : STACK_FLOATS / per_image;
-    if (s.images > g->n) s.images = g->n;
-    return s;
+    /* four phases and the gradient's walk */
+    return stacking_sized(g->oh + 1, g->ow + 1, 5 * (g->oh + 1) * (g->ow + 1), g->n);
 }
 
 static phase_window phase_window_of(const geometry *g, const stacking *s, int64_t a, int64_t b) {
@@ -462,7 +478,7 @@ static void phased_filter_grad(const geometry *g, const stacking *s, const phase
     const int64_t walk = (g->oh - 1) * W + g->ow, in_plane = g->h * g->w;
     float *grads = scratch + 4 * sub;
     for (int64_t i0 = 0; i0 < g->n; i0 += s->images) {
-        const int64_t count = g->n - i0 < s->images ? g->n - i0 : s->images;
+        const int64_t count = group_size(s, g->n, i0);
         if (!group_grads_on_walk(g, x, gout, c, ch, i0, count, W, image, grads, acc)) continue;
         for (int64_t k = 0; k < count; k++)
             for (int64_t f = 0; f < 4; f++)
@@ -498,27 +514,17 @@ static void phased_filter_grad(const geometry *g, const stacking *s, const phase
  * then written to their rows and columns of dx. plane_input_grad scattered each row of g to every other column
  * of dx, one tap at a time: 4-6 ns a term. Each element sums its taps from 0 in row-major order (plane_input_grad
  * summed them by output row first: the values differ in rounding). */
-typedef struct {
-    int64_t rows, cols, images; /* a bordered g plane's rows and width W, planes per group */
-} g_stacking;
-
-static g_stacking g_stacking_of(const geometry *g) {
-    g_stacking s = {g->oh + 2, g->ow + 2, 1};
-    if (s.rows < (g->ph + g->h) / 2 + 2) s.rows = (g->ph + g->h) / 2 + 2; /* every phase row dx needs, plus one */
-    if (s.cols < (g->pw + g->w) / 2 + 2) s.cols = (g->pw + g->w) / 2 + 2;
-    const int64_t per_image = 2 * s.rows * s.cols; /* the bordered planes and a phase's walk */
-    s.images = per_image >= STACK_FLOATS ? 1 : STACK_FLOATS / per_image;
-    if (s.images > g->n) s.images = g->n;
-    return s;
-}
-
-static int phased_input_grad_fits(const geometry *g) {
-    return g->kh == 3 && g->kw == 3 && g->dh == 1 && g->dw == 1 && g->sh == 2 && g->sw == 2 && g->oh > 0 &&
-           g->ow > 0 && g->n > 0;
+/* a bordered g plane's rows and width W: g with a zero row and column before it, and every phase row and column
+ * dx needs, plus one */
+static stacking g_stacking_of(const geometry *g) {
+    int64_t rows = g->oh + 2, cols = g->ow + 2;
+    if (rows < (g->ph + g->h) / 2 + 2) rows = (g->ph + g->h) / 2 + 2;
+    if (cols < (g->pw + g->w) / 2 + 2) cols = (g->pw + g->w) / 2 + 2;
+    return stacking_sized(rows, cols, 2 * rows * cols, g->n); /* the bordered planes and a phase's walk */
 }
 
 /* phase (a, b) of the group's dx planes: walk `span` positions of the bordered g planes, then place the outputs */
-static void input_grad_phase(const geometry *g, const g_stacking *s, const float *gp, const float *wt, int64_t a,
+static void input_grad_phase(const geometry *g, const stacking *s, const float *gp, const float *wt, int64_t a,
                              int64_t b, float *restrict out, int64_t span, float *dx, int64_t first, int64_t step,
                              int64_t count) {
     const int64_t W = s->cols, image = s->rows * W;
@@ -559,7 +565,7 @@ static void input_grad_phase(const geometry *g, const g_stacking *s, const float
 }
 
 /* planes first, first + step, ... (count of them) of Output@GRAD gout, all with taps wt, into dx */
-static void phased_input_grad(const geometry *g, const g_stacking *s, const float *gout, const float *wt, float *dx,
+static void phased_input_grad(const geometry *g, const stacking *s, const float *gout, const float *wt, float *dx,
                               int64_t first, int64_t step, int64_t count, float *scratch) {
     const int64_t W = s->cols, image = s->rows * W, out_plane = g->oh * g->ow;
     float *gp = scratch, *out = scratch + s->images * image + W; /* W: the last walk's reads end one row on */
@@ -576,12 +582,11 @@ static void phased_input_grad(const geometry *g, const g_stacking *s, const floa
 static void input_grad_phased(void *p, int64_t first, int64_t last) {
     const dw_args *a = p;
     const geometry *g = &a->g;
-    const g_stacking s = g_stacking_of(g);
-    const int64_t groups = (g->n + s.images - 1) / s.images;
+    const stacking s = g_stacking_of(g);
+    const int64_t groups = group_count(&s, g->n);
     float *scratch = calloc((size_t)(2 * s.images * s.rows * s.cols + 2 * s.cols), sizeof(float));
     for (int64_t j = first; j < last; j++) {
-        const int64_t ch = j / groups, i0 = (j % groups) * s.images;
-        const int64_t count = g->n - i0 < s.images ? g->n - i0 : s.images;
+        const int64_t ch = j / groups, i0 = (j % groups) * s.images, count = group_size(&s, g->n, i0);
         const float *wt = a->w + ch * 9;
         if (scratch && taps_finite(wt, 9)) {
             phased_input_grad(g, &s, a->gout, wt, a->dx, i0 * a->c + ch, a->c, count, scratch);
@@ -599,8 +604,7 @@ static void filter_grad_channels(void *p, int64_t first, int64_t last) {
     const int64_t in_plane = a->g.h * a->g.w, out_plane = a->g.oh * a->g.ow, taps = a->g.kh * a->g.kw;
     const int64_t n = a->g.n;
     const int stacked = stacked_path_fits(&a->g);
-    const int phased = !stacked && a->g.kh == 3 && a->g.kw == 3 && a->g.dh == 1 && a->g.dw == 1 && a->g.sh == 2 &&
-                       a->g.sw == 2;
+    const int phased = !stacked && is_3x3_stride_2(&a->g);
     const stacking s = stacked ? stacking_of(&a->g) : phased ? phased_stacking_of(&a->g) : (stacking){0, 0, 0};
     phase_window windows[4];
     if (phased)
@@ -643,9 +647,9 @@ KC_EXPORT void kc_depthwise_conv2d_grad_f32(const float *x, const float *w, cons
     const geometry f = flipped_geometry(&a.g); /* the stacked items are counted on the geometry they walk */
     if (dx && a.flipped && stacked_path_fits(&f)) {
         kc_parallel_for(stacked_item_count(&f, c), threads, input_grad_stacked, &a);
-    } else if (dx && phased_input_grad_fits(&a.g)) {
-        const g_stacking s = g_stacking_of(&a.g);
-        kc_parallel_for(c * ((n + s.images - 1) / s.images), threads, input_grad_phased, &a);
+    } else if (dx && is_3x3_stride_2(&a.g)) {
+        const stacking s = g_stacking_of(&a.g);
+        kc_parallel_for(c * group_count(&s, n), threads, input_grad_phased, &a);
     } else if (dx)
         kc_parallel_for(n * c, threads, input_grad_planes, &a);
     if (dw) kc_parallel_for(c, threads, filter_grad_channels, &a);

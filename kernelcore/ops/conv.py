@@ -241,17 +241,17 @@ def conv_transpose_forward(xp, x, w, strides, pads, dils, groups, out_sizes):
     n, cin = x.shape[:2]
     ins, og, ks = x.shape[2:], w.shape[1], w.shape[2:]
     cg, p = cin // groups, math.prod(ins)
-    full = [max((ins[i] - 1) * strides[i] + dils[i] * (ks[i] - 1) + 1, pads[i][0] + out_sizes[i])
-            for i in range(len(ins))]                                  # every tap's reach, and the padded output
-    crop = tuple(slice(pads[i][0], pads[i][0] + out_sizes[i]) for i in range(len(ins)))
-    taps = list(itertools.product(*(range(kk) for kk in ks)))
     if len(ins) == 2 and groups == 1 and native.ready(xp, x, w):
         # kernelcore/native/col2im.c: the columns [og * taps, n * p] from one GEMM, added a plane at a time in
         # cache, in the same order as the adds below (ResNet-18's 128-channel input gradients on 8x8 maps: the adds
         # took 1.4 ms of 2.4 on one thread)
         xm = xp.ascontiguousarray(x.reshape(n, cin, p).transpose(1, 0, 2)).reshape(cin, n * p)
-        cols = xp.matmul(w.reshape(cin, og * len(taps)).T, xm)
+        cols = xp.matmul(w.reshape(cin, og * math.prod(ks)).T, xm)
         return native.col2im(cols, n, og, out_sizes, ks, strides, [lo for lo, _ in pads], dils, ins)
+    full = [max((ins[i] - 1) * strides[i] + dils[i] * (ks[i] - 1) + 1, pads[i][0] + out_sizes[i])
+            for i in range(len(ins))]                                  # every tap's reach, and the padded output
+    crop = tuple(slice(pads[i][0], pads[i][0] + out_sizes[i]) for i in range(len(ins)))
+    taps = list(itertools.product(*(range(kk) for kk in ks)))
     if og >= ins[-1]:
         xm = xp.ascontiguousarray(x.reshape(n, groups, cg, p).transpose(1, 0, 3, 2)).reshape(groups, n * p, cg)
         cols = xp.matmul(xm, w.reshape(groups, cg, og * len(taps))).reshape(groups, n, *ins, og, *ks)
