@@ -93,3 +93,17 @@ def _shape(shape, dtype) -> str:
 
 class NonFiniteError(OpRunError, FloatingPointError):
     """An op produced NaN or Inf (found by check_nan_inf / a NaN breakpoint)."""
+    """An op produced NaN or Inf (found by check_nan_inf / a NaN breakpoint)."""
+
+
+class UnknownNameError(KernelcoreError, KeyError):
+    """A debugger command named a variable or op type the program does not have (gdb: No symbol "h" in
+    current context). `close` holds the program's names nearest to the one given."""
+
+    def __init__(self, what: str, name: str, close: list | tuple = ()):
+        self.what, self.name, self.close = what, name, tuple(close)
+        hint = f"; did you mean {', '.join(map(repr, self.close))}?" if self.close else ""
+        super().__init__(f"the program has no {what} {name!r}{hint}")
+
+    def __str__(self) -> str:  # KeyError quotes its message; people want it plain.
+        return str(self.args[0]) if self.args else ""
