@@ -93,7 +93,6 @@ def _shape(shape, dtype) -> str:
 
 class NonFiniteError(OpRunError, FloatingPointError):
     """An op produced NaN or Inf (found by check_nan_inf / a NaN breakpoint)."""
-    """An op produced NaN or Inf (found by check_nan_inf / a NaN breakpoint)."""
 
 
 class UnknownNameError(KernelcoreError, KeyError):
