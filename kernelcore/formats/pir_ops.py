@@ -1,0 +1,149 @@
+"""Paddle 3's PIR ops as kernelcore ops: one table, one row per `pd_op.*` op kernelcore runs.
+
+A PIR op passes its operands by position and keeps some of what a legacy op held as attributes in operands
+(a pool's `kernel_size`, a reshape's `shape`, a reduction's `axis`, a scale's `scale`, made by `pd_op.full` or
+`pd_op.full_int_array`). A row names, in Paddle's operand order, where each operand goes:
+
+    "X"           the legacy input slot it feeds
+    "@ksize"      the legacy attribute its value becomes; the operand must be a constant
+    "@shape|Shape|ShapeTensor"
+                  that attribute when the operand is a constant; otherwise the legacy slot for a tensor (Shape)
+                  or, when the operand is a list of values (`builtin.combine`), the slot for a list (ShapeTensor)
+    None          dropped (an optional operand kernelcore's op does not take; it must be absent)
+
+Results are named the same way, with `=mean` for an in-place result that aliases operand `mean` (a batch
+norm's running mean, as Paddle's legacy programs write it). Each row also keeps Paddle's own operand and
+attribute names: tests/test_pir_reader.py checks them against what Paddle's runtime reports for each op
+(tests/paddle_oracle/make_pir_models.py writes them), so a renamed or reordered operand in a later Paddle
+release is caught rather than run wrongly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class PirOp:
+    legacy: str                                  # kernelcore's op type
+    inputs: tuple[tuple[str, str | None], ...]   # (Paddle's operand name, where it goes)
+    outputs: tuple[tuple[str, str | None], ...]  # (Paddle's result name, legacy output slot[=aliased operand])
+    attrs: dict[str, str] = field(default_factory=dict)  # Paddle's attribute -> legacy attribute ("" drops)
+    fixed: dict = field(default_factory=dict)    # legacy attributes with one value for every such op
+    adjust: Callable[[dict], None] | None = None  # last touches on the legacy attributes
+    input_dtype_attr: str = ""                   # a legacy attribute that states the first operand's dtype
+
+    @property
+    def pir_inputs(self) -> list[str]:
+        return [n for n, _ in self.inputs]
+
+
+X, OUT = (("x", "X"),), (("out", "Out"),)
+DROP = ""  # an attribute with no legacy counterpart that changes nothing here (struct_name, place)
+
+
+def _unary(legacy: str, **attrs) -> PirOp:
+    return PirOp(legacy, X, OUT, dict(attrs))
+
+
+def _binary(legacy: str) -> PirOp:
+    return PirOp(legacy, (("x", "X"), ("y", "Y")), OUT, fixed={"axis": -1})
+
+
+def _reduce_all_when_no_axis(attrs: dict) -> None:
+    # an empty axis list reduces every axis (Paddle's reduce ops say so with reduce_all)
+    dims = attrs.get("dim")
+    if dims is None or list(dims) == []:
+        attrs["dim"] = []
+        attrs["reduce_all"] = True
+
+
+def _reduce(legacy: str) -> PirOp:
+    return PirOp(legacy, (("x", "X"), ("axis", "@dim")), OUT, {"keepdim": "keep_dim", "dtype": DROP},
+                 adjust=_reduce_all_when_no_axis)
+
+
+def _conv(legacy: str) -> PirOp:
+    return PirOp(legacy, (("input", "Input"), ("filter", "Filter")), (("out", "Output"),),
+                 {"strides": "strides", "paddings": "paddings", "padding_algorithm": "padding_algorithm",
+                  "dilations": "dilations", "groups": "groups", "data_format": "data_format"})
+
+
+def _dropout_mode(attrs: dict) -> None:
+    attrs["dropout_implementation"] = attrs.pop("mode", "downgrade_in_infer")
+
+
+def _pool_ksize_as_ints(attrs: dict) -> None:
+    attrs["ksize"] = [int(k) for k in attrs.get("ksize", [])]
+
+
+PIR_OPS: dict[str, PirOp] = {
+    "pd_op.matmul": PirOp("matmul_v2", (("x", "X"), ("y", "Y")), OUT,
+                          {"transpose_x": "trans_x", "transpose_y": "trans_y"}),
+    "pd_op.add": _binary("elementwise_add"),
+    "pd_op.subtract": _binary("elementwise_sub"),
+    "pd_op.multiply": _binary("elementwise_mul"),
+    "pd_op.divide": _binary("elementwise_div"),
+    "pd_op.maximum": _binary("elementwise_max"),
+    "pd_op.elementwise_pow": _binary("elementwise_pow"),
+    "pd_op.greater_than": _binary("greater_than"),
+    "pd_op.less_than": _binary("less_than"),
+    "pd_op.equal": _binary("equal"),
+    "pd_op.relu": _unary("relu"),
+    "pd_op.relu6": _unary("relu6"),
+    "pd_op.tanh": _unary("tanh"),
+    "pd_op.sigmoid": _unary("sigmoid"),
+    "pd_op.exp": _unary("exp"),
+    "pd_op.log": _unary("log"),
+    "pd_op.sqrt": _unary("sqrt"),
+    "pd_op.rsqrt": _unary("rsqrt"),
+    "pd_op.abs": _unary("abs"),
+    "pd_op.silu": _unary("silu"),
+    "pd_op.gelu": _unary("gelu", approximate="approximate"),
+    "pd_op.leaky_relu": _unary("leaky_relu", negative_slope="alpha"),
+    "pd_op.elu": _unary("elu", alpha="alpha"),
+    "pd_op.hardswish": PirOp("hard_swish", X, OUT, fixed={"threshold": 6.0, "scale": 6.0, "offset": 3.0}),
+    "pd_op.hardsigmoid": _unary("hard_sigmoid", slope="slope", offset="offset"),
+    "pd_op.swish": PirOp("swish", X, OUT, fixed={"beta": 1.0}),
+    "pd_op.softmax": _unary("softmax", axis="axis"),
+    "pd_op.assign": _unary("assign"),
+    "pd_op.cast": PirOp("cast", X, OUT, {"dtype": "out_dtype"}, input_dtype_attr="in_dtype"),
+    "pd_op.scale": PirOp("scale", (("x", "X"), ("scale", "@scale|ScaleTensor")), OUT,
+                         {"bias": "bias", "bias_after_scale": "bias_after_scale"}),
+    "pd_op.conv2d": _conv("conv2d"),
+    "pd_op.depthwise_conv2d": _conv("depthwise_conv2d"),
+    "pd_op.batch_norm_": PirOp(
+        "batch_norm",
+        (("x", "X"), ("mean", "Mean"), ("variance", "Variance"), ("scale", "Scale"), ("bias", "Bias")),
+        (("out", "Y"), ("mean_out", "MeanOut=mean"), ("variance_out", "VarianceOut=variance"),
+         ("saved_mean", "SavedMean"), ("saved_variance", "SavedVariance"), ("reserve_space", None)),
+        {"is_test": "is_test", "momentum": "momentum", "epsilon": "epsilon", "data_format": "data_layout",
+         "use_global_stats": "use_global_stats", "trainable_statistics": "trainable_statistics"}),
+    "pd_op.pool2d": PirOp("pool2d", (("x", "X"), ("kernel_size", "@ksize")), OUT,
+                          {"strides": "strides", "paddings": "paddings", "ceil_mode": "ceil_mode",
+                           "exclusive": "exclusive", "data_format": "data_format", "pooling_type": "pooling_type",
+                           "global_pooling": "global_pooling", "adaptive": "adaptive",
+                           "padding_algorithm": "padding_algorithm"}, adjust=_pool_ksize_as_ints),
+    "pd_op.flatten": PirOp("flatten_contiguous_range", X, OUT,
+                           {"start_axis": "start_axis", "stop_axis": "stop_axis"}),
+    "pd_op.reshape": PirOp("reshape2", (("x", "X"), ("shape", "@shape|Shape|ShapeTensor")), OUT),
+    "pd_op.transpose": PirOp("transpose2", X, OUT, {"perm": "axis"}),
+    "pd_op.concat": PirOp("concat", (("x", "X"), ("axis", "@axis|AxisTensor")), OUT),
+    "pd_op.split_with_num": PirOp("split", (("x", "X"), ("axis", "@axis|AxisTensor")), OUT, {"num": "num"}),
+    "pd_op.split": PirOp("split", (("x", "X"), ("sections", "@sections|SectionsTensorList"),
+                                   ("axis", "@axis|AxisTensor")), OUT),
+    "pd_op.dropout": PirOp("dropout", (("x", "X"), ("seed_tensor", None), ("p", "@dropout_prob")),
+                           (("out", "Out"), ("mask", "Mask")),
+                           {"is_test": "is_test", "mode": "mode", "seed": "seed", "fix_seed": "fix_seed"},
+                           adjust=_dropout_mode),
+    "pd_op.sum": _reduce("reduce_sum"),
+    "pd_op.mean": _reduce("reduce_mean"),
+    "pd_op.max": _reduce("reduce_max"),
+    "pd_op.layer_norm": PirOp("layer_norm", (("x", "X"), ("scale", "Scale"), ("bias", "Bias")),
+                              (("out", "Y"), ("mean", "Mean"), ("variance", "Variance")),
+                              {"epsilon": "epsilon", "begin_norm_axis": "begin_norm_axis"}),
+}
+
+# Ops that make the constants other ops fold into attributes; run as kernelcore ops where a value is used as a
+# tensor (an operand of `add`, say).
+CONSTANT_MAKERS = frozenset({"pd_op.full", "pd_op.full_int_array"})

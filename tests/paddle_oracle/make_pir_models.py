@@ -1,0 +1,158 @@
+"""Paddle 3 writes PIR programs (`.json` + `.pdiparams`) with its defaults; this script has it write some.
+
+    make_pir_models.py OUTDIR [CASE ...]
+
+For each case: `paddle.jit.save(layer, OUTDIR/<case>, input_spec=...)` with Paddle's default (PIR) API, then
+Paddle Inference's CPU predictor runs the saved files on a fixed random feed. Written per case:
+  <case>.json, <case>.pdiparams   what Paddle saved
+  <case>.npz                      the feeds under their names, the predictor's outputs as fetch_0, fetch_1, ...
+  <case>.meta.json                feed names, fetch names (the predictor's output names), Paddle's version
+and once, `signatures.json`: for every op type in the saved programs, the operand, attribute and result names
+Paddle's runtime reports for it (`Operation.get_input_names()` etc., from Paddle's op YAML), so kernelcore's
+table of PIR ops is checked against Paddle rather than written from memory. `manifest.json` lists what failed.
+"""
+import json
+import os
+import sys
+import traceback
+
+if os.environ.get("PYTHONHASHSEED") != "0":  # parameter names come from dict order in places: pin it
+    os.environ["PYTHONHASHSEED"] = "0"
+    os.execv(sys.executable, [sys.executable, *sys.argv])
+os.environ.pop("FLAGS_enable_pir_api", None)  # Paddle 3's default: PIR
+
+import numpy as np  # noqa: E402
+import paddle  # noqa: E402
+from paddle.static import InputSpec  # noqa: E402
+
+
+class MLP(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = paddle.nn.Linear(13, 16), paddle.nn.Linear(16, 10)
+
+    def forward(self, x):
+        return paddle.nn.functional.softmax(self.fc2(paddle.tanh(self.fc1(x))))
+
+
+class Ops(paddle.nn.Layer):
+    """A handful of everyday tensor ops beyond the CNN zoo's."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = self.create_parameter([6, 4])
+
+    def forward(self, x):
+        h = paddle.matmul(x, self.w)                        # [2, 6] @ [6, 4]
+        h = paddle.nn.functional.gelu(h) * 2.0 + 1.0
+        h = paddle.concat([h, paddle.exp(-h)], axis=1)       # [2, 8]
+        h = paddle.reshape(h, [2, 2, 4])
+        h = paddle.transpose(h, [0, 2, 1])
+        s = paddle.sum(h, axis=-1)
+        m = paddle.mean(h)
+        return paddle.nn.functional.sigmoid(s) - m, paddle.max(h, axis=1)
+
+
+class MoreOps(paddle.nn.Layer):
+    """Every other op kernelcore's PIR table maps, so each row is checked against Paddle's own signature."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = paddle.nn.LayerNorm(8)
+
+    def forward(self, x):
+        F = paddle.nn.functional
+        a = paddle.abs(x) + 0.5
+        h = paddle.sqrt(a) * paddle.rsqrt(a) / (paddle.log(a) + 2.0)
+        h = paddle.maximum(h, F.silu(x)) + paddle.pow(a, paddle.full([1], 1.5))
+        h = F.leaky_relu(h, 0.1) + F.elu(x, 0.7) + F.hardswish(x) + F.hardsigmoid(x) + F.swish(x)
+        h = self.norm(h)
+        p, q = paddle.split(h, 2, axis=1)
+        r = paddle.nn.functional.relu6(p) + paddle.assign(q)
+        u, v = paddle.split(h, [3, 5], axis=1)
+        flags = (paddle.cast(x > 0, "float32") + paddle.cast(x < 0.5, "float32")
+                 + paddle.cast(paddle.equal(x, x), "float32"))
+        return paddle.cast(r, "float64"), flags, paddle.sum(u, axis=1) - paddle.sum(v, axis=1)
+
+
+def _vision(name, **kw):
+    import paddle.vision.models as M
+    return getattr(M, name)(**kw)
+
+
+CASES = {
+    "mlp": (MLP, [InputSpec([None, 13], "float32", "x")], [(8, 13)]),
+    "ops": (Ops, [InputSpec([2, 6], "float32", "x")], [(2, 6)]),
+    "more_ops": (MoreOps, [InputSpec([4, 8], "float32", "x")], [(4, 8)]),
+    "lenet": (lambda: _vision("LeNet"), [InputSpec([None, 1, 28, 28], "float32", "x")], [(2, 1, 28, 28)]),
+    "resnet18": (lambda: _vision("resnet18"), [InputSpec([None, 3, 64, 64], "float32", "x")], [(1, 3, 64, 64)]),
+    "mobilenet_v2": (lambda: _vision("mobilenet_v2", scale=0.5), [InputSpec([None, 3, 64, 64], "float32", "x")],
+                     [(1, 3, 64, 64)]),
+}
+
+
+def predict(prefix, feeds):
+    from paddle import inference
+    config = inference.Config(prefix + ".json", prefix + ".pdiparams")
+    config.disable_gpu()
+    config.switch_ir_optim(False)  # the program as saved, op for op
+    config.disable_mkldnn()
+    pred = inference.create_predictor(config)
+    for name, arr in feeds.items():
+        pred.get_input_handle(name).copy_from_cpu(arr)
+    pred.run()
+    names = pred.get_output_names()
+    return names, [pred.get_output_handle(n).copy_to_cpu() for n in names]
+
+
+def signatures(prefix, table):
+    paddle.enable_static()
+    try:
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        prog, _feeds, _fetches = paddle.static.load_inference_model(prefix, exe)
+        for block in [prog.global_block()]:
+            for op in block.ops:
+                name = op.name()
+                if name in table:
+                    continue
+                try:
+                    table[name] = {"inputs": op.get_input_names(), "attrs": op.get_attr_names(),
+                                   "outputs": op.get_output_names()}
+                except Exception:  # builtin ops have no YAML: their shape is fixed by PIR itself
+                    table[name] = None
+    finally:
+        paddle.disable_static()
+
+
+def main(out, only):
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(0)
+    failed, table = {}, {}
+    for case, (make, spec, shapes) in CASES.items():
+        if only and case not in only:
+            continue
+        try:
+            paddle.seed(0)
+            layer = make()
+            layer.eval()
+            prefix = os.path.join(out, case)
+            paddle.jit.save(layer, prefix, input_spec=spec)
+            feeds = {s.name: rng.standard_normal(shape).astype("float32") for s, shape in zip(spec, shapes)}
+            names, outs = predict(prefix, feeds)
+            np.savez(prefix + ".npz", **feeds, **{f"fetch_{i}": o for i, o in enumerate(outs)})
+            with open(prefix + ".meta.json", "w") as f:
+                json.dump({"feed_names": [s.name for s in spec], "fetch_names": names,
+                           "paddle": paddle.__version__}, f, indent=1)
+            signatures(prefix, table)
+        except Exception:
+            failed[case] = traceback.format_exc()[-3000:]
+    with open(os.path.join(out, "signatures.json"), "w") as f:
+        json.dump(table, f, indent=1, sort_keys=True)
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump({"paddle": paddle.__version__, "failed": failed}, f, indent=1)
+    for case, tb in failed.items():
+        print(f"{case}: FAILED\n{tb}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], set(sys.argv[2:]))

@@ -1,0 +1,190 @@
+"""Paddle 3's PIR programs (`.json`), written by Paddle itself, read and run by kernelcore with Paddle Inference's
+outputs; the PIR op table checked against Paddle's own op signatures; malformed files refused with LoadError.
+
+A session fixture runs tests/paddle_oracle/make_pir_models.py with Paddle 3.3.1 (its default, PIR) into a temporary
+directory; without the Paddle venv the oracle tests skip and say so (the malformed-file tests still run).
+"""
+import copy
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kernelcore as kc
+from kernelcore.errors import LoadError
+from kernelcore.formats.pir_json import is_pir_json, load_pir_program, pir_program_from_bytes
+from kernelcore.formats.pir_ops import PIR_OPS
+from kernelcore.io import feed_target_names, fetch_target_names, load_params
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERATOR = ROOT / "tests" / "paddle_oracle" / "make_pir_models.py"
+PADDLE3 = ROOT / ".venv-paddle" / "bin" / "python"
+CASES = ["mlp", "ops", "more_ops", "lenet", "resnet18", "mobilenet_v2"]
+
+
+@pytest.fixture(scope="session")
+def pir_zoo(tmp_path_factory) -> Path:
+    if not PADDLE3.exists():
+        pytest.skip(f"no Paddle 3.3.1 oracle at {PADDLE3.parent.parent}: run ./dev test")
+    out = tmp_path_factory.mktemp("pir_models")
+    env = dict(os.environ, GLOG_minloglevel="2", PYTHONWARNINGS="ignore")
+    env.pop("FLAGS_enable_pir_api", None)
+    r = subprocess.run([str(PADDLE3), str(GENERATOR), str(out)], capture_output=True, text=True, env=env,
+                       timeout=600)
+    if r.returncode != 0:
+        pytest.fail(f"{GENERATOR.name} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    failed = json.loads((out / "manifest.json").read_text())["failed"]
+    assert not failed, f"Paddle could not write: {failed}"
+    return out
+
+
+def _load(zoo: Path, case: str):
+    prog = load_pir_program(zoo / f"{case}.json")
+    scope = kc.Scope()
+    for name, arr in load_params(zoo / f"{case}.pdiparams", prog).items():
+        scope.set(name, arr)
+    return prog, scope
+
+
+@pytest.mark.paddle
+@pytest.mark.parametrize("case", CASES)
+def test_pir_program_runs_with_paddle_inference_outputs(pir_zoo, case):
+    prog, scope = _load(pir_zoo, case)
+    data = np.load(pir_zoo / f"{case}.npz")
+    feeds, fetches = feed_target_names(prog), fetch_target_names(prog)
+    meta = json.loads((pir_zoo / f"{case}.meta.json").read_text())
+    assert feeds == meta["feed_names"]
+    assert len(fetches) == len(meta["fetch_names"])
+    outs = kc.Executor().run(prog, feed={n: data[n] for n in feeds}, fetch_list=fetches, scope=scope)
+    for i, got in enumerate(outs):
+        want = data[f"fetch_{i}"]
+        assert got.shape == want.shape and got.dtype == want.dtype, (fetches[i], got.shape, want.shape)
+        floor = 1e-4 * max(float(np.abs(want).max()), 1e-30)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=floor, err_msg=f"{case}: {fetches[i]}")
+
+
+@pytest.mark.paddle
+def test_pir_op_table_agrees_with_paddles_op_signatures(pir_zoo):
+    """Each row's operand order, attribute names and results are Paddle's (from its runtime), and every row is
+    exercised by a program Paddle wrote."""
+    sigs = json.loads((pir_zoo / "signatures.json").read_text())
+    unchecked = sorted(set(PIR_OPS) - set(sigs))
+    assert not unchecked, f"rows no oracle program exercises (add them to make_pir_models.py): {unchecked}"
+    for name, spec in PIR_OPS.items():
+        sig = sigs[name]
+        assert spec.pir_inputs == sig["inputs"], name
+        assert [n for n, _ in spec.outputs] == sig["outputs"], name
+        unknown = set(sig["attrs"]) - set(spec.attrs)
+        assert not unknown, f"{name}: Paddle's attributes {unknown} have no place in the row"
+
+
+@pytest.mark.paddle
+def test_pir_values_get_readable_names_and_parameters_keep_paddles(pir_zoo):
+    prog, _ = _load(pir_zoo, "resnet18")
+    names = {v.name for v in prog.global_block().vars}
+    assert {"conv2d_0.out", "batch_norm_0.out", "relu_0.out", "x"} <= names
+    assert "conv2d_0.w_0" in names and prog.global_block().var("conv2d_0.w_0").desc.persistable
+    bn = next(op for op in prog.global_block().ops if op.type == "batch_norm")
+    assert bn.output("MeanOut") == bn.input("Mean")  # running statistics written in place, as legacy files do
+    assert all(not n.endswith(".out") or "_" in n for n in names)
+
+
+@pytest.mark.paddle
+def test_pir_file_is_told_apart_by_content(pir_zoo):
+    head = (pir_zoo / "mlp.json").read_bytes()[:4096]
+    assert is_pir_json(head)
+    assert not is_pir_json(b'{"cells": [], "metadata": {}}')
+    assert not is_pir_json(b"\x0a\x05block")
+
+
+# -- malformed files: LoadError naming the place, never another exception --------------------------------------
+def _minimal() -> dict:
+    t = {"#": "0.t_dtensor", "D": [{"#": "0.t_f32"}, [-1, 4], "NCHW", [], 0]}
+    return {"base_code": {"magic": "pir", "version": 4, "trainable": False},
+            "program": {"regions": [{"#": "region_0", "blocks": [{"#": "block_0", "args": [], "ops": [
+                {"#": "1.data", "A": [{"N": "name", "AT": {"#": "0.a_str", "D": "x"}}], "I": [],
+                 "O": [{"%": 1, "TT": t}]},
+                {"#": "1.relu", "A": [], "I": [{"%": 1}], "O": [{"%": 2, "TT": t}]},
+                {"#": "1.fetch", "A": [{"N": "col", "AT": {"#": "0.a_i32", "D": 0}}], "I": [{"%": 2}],
+                 "O": [{"%": 3, "TT": t}]}]}]}]}}
+
+
+def _bytes(doc) -> bytes:
+    return json.dumps(doc).encode()
+
+
+def test_minimal_pir_program_runs():
+    prog = pir_program_from_bytes(_bytes(_minimal()))
+    x = np.array([[-1.0, 2.0, -3.0, 4.0]], np.float32)
+    out, = kc.Executor().run(prog, feed={"x": x}, fetch_list=fetch_target_names(prog), scope=kc.Scope())
+    np.testing.assert_array_equal(out, np.maximum(x, 0))
+    assert fetch_target_names(prog) == ["relu_0.out"]
+
+
+def _ops(doc):
+    return doc["program"]["regions"][0]["blocks"][0]["ops"]
+
+
+HOSTILE = {
+    "not json": lambda d: b"{not json",
+    "deep nesting": lambda d: b"[" * 100_000 + b"]" * 100_000,
+    "repeated keys": lambda d: b'{"base_code": {"magic": "pir"}, "base_code": {"magic": "pir"}}',
+    "no magic": lambda d: _bytes({**d, "base_code": {"magic": "nope"}}),
+    "dangling id": lambda d: (_ops(d)[1].update(I=[{"%": 99}]), _bytes(d))[1],
+    "use before definition": lambda d: (_ops(d).insert(0, _ops(d).pop(1)), _bytes(d))[1],
+    "repeated definition": lambda d: (_ops(d)[1]["O"][0].update({"%": 1}), _bytes(d))[1],
+    "string id": lambda d: (_ops(d)[1].update(I=[{"%": "1"}]), _bytes(d))[1],
+    "huge dims": lambda d: (_ops(d)[0]["O"][0]["TT"]["D"].__setitem__(1, [2 ** 62] * 65), _bytes(d))[1],
+    "unknown op": lambda d: (_ops(d)[1].update({"#": "1.no_such_op\x1b[31m"}), _bytes(d))[1],
+    "ops not a list": lambda d: (d["program"]["regions"][0]["blocks"][0].update(ops={}), _bytes(d))[1],
+    "attr of wrong type": lambda d: (_ops(d)[0]["A"].__setitem__(0, {"N": 5}), _bytes(d))[1],
+    "control flow region": lambda d: (_ops(d)[1].update(regions=[{"blocks": []}]), _bytes(d))[1],
+    "two fetch operands": lambda d: (_ops(d)[2].update(I=[{"%": 2}, {"%": 1}]), _bytes(d))[1],
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_malformed_pir_file_gives_load_error(case):
+    data = HOSTILE[case](copy.deepcopy(_minimal()))
+    with pytest.raises(LoadError) as e:
+        pir_program_from_bytes(data, source="m.json")
+    assert str(e.value).startswith("m.json: ")
+    assert len(str(e.value)) < 600
+
+
+def test_pir_reader_mutations_give_load_error_or_a_program():
+    """Every single-field mutation of a valid file (a value swapped for one of another type) is refused with
+    LoadError or read as a program; nothing else escapes."""
+    from hypothesis import given, settings, strategies as st
+
+    base = _minimal()
+    paths = []
+
+    def walk(node, path):
+        paths.append(path)
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, path + (k,))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, path + (i,))
+    walk(base, ())
+    junk = st.one_of(st.none(), st.booleans(), st.integers(-2 ** 70, 2 ** 70), st.floats(allow_nan=False),
+                     st.text(max_size=8), st.just([]), st.just({}), st.just([{"%": 1}]))
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.sampled_from(paths[1:]), junk)
+    def check(path, value):
+        doc = copy.deepcopy(base)
+        node = doc
+        for p in path[:-1]:
+            node = node[p]
+        node[path[-1]] = value
+        try:
+            pir_program_from_bytes(_bytes(doc))
+        except LoadError:
+            pass
+    check()
