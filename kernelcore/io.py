@@ -42,6 +42,7 @@ NOT_SAVED = frozenset({VT.FEED_MINIBATCH, VT.FETCH_LIST, VT.READER, VT.RAW})
 # protobuf refuses messages of 2 GiB or more; reading such a file would only waste memory.
 MAX_PROGRAM_BYTES = 2 ** 31 - 1
 MAX_NDIM = 64  # NumPy's limit
+MAX_ARRAY_BYTES = np.iinfo(np.intp).max  # NumPy refuses a shape whose size in bytes passes this
 
 
 # ---------------------------------------------------------------------------
@@ -260,10 +261,7 @@ def _read_tensor(s: _Stream, what: str) -> tuple[np.ndarray, list[list[int]]]:
         raise LoadError(f"{src}: {what}: data type {dtypes.type_name(desc.data_type)} is not one a parameter "
                         f"file can hold here (no NumPy equivalent)") from None
     dims = list(desc.dims)
-    if len(dims) > MAX_NDIM:
-        raise LoadError(f"{src}: {what}: {len(dims)} dimensions (at most {MAX_NDIM})")
-    if any(d < 0 for d in dims):
-        raise LoadError(f"{src}: {what}: negative dimension in shape {dims}")
+    _check_dims(dims, dtype.itemsize, f"{src}: {what}: {dtypes.type_name(desc.data_type)}{dims}")
     nbytes = math.prod(dims) * dtype.itemsize
     s._need(nbytes, f"{what}: data of {dtypes.type_name(desc.data_type)}{dims}")  # before allocating
     buf = bytearray(nbytes)
@@ -272,6 +270,21 @@ def _read_tensor(s: _Stream, what: str) -> tuple[np.ndarray, list[list[int]]]:
     if not arr.dtype.isnative:
         arr = arr.astype(dtype)
     return arr, lod
+
+
+def _check_dims(dims: list[int], itemsize: int, what: str) -> None:
+    """LoadError unless `dims` is a shape NumPy can hold: at most MAX_NDIM dimensions, none negative, and
+    the size of the array (its non-zero dims times `itemsize`: NumPy checks that product even when a dim is
+    0) within int64. A file's data bytes are checked against what is left of it after this."""
+    if len(dims) > MAX_NDIM:
+        raise LoadError(f"{what}: {len(dims)} dimensions (at most {MAX_NDIM})")
+    if any(d < 0 for d in dims):
+        raise LoadError(f"{what}: negative dimension in its shape")
+    size = itemsize
+    for d in dims:
+        size *= max(d, 1)
+        if size > MAX_ARRAY_BYTES:
+            raise LoadError(f"{what}: the shape's size overflows int64 (more than {MAX_ARRAY_BYTES} bytes)")
 
 
 def check_params_match(program: Program, params: Mapping[str, np.ndarray], source: str) -> None:

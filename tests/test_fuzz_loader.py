@@ -1,6 +1,7 @@
 """Corrupt program and parameter files: the loaders return a well-formed value or raise
 kc.LoadError, never anything else (no DecodeError, struct.error, UnicodeDecodeError,
 MemoryError from a size the file claims, ...)."""
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -172,3 +173,24 @@ def test_header_fields_with_huge_or_odd_values(data):
     raw = bytearray(PARAMS)
     raw[pos:pos + size] = value.to_bytes(size, "little")
     params_or_error(bytes(raw))
+
+
+def _tensor_with_header(data_type: int, dims: list, body: bytes) -> bytes:
+    desc = pb.VarType.TensorDesc(data_type=data_type, dims=dims).SerializeToString()
+    return struct.pack("<IQ", 0, 0) + struct.pack("<Ii", 0, len(desc)) + desc + body
+
+
+# a dim drawn near the edges that break arithmetic: 0, 1, small, and around 2**31, 2**32, 2**62, 2**63
+_EDGE_DIM = st.one_of(st.integers(0, 8), st.integers(-2, 2 ** 63 - 1),
+                      st.sampled_from([2 ** 31 - 1, 2 ** 31, 2 ** 32, 2 ** 61, 2 ** 62, 2 ** 63 - 1]))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([0, 1, 2, 3, 4, 5, 6, 9, 20, 21, 22, 23, 24]), st.lists(_EDGE_DIM, max_size=6),
+       st.binary(max_size=64))
+def test_pdiparams_tensor_headers_with_any_dims(data_type, dims, body):
+    """Any data type and dims in a tensor's header, with whatever bytes follow: a LoadError or an array
+    of exactly the declared shape, never NumPy's own error about the shape."""
+    out = params_or_error(_tensor_with_header(data_type, dims, body), ["w"])
+    if out is not None:
+        assert list(out["w"].shape) == dims

@@ -261,6 +261,26 @@ def test_bad_param_streams(data, words):
     assert "w.pdiparams" in str(e.value) and words in str(e.value), str(e.value)
 
 
+@pytest.mark.parametrize("dims", [
+    [0, 2 ** 62, 2 ** 62],          # no data at all, yet NumPy refuses the shape
+    [2 ** 62, 2 ** 62],             # the product overflows int64
+    [2 ** 63 - 1, 2],
+    [0, 2 ** 61],                   # 2**61 float32s: 2**63 bytes, one past int64
+])
+def test_param_dims_that_overflow_are_named_before_any_allocation(tmp_path, dims):
+    path = tmp_path / "o.pdiparams"
+    path.write_bytes(_tensor(arr=np.ones(2, np.float32)) + _tensor(desc=_desc(5, dims), data=b""))
+    with pytest.raises(kc.LoadError) as e:
+        kc.load_params(path, ["a", "b"])
+    msg = str(e.value)
+    assert "o.pdiparams" in msg and "tensor #1 (b)" in msg and str(dims) in msg and "overflows int64" in msg, msg
+
+
+def test_param_dims_that_fit_are_read():
+    out = kio.params_from_bytes(_tensor(desc=_desc(5, [0, 2 ** 60]), data=b""), ["w"])
+    assert out["w"].shape == (0, 2 ** 60) and out["w"].dtype == np.float32
+
+
 def test_param_file_count_must_match_the_program(tmp_path):
     prog = kc.load_program(MLP_MODEL)
     params = kc.load_params(MLP_PARAMS, prog)
