@@ -31,8 +31,9 @@ from ..proto import framework_pb2 as pb
 from ..registry import get_op_def, has_op
 from .pir_ops import CONSTANT_MAKERS, DROP, PIR_OPS, PirOp
 
-MAX_PIR_BYTES = 1 << 30      # a PIR program of a large model is tens of MB; a GiB of JSON is not a program
-MAX_NESTING = 200            # JSON depth: a program's deepest region nesting stays far below this
+# A large model's PIR program is tens of MB; parsing JSON takes about ten times its size in memory, so a
+# bigger file is refused before it is read.
+MAX_PIR_BYTES = 256 << 20
 DIALECTS = {"0": "builtin", "1": "pd_op", "2": "cf"}
 
 # element types of PIR's dense tensors ("0.t_f32") -> kernelcore dtype names
@@ -65,8 +66,14 @@ def load_pir_program(path) -> Program:
 
 
 def pir_program_from_bytes(data: bytes, *, source: str = "bytes") -> Program:
+    if len(data) > MAX_PIR_BYTES:
+        raise LoadError(f"{source}: {len(data):,} bytes is more than a PIR program holds "
+                        f"(kernelcore reads up to {MAX_PIR_BYTES:,})")
     doc = _parse_json(data, source)
-    return _Reader(source).read(doc)
+    try:
+        return _Reader(source).read(doc)
+    except RecursionError:
+        raise LoadError(f"{source}: attributes nested too deep to be a PIR program") from None
 
 
 # -- JSON, bounded ---------------------------------------------------------------------------------------------
@@ -80,28 +87,12 @@ def _no_repeated_keys(pairs):
 
 
 def _parse_json(data: bytes, source: str):
-    depth = max_depth = 0
-    in_str = esc = False
-    for b in data:  # a nesting bound checked before the parser recurses (a bytes scan; no allocation)
-        if in_str:
-            if esc:
-                esc = False
-            elif b == 0x5C:
-                esc = True
-            elif b == 0x22:
-                in_str = False
-        elif b == 0x22:
-            in_str = True
-        elif b in (0x7B, 0x5B):
-            depth += 1
-            if depth > MAX_NESTING:
-                raise LoadError(f"{source}: JSON nested more than {MAX_NESTING} deep: not a PIR program")
-        elif b in (0x7D, 0x5D):
-            depth -= 1
+    # json's C scanner raises RecursionError past the interpreter's depth limit, so nesting is bounded there
     try:
         return json.loads(data, object_pairs_hook=_no_repeated_keys)
     except (ValueError, RecursionError) as e:
-        raise LoadError(f"{source}: not a PIR program: invalid JSON: {str(e)[:200]}") from None
+        why = "nested too deep" if isinstance(e, RecursionError) else str(e)[:200]
+        raise LoadError(f"{source}: not a PIR program: invalid JSON: {why}") from None
 
 
 # -- the reader --------------------------------------------------------------------------------------------------
@@ -361,7 +352,10 @@ class _Reader:
                               f"it constant (as attribute {attr!r})")
                 inputs[tensor_slot] = [v.name]
                 self.mark_tensor(v)
-        for attr_name, value in _attrs(op, self).items():
+        pir_attrs = _attrs(op, self)
+        if spec.operands_take_dtype:
+            self.retype_constants(name, by_operand.values(), _dtype_attr(pir_attrs.get("dtype")))
+        for attr_name, value in pir_attrs.items():
             legacy = spec.attrs.get(attr_name)
             if legacy is None:
                 if attr_name in ("struct_name", "place", "stop_gradient", "persistable"):
@@ -402,6 +396,18 @@ class _Reader:
             self.define(op, k, _Value(name=out_name))
             outputs[slot] = [out_name]
         self.emitted.append(_Emit(spec.legacy, inputs, outputs, legacy_attrs, i))
+
+    def retype_constants(self, name: str, operands, dtype: str | None) -> None:
+        """Make the constants `operands` come from in `dtype` (an op whose dtype attribute its legacy twin reads
+        from its operands)."""
+        if dtype is None:
+            return
+        for v in operands:
+            maker = self.emitted[v.maker] if v.maker is not None else None
+            if maker is None or maker.type != "fill_constant":
+                self.fail(f"{name}'s operands must be constants (pd_op.full) here")
+            maker.attrs["dtype"] = _var_type(dtype)
+            v.dtype = dtype
 
     def mark_tensor(self, v: _Value) -> None:
         """`v` is read as a tensor: the constant op that makes it (if any) must run."""

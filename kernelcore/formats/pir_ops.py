@@ -32,6 +32,7 @@ class PirOp:
     fixed: dict = field(default_factory=dict)    # legacy attributes with one value for every such op
     adjust: Callable[[dict], None] | None = None  # last touches on the legacy attributes
     input_dtype_attr: str = ""                   # a legacy attribute that states the first operand's dtype
+    operands_take_dtype: bool = False            # Paddle's `dtype` attribute is the constant operands' dtype
 
     @property
     def pir_inputs(self) -> list[str]:
@@ -132,6 +133,15 @@ PIR_OPS: dict[str, PirOp] = {
     "pd_op.split_with_num": PirOp("split", (("x", "X"), ("axis", "@axis|AxisTensor")), OUT, {"num": "num"}),
     "pd_op.split": PirOp("split", (("x", "X"), ("sections", "@sections|SectionsTensorList"),
                                    ("axis", "@axis|AxisTensor")), OUT),
+    "pd_op.unsqueeze": PirOp("unsqueeze2", (("x", "X"), ("axis", "@axes|AxesTensor|AxesTensorList")), OUT),
+    "pd_op.slice": PirOp("slice", (("input", "Input"), ("starts", "@starts|StartsTensor|StartsTensorList"),
+                                   ("ends", "@ends|EndsTensor|EndsTensorList")), OUT,
+                         {"axes": "axes", "infer_flags": "infer_flags", "decrease_axis": "decrease_axis"}),
+    "pd_op.embedding": PirOp("lookup_table_v2", (("x", "Ids"), ("weight", "W")), OUT,
+                             {"padding_idx": "padding_idx", "sparse": "is_sparse"}),
+    # legacy range takes its dtype from its operands; PIR's arange says it in an attribute
+    "pd_op.arange": PirOp("range", (("start", "Start"), ("end", "End"), ("step", "Step")), OUT, {"dtype": DROP},
+                          operands_take_dtype=True),
     "pd_op.dropout": PirOp("dropout", (("x", "X"), ("seed_tensor", None), ("p", "@dropout_prob")),
                            (("out", "Out"), ("mask", "Mask")),
                            {"is_test": "is_test", "mode": "mode", "seed": "seed", "fix_seed": "fix_seed"},

@@ -75,6 +75,25 @@ class MoreOps(paddle.nn.Layer):
         return paddle.cast(r, "float64"), flags, paddle.sum(u, axis=1) - paddle.sum(v, axis=1)
 
 
+class BertLike(paddle.nn.Layer):
+    """Token and position embeddings, a GELU Transformer encoder layer, a pooled first token."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb, self.pos = paddle.nn.Embedding(100, 16), paddle.nn.Embedding(10, 16)
+        layer = paddle.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1, activation="gelu")
+        self.enc, self.norm = paddle.nn.TransformerEncoder(layer, 1), paddle.nn.LayerNorm(16)
+
+    def forward(self, ids):
+        pos = paddle.arange(ids.shape[1]).unsqueeze(0)
+        h = self.enc(self.norm(self.emb(ids) + self.pos(pos)))
+        return paddle.tanh(h[:, 0])
+
+
+def _encoder():
+    return paddle.nn.TransformerEncoder(paddle.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0), 2)
+
+
 def _vision(name, **kw):
     import paddle.vision.models as M
     return getattr(M, name)(**kw)
@@ -84,11 +103,19 @@ CASES = {
     "mlp": (MLP, [InputSpec([None, 13], "float32", "x")], [(8, 13)]),
     "ops": (Ops, [InputSpec([2, 6], "float32", "x")], [(2, 6)]),
     "more_ops": (MoreOps, [InputSpec([4, 8], "float32", "x")], [(4, 8)]),
+    "encoder": (_encoder, [InputSpec([None, 5, 16], "float32", "src")], [(2, 5, 16)]),
+    "bert_like": (BertLike, [InputSpec([None, 6], "int64", "ids")], [(2, 6)]),
     "lenet": (lambda: _vision("LeNet"), [InputSpec([None, 1, 28, 28], "float32", "x")], [(2, 1, 28, 28)]),
     "resnet18": (lambda: _vision("resnet18"), [InputSpec([None, 3, 64, 64], "float32", "x")], [(1, 3, 64, 64)]),
     "mobilenet_v2": (lambda: _vision("mobilenet_v2", scale=0.5), [InputSpec([None, 3, 64, 64], "float32", "x")],
                      [(1, 3, 64, 64)]),
 }
+
+
+def _feed(rng, spec, shape):
+    if spec.dtype == paddle.int64:
+        return rng.integers(0, 10, shape).astype("int64")
+    return rng.standard_normal(shape).astype("float32")
 
 
 def predict(prefix, feeds):
@@ -137,7 +164,7 @@ def main(out, only):
             layer.eval()
             prefix = os.path.join(out, case)
             paddle.jit.save(layer, prefix, input_spec=spec)
-            feeds = {s.name: rng.standard_normal(shape).astype("float32") for s, shape in zip(spec, shapes)}
+            feeds = {s.name: _feed(rng, s, shape) for s, shape in zip(spec, shapes)}
             names, outs = predict(prefix, feeds)
             np.savez(prefix + ".npz", **feeds, **{f"fetch_{i}": o for i, o in enumerate(outs)})
             with open(prefix + ".meta.json", "w") as f:
