@@ -131,7 +131,9 @@ export interface Hit {
   message: string;
 }
 
-export interface Origin {
+/** One write in a provenance answer; `inputs` are ids of other nodes (a shared input is one node). */
+export interface OriginNode {
+  id: number;
   name: string;
   kind: 'op' | 'bound' | 'initial' | 'unknown';
   event: number | null;
@@ -142,7 +144,18 @@ export interface Origin {
   scope: number | null;
   shape: number[] | null;
   note: string;
-  inputs: Origin[];
+  inputs: number[];
+  /** why its inputs were not followed: past the depth asked, or the node budget ran out */
+  cut: null | 'depth' | 'nodes';
+}
+
+/** A provenance answer (`provenance`): the DAG of writes a value came from, each once. */
+export interface Origin {
+  root: number;
+  nodes: OriginNode[];
+  truncated: boolean;
+  cut: number[];
+  limits: { depth: number; nodes: number } | null;
 }
 
 /** The tensor panel's view of one variable at the cursor (`tensor`): the TensorViewer's traits. */
