@@ -31,6 +31,13 @@ from .display import OPTIMIZE_OPS, op_id, var_id
 from .var_uses import BlockUses
 
 SEARCH_LIMIT = 500   # search hits answered at most
+# What one request may ask for. The server route and the kernel's comm both take requests from a browser,
+# so the caps hold for both: a list of ids is checked before any group is looked up, and the ops and
+# variables of the groups asked for are counted before their JSON is built.
+MAX_GROUP_IDS = 65_536         # ids in one list (`groups` or `loaded`), repeats included
+MAX_GROUP_ID_CHARS = 256       # characters of one group id (hierarchy.py's ids are a few dozen at most)
+MAX_QUERY_CHARS = 1_024        # characters of a search query
+MAX_CONTENTS_NODES = 50_000    # ops and variables one contents reply carries (~30 MB of JSON)
 
 _parts: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Program -> ProgramParts
 _displayed: dict[str, tuple] = {}  # program id -> (weakref to the Program, its version when shown)
@@ -74,6 +81,51 @@ def lookup(pid: str) -> "ProgramParts":
     if parts.version != hit[1]:
         raise ProgramGone(f"program {pid!r} changed since it was shown; re-run the cell to open it")
     return parts
+
+
+class PartsRequestError(ValueError):
+    """A parts request that is malformed (`status` 400) or asks for more than a cap allows (413); the
+    message names the field and, for a cap, the cap."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+def group_ids(value, field: str) -> list:
+    """`value` (a request's `field`) as a list of distinct group ids (strings; None is block level), in the
+    order first given: a repeated id is answered once. PartsRequestError when it is no list, too long, or
+    holds anything but short strings and nulls."""
+    if not isinstance(value, list):
+        raise PartsRequestError(f"{field} must be a list of group ids (strings, or null for block level), "
+                                f"not {type(value).__name__}")
+    if len(value) > MAX_GROUP_IDS:
+        raise PartsRequestError(f"{field} names {len(value)} groups; a request names at most {MAX_GROUP_IDS}", 413)
+    for k, g in enumerate(value):
+        if g is None:
+            continue
+        if not isinstance(g, str):
+            raise PartsRequestError(f"{field}[{k}] is a {type(g).__name__}; a group id is a string "
+                                    f"(or null for block level)")
+        if len(g) > MAX_GROUP_ID_CHARS:
+            raise PartsRequestError(f"{field}[{k}] is {len(g)} characters long; a group id has at most "
+                                    f"{MAX_GROUP_ID_CHARS}")
+    return list(dict.fromkeys(value))
+
+
+def _block_index(value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise PartsRequestError(f"block must be an integer (a block index), not {type(value).__name__}")
+    return value
+
+
+def _search_query(value) -> str:
+    if not isinstance(value, str):
+        raise PartsRequestError(f"query must be a string, not {type(value).__name__}")
+    if len(value) > MAX_QUERY_CHARS:
+        raise PartsRequestError(f"query is {len(value)} characters long; a search query has at most "
+                                f"{MAX_QUERY_CHARS}")
+    return value
 
 
 class _Block:
@@ -185,11 +237,10 @@ class ProgramParts:
         if not 0 <= b < len(self.blocks):
             raise KeyError(f"the program has no block {b}")
         blk = self.blocks[b]
-        gids = []
-        for g in group_ids:
+        gids = list(dict.fromkeys(group_ids))  # a group asked for twice is sent once
+        for g in gids:
             if g is not None and g not in blk.by_id:
                 raise KeyError(f"block {b} has no group {g!r}")
-            gids.append(g)
         L = {None, *gids}
         for g in loaded or ():
             if g is not None and g not in blk.by_id:
@@ -333,24 +384,49 @@ class ProgramParts:
         return {"hits": hits, "total": total, "groups": paths}
 
     def handle(self, msg: dict) -> dict:
-        """One request of the parts protocol -> its answer (the widget and the comm both call this):
-        {"type": "contents", "block": int, "groups": [id|null], "loaded": [id]} -> the contents;
-        {"type": "search", "query": str} -> the hits. Errors answer {"error": str}."""
-        kind = msg.get("type") if isinstance(msg, dict) else None
+        """One request of the parts protocol -> its answer (the comm calls this): `answer`, with every
+        error (a malformed request or one over a cap included) answered as {"error": str}."""
         try:
-            if kind == "contents":
-                b = msg.get("block")
-                groups = msg.get("groups")
-                loaded = msg.get("loaded", [])
-                if not isinstance(b, int) or not isinstance(groups, list) or not isinstance(loaded, list):
-                    raise KeyError("contents needs block (int), groups and loaded (lists of group ids)")
+            return self.answer(msg)
+        except PartsRequestError as e:
+            return {"error": str(e)}
+
+    def _check_contents_size(self, b: int, gids: list) -> None:
+        """PartsRequestError (413) when the groups `gids` of block `b` hold more than MAX_CONTENTS_NODES ops
+        and variables: counted before any JSON is built (the skeleton is not capped: it is what the view
+        needs first)."""
+        if not 0 <= b < len(self.blocks):
+            return  # contents names the missing block
+        blk = self.blocks[b]
+        nodes = sum(len(blk.ops_in.get(g, ())) + len(blk.vars_in.get(g, ())) for g in gids)
+        if nodes > MAX_CONTENTS_NODES:
+            raise PartsRequestError(f"the {len(gids)} groups asked for hold {nodes} ops and variables; one "
+                                    f"reply carries at most {MAX_CONTENTS_NODES} (open fewer groups at once)", 413)
+
+    def answer(self, msg) -> dict:
+        """One request of the parts protocol -> its answer:
+        {"type": "contents", "block": int, "groups": [id|null], "loaded": [id]} -> the contents;
+        {"type": "search", "query": str} -> the hits. A group or block the program lacks answers
+        {"error": str}; a malformed request, or one over a cap (MAX_GROUP_IDS, MAX_GROUP_ID_CHARS,
+        MAX_QUERY_CHARS, MAX_CONTENTS_NODES), raises PartsRequestError (the server answers 400 or 413)."""
+        if not isinstance(msg, dict):
+            raise PartsRequestError(f"a request is a JSON object, not {type(msg).__name__}")
+        kind = msg.get("type")
+        if kind == "contents":
+            b = _block_index(msg.get("block"))
+            groups = group_ids(msg.get("groups"), "groups")
+            loaded = group_ids(msg.get("loaded", []), "loaded")
+            self._check_contents_size(b, groups)
+            try:
                 with op_reads.no_gc():
                     return self.contents(b, groups, loaded)
-            if kind == "search":
-                return self.search(str(msg.get("query", "")))
-            return {"error": f"unknown request {kind!r} (contents or search)"}
-        except KeyError as e:
-            return {"error": str(e.args[0]) if e.args else "not found"}
+            except KeyError as e:
+                return {"error": str(e.args[0]) if e.args else "not found"}
+        if kind == "search":
+            return self.search(_search_query(msg.get("query", "")))
+        if not isinstance(kind, (str, type(None))):
+            raise PartsRequestError(f"type must be a string (contents or search), not {type(kind).__name__}")
+        return {"error": f"unknown request {kind!r} (contents or search)"}
 
 
 def _pruned_json(pruned):

@@ -457,3 +457,50 @@ def test_attributes_given_twice_load_and_both_readers_take_the_first_role_copy()
     ops, _vars, _known, _rounds = _open_everything(parts, parts.skeleton("p"))
     assert [ops[o["id"]]["role"] for o in whole["blocks"][0]["ops"]] == \
         [o["role"] for o in whole["blocks"][0]["ops"]] == ["forward"] * 3
+
+
+# -- hostile requests: the comm (handle) answers an error, the server (answer) gets a PartsRequestError ----
+@pytest.mark.parametrize("msg, words", [
+    ({"type": "contents", "block": 0, "groups": [{"a": 1}]}, "groups[0] is a dict"),
+    ({"type": "contents", "block": 0, "groups": [[["group_0_2"]]]}, "groups[0] is a list"),
+    ({"type": "contents", "block": 0, "groups": ["group_0_2", 7]}, "groups[1] is a int"),
+    ({"type": "contents", "block": 0, "groups": [], "loaded": [{"x": []}]}, "loaded[0] is a dict"),
+    ({"type": "contents", "block": 0, "groups": "group_0_2"}, "groups must be a list"),
+    ({"type": "contents", "block": 0, "groups": ["g" * 300]}, "at most 256"),
+    ({"type": "contents", "block": True, "groups": []}, "block must be an integer"),
+    ({"type": "contents", "block": [0], "groups": []}, "block must be an integer"),
+    ({"type": "search", "query": {"q": "fc"}}, "query must be a string"),
+    ({"type": "search", "query": "x" * 5000}, "at most 1024"),
+    ({"type": ["contents"]}, "type must be a string"),
+    ([1, 2], "a request is a JSON object"),
+])
+def test_malformed_requests_are_named_not_raised(parts, msg, words):
+    assert words in parts.handle(msg)["error"]
+    with pytest.raises(program_parts.PartsRequestError, match=__import__("re").escape(words)) as e:
+        parts.answer(msg)
+    assert e.value.status == 400
+
+
+def test_a_repeated_group_id_is_answered_once(parts):
+    g = next(g for g, ops in parts.blocks[0].ops_in.items() if g is not None and ops)
+    once = parts.handle({"type": "contents", "block": 0, "groups": [g], "loaded": []})
+    many = parts.handle({"type": "contents", "block": 0, "groups": [g] * 500 + [None] * 500,
+                         "loaded": [g] * 500})
+    assert once["ops"] and [o["id"] for o in many["ops"]][:len(once["ops"])] == [o["id"] for o in once["ops"]]
+    assert len({o["id"] for o in many["ops"]}) == len(many["ops"])  # none twice
+    assert many["groups"] == [g, None]
+
+
+def test_caps_on_ids_and_on_what_one_reply_carries(parts, monkeypatch):
+    monkeypatch.setattr(program_parts, "MAX_GROUP_IDS", 10)
+    with pytest.raises(program_parts.PartsRequestError, match="names 11 groups; a request names at most 10") as e:
+        parts.answer({"type": "contents", "block": 0, "groups": ["group_0_2"] * 11})
+    assert e.value.status == 413
+    monkeypatch.setattr(program_parts, "MAX_GROUP_IDS", 1 << 16)
+    every = [g["id"] for g in parts.blocks[0].groups]
+    assert "ops" in parts.handle({"type": "contents", "block": 0, "groups": every})
+    monkeypatch.setattr(program_parts, "MAX_CONTENTS_NODES", 20)
+    with pytest.raises(program_parts.PartsRequestError, match="one reply carries at most 20") as e:
+        parts.answer({"type": "contents", "block": 0, "groups": every})
+    assert e.value.status == 413
+    assert "at most 20" in parts.handle({"type": "contents", "block": 0, "groups": every})["error"]
