@@ -22,7 +22,7 @@ from kernelcore.io import feed_target_names, fetch_target_names, load_params
 ROOT = Path(__file__).resolve().parent.parent
 GENERATOR = ROOT / "tests" / "paddle_oracle" / "make_pir_models.py"
 PADDLE3 = ROOT / ".venv-paddle" / "bin" / "python"
-CASES = ["mlp", "ops", "more_ops", "encoder", "bert_like", "lenet", "resnet18", "mobilenet_v2"]
+CASES = ["mlp", "ops", "more_ops", "encoder", "bert_like", "lstm", "gru", "lenet", "resnet18", "mobilenet_v2"]
 
 
 @pytest.fixture(scope="session")

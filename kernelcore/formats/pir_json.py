@@ -124,10 +124,11 @@ class _Reader:
     values: dict = field(default_factory=dict)      # PIR value id -> _Value
     counts: dict = field(default_factory=dict)      # op base name -> how many so far (for names)
     names: set = field(default_factory=set)
-    params: list = field(default_factory=list)      # (name, shape, dtype)
+    params: list = field(default_factory=list)      # (name, shape, dtype, persistable)
     feeds: list = field(default_factory=list)       # (col, name, shape, dtype)
     fetches: list = field(default_factory=list)     # (col, name)
     emitted: list = field(default_factory=list)
+    extra_types: dict = field(default_factory=dict)  # name -> (shape, dtype) of variables no PIR value names
     where: str = ""
 
     def fail(self, what: str):
@@ -254,7 +255,9 @@ class _Reader:
         self.names.add(pname)
         self.define(op, 0, _Value(name=pname))
         v = self.values[_value_id(_first(op.get("O"), self), self)]
-        self.params.append((pname, v.shape, v.dtype))
+        flags = op.get("OA")  # [persistable, stop_gradient, trainable]: a dropout state is not saved
+        persistable = not (isinstance(flags, list) and flags and flags[0] == 0)
+        self.params.append((pname, v.shape, v.dtype, persistable))
 
     def data(self, op) -> None:
         attrs = _attrs(op, self)
@@ -330,8 +333,8 @@ class _Reader:
         legacy_attrs = dict(spec.fixed)
         by_operand = {}
         for (pir_name, where), vid in zip(spec.inputs, ids):
-            if vid == 0:
-                continue  # an absent optional operand
+            if vid == 0 or where == "~":
+                continue  # an absent optional operand, or one the legacy op has no use for
             v = self.value(vid)
             by_operand[pir_name] = v
             if where is None:
@@ -395,7 +398,20 @@ class _Reader:
                 out_name = self.fresh(stem, pir_out)
             self.define(op, k, _Value(name=out_name))
             outputs[slot] = [out_name]
-        self.emitted.append(_Emit(spec.legacy, inputs, outputs, legacy_attrs, i))
+        if spec.cast_result is not None:
+            self.emit_with_cast(spec, inputs, outputs, legacy_attrs, i)
+        else:
+            self.emitted.append(_Emit(spec.legacy, inputs, outputs, legacy_attrs, i))
+
+    def emit_with_cast(self, spec: PirOp, inputs: dict, outputs: dict, attrs: dict, i: int) -> None:
+        """The legacy op writes `<result>.raw` in its own dtype; a cast gives the result Paddle declares."""
+        (slot, (final,)), = outputs.items()
+        raw = self.fresh(final, "raw")
+        self.emitted.append(_Emit(spec.legacy, inputs, {slot: [raw]}, attrs, i))
+        src, dst = spec.cast_result
+        self.extra_types[raw] = (None, src)
+        self.emitted.append(_Emit("cast", {"X": [raw]}, {"Out": [final]},
+                                  {"in_dtype": _var_type(src), "out_dtype": _var_type(dst)}, i))
 
     def retype_constants(self, name: str, operands, dtype: str | None) -> None:
         """Make the constants `operands` come from in `dtype` (an op whose dtype attribute its legacy twin reads
@@ -421,13 +437,14 @@ class _Reader:
         prog = Program()
         block = prog.global_block()
         declared = set()
-        for name, shape, dtype in self.params:
-            block.create_var(name, shape=shape, dtype=dtype or "float32", persistable=True, is_parameter=True)
+        for name, shape, dtype, persistable in self.params:
+            block.create_var(name, shape=shape, dtype=dtype or "float32", persistable=persistable,
+                             is_parameter=persistable)
             declared.add(name)
         for _col, name, shape, dtype in self.feeds:
             block.create_var(name, shape=shape, dtype=dtype or "float32")
             declared.add(name)
-        shapes = {}
+        shapes = dict(self.extra_types)
         for v in self.values.values():
             if isinstance(v.name, str):
                 shapes.setdefault(v.name, (v.shape, v.dtype))

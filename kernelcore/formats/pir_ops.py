@@ -10,6 +10,7 @@ A PIR op passes its operands by position and keeps some of what a legacy op held
                   that attribute when the operand is a constant; otherwise the legacy slot for a tensor (Shape)
                   or, when the operand is a list of values (`builtin.combine`), the slot for a list (ShapeTensor)
     None          dropped (an optional operand kernelcore's op does not take; it must be absent)
+    "~"           ignored whether present or not (state Paddle threads through that the op does not read)
 
 Results are named the same way, with `=mean` for an in-place result that aliases operand `mean` (a batch
 norm's running mean, as Paddle's legacy programs write it). Each row also keeps Paddle's own operand and
@@ -33,6 +34,7 @@ class PirOp:
     adjust: Callable[[dict], None] | None = None  # last touches on the legacy attributes
     input_dtype_attr: str = ""                   # a legacy attribute that states the first operand's dtype
     operands_take_dtype: bool = False            # Paddle's `dtype` attribute is the constant operands' dtype
+    cast_result: tuple[str, str] | None = None   # (the legacy op's result dtype, Paddle's): a cast follows it
 
     @property
     def pir_inputs(self) -> list[str]:
@@ -142,6 +144,17 @@ PIR_OPS: dict[str, PirOp] = {
     # legacy range takes its dtype from its operands; PIR's arange says it in an attribute
     "pd_op.arange": PirOp("range", (("start", "Start"), ("end", "End"), ("step", "Step")), OUT, {"dtype": DROP},
                           operands_take_dtype=True),
+    "pd_op.shape64": PirOp("shape", (("input", "Input"),), OUT, cast_result=("int32", "int64")),
+    "pd_op.stack": PirOp("stack", X, (("out", "Y"),), {"axis": "axis"}),
+    "pd_op.full_with_tensor": PirOp("fill_constant", (("value", "ValueTensor"), ("shape", "ShapeTensor")), OUT,
+                                    {"dtype": "dtype"}),
+    "pd_op.rnn": PirOp("rnn", (("x", "Input"), ("pre_state", "PreState"), ("weight_list", "WeightList"),
+                               ("sequence_length", "SequenceLength"), ("dropout_state_in", "~")),
+                       (("out", "Out"), ("dropout_state_out", "DropoutState"), ("state", "State"),
+                        ("reserve", "Reserve")),
+                       {"dropout_prob": "dropout_prob", "is_bidirec": "is_bidirec", "input_size": "input_size",
+                        "hidden_size": "hidden_size", "num_layers": "num_layers", "mode": "mode", "seed": "seed",
+                        "is_test": "is_test"}),
     "pd_op.dropout": PirOp("dropout", (("x", "X"), ("seed_tensor", None), ("p", "@dropout_prob")),
                            (("out", "Out"), ("mask", "Mask")),
                            {"is_test": "is_test", "mode": "mode", "seed": "seed", "fix_seed": "fix_seed"},
