@@ -98,7 +98,7 @@ def test_drive_a_session_through_the_comm(session):
     sb.ask("cont")
     assert sb.state["hits"] and sb.state["hits"][0]["var"] == names["h_new"]
     r = sb.ask("provenance", name=names["h_prev"], depth=6)
-    assert r["ok"] and r["result"]["kind"] in ("bound", "op")
+    assert r["ok"] and r["result"]["nodes"][0]["kind"] in ("bound", "op")
     sb.ask("run_to", block=1, op=2, timestep=T - 1)
     sb.ask("goto_pause", pause=0)
     assert sb.state["pause"] == 0

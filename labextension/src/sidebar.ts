@@ -15,7 +15,7 @@ import { button, clear, formatNumber, formatShape, h } from './dom';
 import { CommPartsSource, KernelLike } from './parts';
 import { programModel } from './render';
 import { isProgramJSON, PROGRAM_MIME, TRACE_MIME } from './schema';
-import { Command, Origin, Session, WatchCond } from './protocol';
+import { Command, Origin, OriginNode, Session, WatchCond } from './protocol';
 import { IKernelcoreDebuggerModel } from './tokens';
 import { ProgramGraphView } from './views/ProgramGraph';
 
@@ -293,35 +293,39 @@ export class KernelcoreSidebar extends Widget {
 
   private _showProvenance(o: Origin): void {
     clear(this._prov);
-    const node = (x: Origin, depth: number): HTMLElement => {
-      const t = x.timestep !== null ? ` t=${x.timestep}` : '';
-      const where = x.kind === 'op' || x.kind === 'bound' ? ` \u2190 ${x.kind === 'bound' ? 'bound by ' : ''}${x.op_type} (block ${x.block} op #${x.op}${t})` : ` \u2190 ${x.kind}`;
-      const label = `${x.name}${where}${x.note ? ': ' + x.note : ''}`;
-      const el = h('div', { cls: ['jp-Kernelcore-origin', `jp-Kernelcore-origin-${x.kind}`] });
-      el.style.paddingLeft = `${depth * 10}px`;
-      if (x.event !== null) {
-        el.appendChild(button(label, () => void this.run('goto_event', { event: x.event as number }), { cls: 'jp-Kernelcore-originLink', title: 'show the state right after this op' }));
-      } else {
-        el.appendChild(h('span', { text: label }));
-      }
-      el.dataset.timestep = x.timestep === null ? '' : String(x.timestep);
-      const wrap = h('div', {}, [el]);
-      for (const i of x.inputs) {
-        wrap.appendChild(node(i, depth + 1));
-      }
-      return wrap;
-    };
-    this._prov.appendChild(node(o, 0));
+    for (const row of provenanceRows(o)) {
+      this._prov.appendChild(this._originRow(row));
+    }
+    if (o.truncated) {
+      const why = o.limits ? ` (depth ${o.limits.depth}, at most ${o.limits.nodes} writes)` : '';
+      this._prov.appendChild(h('div', { cls: ['jp-Kernelcore-muted', 'jp-Kernelcore-originCut'], text: `cut short${why}: the rows marked \u2026 have inputs not followed` }));
+    }
     // the same trail in the graph: every op the value came from
-    const trail: string[] = [];
-    const walk = (x: Origin) => {
-      if ((x.kind === 'op' || x.kind === 'bound') && x.block !== null && x.op !== null) {
-        trail.push(`o${x.block}:${x.op}`);
-      }
-      x.inputs.forEach(walk);
-    };
-    walk(o);
+    const trail = o.nodes.filter(x => (x.kind === 'op' || x.kind === 'bound') && x.block !== null && x.op !== null).map(x => `o${x.block}:${x.op}`);
     this._graph?.setTrail(trail);
+  }
+
+  private _originRow({ node: x, depth, seen }: ProvenanceRow): HTMLElement {
+    const el = h('div', { cls: ['jp-Kernelcore-origin', `jp-Kernelcore-origin-${x.kind}`] });
+    el.style.paddingLeft = `${Math.min(depth, 24) * 10}px`;
+    el.dataset.id = String(x.id);
+    el.dataset.timestep = x.timestep === null ? '' : String(x.timestep);
+    if (seen) {
+      // a shared input: shown in full once, referred to here
+      el.classList.add('jp-Kernelcore-originRef');
+      el.appendChild(h('span', { text: `${x.name} \u2192 see #${x.id}` }));
+      return el;
+    }
+    const label = `#${x.id} ${originLabel(x)}${x.cut ? ' \u2026' : ''}`;
+    if (x.event !== null) {
+      el.appendChild(button(label, () => void this.run('goto_event', { event: x.event as number }), { cls: 'jp-Kernelcore-originLink', title: 'show the state right after this op' }));
+    } else {
+      el.appendChild(h('span', { text: label }));
+    }
+    if (x.cut) {
+      el.title = x.cut === 'depth' ? 'its inputs lie deeper than the depth asked' : 'the node budget ran out before its inputs';
+    }
+    return el;
   }
 
   private _renderBreakpoints(s: Session): void {
@@ -416,4 +420,43 @@ export class KernelcoreSidebar extends Widget {
     this._graphParts?.dispose();
     super.dispose();
   }
+}
+
+export interface ProvenanceRow {
+  node: OriginNode;
+  depth: number;
+  /** shown in full on an earlier row: this row only refers to it */
+  seen: boolean;
+}
+
+/** The rows of a provenance DAG as an indented tree, depth first from the root: each node in full once,
+ *  later readers of it as references. Walked with a stack: a long chain does not grow the call stack. */
+export function provenanceRows(o: Origin): ProvenanceRow[] {
+  const byId = new Map(o.nodes.map(x => [x.id, x] as [number, OriginNode]));
+  const rows: ProvenanceRow[] = [];
+  const shown = new Set<number>();
+  const todo: Array<[number, number]> = [[o.root, 0]];
+  while (todo.length) {
+    const [id, depth] = todo.pop()!;
+    const node = byId.get(id);
+    if (!node) {
+      continue;
+    }
+    const seen = shown.has(id);
+    rows.push({ node, depth, seen });
+    if (seen) {
+      continue;
+    }
+    shown.add(id);
+    for (let i = node.inputs.length - 1; i >= 0; i--) {
+      todo.push([node.inputs[i], depth + 1]);
+    }
+  }
+  return rows;
+}
+
+export function originLabel(x: OriginNode): string {
+  const t = x.timestep !== null ? ` t=${x.timestep}` : '';
+  const where = x.kind === 'op' || x.kind === 'bound' ? ` \u2190 ${x.kind === 'bound' ? 'bound by ' : ''}${x.op_type} (block ${x.block} op #${x.op}${t})` : ` \u2190 ${x.kind}`;
+  return `${x.name}${where}${x.note ? ': ' + x.note : ''}`;
 }

@@ -148,6 +148,43 @@ describe('debugger sidebar', () => {
     expect(kernel.comm.sent[kernel.comm.sent.length - 1]).toMatchObject({ command: 'goto_event' });
   });
 
+  it('renders a provenance DAG with each write once: a shared input is referred to, a cut is said', async () => {
+    const { kernel, sb } = sidebar();
+    const node = (id: number, name: string, inputs: number[], cut: null | 'depth' | 'nodes' = null) => ({
+      id, name, kind: 'op' as const, event: 10 + id, block: 0, op: id, op_type: 'elementwise_add', timestep: null,
+      scope: 1, shape: [2], note: '', inputs, cut
+    });
+    // d = add(b, c); b = add(a, a); c = add(a, x); a's inputs were cut by the depth asked
+    const dag = { root: 0, nodes: [node(0, 'd', [1, 2]), node(1, 'b', [3]), node(3, 'a', [], 'depth'), node(2, 'c', [3, 4]), node(4, 'x', [])], truncated: true, cut: [3], limits: { depth: 2, nodes: 500 } };
+    (sb.node.querySelector('.jp-Kernelcore-var') as HTMLElement).click();
+    const req = kernel.comm.sent[kernel.comm.sent.length - 1];
+    kernel.comm.deliver({ type: 'reply', id: req.id, command: 'provenance', ok: true, error: null, result: dag });
+    await Promise.resolve();
+    await Promise.resolve();
+    const rows = [...sb.node.querySelectorAll('.jp-Kernelcore-origin')] as HTMLElement[];
+    expect(rows.map(r => r.dataset.id)).toEqual(['0', '1', '3', '2', '3', '4']);
+    const full = rows.filter(r => r.dataset.id === '3' && !r.classList.contains('jp-Kernelcore-originRef'));
+    expect(full.length).toBe(1);
+    const ref = sb.node.querySelector('.jp-Kernelcore-originRef')!;
+    expect(ref.textContent).toBe('a \u2192 see #3');
+    expect(sb.node.querySelector('.jp-Kernelcore-originCut')!.textContent).toContain('depth 2');
+  });
+
+  it('shows an error reply to break_add, watch_add and provenance', async () => {
+    const { kernel, sb } = sidebar();
+    for (const command of ['break_add', 'watch_add', 'provenance'] as const) {
+      void sb.run(command, { kind: 'write', var: 'h', name: 'h' });
+      const req = kernel.comm.sent[kernel.comm.sent.length - 1];
+      const error = `the program has no variable 'h'; did you mean 'h0'? (${command})`;
+      kernel.comm.deliver({ type: 'reply', id: req.id, command, ok: false, error, result: null });
+      await Promise.resolve();
+      await Promise.resolve();
+      const reply = sb.node.querySelector('.jp-Kernelcore-reply')!;
+      expect(reply.textContent).toBe(error);
+      expect(reply.classList.contains('jp-Kernelcore-error')).toBe(true);
+    }
+  });
+
   it('adds, toggles and removes breakpoints and watches', () => {
     const { kernel, sb } = sidebar();
     (sb.node.querySelector('.jp-Kernelcore-addOpType') as HTMLElement).click();
