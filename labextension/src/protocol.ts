@@ -62,6 +62,8 @@ export interface Request {
     diff?: boolean;
     target?: string;
     what?: 'value' | 'slice';
+    /** tensor_send: replace `target` although it is defined (sent only after the person confirmed) */
+    overwrite?: boolean;
   };
 }
 
@@ -177,11 +179,19 @@ export interface TensorView {
   status: string;
 }
 
-/** What `tensor_send` bound in the kernel's namespace. */
+/** What `tensor_send` bound in the kernel's namespace (`overwritten`: it replaced a defined name, as confirmed). */
 export interface TensorSent {
   sent: string;
   what: 'value' | 'slice';
   name: string;
+  overwritten: boolean;
+}
+
+/** The result of a `tensor_send` error reply whose target is defined and was not confirmed: nothing was bound;
+ * `proposed` is a free name beside it (null when none was found). */
+export interface NameTaken {
+  taken: string;
+  proposed: string | null;
 }
 
 export interface Session {
@@ -214,7 +224,7 @@ export interface Reply {
   command: string;
   ok: boolean;
   error: string | null;
-  result: null | Breakpoint | Watch | Origin | TensorView | TensorSent;
+  result: null | Breakpoint | Watch | Origin | TensorView | TensorSent | NameTaken;
 }
 
 export interface StateMessage {

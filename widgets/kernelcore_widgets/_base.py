@@ -5,6 +5,8 @@ import pathlib
 
 import anywidget
 
+from .requests import MAX_ERROR, brief, error_text
+
 STATIC = pathlib.Path(__file__).parent / "static"
 BUILD_HINT = ("the kernelcore front end is not built: run `./dev build` in the kernelcore checkout "
               "(or `npm ci --prefix labextension && npm run build --prefix labextension`), "
@@ -54,14 +56,45 @@ class KCWidget(anywidget.AnyWidget):
         """message type -> handler(content); each widget names its own."""
         return {}
 
+    # what a widget's status line says before the error of a failed message, by message type
+    _failed_words: dict = {}
+
     def handle_message(self, content) -> None:
+        """Run the handler of one message. A message that fails, whatever the reason (a malformed request,
+        a number past float's range, a nesting too deep to print, an engine error), is answered once: the
+        widget's status line says why and a `{"type": "error", "request": type, "error": text}` message goes
+        back to the view. Nothing raises into the comm, where the browser would see only silence."""
         kind = content.get("type") if isinstance(content, dict) else None
         handler = self._messages().get(kind) if isinstance(kind, str) else None
         if handler is None:
             self._unknown_message(content)
+            self._send_error(kind if isinstance(kind, str) else None, f"unknown message {brief(content)}")
             return
-        handler(content)
+        try:
+            handler(content)
+        except Exception as e:  # the view must hear back whatever went wrong here
+            self.report_error(kind, error_text(e))
+
+    def report_error(self, kind: str | None, text: str) -> None:
+        """Say that message `kind` failed with `text`: on the status line (where the widget has one) and
+        in an error message to the view."""
+        words = self._failed_words.get(kind, f"{kind} failed" if kind else "failed")
+        try:
+            self._say_error(f"{words}: {text}")
+        except Exception:  # a status line that cannot take it: the error message below still goes
+            pass
+        self._send_error(kind, text)
+
+    def _say_error(self, line: str) -> None:
+        if self.has_trait("status"):
+            self.status = line
+
+    def _send_error(self, kind: str | None, text: str) -> None:
+        try:
+            self.send({"type": "error", "request": kind, "error": text[:MAX_ERROR]})
+        except Exception:  # a closed comm: the status line still says it
+            pass
 
     def _unknown_message(self, content) -> None:
         if self.has_trait("status"):
-            self.status = f"unknown message {str(content)[:80]}"
+            self.status = f"unknown message {brief(content)}"

@@ -18,6 +18,7 @@ is labextension/src/protocol.ts):
 from __future__ import annotations
 
 import json
+import logging
 import weakref
 from pathlib import Path
 from typing import Callable
@@ -28,13 +29,17 @@ from kernelcore.debug import active_session, session_hooks
 from kernelcore.place import place_of
 
 from .kernel_targets import register_target
+from .requests import (MAX_INT, MAX_NAME, MAX_STR, NameTaken, RequestError, bool_arg, brief, choice_arg, error_text,
+                       int_arg, int_list_arg, num_arg, opt_int_arg, opt_str_arg, str_arg)
 from .schema import value_preview
 from .tensor_viewer import check_view, diff_base, draw, send_value
 
 TARGET = "kernelcore.debugger"
+_log = logging.getLogger(__name__)
 SCHEMA_PATH = Path(__file__).with_name("debug_protocol.schema.json")
 PROTOCOL_VERSION = 1
 MAX_PREVIEWS = 200  # variables previewed per state message (the rest say so)
+MAX_PROVENANCE_DEPTH = 64  # levels of a provenance tree one request may ask for
 
 MOVES = ("step", "next", "finish", "step_timestep", "cont", "back", "back_timestep", "reverse_cont", "present")
 
@@ -111,24 +116,9 @@ def state_json(sess) -> dict:
 
 
 # -- the protocol --------------------------------------------------------------------------------------------
-class ProtocolError(ValueError):
-    pass
-
-
-def _int(args, key):
-    v = args.get(key)
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise ProtocolError(f"{key!r} must be an integer, got {v!r:.40}")
-    return v
-
-
-def _num(args, key):
-    v = args.get(key)
-    if v is None:
-        return None
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-        raise ProtocolError(f"{key!r} must be a number, got {v!r:.40}")
-    return float(v)
+class ProtocolError(RequestError):
+    """A request the debug protocol does not know (the argument checks are requests.py's, shared with the
+    widgets)."""
 
 
 class DebugChannel:
@@ -171,29 +161,34 @@ class DebugChannel:
         self._bind(None)
 
     def handle(self, msg) -> None:
-        """Answer one request from the browser: a reply, then the state."""
-        rid = msg.get("id") if isinstance(msg, dict) else None
-        command = msg.get("command") if isinstance(msg, dict) else None
-        reply = {"type": "reply", "id": rid if isinstance(rid, int) else -1, "command": str(command),
+        """Answer one request from the browser: exactly one reply (an error reply for anything that fails,
+        malformed requests included), then the state."""
+        reply = {"type": "reply", "id": _reply_id(msg), "command": _reply_command(msg),
                  "ok": True, "error": None, "result": None}
         try:
+            command = msg.get("command") if isinstance(msg, dict) else None
             if not isinstance(msg, dict) or msg.get("type") != "request" or not isinstance(command, str):
                 raise ProtocolError(f"expected {{'type': 'request', 'id': int, 'command': str, 'args': {{}}}}, "
-                                    f"got {str(msg)[:80]}")
+                                    f"got {brief(msg)}")
             args = msg.get("args") or {}
             if not isinstance(args, dict):
-                raise ProtocolError(f"'args' must be an object, got {str(args)[:40]}")
+                raise ProtocolError(f"'args' must be an object, got {brief(args)}")
             self._quiet = True
             try:
                 reply["result"] = self._do(command, args)
             finally:
                 self._quiet = False
-        except (ProtocolError, kc.KernelcoreError, ValueError, IndexError) as e:
-            reply["ok"], reply["error"] = False, str(e)
+        except NameTaken as e:  # the sidebar proposes the free name and asks before overwriting
+            reply["ok"], reply["error"], reply["result"] = False, error_text(e), e.to_json()
         except Exception as e:  # the browser must get an answer whatever went wrong here
-            reply["ok"], reply["error"] = False, f"{type(e).__name__}: {e}"
+            reply["ok"], reply["error"], reply["result"] = False, error_text(e), None
         self._send(reply)
-        self.push()
+        try:
+            self.push()
+        except Exception as e:  # the reply went; a state that cannot be built must not raise into the comm
+            self._send({"type": "state", "state": {"version": PROTOCOL_VERSION, "session": None}})
+            _log.warning("kernelcore debugger: the state after %s could not be built: %s", reply["command"],
+                         error_text(e))
 
     def _do(self, command: str, args: dict):
         if command == "state":
@@ -208,56 +203,55 @@ class DebugChannel:
                 pass  # the run failed: the state's stop_reason says why
             return None
         if command == "run_to":
-            t = args.get("timestep")
-            sess.run_to(_int(args, "block"), _int(args, "op"), t if isinstance(t, int) else None)
+            sess.run_to(int_arg(args, "block"), int_arg(args, "op"), opt_int_arg(args, "timestep"))
         elif command == "run_n":
-            sess.run_n(_int(args, "n"))
+            sess.run_n(int_arg(args, "n"))
         elif command == "goto_pause":
-            sess.goto_pause(_int(args, "pause"))
+            sess.goto_pause(int_arg(args, "pause"))
         elif command == "goto_event":
-            sess.goto_event(_int(args, "event"))
+            sess.goto_event(int_arg(args, "event"))
         elif command == "break_add":
-            kind = args.get("kind")
+            kind = choice_arg(args, "kind", ("op_type", "op", "write", "nan"))
             if kind == "op_type":
-                bp = sess.break_on(str(args.get("op_type") or ""))
+                bp = sess.break_on(str_arg(args, "op_type"))
             elif kind == "op":
-                bp = sess.break_on(block=_int(args, "block"), op=_int(args, "op"))
+                bp = sess.break_on(block=int_arg(args, "block"), op=int_arg(args, "op"))
             elif kind == "write":
-                bp = sess.break_on(write=str(args.get("var") or ""))
-            elif kind == "nan":
-                bp = sess.break_on(nan=True)
+                bp = sess.break_on(write=str_arg(args, "var"))
             else:
-                raise ProtocolError(f"break_add kind must be op_type, op, write or nan, got {kind!r:.40}")
+                bp = sess.break_on(nan=True)
             return bp.to_json()
         elif command == "break_enable":
-            bid, on = _int(args, "id"), bool(args.get("enabled"))
+            bid, on = int_arg(args, "id"), bool_arg(args, "enabled")
             for b in [*sess.breakpoints, *sess.watches]:
                 if b.id == bid:
                     b.enabled = on
                     return None
             raise ProtocolError(f"no breakpoint or watch #{bid}")
         elif command == "break_remove":
-            sess.remove_breakpoint(_int(args, "id"))
+            sess.remove_breakpoint(int_arg(args, "id"))
         elif command == "watch_add":
-            w = sess.watch(args.get("var") or None, str(args.get("cond") or ""), op_type=args.get("op_type") or None,
-                           lo=_num(args, "lo"), hi=_num(args, "hi"))
+            w = sess.watch(opt_str_arg(args, "var"), str_arg(args, "cond"), op_type=opt_str_arg(args, "op_type"),
+                           lo=num_arg(args, "lo"), hi=num_arg(args, "hi"))
             return w.to_json()
         elif command == "tensor":
             return tensor_json(sess, *_tensor_args(args))
         elif command == "tensor_send":
             return self._tensor_send(sess, args)
         elif command == "provenance":
-            depth = args.get("depth", 4)
-            return sess.provenance(str(args.get("name") or ""), depth if isinstance(depth, int) else 4).to_json()
+            return sess.provenance(str_arg(args, "name"), int_arg(args, "depth", 0, MAX_PROVENANCE_DEPTH,
+                                                                  default=4)).to_json()
         else:
-            raise ProtocolError(f"unknown command {command!r:.40}")
+            raise ProtocolError(f"unknown command {brief(command)}")
         return None
 
 
     def _tensor_send(self, sess, args) -> dict:
-        target, what = args.get("target"), args.get("what", "value")
-        if what not in ("value", "slice"):
-            raise ProtocolError(f"'what' must be 'value' or 'slice', got {what!r:.40}")
+        """Bind the value (or the shown slice) of a variable to `target` in the notebook. A target that is
+        taken is replaced only when the request says the person confirmed (`overwrite`); else NameTaken."""
+        target = str_arg(args, "target", max_len=MAX_NAME)
+        what = choice_arg(args, "what", ("value", "slice"), default="value")
+        overwrite = bool_arg(args, "overwrite")
         name, scope, axes, index, diff = _tensor_args(args)
         value, _sid = _find_value(sess, name, scope)
         if value is None:
@@ -266,24 +260,29 @@ class DebugChannel:
             axes, index = check_view([int(d) for d in value.shape], axes, index)
             prev = diff_base(sess, name, value) if diff else None
             shown = _diff(value, prev) if prev is not None else value
-            send_value(shown, str(target), self._namespace, (axes, index))
+            _, replaced = send_value(shown, target, self._namespace, (axes, index), overwrite=overwrite)
         else:
-            send_value(value, str(target), self._namespace)
-        return {"sent": str(target), "what": what, "name": name}
+            _, replaced = send_value(value, target, self._namespace, overwrite=overwrite)
+        return {"sent": target, "what": what, "name": name, "overwritten": replaced}
+
+
+def _reply_id(msg) -> int:
+    rid = msg.get("id") if isinstance(msg, dict) else None
+    return rid if isinstance(rid, int) and not isinstance(rid, bool) and abs(rid) <= MAX_INT else -1
+
+
+def _reply_command(msg) -> str:
+    command = msg.get("command") if isinstance(msg, dict) else None
+    return command[:MAX_STR] if isinstance(command, str) else ""
 
 
 # -- the tensor panel: one variable's value at the cursor ------------------------------------------------------
 def _tensor_args(args) -> tuple:
     name = args.get("name")
-    if not isinstance(name, str) or not name:
-        raise ProtocolError(f"'name' must be a variable name, got {name!r:.40}")
-    scope = args.get("scope")
-    scope = scope if isinstance(scope, int) and not isinstance(scope, bool) else None
-    axes, index = args.get("axes"), args.get("index")
-    for key, v in (("axes", axes), ("index", index)):
-        if v is not None and (not isinstance(v, list) or not all(isinstance(i, int) for i in v)):
-            raise ProtocolError(f"{key!r} must be a list of integers, got {v!r:.40}")
-    return name, scope, axes, index, bool(args.get("diff"))
+    if not isinstance(name, str) or not name or len(name) > MAX_STR:
+        raise ProtocolError(f"'name' must be a variable name, got {brief(name)}")
+    return (name, opt_int_arg(args, "scope"), int_list_arg(args, "axes"), int_list_arg(args, "index"),
+            bool_arg(args, "diff"))
 
 
 def _find_value(sess, name: str, scope: int | None):

@@ -17,6 +17,7 @@ from kernelcore.display import op_id
 from ._base import STATIC, KCWidget
 from .graph_debug import DebugActionsState
 from .program_graph import GraphState
+from .requests import brief
 from .rnn_stepper import STEPPED, StepperState
 from .scope_forest import ForestState
 from .trace_timeline import TimelineState
@@ -235,4 +236,4 @@ class Debugger(GraphState, DebugActionsState, ForestState, StepperState, Timelin
         return table
 
     def _unknown_message(self, content) -> None:
-        self.stop_reason = f"unknown message {str(content)[:80]}"
+        self.stop_reason = f"unknown message {brief(content)}"

@@ -18,6 +18,7 @@ import traitlets as t
 import kernelcore as kc
 
 from .comm import pin_to_main_shell
+from .requests import RequestError, brief, error_text, int_arg, num_arg, str_arg
 
 
 def program_mismatch(shown, running) -> str | None:
@@ -102,25 +103,25 @@ class DebugActionsState(t.HasTraits):
             sess.run_to(_int_arg(args, "block"), _int_arg(args, "op"))
             return f"ran to {sess.position} ({sess.stop_reason})"
         if action not in ("break_write", "watch"):
-            raise kc.KernelcoreError(f"unknown debug action {action!r:.40}: expected break_op, run_to, "
-                                     f"break_write or watch")
-        var = args.get("var")
-        if not isinstance(var, str) or not var:
-            raise kc.KernelcoreError(f"{action}: 'var' must be a variable name, got {var!r:.40}")
+            raise RequestError(f"unknown debug action {brief(action)}: expected break_op, run_to, "
+                               f"break_write or watch")
+        var = str_arg(args, "var")
         if action == "break_write":
             b = sess.break_on(write=var)
             return f"added breakpoint {b}"
-        num = (lambda x: float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None)
-        w = sess.watch(var, str(args.get("cond") or "nan"), lo=num(args.get("lo")),
-                       hi=num(args.get("hi")))  # overflow: hi is the bound
+        w = sess.watch(var, str_arg(args, "cond", default="nan"), lo=num_arg(args, "lo"),
+                       hi=num_arg(args, "hi"))  # overflow: hi is the bound
         return f"added watch {w}"
 
     def _debug_action(self, content) -> None:
         args = {k: v for k, v in content.items() if k not in ("type", "action")}
         try:
-            text = self.debug_action(str(content.get("action")), **args)
-        except (kc.KernelcoreError, ValueError, TypeError) as e:
-            self._say_debug(f"not done: {e}", ok=False)
+            action = content.get("action")
+            if not isinstance(action, str):
+                raise RequestError(f"'action' must be a string, got {brief(action)}")
+            text = self.debug_action(action, **args)
+        except Exception as e:  # every action is answered: the note says why it was not done
+            self._say_debug(f"not done: {error_text(e)}", ok=False)
             if not self.debug["live"]:
                 self.debug = {**self.debug, "text": f"not done: {self.debug['text']}"}
             return
@@ -134,7 +135,4 @@ def is_debug_message(data) -> bool:
 
 
 def _int_arg(args: dict, key: str) -> int:
-    v = args.get(key)
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise kc.KernelcoreError(f"{key!r} must be an integer, got {v!r:.40}")
-    return v
+    return int_arg(args, key)

@@ -13,6 +13,8 @@ from kernelcore.program_parts import program_view_json
 
 from ._base import STATIC, KCWidget
 from .graph_debug import DebugActionsState
+from .program_comm import parts_answer, request_id
+from .requests import error_text
 from .schema import value_preview
 
 
@@ -118,18 +120,22 @@ class GraphState(t.HasTraits):
     def _graph_parts(self, content) -> None:
         """`{"type": "contents"|"search", "req": n, ...}` -> `{"type": "parts", "req": n, "ok", "error",
         "result"}` (a custom message; the parts of a big program, kernelcore.program_parts)."""
-        req = content.get("req")
+        req = request_id(content)
         beside = content.get("pane") == "pruned"
         parts = self._pruned_parts if beside else self._parts
         if parts is None:
             self.send({"type": "parts", "req": req, "ok": False, "error": "this program was sent whole",
                        "result": None})
             return
-        result = parts.handle(content)
+        result = parts_answer(parts, content)
         err = result.get("error")
         if err is None and not beside and content.get("type") == "contents" and self._pruned_marks is not None:
-            result["pruned"] = self._pruned_marks.for_contents(result)
-        self.send({"type": "parts", "req": req, "ok": err is None, "error": err, "result": None if err else result})
+            try:
+                result["pruned"] = self._pruned_marks.for_contents(result)
+            except Exception as e:  # the view waits for this reply: it says what failed instead
+                err = error_text(e)
+        self.send({"type": "parts", "req": req, "ok": err is None, "error": None if err is None else str(err),
+                   "result": None if err else result})
 
     def _op_entry(self, b: int, i: int) -> dict:
         if getattr(self, "_parts", None) is not None:

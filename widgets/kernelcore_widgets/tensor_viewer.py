@@ -25,6 +25,7 @@ from kernelcore.place import place_of, to_host
 from kernelcore.values import health, slice_2d
 
 from ._base import STATIC, KCWidget
+from .requests import NameTaken, RequestError, bool_arg, brief, choice_arg, claim_name
 from .schema import json_number
 
 MAX_SIDE = 256  # a slice side past this is strided so the browser gets at most 256 x 256 values
@@ -55,19 +56,26 @@ def draw(v, axes, index, diff: bool = False) -> dict:
 
 
 def check_view(shape, axes=None, index=None) -> tuple[list, list]:
-    """(axes, index) for a tensor of `shape`: the given ones checked (ValueError naming what does not fit),
-    else the defaults (the last two axes, index 0 everywhere)."""
+    """(axes, index) for a tensor of `shape`: the given ones checked (ValueError naming what does not fit:
+    anything but integers, the wrong count, out of range), else the defaults (the last two axes, index 0
+    everywhere)."""
     nd = len(shape)
     if axes is None:
         axes = [max(nd - 2, 0), max(nd - 1, 0)]
-    r, c = (int(a) for a in axes)
+    if not _ints(axes) or len(axes) != 2:
+        raise RequestError(f"axes must be two integers, got {brief(axes)}")
+    r, c = axes
     if nd >= 2 and (not (0 <= r < nd and 0 <= c < nd) or r == c):
-        raise ValueError(f"axes {list(axes)}: two different axes of a {nd}-d tensor")
+        raise RequestError(f"axes {list(axes)}: two different axes of a {nd}-d tensor")
     if index is None:
         index = [0] * nd
-    if len(index) != nd or any(not 0 <= int(i) < d for i, d in zip(index, shape)):
-        raise ValueError(f"index {list(index)} does not fit shape {list(shape)}")
-    return [r, c], [int(i) for i in index]
+    if not _ints(index) or len(index) != nd or any(not 0 <= i < d for i, d in zip(index, shape)):
+        raise RequestError(f"index {brief(index)} does not fit shape {list(shape)}")
+    return [r, c], list(index)
+
+
+def _ints(v) -> bool:
+    return isinstance(v, (list, tuple)) and all(isinstance(i, int) and not isinstance(i, bool) for i in v)
 
 
 def diff_base(session, name: str, value):
@@ -76,11 +84,28 @@ def diff_base(session, name: str, value):
     return older if latest is not None and _same(latest, value) else latest
 
 
-def send_value(value, name: str, namespace: dict | None = None, slice_of: tuple | None = None):
+def user_namespace(namespace: dict | None = None) -> dict:
+    """`namespace`, or the IPython kernel's user namespace when None."""
+    if namespace is not None:
+        return namespace
+    from IPython import get_ipython
+    ip = get_ipython()
+    if ip is None:
+        raise RuntimeError("send to notebook needs an IPython kernel (or a namespace)")
+    return ip.user_ns
+
+
+def send_value(value, name: str, namespace: dict | None = None, slice_of: tuple | None = None,
+               overwrite: bool = False) -> tuple[Any, bool]:
     """Bind a host copy of `value` (or, with slice_of=(axes, index), of its full-size 2-D slice there) to
-    `name` in `namespace` (the IPython kernel's user namespace by default). Returns the bound object."""
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"{name!r} is not a Python name")
+    `name` in `namespace` (the IPython kernel's user namespace by default). Returns (the bound object,
+    whether it replaced something).
+
+    Only a name code can use is bound (requests.check_new_name). A name that already means something (a
+    user's variable, a builtin) is replaced only with `overwrite`, which the front end sends after the person
+    confirmed; else NameTaken proposes a free name beside it."""
+    ns = user_namespace(namespace)
+    replaced = claim_name(name, ns, overwrite)
     if slice_of is not None:
         xp = place_of(value).xp
         (r, c), index = slice_of
@@ -88,15 +113,8 @@ def send_value(value, name: str, namespace: dict | None = None, slice_of: tuple 
         obj = np.asarray(to_host(s))
     else:
         obj = np.array(to_host(value))
-    ns = namespace
-    if ns is None:
-        from IPython import get_ipython
-        ip = get_ipython()
-        if ip is None:
-            raise RuntimeError("send to notebook needs an IPython kernel (or a namespace)")
-        ns = ip.user_ns
     ns[name] = obj
-    return obj
+    return obj, replaced
 
 
 def previous_write(session, name: str):
@@ -120,7 +138,8 @@ def previous_write(session, name: str):
 
 class TensorViewer(KCWidget):
     """See the module docstring. Messages: `{"type": "view", "axes": [r, c], "index": [...], "diff": bool}`
-    and `{"type": "send", "name": str, "what": "value" | "slice"}`."""
+    and `{"type": "send", "name": str, "what": "value" | "slice", "overwrite": bool}` (overwrite: the person
+    confirmed replacing a defined name). A failed message says why in `status` and an error message."""
 
     _esm = STATIC / "TensorViewer.js"
     _css = STATIC / "TensorViewer.css"
@@ -136,6 +155,9 @@ class TensorViewer(KCWidget):
     slice = t.Dict().tag(sync=True)              # {"rows", "cols", "row_step", "col_step", "data": [[...]], "min", "max"}
     health = t.Dict().tag(sync=True)             # kernelcore.values.health of the value (or of the diff)
     status = t.Unicode("").tag(sync=True)
+    # the last send's name was taken: {"taken", "proposed", "what"} (the view offers the proposed name and an
+    # Overwrite button); {} otherwise
+    name_taken = t.Dict().tag(sync=True)
 
     def __init__(self, value, name: str = "", previous=None, *, namespace: dict | None = None, **kw):
         super().__init__(**kw)
@@ -184,43 +206,42 @@ class TensorViewer(KCWidget):
         self.slice, self.health, self.status = d["slice"], d["health"], d["status"]
 
     def set_view(self, axes=None, index=None, diff=None) -> None:
-        nd = self._value.ndim
-        if axes is not None:
-            r, c = (int(a) for a in axes)
-            if nd >= 2 and (not (0 <= r < nd and 0 <= c < nd) or r == c):
-                raise ValueError(f"axes {list(axes)}: two different axes of a {nd}-d tensor")
-            self.axes = [r, c]
-        if index is not None:
-            if len(index) != nd or any(not 0 <= int(i) < d for i, d in zip(index, self._value.shape)):
-                raise ValueError(f"index {list(index)} does not fit shape {list(self._value.shape)}")
-            self.index = [int(i) for i in index]
+        shape = [int(d) for d in self._value.shape]
+        axes_, index_ = check_view(shape, self.axes if axes is None else axes,
+                                   self.index if index is None else index)
+        if diff is not None and not isinstance(diff, bool):
+            raise RequestError(f"diff must be true or false, got {brief(diff)}")
+        self.axes, self.index = axes_, index_
         if diff is not None:
-            self.diff = bool(diff) and self._previous is not None
+            self.diff = diff and self._previous is not None
         self._draw()
 
-    def send_to_notebook(self, name: str, what: str = "value") -> Any:
+    def send_to_notebook(self, name: str, what: str = "value", overwrite: bool = False) -> Any:
         """Bind the value (what="value") or the shown slice (what="slice") to `name` in the kernel's namespace
-        (a copy on the host)."""
+        (a copy on the host). A name already defined is replaced only with `overwrite` (NameTaken else)."""
         if what == "slice":
-            obj = send_value(self.shown(), name, self._namespace, (self.axes, self.index))
+            obj, replaced = send_value(self.shown(), name, self._namespace, (self.axes, self.index), overwrite)
         else:
-            obj = send_value(self._value, name, self._namespace)
-        self.status = f"sent the {what} to the notebook as {name!r}"
+            obj, replaced = send_value(self._value, name, self._namespace, overwrite=overwrite)
+        self.name_taken = {}
+        self.status = f"sent the {what} to the notebook as {name!r}" + (
+            f" (replacing the old {name!r}, as confirmed)" if replaced else "")
         return obj
 
     # -- messages ----------------------------------------------------------------------------------------
+    _failed_words = {"view": "cannot show that", "send": "not sent"}
+
     def _on_view(self, content) -> None:
-        try:
-            self.set_view(content.get("axes"), content.get("index"), content.get("diff"))
-        except (TypeError, ValueError) as e:
-            self.status = f"cannot show that: {e}"
+        self.set_view(content.get("axes"), content.get("index"), content.get("diff"))
 
     def _on_send(self, content) -> None:
-        name, what = content.get("name"), content.get("what", "value")
+        what = choice_arg(content, "what", ("value", "slice"), default="value")
+        overwrite = bool_arg(content, "overwrite")
         try:
-            self.send_to_notebook(str(name), "slice" if what == "slice" else "value")
-        except (ValueError, RuntimeError) as e:
-            self.status = f"not sent: {e}"
+            self.send_to_notebook(content.get("name"), what, overwrite)
+        except NameTaken as e:  # the view shows the proposed name and an Overwrite button
+            self.name_taken = {**e.to_json(), "what": what}
+            raise
 
     def _messages(self) -> dict:
         return {"view": self._on_view, "send": self._on_send}
