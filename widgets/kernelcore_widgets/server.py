@@ -5,7 +5,14 @@ draw files it cannot parse in the browser; for a program of more than 2,000 ops 
 answers the viewer's requests for a group's contents or a search (`{"ok", "error", "result"}`, the parts
 kept for a few files by size and mtime). Errors are JSON 4xx, `{"message": ...}`, naming the problem:
 a path that leaves the root, is hidden, too long or a symlink loop (400/404), a missing file, a file that is
-not a program (400), a program over the size or time budget (413).
+not a program, a malformed parts request (400), a program, request or reply over a budget (413).
+
+Both routes hold the same budgets (`_load_within_budgets`): a file's size is checked before it is opened,
+its ops and variables before anything is laid out. The parts of big files are cached by estimated bytes
+(PARTS_CACHE_BYTES), and a parts request is checked by kernelcore.program_parts (ids: type, length,
+count, repeats answered once; the ops and variables asked for) before its answer is built. The budgets
+can be lowered for one server with `--ServerApp.tornado_settings={'kernelcore_budgets': {'MAX_NODES': n}}`
+(any of BUDGETS).
 
 The work (parse, ProgramJSON, DOT) runs on a small thread pool, off the server's event loop, so one large
 file cannot freeze the server; the request gives up after TIME_BUDGET_S. Hidden files (a path component
@@ -25,12 +32,22 @@ from pathlib import Path
 
 ROUTE = "/kernelcore/program"
 PARTS_ROUTE = "/kernelcore/program/parts"  # a big program's groups and search (kernelcore.program_parts)
-PARTS_CACHE = 4                # program files whose parts are kept (by path, size and mtime)
 MAX_BYTES = 64 * 1024 * 1024   # the size budget: larger program files are refused (413) before they are read
 MAX_NODES = 200_000            # ops + variables: larger programs are refused (413) before they are laid out
 TIME_BUDGET_S = 30.0           # the time budget of one request's work (413 past it)
 MAX_PATH_CHARS = 4096          # a longer `path` is refused (400) before it reaches the file system
+MAX_REQUEST_CHARS = 1 << 20    # a parts request's JSON (tornado's header limit keeps a URL's far smaller)
+MAX_REPLY_BYTES = 64 << 20     # a reply's JSON; a larger one is answered 413 instead
+# Parts of big files kept for the next request, by path, size and mtime, within PARTS_CACHE_BYTES as
+# estimated by _parts_bytes; an entry estimated larger than the whole cache is not kept.
+PARTS_CACHE_BYTES = 768 << 20
+# Measured (RSS of a ProgramParts and its desc, training MLPs of 5,000 and 54,000 nodes): ~1.8 kB per op
+# or variable and ~19 bytes per byte of file; a file probed with long op records kept 47 per byte.
+PARTS_BYTES_PER_NODE = 2048
+PARTS_BYTES_PER_FILE_BYTE = 24
 WORKERS = 2                    # threads doing the work; requests beyond them wait their turn
+# the budgets a server's settings may lower (kernelcore_budgets)
+BUDGETS = ("MAX_BYTES", "MAX_NODES", "TIME_BUDGET_S", "MAX_REQUEST_CHARS", "MAX_REPLY_BYTES", "PARTS_CACHE_BYTES")
 
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 
@@ -81,49 +98,119 @@ def resolve_under(root_dir, path: str | None, *, allow_hidden: bool = False) -> 
     return full
 
 
-_parts: "collections.OrderedDict" = collections.OrderedDict()  # (file, size, mtime) -> ProgramParts
-_parts_lock = threading.Lock()
+def _load_within_budgets(full: Path, path: str):
+    """The program in file `full` (the request's `path`), within the size and node budgets: the file's size
+    is checked before it is opened, and read no further than the budget (it may grow meanwhile); its ops
+    and variables are counted before anything is laid out. Both routes load through here."""
+    import kernelcore as kc
+    size = full.stat().st_size
+    if size > MAX_BYTES:
+        raise ProgramRequestError(f"{path!r} is {size} bytes; the viewer opens programs up to {MAX_BYTES}", 413)
+    try:
+        with open(full, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        raise ProgramRequestError(f"{path!r} cannot be read: {e.strerror or e}") from None
+    if len(data) > MAX_BYTES:
+        raise ProgramRequestError(f"{path!r} grew past {MAX_BYTES} bytes while read; the viewer opens "
+                                  f"programs up to {MAX_BYTES}", 413)
+    try:
+        program = kc.io.program_from_bytes(data, source=str(full))
+    except kc.KernelcoreError as e:
+        raise ProgramRequestError(f"{path!r} is not a program kernelcore can read: {e}") from None
+    del data
+    nodes = sum(len(b.ops) + len(b.vars) for b in program.desc.blocks)
+    if nodes > MAX_NODES:
+        raise ProgramRequestError(f"{path!r} has {nodes} ops and variables; the viewer lays out programs of up "
+                                  f"to {MAX_NODES}", 413)
+    return program, size, nodes
 
 
-def _file_parts(full: Path, program=None):
-    """The ProgramParts of program file `full` as it is now (built once per size and mtime, a few kept)."""
+def _parts_bytes(size: int, nodes: int) -> int:
+    """What the ProgramParts of a file of `size` bytes and `nodes` ops and variables is taken to keep."""
+    return max(nodes * PARTS_BYTES_PER_NODE, size * PARTS_BYTES_PER_FILE_BYTE)
+
+
+class _PartsCache:
+    """ProgramParts by (file, size, mtime), the least recently used dropped first, within `cap` bytes."""
+
+    def __init__(self):
+        self._entries: collections.OrderedDict = collections.OrderedDict()  # key -> (parts, bytes)
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is None:
+                return None
+            self._entries.move_to_end(key)
+            return hit[0]
+
+    def put(self, key, parts, nbytes: int, cap: int) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+            if nbytes > cap:
+                return  # kept, it would push out everything else and still be over the cap
+            self._entries[key] = (parts, nbytes)
+            while sum(b for _p, b in self._entries.values()) > cap:
+                self._entries.popitem(last=False)
+
+    def held_bytes(self) -> int:
+        with self._lock:
+            return sum(b for _p, b in self._entries.values())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_parts = _PartsCache()
+
+
+def _file_parts(full: Path, path: str, loaded=None):
+    """The ProgramParts of program file `full` as it is now (built once per size and mtime while the
+    cache keeps it). `loaded`: what _load_within_budgets gave for it, when the caller has it."""
     from kernelcore.program_parts import ProgramParts
     st = full.stat()
     key = (str(full), st.st_size, st.st_mtime_ns)
-    with _parts_lock:
-        hit = _parts.get(key)
-        if hit is not None:
-            _parts.move_to_end(key)
-            return hit
-    if program is None:
-        import kernelcore as kc
-        program = kc.load_program(full)
+    hit = _parts.get(key)
+    if hit is not None:
+        return hit
+    program, size, nodes = loaded if loaded is not None else _load_within_budgets(full, path)
     parts = ProgramParts(program)
-    with _parts_lock:
-        _parts[key] = parts
-        while len(_parts) > PARTS_CACHE:
-            _parts.popitem(last=False)
+    _parts.put(key, parts, _parts_bytes(size, nodes), PARTS_CACHE_BYTES)
     return parts
 
 
-def program_file_parts(root_dir, path: str | None, request: str | None, *, allow_hidden: bool = False) -> dict:
-    """The answer to one parts request (`request`: its JSON, {"type": "contents"|"search", ...}) about the
-    big program file `path`: {"ok", "error", "result"} as the kernel's comm answers."""
-    import kernelcore as kc
-    full = resolve_under(root_dir, path, allow_hidden=allow_hidden)
+def _parts_request(request: str | None) -> dict:
+    """A parts request's JSON as a dict, or ProgramRequestError (400; 413 when too long)."""
+    request = request or ""
+    if len(request) > MAX_REQUEST_CHARS:
+        raise ProgramRequestError(f"the 'request' query argument is {len(request)} characters long; at most "
+                                  f"{MAX_REQUEST_CHARS}", 413)
     try:
-        msg = json.loads(request or "")
+        msg = json.loads(request)
+    except RecursionError:  # nested deeper than the parser's recursion limit
+        raise ProgramRequestError("the 'request' query argument is nested too deeply") from None
     except ValueError:
         raise ProgramRequestError("the 'request' query argument is not JSON") from None
     if not isinstance(msg, dict):
         raise ProgramRequestError("the 'request' query argument is not a JSON object")
-    if full.stat().st_size > MAX_BYTES:
-        raise ProgramRequestError(f"{path!r} is over the viewer's {MAX_BYTES} bytes", 413)
+    return msg
+
+
+def program_file_parts(root_dir, path: str | None, request: str | None, *, allow_hidden: bool = False) -> dict:
+    """The answer to one parts request (`request`: its JSON, {"type": "contents"|"search", ...}) about the
+    big program file `path`: {"ok", "error", "result"} as the kernel's comm answers; a malformed request
+    or one over a cap (kernelcore.program_parts) is ProgramRequestError (400 or 413)."""
+    from kernelcore.program_parts import PartsRequestError
+    full = resolve_under(root_dir, path, allow_hidden=allow_hidden)
+    msg = _parts_request(request)
+    parts = _file_parts(full, path)
     try:
-        parts = _file_parts(full)
-    except kc.KernelcoreError as e:
-        raise ProgramRequestError(f"{path!r} is not a program kernelcore can read: {e}") from None
-    result = parts.handle(msg)
+        result = parts.answer(msg)
+    except PartsRequestError as e:
+        raise ProgramRequestError(f"parts request about {path!r}: {e}", e.status) from None
     if "error" in result:
         return {"ok": False, "error": result["error"], "result": None}
     return {"ok": True, "error": None, "result": result}
@@ -132,30 +219,27 @@ def program_file_parts(root_dir, path: str | None, request: str | None, *, allow
 def program_file_json(root_dir, path: str | None, *, allow_hidden: bool = False) -> dict:
     """The ProgramJSON of program file `path` under `root_dir` (what the handler answers): a big program's
     skeleton (ProgramJSON 3, `lazy.id` null: the viewer asks PARTS_ROUTE for the rest)."""
-    import kernelcore as kc
     from kernelcore.display import program_json
     from kernelcore.program_parts import is_big
 
     full = resolve_under(root_dir, path, allow_hidden=allow_hidden)
-    size = full.stat().st_size
-    if size > MAX_BYTES:
-        raise ProgramRequestError(f"{path!r} is {size} bytes; the viewer opens programs up to {MAX_BYTES}", 413)
-    try:
-        program = kc.load_program(full)
-    except kc.KernelcoreError as e:
-        raise ProgramRequestError(f"{path!r} is not a program kernelcore can read: {e}") from None
-    except OSError as e:
-        raise ProgramRequestError(f"{path!r} cannot be read: {e.strerror or e}") from None
-    nodes = sum(len(b.ops) + len(b.vars) for b in program.desc.blocks)
-    if nodes > MAX_NODES:
-        raise ProgramRequestError(f"{path!r} has {nodes} ops and variables; the viewer lays out programs of up "
-                                  f"to {MAX_NODES}", 413)
+    loaded = _load_within_budgets(full, path)
+    program = loaded[0]
     if is_big(program):
-        out = _file_parts(full, program).skeleton(None)
+        out = _file_parts(full, path, loaded).skeleton(None)
     else:
         out = program_json(program)
     out["path"] = path
     return out
+
+
+def _encoded(body: dict) -> tuple[dict, str]:
+    """`body` and its JSON text, or ProgramRequestError (413) when the text is over MAX_REPLY_BYTES."""
+    text = json.dumps(body, allow_nan=False)
+    if len(text) > MAX_REPLY_BYTES:
+        raise ProgramRequestError(f"the reply would be {len(text)} bytes of JSON; the viewer sends at most "
+                                  f"{MAX_REPLY_BYTES} (open fewer groups at once)", 413)
+    return body, text
 
 
 def _executor() -> concurrent.futures.ThreadPoolExecutor:
@@ -166,25 +250,28 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
 
 
 async def program_response(root_dir, path: str | None, *, allow_hidden: bool = False,
-                           budget_s: float | None = None, request: str | None = None) -> tuple[int, dict]:
-    """(status, JSON body) for a request: the work runs on the thread pool, bounded by `budget_s`
-    (default TIME_BUDGET_S). A request past its budget is answered 413; its thread finishes in the
-    background (Python cannot stop a thread), and the pool's size bounds how many such threads there are.
-    With `request` (a parts request's JSON), the answer is program_file_parts'."""
+                           budget_s: float | None = None, request: str | None = None) -> tuple[int, dict, str]:
+    """(status, JSON body, its text) for a request: the work, encoding included, runs on the thread pool,
+    bounded by `budget_s` (default TIME_BUDGET_S). A request past its budget is answered 413; its thread
+    finishes in the background (Python cannot stop a thread), and the pool's size bounds how many such
+    threads there are. With `request` (a parts request's JSON), the answer is program_file_parts'."""
     budget = TIME_BUDGET_S if budget_s is None else budget_s
     loop = asyncio.get_running_loop()
     if request is not None:
-        work = loop.run_in_executor(_executor(), lambda: program_file_parts(root_dir, path, request,
-                                                                            allow_hidden=allow_hidden))
+        def work():
+            return _encoded(program_file_parts(root_dir, path, request, allow_hidden=allow_hidden))
     else:
-        work = loop.run_in_executor(_executor(), lambda: program_file_json(root_dir, path, allow_hidden=allow_hidden))
+        def work():
+            return _encoded(program_file_json(root_dir, path, allow_hidden=allow_hidden))
     try:
-        return 200, await asyncio.wait_for(work, budget)
+        body, text = await asyncio.wait_for(loop.run_in_executor(_executor(), work), budget)
+        return 200, body, text
     except ProgramRequestError as e:
-        return e.status, {"message": str(e), "path": path}
+        status, body = e.status, {"message": str(e), "path": path}
     except asyncio.TimeoutError:
-        return 413, {"message": f"{path!r} took longer than {budget:g} s to read and lay out; the viewer "
-                                f"gives each program {budget:g} s", "path": path}
+        status, body = 413, {"message": f"{path!r} took longer than {budget:g} s to read and lay out; the "
+                                        f"viewer gives each program {budget:g} s", "path": path}
+    return status, body, json.dumps(body)
 
 
 _SECRET = re.compile(r"((?:^|[?&;])(?:token|_xsrf|access_token)=)[^&;#]*", re.I)
@@ -210,9 +297,8 @@ def _handler_class():
             if request is None and self.request.path.endswith("/parts"):
                 request = ""
             try:
-                status, body = await program_response(os.path.expanduser(root), path, allow_hidden=allow_hidden,
-                                                      request=request)
-                text = json.dumps(body, allow_nan=False)
+                status, _body, text = await program_response(os.path.expanduser(root), path,
+                                                             allow_hidden=allow_hidden, request=request)
             except Exception as e:  # noqa: BLE001 - a bug: a plain 500, logged without the query
                 self.log.error("kernelcore: %s %s failed: %s: %s", self.request.method, self.request.path,
                                type(e).__name__, e)
@@ -232,6 +318,17 @@ def _handler_class():
     return ProgramHandler
 
 
+def set_budgets(budgets: dict) -> None:
+    """Lower (or raise) some of BUDGETS for this process: {name: number}. Unknown names and non-numbers
+    are refused, so a mistyped setting does not leave a budget silently at its default."""
+    for name, value in budgets.items():
+        if name not in BUDGETS:
+            raise ValueError(f"kernelcore_budgets: unknown budget {name!r} (one of {', '.join(BUDGETS)})")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ValueError(f"kernelcore_budgets: {name} must be a positive number, not {value!r}")
+        globals()[name] = value
+
+
 def _jupyter_server_extension_points():
     return [{"module": "kernelcore_widgets.server"}]
 
@@ -241,6 +338,7 @@ def _load_jupyter_server_extension(serverapp) -> None:
 
     web_app = serverapp.web_app
     web_app.settings["kernelcore_root_dir"] = serverapp.root_dir
+    set_budgets(web_app.settings.get("kernelcore_budgets") or {})
     route = url_path_join(web_app.settings["base_url"], ROUTE)
     handler = _handler_class()
     web_app.add_handlers(".*$", [(url_path_join(web_app.settings["base_url"], PARTS_ROUTE), handler),
