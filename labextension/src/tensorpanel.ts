@@ -8,7 +8,7 @@
 import { Widget } from '@lumino/widgets';
 import { h } from './dom';
 import { LocalModel } from './model';
-import { TensorSent, TensorView } from './protocol';
+import { NameTaken, TensorSent, TensorView } from './protocol';
 import { IKernelcoreDebuggerModel } from './tokens';
 import { TensorViewerView } from './views/TensorViewer';
 
@@ -32,7 +32,7 @@ export class TensorPanel extends Widget {
     this.title.caption = `${varName}: its value at the kernelcore debugger's cursor`;
     this._where = h('div', { cls: 'jp-Kernelcore-tpWhere jp-Kernelcore-muted' });
     this.node.appendChild(this._where);
-    this.local = new LocalModel({ name: varName, shape: [], dtype: '', place: '', axes: [0, 1], index: [], diff: false, has_previous: false, slice: {}, health: {}, status: 'asking the kernel\u2026' });
+    this.local = new LocalModel({ name: varName, shape: [], dtype: '', place: '', axes: [0, 1], index: [], diff: false, has_previous: false, slice: {}, health: {}, name_taken: {}, status: 'asking the kernel\u2026' });
     this.local.onSend = content => this._fromView(content);
     this.view = new TensorViewerView(this.local, this.node);
     this._dbg.changed.connect(this._follow, this);
@@ -105,22 +105,30 @@ export class TensorPanel extends Widget {
     if (content?.type === 'view') {
       void this.fetch({ axes: content.axes, index: content.index, diff: !!content.diff });
     } else if (content?.type === 'send') {
-      const what = content.what === 'slice' ? 'slice' : 'value';
-      void this._dbg
-        .request('tensor_send', {
-          name: this.varName,
-          scope: this.scope,
-          target: String(content.name ?? ''),
-          what,
-          axes: this.local.get('axes'),
-          index: this.local.get('index'),
-          diff: !!this.local.get('diff')
-        })
-        .then(r => {
-          const sent = r.result as TensorSent | null;
-          this.local.set('status', r.ok && sent ? `sent the ${sent.what} to the notebook as '${sent.sent}'` : `not sent: ${r.error ?? 'failed'}`);
-        });
+      void this.send(String(content.name ?? ''), content.what === 'slice' ? 'slice' : 'value', content.overwrite === true);
     }
+  }
+
+  /** "Send to notebook": a defined name is replaced only with `overwrite`, sent after the person confirmed
+   * (the view's Overwrite button); otherwise the kernel answers NameTaken and the view offers its free name. */
+  async send(target: string, what: 'value' | 'slice', overwrite = false): Promise<void> {
+    const r = await this._dbg.request('tensor_send', {
+      name: this.varName,
+      scope: this.scope,
+      target,
+      what,
+      overwrite,
+      axes: this.local.get('axes'),
+      index: this.local.get('index'),
+      diff: !!this.local.get('diff')
+    });
+    const sent = r.ok ? (r.result as TensorSent | null) : null;
+    const taken = !r.ok && r.result && 'taken' in r.result ? (r.result as NameTaken) : null;
+    this.local.set('name_taken', taken ? { ...taken, what } : {});
+    this.local.set(
+      'status',
+      sent ? `sent the ${sent.what} to the notebook as '${sent.sent}'` + (sent.overwritten ? ` (replacing the old '${sent.sent}', as confirmed)` : '') : `not sent: ${r.error ?? 'failed'}`
+    );
   }
 
   /** After every state the kernel pushes: a new cursor means a new value. */

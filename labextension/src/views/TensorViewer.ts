@@ -5,8 +5,12 @@
  * bar with counts; "diff" shows the value minus its previous value; "send to notebook" binds the value or the
  * slice to a name in the kernel.
  *
- * Traits: name, shape, dtype, place, axes, index, diff, has_previous, slice, health, status.
- * Messages: {type: "view", axes, index, diff}, {type: "send", name, what: "value" | "slice"}.
+ * A name already defined in the notebook is never replaced unasked: Python answers with `name_taken`
+ * ({taken, proposed, what}); the box then holds the proposed free name and an "Overwrite" button sends the
+ * same request again with `overwrite: true`, the person's confirmation.
+ *
+ * Traits: name, shape, dtype, place, axes, index, diff, has_previous, slice, health, status, name_taken.
+ * Messages: {type: "view", axes, index, diff}, {type: "send", name, what: "value" | "slice", overwrite?}.
  */
 import { button, clear, formatNumber, formatShape, h } from '../dom';
 import { Listeners, RenderProps, WidgetModel } from '../model';
@@ -32,6 +36,18 @@ export interface Health {
   pos_inf: number;
   neg_inf: number;
   total: number;
+}
+
+/** A send whose name was taken: nothing was bound; `proposed` is free (null: none found). */
+export interface NameTaken {
+  taken: string;
+  proposed: string | null;
+  what: 'value' | 'slice';
+}
+
+export function nameTaken(x: unknown): NameTaken | null {
+  const t = x as NameTaken | null;
+  return t && typeof t === 'object' && typeof t.taken === 'string' ? t : null;
 }
 
 export const HEALTH_CLASSES: Array<[keyof Health, string]> = [
@@ -75,6 +91,7 @@ export class TensorViewerView {
   private _cell: HTMLElement;
   private _status: HTMLElement;
   private _sendName: HTMLInputElement;
+  private _taken: HTMLElement;
 
   constructor(
     readonly model: WidgetModel,
@@ -95,12 +112,15 @@ export class TensorViewerView {
       button('value', () => this.send('value'), { cls: 'jp-Kernelcore-tvSendValue', title: 'bind the whole value (a host copy) to this name' }),
       button('slice', () => this.send('slice'), { cls: 'jp-Kernelcore-tvSendSlice', title: 'bind the shown slice to this name' })
     ]);
-    this.root.append(this._head, this._controls, this._health, this._canvas, this._cell, send, this._status);
+    this._taken = h('div', { cls: 'jp-Kernelcore-toolbar jp-Kernelcore-tvTaken', attrs: { role: 'alert' } });
+    this.root.append(this._head, this._controls, this._health, this._canvas, this._cell, send, this._taken, this._status);
     el.appendChild(this.root);
     this._canvas.addEventListener('mousemove', ev => this._hover(ev));
     this._listeners.onChange(['name', 'shape', 'dtype', 'place', 'axes', 'index', 'diff', 'has_previous'], () => this.refresh());
     this._listeners.onChange(['slice', 'health', 'status'], () => this.refresh());
+    this._listeners.onChange(['name_taken'], () => this._showTaken());
     this.refresh();
+    this._showTaken();
   }
 
   get shape(): number[] {
@@ -130,6 +150,31 @@ export class TensorViewerView {
 
   send(what: 'value' | 'slice'): void {
     this.model.send({ type: 'send', name: this._sendName.value.trim(), what });
+  }
+
+  /** Replace the taken name: the person pressed "Overwrite", so the request says it was confirmed. */
+  overwrite(taken: NameTaken): void {
+    this.model.send({ type: 'send', name: taken.taken, what: taken.what, overwrite: true });
+  }
+
+  /** The last send's name was taken: offer the free name in the box and an explicit Overwrite. */
+  private _showTaken(): void {
+    clear(this._taken);
+    const taken = nameTaken(this.model.get('name_taken'));
+    if (!taken) {
+      return;
+    }
+    if (taken.proposed) {
+      this._sendName.value = taken.proposed;
+    }
+    this._taken.append(
+      h('span', {
+        text:
+          `'${taken.taken}' is already defined in the notebook: nothing was sent. ` +
+          (taken.proposed ? `Send as '${taken.proposed}' (in the box), or ` : 'Choose another name, or ')
+      }),
+      button(`overwrite '${taken.taken}'`, () => this.overwrite(taken), { cls: 'jp-Kernelcore-tvOverwrite', title: `replace the notebook's '${taken.taken}' with this ${taken.what}` })
+    );
   }
 
   refresh(): void {
