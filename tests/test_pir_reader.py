@@ -22,7 +22,7 @@ from kernelcore.io import feed_target_names, fetch_target_names, load_params
 ROOT = Path(__file__).resolve().parent.parent
 GENERATOR = ROOT / "tests" / "paddle_oracle" / "make_pir_models.py"
 PADDLE3 = ROOT / ".venv-paddle" / "bin" / "python"
-CASES = ["mlp", "ops", "more_ops", "encoder", "bert_like", "lstm", "gru", "lenet", "resnet18", "mobilenet_v2"]
+CASES = ["mlp", "ops", "more_ops", "encoder", "bert_like", "lstm", "gru", "if_while_true", "if_while_false", "lenet", "resnet18", "mobilenet_v2"]
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +44,8 @@ def pir_zoo(tmp_path_factory) -> Path:
 def _load(zoo: Path, case: str):
     prog = load_pir_program(zoo / f"{case}.json")
     scope = kc.Scope()
-    for name, arr in load_params(zoo / f"{case}.pdiparams", prog).items():
+    params = zoo / f"{case}.pdiparams"
+    for name, arr in (load_params(params, prog) if params.exists() else {}).items():
         scope.set(name, arr)
     return prog, scope
 
@@ -93,6 +94,25 @@ def test_pir_values_get_readable_names_and_parameters_keep_paddles(pir_zoo):
     bn = next(op for op in prog.global_block().ops if op.type == "batch_norm")
     assert bn.output("MeanOut") == bn.input("Mean")  # running statistics written in place, as legacy files do
     assert all(not n.endswith(".out") or "_" in n for n in names)
+
+
+@pytest.mark.paddle
+def test_debugger_steps_into_a_pir_while_body_timestep_by_timestep(pir_zoo):
+    """dy2static's `while` runs as kernelcore's while: a kid scope per iteration that the debugger steps into,
+    travels back through, and that provenance crosses."""
+    prog, scope = _load(pir_zoo, "if_while_true")
+    data = np.load(pir_zoo / "if_while_true.npz")
+    sess = kc.debug(prog, feed={"x": data["x"]}, fetch_list=fetch_target_names(prog), scope=scope)
+    sess.break_on("tanh")
+    sess.cont()
+    outer, inner = sess.position.frames
+    assert (outer.op_type, inner.op_type, inner.timestep) == ("while", "tanh", 0)
+    sess.cont()
+    assert sess.position.innermost.timestep == 1
+    sess.back_timestep()
+    assert sess.position.innermost.timestep == 0
+    graph = sess.provenance("while_0.carry1").to_json()
+    assert {n["op_type"] for n in graph["nodes"]} >= {"assign", "select_input"}
 
 
 @pytest.mark.paddle
@@ -145,6 +165,10 @@ HOSTILE = {
     "ops not a list": lambda d: (d["program"]["regions"][0]["blocks"][0].update(ops={}), _bytes(d))[1],
     "attr of wrong type": lambda d: (_ops(d)[0]["A"].__setitem__(0, {"N": 5}), _bytes(d))[1],
     "control flow region": lambda d: (_ops(d)[1].update(regions=[{"blocks": []}]), _bytes(d))[1],
+    "if without regions": lambda d: (_ops(d)[1].update({"#": "1.if"}), _bytes(d))[1],
+    "while without a yield": lambda d: (_ops(d)[1].update({"#": "1.while", "regions": [
+        {"blocks": [{"args": [], "ops": [{"#": "1.relu", "I": [{"%": 1}], "O": []}]}]}]}), _bytes(d))[1],
+    "yield at top level": lambda d: (_ops(d)[1].update({"#": "2.yield"}), _bytes(d))[1],
     "two fetch operands": lambda d: (_ops(d)[2].update(I=[{"%": 2}, {"%": 1}]), _bytes(d))[1],
 }
 

@@ -116,6 +116,13 @@ class _Emit:
     attrs: dict
     pir_index: int
     keep: bool = True
+    block: int = 0
+
+
+@dataclass(frozen=True)
+class _BlockRef:
+    """A `sub_block` attribute before the Program's blocks exist."""
+    idx: int
 
 
 @dataclass
@@ -129,6 +136,10 @@ class _Reader:
     fetches: list = field(default_factory=list)     # (col, name)
     emitted: list = field(default_factory=list)
     extra_types: dict = field(default_factory=dict)  # name -> (shape, dtype) of variables no PIR value names
+    parents: list = field(default_factory=lambda: [-1])  # legacy block index -> its parent's
+    cur: int = 0                                    # the legacy block ops are read into now
+    declared: list = field(default_factory=list)    # (block, name, shape, dtype): outer variables of control flow
+    path: str = ""                                  # where the ops read now sit ("op #4 (pd_op.while) body > ")
     where: str = ""
 
     def fail(self, what: str):
@@ -147,12 +158,15 @@ class _Reader:
         blocks = _get(regions[0], "blocks", list, self)
         if len(blocks) != 1:
             self.fail(f"the top-level region must hold one block, it holds {len(blocks)}")
-        ops = _get(blocks[0], "ops", list, self)
-        for i, op in enumerate(ops):
+        for i, op in enumerate(_get(blocks[0], "ops", list, self)):
             self.where = f"op #{i}"
             self.op(i, op)
         self.where = ""
         return self.build()
+
+    def emit(self, e: _Emit) -> None:
+        e.block = self.cur
+        self.emitted.append(e)
 
     def op(self, i: int, op) -> None:
         if not isinstance(op, dict):
@@ -163,10 +177,15 @@ class _Reader:
         if kind == "p":
             return self.parameter(op)
         name = _op_name(kind)
-        self.where = f"op #{i} ({name[:60]})"
+        self.where = f"{self.path}op #{i} ({name[:60]})"
+        if name == "pd_op.if":
+            return self.if_op(op, i)
+        if name == "pd_op.while":
+            return self.while_op(op, i)
         if op.get("regions"):
-            self.fail(f"{name} holds nested regions (control flow); kernelcore reads PIR programs without "
-                      "control flow so far")
+            self.fail(f"{name} holds nested regions kernelcore does not know how to run")
+        if name == "cf.yield":
+            self.fail("cf.yield outside the end of an if or while region")
         if name in ("builtin.parameter", "pd_op.parameter"):
             return self.parameter(op)
         if name == "pd_op.data":
@@ -320,7 +339,7 @@ class _Reader:
                                                    "value": float(value), "dtype": _var_type(dtype)}, i, keep=False)
         out = self.fresh(self.stem(name.split(".", 1)[1]), "out")
         fill.outputs["Out"] = [out]
-        self.emitted.append(fill)
+        self.emit(fill)
         self.define(op, 0, _Value(name=out, dtype=dtype, shape=shape, const=value, maker=len(self.emitted) - 1))
 
     def mapped(self, name: str, spec: PirOp, op, i: int) -> None:
@@ -401,17 +420,158 @@ class _Reader:
         if spec.cast_result is not None:
             self.emit_with_cast(spec, inputs, outputs, legacy_attrs, i)
         else:
-            self.emitted.append(_Emit(spec.legacy, inputs, outputs, legacy_attrs, i))
+            self.emit(_Emit(spec.legacy, inputs, outputs, legacy_attrs, i))
 
     def emit_with_cast(self, spec: PirOp, inputs: dict, outputs: dict, attrs: dict, i: int) -> None:
         """The legacy op writes `<result>.raw` in its own dtype; a cast gives the result Paddle declares."""
         (slot, (final,)), = outputs.items()
         raw = self.fresh(final, "raw")
-        self.emitted.append(_Emit(spec.legacy, inputs, {slot: [raw]}, attrs, i))
+        self.emit(_Emit(spec.legacy, inputs, {slot: [raw]}, attrs, i))
         src, dst = spec.cast_result
         self.extra_types[raw] = (None, src)
-        self.emitted.append(_Emit("cast", {"X": [raw]}, {"Out": [final]},
+        self.emit(_Emit("cast", {"X": [raw]}, {"Out": [final]},
                                   {"in_dtype": _var_type(src), "out_dtype": _var_type(dst)}, i))
+
+    # -- control flow: regions become sub-blocks, one kid scope per branch taken or iteration --------------------
+    def region_ops(self, op, k: int, n_args: int) -> tuple[list, list]:
+        """(its ops but the closing cf.yield, the yield's operand ids) of region `k` of `op`, whose one block must
+        take `n_args` arguments; the arguments are returned as the ops' first element's ... see while_op."""
+        regions = op.get("regions")
+        if not isinstance(regions, list) or k >= len(regions):
+            self.fail(f"expected region #{k}")
+        blocks = _get(regions[k], "blocks", list, self)
+        if len(blocks) != 1:
+            self.fail(f"region #{k} must hold one block, it holds {len(blocks)}")
+        args = blocks[0].get("args", [])
+        if not isinstance(args, list) or len(args) != n_args:
+            self.fail(f"region #{k}'s block must take {n_args} argument(s)")
+        ops = _get(blocks[0], "ops", list, self)
+        if not ops or not isinstance(ops[-1], dict) or _op_name(str(ops[-1].get("#"))) != "cf.yield":
+            self.fail(f"region #{k} must end with cf.yield")
+        return args, ops
+
+    def sub_block(self, ops: list, where: str) -> tuple[int, list]:
+        """Read `ops` (ending in cf.yield) into a new legacy block under the current one: (its index, the values
+        the yield gives)."""
+        idx = len(self.parents)
+        self.parents.append(self.cur)
+        (outer, self.cur), (path, self.path) = (self.cur, idx), (self.path, f"{where} > ")
+        try:
+            for j, op in enumerate(ops[:-1]):
+                self.where = f"{self.path}op #{j}"
+                self.op(j, op)
+            self.where = f"{self.path}cf.yield"
+            yields = [self.value(v) for v in self.operands(ops[-1])]
+        finally:
+            self.cur, self.path = outer, path
+        return idx, yields
+
+    def declare(self, name: str, shape, dtype) -> None:
+        self.declared.append((self.cur, name, shape, dtype))
+
+    def if_op(self, op, i: int) -> None:
+        """pd_op.if -> conditional_block per branch (the false one under logical_not) writing outer variables,
+        then select_input per result, as Paddle's legacy cond lowers."""
+        where = self.where
+        (cond_id,) = self.operands(op) or [None]
+        if cond_id is None or len(self.operands(op)) != 1:
+            self.fail("pd_op.if takes one operand, its condition")
+        cond = self.value(cond_id)
+        res = self.results(op)
+        stem = self.stem("if")
+        not_cond = self.fresh(stem, "not_cond")
+        self.extra_types[not_cond] = (cond.shape, "bool")
+        self.emit(_Emit("logical_not", {"X": [cond.name]}, {"Out": [not_cond]}, {}, i))
+        outs = {}
+        for k, branch in ((0, "true"), (1, "false")):
+            _args, ops = self.region_ops(op, k, 0)
+            names = [self.fresh(stem, f"{branch}{r}") for r in range(len(res))]
+            for n, (_vid, (shape, dtype, _l)) in zip(names, res):
+                self.declare(n, shape, dtype)
+            idx, yields = self.sub_block(ops, f"{where} {branch} branch")
+            if len(yields) != len(res):
+                self.fail(f"the {branch} branch yields {len(yields)} value(s) for {len(res)} result(s)")
+            for n, y in zip(names, yields):
+                self.copy_into(y, n, idx, i)
+            scope = self.fresh(stem, f"{branch}_scope")
+            self.extra_types[scope] = ("scopes", None)
+            self.emit(_Emit("conditional_block", {"Cond": [cond.name if k == 0 else not_cond], "Input": []},
+                            {"Out": names, "Scope": [scope]},
+                            {"sub_block": _BlockRef(idx), "is_scalar_condition": True}, i))
+            outs[branch] = names
+            self.where = where
+        mask = self.fresh(stem, "mask")
+        self.extra_types[mask] = (cond.shape, "int32")
+        self.emit(_Emit("cast", {"X": [cond.name]}, {"Out": [mask]},
+                        {"in_dtype": _var_type("bool"), "out_dtype": _var_type("int32")}, i))
+        for r in range(len(res)):
+            out = self.fresh(stem, f"out{r}")
+            self.define(op, r, _Value(name=out))
+            self.emit(_Emit("select_input", {"X": [outs["false"][r], outs["true"][r]], "Mask": [mask]},
+                            {"Out": [out]}, {}, i))
+
+    def while_op(self, op, i: int) -> None:
+        """pd_op.while -> a legacy while over loop variables: the carried operands are copied in, the body's
+        block arguments are those variables, and its yield copies the next condition and values back."""
+        where = self.where
+        ids = self.operands(op)
+        if not ids:
+            self.fail("pd_op.while takes its condition and the carried values")
+        cond, carried = self.value(ids[0]), [self.value(v) for v in ids[1:]]
+        res = self.results(op)
+        if len(res) != len(carried):
+            self.fail(f"{len(res)} result(s) for {len(carried)} carried value(s)")
+        args, ops = self.region_ops(op, 0, len(carried))
+        stem = self.stem("while")
+        cond_var = self.fresh(stem, "cond")
+        self.declare(cond_var, cond.shape, cond.dtype)
+        self.copy_into(cond, cond_var, self.cur, i)
+        loop = []
+        for k, v in enumerate(carried):
+            name = self.fresh(stem, f"carry{k}")
+            self.declare(name, v.shape, v.dtype)
+            self.copy_into(v, name, self.cur, i)
+            loop.append(name)
+        for k, a in enumerate(args):  # the body sees the loop variables under the block arguments' ids
+            aid = _value_id(a, self)
+            if aid in self.values:
+                self.fail(f"block argument %{aid} defined twice")
+            shape, dtype, _l = _tensor_type(a.get("TT"), self)
+            self.values[aid] = _Value(name=loop[k], shape=shape, dtype=dtype)
+        idx, yields = self.sub_block(ops, f"{where} body")
+        if len(yields) != 1 + len(carried):
+            self.fail(f"the body yields {len(yields)} value(s); expected the condition and {len(carried)}")
+        # values a later copy would overwrite before it is read (a swap) go through a temporary first
+        staged = []
+        for k, y in enumerate(yields[1:]):
+            if isinstance(y.name, str) and y.name in loop and loop.index(y.name) != k:
+                tmp = self.fresh(stem, f"next{k}")
+                self.copy_into(y, tmp, idx, i)
+                staged.append((_Value(name=tmp, shape=y.shape, dtype=y.dtype), loop[k]))
+            else:
+                staged.append((y, loop[k]))
+        for y, name in staged:
+            self.copy_into(y, name, idx, i)
+        self.copy_into(yields[0], cond_var, idx, i)
+        scopes = self.fresh(stem, "scopes")
+        self.extra_types[scopes] = ("scopes", None)
+        self.emit(_Emit("while", {"X": list(loop), "Condition": [cond_var]}, {"Out": list(loop),
+                        "StepScopes": [scopes]}, {"sub_block": _BlockRef(idx), "is_test": True}, i))
+        for k, name in enumerate(loop):
+            self.define(op, k, _Value(name=name))
+        self.where = where
+
+    def copy_into(self, v: _Value, name: str, block: int, i: int) -> None:
+        if isinstance(v.name, list):
+            self.fail("control flow over a list of values")
+        if v.name == name:
+            return
+        self.mark_tensor(v)
+        outer, self.cur = self.cur, block
+        try:
+            self.emit(_Emit("assign", {"X": [v.name]}, {"Out": [name]}, {}, i))
+        finally:
+            self.cur = outer
 
     def retype_constants(self, name: str, operands, dtype: str | None) -> None:
         """Make the constants `operands` come from in `dtype` (an op whose dtype attribute its legacy twin reads
@@ -435,7 +595,11 @@ class _Reader:
     def build(self) -> Program:
         from ..io import with_feed_fetch
         prog = Program()
-        block = prog.global_block()
+        blocks = [prog.global_block()]
+        for parent in self.parents[1:]:
+            blocks.append(prog.create_block(parent))
+        prog._current = 0
+        block = blocks[0]
         declared = set()
         for name, shape, dtype, persistable in self.params:
             block.create_var(name, shape=shape, dtype=dtype or "float32", persistable=persistable,
@@ -444,28 +608,61 @@ class _Reader:
         for _col, name, shape, dtype in self.feeds:
             block.create_var(name, shape=shape, dtype=dtype or "float32")
             declared.add(name)
+        for b, name, shape, dtype in self.declared:
+            _create(blocks[b], name, shape, dtype)
+            declared.add(name)
         shapes = dict(self.extra_types)
         for v in self.values.values():
             if isinstance(v.name, str):
                 shapes.setdefault(v.name, (v.shape, v.dtype))
-        for e in self.emitted:
-            if not e.keep:
-                continue
+        kept = [e for e in self.emitted if e.keep]
+        reads = self.outer_reads(kept)
+        for e in kept:
             for names in e.outputs.values():
                 for n in names:
                     if n not in declared:
-                        shape, dtype = shapes.get(n, (None, None))
-                        block.create_var(n, shape=shape, dtype=dtype or "float32")
+                        _create(blocks[e.block], n, *shapes.get(n, (None, None)))
                         declared.add(n)
+            attrs = dict(e.attrs)
+            sub = attrs.get("sub_block")
+            inputs = dict(e.inputs)
+            if isinstance(sub, _BlockRef):
+                attrs["sub_block"] = blocks[sub.idx]
+                slot = "Input" if e.type == "conditional_block" else "X"
+                inputs[slot] = list(dict.fromkeys(list(inputs.get(slot, [])) + reads[sub.idx]))
             try:
-                block.append_op(e.type, inputs=e.inputs, outputs=e.outputs, attrs=e.attrs, infer=False)
+                blocks[e.block].append_op(e.type, inputs=inputs, outputs=e.outputs, attrs=attrs, infer=False)
             except Exception as err:  # a table row that does not fit kernelcore's op spec: name the PIR op
                 raise LoadError(f"{self.source}: op #{e.pir_index}: as kernelcore's {e.type}: {err}") from None
         fetches = [name for _col, name in sorted(self.fetches, key=lambda t: t[0])]
-        for n in fetches:
-            if isinstance(n, list):
-                raise LoadError(f"{self.source}: a fetch of a list of values")
         return with_feed_fetch(prog, [name for _c, name, _s, _d in self.feeds], fetches)
+
+    def outer_reads(self, ops: list[_Emit]) -> dict[int, list[str]]:
+        """For each sub-block: the variables its ops (and its sub-blocks' ops) read that it does not write; the
+        control-flow op that runs it lists them as inputs, as Paddle's legacy programs do."""
+        writes: dict[int, set] = {}
+        reads: dict[int, list] = {}
+        for e in ops:
+            chain, b = [], e.block
+            while b > 0:
+                chain.append(b)
+                b = self.parents[b]
+            for b in chain:
+                w = writes.setdefault(b, set())
+                r = reads.setdefault(b, [])
+                for names in e.inputs.values():
+                    r.extend(n for n in names if n not in w)
+                for names in e.outputs.values():
+                    w.update(names)
+        return {b: [n for n in dict.fromkeys(reads.get(b, [])) if n not in writes.get(b, set())]
+                for b in range(1, len(self.parents))}
+
+
+def _create(block, name: str, shape, dtype) -> None:
+    if shape == "scopes":
+        block.create_var(name, type=pb.VarType.STEP_SCOPES, dtype=None)
+    else:
+        block.create_var(name, shape=shape, dtype=dtype or "float32")
 
 
 # -- small parsers ----------------------------------------------------------------------------------------------

@@ -90,6 +90,21 @@ class BertLike(paddle.nn.Layer):
         return paddle.tanh(h[:, 0])
 
 
+class IfWhile(paddle.nn.Layer):
+    """Python `if` and `while` on tensor values: dy2static writes pd_op.if and pd_op.while."""
+
+    def forward(self, x):
+        if paddle.mean(x) > 0:
+            y = x * 2.0
+        else:
+            y = paddle.tanh(x) - 1.0
+        i = paddle.zeros([1], "int64")
+        while i < 3:
+            y = y * 0.5 + paddle.tanh(y)
+            i = i + 1
+        return y, i
+
+
 def _encoder():
     return paddle.nn.TransformerEncoder(paddle.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0), 2)
 
@@ -108,6 +123,9 @@ CASES = {
     "lstm": (lambda: paddle.nn.LSTM(8, 16, 2), [InputSpec([None, 5, 8], "float32", "x")], [(3, 5, 8)]),
     "gru": (lambda: paddle.nn.GRU(8, 16, direction="bidirect"), [InputSpec([None, 5, 8], "float32", "x")],
             [(3, 5, 8)]),
+    # the same program twice: a feed that takes the true branch, then one that takes the false branch
+    "if_while_true": (IfWhile, [InputSpec([2, 3], "float32", "x")], [(2, 3)], 3.0),
+    "if_while_false": (IfWhile, [InputSpec([2, 3], "float32", "x")], [(2, 3)], -3.0),
     "lenet": (lambda: _vision("LeNet"), [InputSpec([None, 1, 28, 28], "float32", "x")], [(2, 1, 28, 28)]),
     "resnet18": (lambda: _vision("resnet18"), [InputSpec([None, 3, 64, 64], "float32", "x")], [(1, 3, 64, 64)]),
     "mobilenet_v2": (lambda: _vision("mobilenet_v2", scale=0.5), [InputSpec([None, 3, 64, 64], "float32", "x")],
@@ -158,7 +176,7 @@ def main(out, only):
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(0)
     failed, table = {}, {}
-    for case, (make, spec, shapes) in CASES.items():
+    for case, (make, spec, shapes, *offset) in CASES.items():
         if only and case not in only:
             continue
         try:
@@ -167,7 +185,7 @@ def main(out, only):
             layer.eval()
             prefix = os.path.join(out, case)
             paddle.jit.save(layer, prefix, input_spec=spec)
-            feeds = {s.name: _feed(rng, s, shape) for s, shape in zip(spec, shapes)}
+            feeds = {s.name: _feed(rng, s, shape) + sum(offset) for s, shape in zip(spec, shapes)}
             names, outs = predict(prefix, feeds)
             np.savez(prefix + ".npz", **feeds, **{f"fetch_{i}": o for i, o in enumerate(outs)})
             with open(prefix + ".meta.json", "w") as f:
