@@ -194,3 +194,49 @@ def test_pdiparams_tensor_headers_with_any_dims(data_type, dims, body):
     out = params_or_error(_tensor_with_header(data_type, dims, body), ["w"])
     if out is not None:
         assert list(out["w"].shape) == dims
+
+
+# ---------------------------------------------------------------------------
+# the parts protocol's requests (kernelcore/program_parts.py), as the comm and the server's parts route get them
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70) | st.floats(allow_nan=False)
+                     | st.text(max_size=300),
+                     lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
+                     max_leaves=20)
+
+
+@pytest.fixture(scope="module")
+def mlp_parts():
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from make_frontend_fixtures import training_mlp
+    from kernelcore.program_parts import ProgramParts
+    return ProgramParts(training_mlp(6, width=4))
+
+
+def _group_id_lists(parts):
+    real = [g["id"] for g in parts.blocks[0].groups]
+    one = st.one_of(st.sampled_from(real), st.none(), _JSON)
+    return st.one_of(st.lists(one, max_size=12), _JSON)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_parts_requests_with_any_group_ids(mlp_parts, data):
+    """Any JSON in a contents request's fields: the comm's `handle` answers (an error or the contents, each
+    asked group's ops once), and `answer` raises nothing but PartsRequestError."""
+    from kernelcore.program_parts import PartsRequestError
+    msg = {"type": data.draw(st.sampled_from(["contents", "search"]) | _JSON),
+           "block": data.draw(st.sampled_from([0, 0, 1, -1]) | _JSON),
+           "groups": data.draw(_group_id_lists(mlp_parts)),
+           "loaded": data.draw(_group_id_lists(mlp_parts)),
+           "query": data.draw(st.text(max_size=20) | _JSON)}
+    out = mlp_parts.handle(msg)
+    assert isinstance(out, dict)
+    if "ops" in out:
+        ids = [o["id"] for o in out["ops"]]
+        assert len(ids) == len(set(ids))
+    try:
+        mlp_parts.answer(msg)
+    except PartsRequestError as e:
+        assert e.status in (400, 413) and str(e)
