@@ -14,10 +14,13 @@ before the first op) is the engine object every rebuilt view comes from; `TimeVi
 """
 from __future__ import annotations
 
+import bisect
+import collections
+import difflib
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
-from .errors import KernelcoreError, OpRunError
+from .errors import KernelcoreError, OpRunError, UnknownNameError
 from .executor import ExecContext, Executor
 from .place import CPUPlace, to_host
 from .program import Program
@@ -29,6 +32,38 @@ from .watch import Watch, WatchHit, check as _watch_check, make_watch
 END_OF_BLOCK = "end of block"
 # control-flow ops whose outputs their sub-block writes (the op's own op_run event comes after those writes)
 _BLOCK_WRITERS = frozenset({"while", "conditional_block"})  # the op_type of the pause after a sub-block's last op
+
+
+# what the fused rnn op's kernel binds and writes in each step scope (kernelcore/ops/rnn.py, RnnStep): names
+# a debugger may be asked about though no block declares them
+_RNN_STEP_NAMES = frozenset({"x_proj", "h_prev", "c_prev", "mask", "gates", "h", "c"})
+
+
+def program_names(program: Program) -> tuple[set[str], set[str]]:
+    """(variable names, op types) of `program`: every block's variables and op arguments, and for ops whose
+    kernel runs its own steps (the fused rnn), the step's op type and the names it binds."""
+    names: set[str] = set()
+    op_types: set[str] = set()
+    for block in program.desc.blocks:
+        names.update(v.name for v in block.vars)
+        for op in block.ops:
+            op_types.add(op.type)
+            for slots in (op.inputs, op.outputs):
+                for slot in slots:
+                    names.update(slot.arguments)
+    if "rnn" in op_types:
+        from .ops.rnn import CELL_TYPES
+        op_types.update(CELL_TYPES.values())
+        names.update(_RNN_STEP_NAMES)
+    return names, op_types
+
+
+def check_known(name: str, known, what: str) -> None:
+    """Raise UnknownNameError, with the closest names, when `name` is not among `known`."""
+    if name in known:
+        return
+    close = difflib.get_close_matches(str(name), sorted(map(str, known)), n=3, cutoff=0.6)
+    raise UnknownNameError(what, name, close)
 
 
 class Frame(NamedTuple):  # a NamedTuple, not a frozen dataclass: one is made per level at every pause
@@ -145,9 +180,12 @@ class StepRecord:
     order: int          # position in execution order (0 = the first that ran)
 
 
-@dataclass
+@dataclass(eq=False)
 class Origin:
-    """Where a value came from: the op (and timestep) that wrote it, and where its inputs came from."""
+    """Where a value came from: the op (and timestep) that wrote it, and where its inputs came from.
+
+    Origins form a DAG: an input two ops share is one Origin both list (compared by identity), so a provenance
+    answer grows with the writes it names, not with the paths to them."""
     name: str
     kind: str                  # "op": an op wrote it; "bound": a loop op bound it in a step scope;
     #                            "initial": it was there before the run (fed or set); "unknown": not recorded
@@ -160,18 +198,40 @@ class Origin:
     shape: list | None = None
     note: str = ""
     inputs: list = None  # [Origin]
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "event": self.event, "block": self.block, "op": self.op,
-                "op_type": self.op_type, "timestep": self.timestep, "scope": self.scope, "shape": self.shape,
-                "note": self.note, "inputs": [i.to_json() for i in (self.inputs or [])]}
+    id: int = 0          # its index in the walk that found it (the root is 0)
+    cut: str | None = None  # why its inputs were not followed: "depth" (past the depth asked) or "nodes"
+    #                         (the node budget ran out); None: followed, or it has none
+    limits: dict | None = None  # on the root: the depth and node budget the walk ran under
 
     def chain(self) -> list[Origin]:
-        """This origin and, depth first, every origin it names."""
-        out = [self]
-        for i in self.inputs or []:
-            out.extend(i.chain())
+        """This origin and every origin it reaches, each once, depth first (inputs in order)."""
+        out, seen, todo = [], set(), [self]
+        while todo:
+            o = todo.pop()
+            if id(o) in seen:
+                continue
+            seen.add(id(o))
+            out.append(o)
+            todo.extend(reversed(o.inputs or []))
         return out
+
+    @property
+    def truncated(self) -> bool:
+        """Whether a budget cut the walk below this origin (the cut origins say where)."""
+        return any(o.cut for o in self.chain())
+
+    def node_json(self) -> dict:
+        return {"id": self.id, "name": self.name, "kind": self.kind, "event": self.event, "block": self.block,
+                "op": self.op, "op_type": self.op_type, "timestep": self.timestep, "scope": self.scope,
+                "shape": self.shape, "note": self.note, "inputs": [i.id for i in self.inputs or []],
+                "cut": self.cut}
+
+    def to_json(self) -> dict:
+        """The DAG below this origin: every origin once, inputs as ids, and whether (and where) it was cut."""
+        nodes = self.chain()
+        cut = [o.id for o in nodes if o.cut]
+        return {"root": self.id, "nodes": [o.node_json() for o in nodes], "truncated": bool(cut), "cut": cut,
+                "limits": self.limits}
 
     def __str__(self) -> str:
         t = f" t={self.timestep}" if self.timestep is not None else ""
@@ -180,6 +240,230 @@ class Origin:
         if self.kind == "bound":
             return f"{self.name} <- bound by {self.op_type} (block {self.block} op #{self.op}{t}): {self.note}"
         return f"{self.name} <- {self.kind}" + (f": {self.note}" if self.note else "")
+
+
+DEFAULT_PROVENANCE_NODES = 500  # what one answer may name: enough for a sidebar, small enough to send
+
+
+class _StepIndex:
+    """The timesteps of every loop op, read from the trace once and extended as it grows.
+
+    A run of a loop op is a list of steps [t, scope, begin, end]; a new run starts when a step_begin repeats a
+    timestep of a run whose last step has ended (the op runs again, inside an outer loop)."""
+
+    def __init__(self):
+        self.read = 0  # events indexed so far
+        self.runs: dict[tuple, list[list[list]]] = {}  # (block, op) -> runs, oldest first
+        self.begins: dict[tuple, list[list[int]]] = {}  # (block, op) -> per run, its steps' begin indexes
+        self.run_ts: dict[tuple, set] = {}  # (block, op) -> the timesteps of its latest run
+        self.by_scope: dict[int, tuple[list, int]] = {}  # step scope -> (its run, its position there)
+
+    def update(self, events) -> None:
+        for i in range(self.read, len(events)):
+            e = events[i]
+            if e.kind == "step_begin":
+                self._begin(i, e)
+            elif e.kind == "step_end":
+                self._end(i, e)
+        self.read = len(events)
+
+    def _begin(self, i, e) -> None:
+        key = (e.block, e.op)
+        runs = self.runs.setdefault(key, [])
+        ts = self.run_ts.get(key)
+        if not runs or (runs[-1][-1][3] is not None and e.timestep in ts):
+            runs.append([])
+            self.begins.setdefault(key, []).append([])
+            ts = self.run_ts[key] = set()
+        run = runs[-1]
+        self.by_scope[e.scope] = (run, len(run))
+        run.append([e.timestep, e.scope, i, None])
+        self.begins[key][-1].append(i)
+        ts.add(e.timestep)
+
+    def _end(self, i, e) -> None:
+        runs = self.runs.get((e.block, e.op))
+        if runs and runs[-1][-1][1] == e.scope:
+            runs[-1][-1][3] = i
+
+    def steps(self, key, last: int) -> list[StepRecord]:
+        """The steps of loop op `key` in its latest run begun at or before event `last`, as they stood then."""
+        begins = self.begins.get(key, [])
+        r = bisect.bisect_right([b[0] for b in begins], last) - 1
+        if r < 0:
+            return []
+        n = bisect.bisect_right(begins[r], last)
+        return [StepRecord(t, s, b, e if e is not None and e <= last else None, j)
+                for j, (t, s, b, e) in enumerate(self.runs[key][r][:n])]
+
+    def previous(self, scope: int, last: int) -> list | None:
+        """The step before step scope `scope` in the same run, when it had ended by event `last`."""
+        run, pos = self.by_scope.get(scope, (None, 0))
+        if run is None or pos == 0:
+            return None
+        prev = run[pos - 1]
+        return prev if prev[3] is not None and prev[3] <= last else None
+
+
+class _ProvenanceWalk:
+    """One provenance answer, walked breadth first so each write is found at its shortest distance from the
+    value asked about, made once, and shared by every origin that reads it.
+
+    A request is (name, scope, event index, note): the value of `name` seen from `scope` right after that event."""
+
+    def __init__(self, rec: RecordedRun, upto: int, max_nodes: int):
+        self.rec, self.events, self.max_nodes = rec, rec.events, max_nodes
+        self.parent, self.names, self.origin, self.pushed = rec._scope_facts(upto)
+        self.writes = rec._write_index(upto)
+        self.nodes: dict[tuple, Origin] = {}
+
+    def run(self, name: str, scope: int, k: int, depth: int) -> Origin:
+        root, requests = self._locate(name, scope, k)
+        queue = collections.deque([(root, requests, depth)])
+        while queue:
+            node, requests, left = queue.popleft()
+            if requests and left <= 0:
+                node.cut = "depth"
+                continue
+            for n, s, at, note in requests:
+                child, more = self._find(n, s, at)
+                if child is None:
+                    node.cut = "nodes"
+                    break
+                node.inputs.append(child)
+                if more is not None:  # made just now: its own inputs wait their turn
+                    child.note = child.note or note
+                    queue.append((child, more, left - 1))
+        root.limits = {"depth": depth, "nodes": self.max_nodes}
+        return root
+
+    def _find(self, name, scope, k):
+        """(the origin, its input requests) when made now; (the origin, None) when made before; (None, None)
+        when it would be new and the node budget is spent."""
+        key = self._key(name, scope, k)
+        if key in self.nodes:
+            return self.nodes[key], None
+        if len(self.nodes) >= self.max_nodes:
+            return None, None
+        return self._locate(name, scope, k, key)
+
+    def _key(self, name, scope, k) -> tuple:
+        home = RecordedRun._resolve(name, scope, self.parent, self.names)
+        i = self._last_write(name, home, k)
+        return (name, i) if i is not None else (name, "before", home)
+
+    def _last_write(self, name, home, k) -> int | None:
+        """The index of the latest write of `name` into scope `home` at or before event k."""
+        idxs = self.writes.get(name, ())
+        events, parent, names = self.events, self.parent, self.names
+        for j in range(bisect.bisect_right(idxs, k) - 1, -1, -1):
+            i = idxs[j]
+            e = events[i]
+            if e.kind == "op_run":
+                if RecordedRun._resolve(name, e.scope, parent, names) == home:
+                    return i
+            elif e.scope == home:
+                return i
+        return None
+
+    def _locate(self, name, scope, k, key=None):
+        key = key or self._key(name, scope, k)
+        o, requests = self._make(name, key)
+        o.id = len(self.nodes)
+        self.nodes[key] = o
+        return o, requests
+
+    def _make(self, name, key):
+        if key[1] == "before":
+            home = key[2]
+            if any(sid == home and name in values for sid, _, values in self.rec.initial):
+                return Origin(name, "initial", scope=home, note="there before the run (fed or set in the scope)",
+                              inputs=[]), []
+            return Origin(name, "unknown", scope=home, note="no write of it is recorded", inputs=[]), []
+        i = key[1]
+        e = self.events[i]
+        if e.kind == "op_run":
+            shape = next((list(s) if s is not None else None for _, n, s, _ in e.outputs if n == name), None)
+            o = Origin(name, "op", i, e.block, e.op, e.op_type, e.timestep, e.scope, shape, inputs=[])
+            firsts = {}
+            for slot, n, _, _ in e.inputs:
+                firsts.setdefault(n, slot)
+            return o, [(n, e.scope, i - 1, f"input {slot}") for n, slot in firsts.items()]
+        return self._bound(name, e.scope, i)
+
+    def _bound(self, name, step_scope, i):
+        """A value a loop op bound in a step scope: x_t (a slice of a sequence) or a memory."""
+        org = self.origin.get(step_scope, {})
+        b, op_idx, t, op_type = org.get("block"), org.get("op_idx"), org.get("timestep"), org.get("op")
+        o = Origin(name, "bound", i, b, op_idx, op_type, t, step_scope, inputs=[])
+        op = None
+        if self.rec.program is not None and b is not None and op_idx is not None:
+            try:
+                op = self.rec.program.block(b).op(op_idx)
+            except KernelcoreError:
+                op = None
+        if op is not None and op.type == "rnn":
+            return self._bound_fused(o, op, name, step_scope, i, org)
+        if op is None or op.type != "recurrent":
+            o.note = "bound by the loop op"
+            return o, []
+        outer = self.parent.get(step_scope)
+        begin = self._begin_of(step_scope, i)
+        ex_states, states = list(op.attr("ex_states", [])), list(op.attr("states", []))
+        if name in op.input("inputs"):
+            o.note = f"timestep {t} of the sequence {name!r}"
+            return o, [(name, outer, begin, "")]
+        if name not in ex_states:
+            o.note = "bound by the loop op"
+            return o, []
+        j = ex_states.index(name)
+        prev = self.rec._step_index().previous(step_scope, i)
+        if prev is not None:
+            o.note = f"memory: {states[j]!r} written at timestep {prev[0]}"
+            return o, [(states[j], prev[1], prev[3], "")]
+        inits = op.input("initial_states")
+        src = inits[j] if j < len(inits) else None
+        o.note = f"memory at the first timestep: the initial state {src!r}"
+        return o, [(src, outer, begin, "")] if src is not None else []
+
+    # the fused rnn op (ops/rnn.py): each (layer, direction) pass binds x_proj, and h_prev / c_prev from the
+    # h / c its previous step wrote (the initial state PreState at the pass's first step)
+    _FUSED_MEMORY = {"h_prev": ("h", 0), "c_prev": ("c", 1)}
+
+    def _bound_fused(self, o, op, name, step_scope, i, org):
+        outer = self.parent.get(step_scope)
+        begin = self._begin_of(step_scope, i)
+        if name in self._FUSED_MEMORY:
+            src, k = self._FUSED_MEMORY[name]
+            prev = self._previous_pass_step(org, begin)
+            if prev is not None:
+                o.note = f"memory: {src!r} written at timestep {prev[0]}"
+                return o, [(src, prev[1], prev[3], "")]
+            inits = op.input("PreState")
+            o.note = "memory at the pass's first timestep: the initial state" + \
+                (f" {inits[k]!r}" if k < len(inits) else "")
+            return o, [(inits[k], outer, begin, "")] if k < len(inits) else []
+        if name == "x_proj":
+            o.note = f"timestep {org.get('timestep')} of the input projection (Input @ W_ih + b)"
+            return o, [(op.input("Input")[0], outer, begin, "")]
+        o.note = "bound by the rnn op"
+        return o, []
+
+    def _previous_pass_step(self, org, begin) -> list | None:
+        """The latest step of the same rnn op and pass (layer, direction) that ended at or before `begin`."""
+        steps = self.rec._step_index()
+        for run in reversed(steps.runs.get((org.get("block"), org.get("op_idx")), [])):
+            for step in reversed(run):
+                end = step[3]
+                if end is not None and end <= begin and \
+                        self.origin.get(step[1], {}).get("what") == org.get("what"):
+                    return step
+        return None
+
+    def _begin_of(self, step_scope, i) -> int:
+        """The index just before step scope `step_scope` was pushed (at or before event i)."""
+        j = self.pushed.get(step_scope)
+        return j - 1 if j is not None and j <= i else i
 
 
 class RecordedRun:
@@ -216,22 +500,20 @@ class RecordedRun:
         return TimeView(self, index)
 
     # -- loops ------------------------------------------------------------------------------------------
+    def _step_index(self) -> _StepIndex:
+        """The loop steps of the trace, indexed once and brought up to date with the events recorded since."""
+        index = self.__dict__.get("_steps")
+        if index is None:
+            index = self._steps = _StepIndex()
+        index.update(self.events)
+        return index
+
     def timesteps(self, block: int, op: int, upto: int | None = None) -> list[StepRecord]:
         """The timesteps of loop op (block, op) in its latest run that began at or before event `upto`,
         in execution order."""
-        events = self.events
-        last = len(events) - 1 if upto is None else upto
-        out: list[StepRecord] = []
-        for i in range(0, last + 1):
-            e = events[i]
-            if e.kind == "step_begin" and (e.block, e.op) == (block, op):
-                if out and out[-1].end is not None and any(s.t == e.timestep for s in out):
-                    out = []  # the op runs again (inside a loop): keep the latest run
-                out.append(StepRecord(e.timestep, e.scope, i, None, len(out)))
-            elif e.kind == "step_end" and (e.block, e.op) == (block, op) and out and out[-1].scope == e.scope:
-                s = out[-1]
-                out[-1] = StepRecord(s.t, s.scope, s.begin, i, s.order)
-        return out
+        index = self._step_index()
+        last = len(self.events) - 1 if upto is None else upto
+        return index.steps((block, op), last)
 
     def last_run_of(self, block: int, op: int, upto: int | None = None) -> int | None:
         """Index of the latest op_run event of op (block, op) at or before `upto`."""
@@ -242,148 +524,85 @@ class RecordedRun:
 
     # -- scopes as recorded -------------------------------------------------------------------------------
     def _scope_facts(self, upto: int):
-        """(parent of each scope, names created in each scope, origin of each scope) up to event `upto`."""
+        """(parent of each scope, names created in each scope, origin of each scope, index of each scope's
+        push) up to event `upto`."""
         parent: dict[int, int | None] = {}
         names: dict[int, set] = {}
         origin: dict[int, dict] = {}
+        pushed: dict[int, int] = {}
         prev = None
         for sid, org, values in self.initial:
             parent[sid], names[sid], origin[sid] = prev, set(values), dict(org)
             prev = sid
-        for e in self.events[self.first_event:upto + 1]:
+        events = self.events
+        for i in range(self.first_event, min(upto + 1, len(events))):
+            e = events[i]
             if e.kind == "scope_push":
-                parent[e.scope], names[e.scope] = e.parent_scope, set()
+                parent[e.scope], names[e.scope], pushed[e.scope] = e.parent_scope, set(), i
                 origin[e.scope] = {"op": e.op_type, "block": e.block, "op_idx": e.op, "timestep": e.timestep,
                                    "what": e.message}
             elif e.kind == "var_create" and e.scope in names:
                 names[e.scope].add(e.name)
-        return parent, names, origin
+        return parent, names, origin, pushed
+
+    def _write_index(self, upto: int) -> dict[str, list[int]]:
+        """name -> indexes (ascending) of the events up to `upto` that wrote it: op_run outputs (not a while's
+        or conditional_block's, which only relist what their sub-block wrote) and loop bindings."""
+        writes: dict[str, list[int]] = {}
+        events = self.events
+        for i in range(self.first_event, min(upto + 1, len(events))):
+            e = events[i]
+            if e.kind == "op_run" and e.op_type not in _BLOCK_WRITERS:
+                for n in dict.fromkeys(n for _, n, _, _ in e.outputs):
+                    writes.setdefault(n, []).append(i)
+            elif e.kind == "var_create" and e.values:
+                writes.setdefault(e.name, []).append(i)
+        return writes
 
     @staticmethod
     def _resolve(name, scope, parent, names):
-        s = scope
-        while s is not None:
+        """The scope up the chain from `scope` that holds `name` (`scope` itself when none does)."""
+        s, hops = scope, 0
+        while s is not None and hops <= len(parent):  # a parent cycle (a malformed trace) ends the walk
             if name in names.get(s, ()):
                 return s
             s = parent.get(s)
+            hops += 1
         return scope
+
+    def names(self) -> set[str]:
+        """Every variable name the run can speak of: the program's (all blocks, and what loop kernels bind in
+        their step scopes), those there before the run, and those its events name."""
+        known = set(program_names(self.program)[0]) if self.program is not None else set()
+        for _, _, values in self.initial:
+            known.update(values)
+        if self.program is None:
+            for e in self.events:
+                known.update(n for _, n, _, _ in e.inputs)
+                known.update(n for _, n, _, _ in e.outputs)
+                known.update(e.names)
+                if e.name is not None:
+                    known.add(e.name)
+        return known
 
     # -- provenance --------------------------------------------------------------------------------------
     def provenance(self, name: str, scope: int | None = None, index: int | None = None,
-                   depth: int = 3) -> Origin:
+                   depth: int = 3, max_nodes: int = DEFAULT_PROVENANCE_NODES) -> Origin:
         """Where the value of `name`, seen from scope `scope` right after event `index`, came from: the op and
         timestep that wrote it and, for each of that op's inputs, the same (to `depth` ops), across step
-        scopes and RNN memories (a memory read at timestep t comes from the state written at t-1)."""
+        scopes and RNN memories (a memory read at timestep t comes from the state written at t-1).
+
+        The answer is a DAG of at most `max_nodes` origins (each write once, shared by all its readers); an
+        origin whose inputs a budget left unfollowed says so in `cut`, and the root's `truncated` is then true.
+        A name the run does not know raises UnknownNameError."""
+        check_known(name, self.names(), "variable")
+        if depth < 0 or max_nodes < 1:
+            raise KernelcoreError(f"provenance needs depth >= 0 and max_nodes >= 1, got {depth} and {max_nodes}")
         events = self.events
         k = len(events) - 1 if index is None else index
-        facts = self._scope_facts(k)
         if scope is None:
             scope = self.initial[-1][0]
-        return self._origin(name, scope, k, depth, facts)
-
-    def _origin(self, name, scope, k, depth, facts) -> Origin:
-        parent, names, origin = facts
-        events = self.events
-        home = self._resolve(name, scope, parent, names)
-        for i in range(k, self.first_event - 1, -1):
-            e = events[i]
-            if e.kind == "op_run" and e.op_type not in _BLOCK_WRITERS and any(n == name for _, n, _, _ in e.outputs) \
-                    and self._resolve(name, e.scope, parent, names) == home:
-                shape = next((list(s) if s is not None else None for _, n, s, _ in e.outputs if n == name), None)
-                o = Origin(name, "op", i, e.block, e.op, e.op_type, e.timestep, e.scope, shape, inputs=[])
-                if depth > 0:
-                    seen = set()
-                    for slot, n, _, _ in e.inputs:
-                        if n in seen:
-                            continue
-                        seen.add(n)
-                        sub = self._origin(n, e.scope, i - 1, depth - 1, facts)
-                        sub.note = sub.note or f"input {slot}"
-                        o.inputs.append(sub)
-                return o
-            if e.kind == "var_create" and e.name == name and e.scope == home and e.values:
-                return self._bound(name, home, i, depth, facts)
-        if any(sid == home and name in values for sid, _, values in self.initial):
-            return Origin(name, "initial", scope=home, note="there before the run (fed or set in the scope)")
-        return Origin(name, "unknown", scope=home, note="no write of it is recorded")
-
-    def _bound(self, name, step_scope, i, depth, facts) -> Origin:
-        """A value a loop op bound in a step scope: x_t (a slice of a sequence) or a memory."""
-        parent, names, origin = facts
-        org = origin.get(step_scope, {})
-        b, op_idx, t, op_type = org.get("block"), org.get("op_idx"), org.get("timestep"), org.get("op")
-        o = Origin(name, "bound", i, b, op_idx, op_type, t, step_scope, inputs=[])
-        op = None
-        if self.program is not None and b is not None and op_idx is not None:
-            try:
-                op = self.program.block(b).op(op_idx)
-            except KernelcoreError:
-                op = None
-        if op is not None and op.type == "rnn" and depth > 0:
-            return self._bound_fused(o, op, name, step_scope, i, depth, facts, org)
-        if op is None or op.type != "recurrent" or depth <= 0:
-            o.note = "bound by the loop op"
-            return o
-        outer = parent.get(step_scope)
-        ex_states, states = list(op.attr("ex_states", [])), list(op.attr("states", []))
-        if name in op.input("inputs"):
-            o.note = f"timestep {t} of the sequence {name!r}"
-            sub = self._origin(name, outer, self._begin_of(step_scope, i), depth - 1, facts)
-            o.inputs.append(sub)
-            return o
-        if name in ex_states:
-            j = ex_states.index(name)
-            steps = self.timesteps(b, op_idx, upto=i)
-            me = next((s for s in steps if s.scope == step_scope), None)
-            prev = steps[me.order - 1] if me is not None and me.order > 0 else None
-            if prev is not None and prev.end is not None:
-                o.note = f"memory: {states[j]!r} written at timestep {prev.t}"
-                o.inputs.append(self._origin(states[j], prev.scope, prev.end, depth - 1, facts))
-            else:
-                inits = op.input("initial_states")
-                src = inits[j] if j < len(inits) else None
-                o.note = f"memory at the first timestep: the initial state {src!r}"
-                if src is not None:
-                    o.inputs.append(self._origin(src, outer, self._begin_of(step_scope, i), depth - 1, facts))
-            return o
-        o.note = "bound by the loop op"
-        return o
-
-    # the fused rnn op (ops/rnn.py): each (layer, direction) pass binds x_proj, and h_prev / c_prev from the
-    # h / c its previous step wrote (the initial state PreState at the pass's first step)
-    _FUSED_MEMORY = {"h_prev": ("h", 0), "c_prev": ("c", 1)}
-
-    def _bound_fused(self, o, op, name, step_scope, i, depth, facts, org) -> Origin:
-        parent, _, origin = facts
-        events = self.events
-        outer = parent.get(step_scope)
-        begin = self._begin_of(step_scope, i)
-        if name in self._FUSED_MEMORY:
-            src, k = self._FUSED_MEMORY[name]
-            prev = next((e for e in reversed(events[:begin + 1]) if e.kind == "step_end" and (e.block, e.op) ==
-                         (org.get("block"), org.get("op_idx")) and origin.get(e.scope, {}).get("what") == org.get("what")),
-                        None)
-            if prev is not None:
-                o.note = f"memory: {src!r} written at timestep {prev.timestep}"
-                o.inputs.append(self._origin(src, prev.scope, events.index(prev), depth - 1, facts))
-            else:
-                inits = op.input("PreState")
-                o.note = "memory at the pass's first timestep: the initial state" + (f" {inits[k]!r}" if k < len(inits) else "")
-                if k < len(inits):
-                    o.inputs.append(self._origin(inits[k], outer, begin, depth - 1, facts))
-            return o
-        if name == "x_proj":
-            o.note = f"timestep {org.get('timestep')} of the input projection (Input @ W_ih + b)"
-            o.inputs.append(self._origin(op.input("Input")[0], outer, begin, depth - 1, facts))
-            return o
-        o.note = "bound by the rnn op"
-        return o
-
-    def _begin_of(self, step_scope, i) -> int:
-        """The index just before step scope `step_scope` was pushed (at or before event i)."""
-        events = self.events
-        return next((j - 1 for j in range(i, -1, -1) if events[j].kind == "scope_push"
-                     and events[j].scope == step_scope), i)
+        return _ProvenanceWalk(self, k, max_nodes).run(name, scope, k, depth)
 
 
 def _snapshot_chain(scope: Scope) -> list[tuple[int, dict, dict]]:
@@ -837,6 +1056,10 @@ class DebugSession:
         or after the first op that produces NaN/Inf."""
         if sum(x is not None for x in (op_type, write)) + (op is not None) + nan != 1:
             raise ValueError("give exactly one of op_type=, (block=, op=), write= or nan=True")
+        if op_type is not None:
+            check_known(op_type, self._known()[1], "op type")
+        if write is not None:
+            check_known(write, self._known()[0], "variable")
         bp = Breakpoint(self._new_id(), op_type, block if op is not None else None, op, write, nan)
         if op is not None and block is None:
             bp.block = 0
@@ -860,6 +1083,10 @@ class DebugSession:
             raise KernelcoreError(f"watchpoints read the values ops write; this session's trace keeps none "
                                   f"(retain={self.trace.retain!r}): start it with retain='references'")
         w = make_watch(self._new_id(), var, cond, op_type, lo, hi, bound)
+        if var is not None:
+            check_known(var, self._known()[0], "variable")
+        if op_type is not None:
+            check_known(op_type, self._known()[1], "op type")
         self.watches.append(w)
         self._notify()
         return w
@@ -872,11 +1099,23 @@ class DebugSession:
             raise IndexError(f"the session has {n} events; there is no event {event_index}")
         return TimeView(self.record, event_index % n)
 
-    def provenance(self, name: str, depth: int = 3) -> Origin:
+    def provenance(self, name: str, depth: int = 3, max_nodes: int = DEFAULT_PROVENANCE_NODES) -> Origin:
         """Where `name`'s value at the cursor came from (see RecordedRun.provenance)."""
         inner = self.position.innermost
         scope = inner.scope if inner is not None else self.scope.id
-        return self.record.provenance(name, scope, self._pauses[self._cur].index, depth)
+        return self.record.provenance(name, scope, self._pauses[self._cur].index, depth, max_nodes)
+
+    def _known(self) -> tuple[set[str], set[str]]:
+        """(variable names, op types) a breakpoint, watch or provenance question may name: the program's, and
+        what its scope held before the run (kept while the program's version does not change)."""
+        version = getattr(self.program, "version", None)
+        cached = self.__dict__.get("_known_cache")
+        if cached is None or cached[0] != version:
+            names, op_types = program_names(self.program)
+            for _, _, values in self.record.initial:
+                names.update(values)
+            cached = self._known_cache = (version, names, op_types)
+        return cached[1], cached[2]
 
 
 def _has_non_finite(ev, sess) -> bool:

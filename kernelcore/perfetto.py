@@ -37,6 +37,47 @@ def _nbytes(shape, dtype) -> int:
     return math.prod(shape) * _itemsize(dtype)
 
 
+class _WriterLookup:
+    """The op that last wrote a variable, seen from a scope: the nearest scope up the chain holding a write.
+
+    Each answer is remembered for every scope the walk passed, tagged with how many scopes had written that name
+    then; a write in a scope new to the name changes the count, so an answer is reused only while no nearer
+    writer can have appeared. A read then walks only the scopes no earlier read of the name has walked."""
+
+    def __init__(self, parent: dict, writer: dict):
+        self.parent, self.writer = parent, writer
+        self.scopes_writing: dict[str, int] = {}  # name -> how many scopes have written it
+        self.seen: dict[tuple[int, str], tuple[int, int | None]] = {}  # (scope, name) -> (count, writer scope)
+
+    def wrote(self, scope: int, name: str, anchor: tuple) -> None:
+        if (scope, name) not in self.writer:
+            self.scopes_writing[name] = self.scopes_writing.get(name, 0) + 1
+        self.writer[(scope, name)] = anchor
+
+    def __call__(self, scope: int, name: str):
+        count = self.scopes_writing.get(name, 0)
+        if not count:
+            return None
+        writer, seen, parent = self.writer, self.seen, self.parent
+        walked = []
+        s, found = scope, None
+        while s is not None:
+            if (s, name) in writer:
+                found = s
+                break
+            known = seen.get((s, name))
+            if known is not None and known[0] == count:
+                found = known[1]
+                break
+            walked.append(s)
+            if len(walked) > len(parent):  # a scope is its own ancestor: a malformed trace file
+                break
+            s = parent.get(s)
+        for w in walked:
+            seen[(w, name)] = (count, found)
+        return writer[(found, name)] if found is not None else None
+
+
 def to_trace_events(events: list, marks: Iterable[tuple[int, str]] = (), program_name: str = "kernelcore run") -> dict:
     """The Trace Event Format JSON of `events` (kernelcore.events.Event, in order). `marks`: (event index,
     label) pairs shown as instant events right after that event (breakpoint stops, watchpoint hits)."""
@@ -70,16 +111,7 @@ def to_trace_events(events: list, marks: Iterable[tuple[int, str]] = (), program
     for k, label in marks:
         by_index.setdefault(k, []).append(label)
 
-    def find_writer(scope: int, name: str):
-        s = scope
-        seen = 0
-        while s is not None and seen < 10_000:
-            w = writer.get((s, name))
-            if w is not None:
-                return w
-            s = parent.get(s)
-            seen += 1
-        return None
+    find_writer = _WriterLookup(parent, writer)
 
     def counter(t_ns: int) -> None:
         out.append({"name": "live tensor bytes", "ph": "C", "pid": PID, "ts": us(t_ns),
@@ -114,7 +146,7 @@ def to_trace_events(events: list, marks: Iterable[tuple[int, str]] = (), program
             anchor = us(start + (end - start) / 2)  # the middle of the writer's slice binds its arrows to it
             changed = False
             for _, name, shape, dtype in e.outputs:
-                writer[(e.scope, name)] = (anchor, track)
+                find_writer.wrote(e.scope, name, (anchor, track))
                 nb = _nbytes(shape, dtype)
                 vars_ = live.setdefault(e.scope, {})
                 live_total += nb - vars_.get(name, 0)
