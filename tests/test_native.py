@@ -196,6 +196,44 @@ def test_off_in_the_environment_runs_the_numpy_kernels():
     assert state.startswith("off") and ready is False
 
 
+def test_off_turns_every_c_path_off():
+    """KERNELCORE_NATIVE=off: no gate says yes (the RNNs' packed GEMM and LSTM steps included), an LSTM step
+    runs, and the library is never even mapped into the process."""
+    code = """
+import json, numpy as np
+from kernelcore import native
+from kernelcore.ops import rnn as R
+f = np.ones((2, 8, 6, 6), np.float32)
+w = R.recurrent_weight(np, np.ones((16, 4), np.float32), 4)
+gates, h, c = R.cell_forward(np, "LSTM", np.ones((3, 16), np.float32), np.ones((3, 4), np.float32),
+                             np.ones((3, 4), np.float32), w, None)
+print(json.dumps({"enabled": native.enabled(np), "ready": native.ready(np, f),
+                  "gemm": native.gemm_ready(np, np.ones((2, 2), np.float32)),
+                  "conv": native.conv2d_ready(np, f, np.ones((4, 8, 3, 3), np.float32), 1),
+                  "depthwise": native.depthwise_ready(np, f, np.ones((8, 1, 3, 3), np.float32), 8),
+                  "add": native.add_plan(np, np.ones((64, 1024), np.float32), np.ones(1024, np.float32)) is not None,
+                  "packed": isinstance(w, native.PackedColumns), "steps_in_c": R.STEPS_IN_C,
+                  "mapped": "libkernelcore_cpu" in open("/proc/self/maps").read(), "h": h.tolist()}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, native.ENV: "off"}, capture_output=True,
+                         text=True, check=True).stdout
+    seen = json.loads(out)
+    assert np.isfinite(seen.pop("h")).all()
+    assert seen == dict.fromkeys(seen, False)
+
+
+@needs_library
+def test_the_one_in_process_switch_turns_the_packed_gemm_off_too(monkeypatch):
+    """`enabled` gates every C path: with it off the RNNs' weight is not packed and their products are NumPy's
+    (before, the GEMM's gate asked for the library alone, so switching `ready` off left it on)."""
+    from kernelcore.ops import rnn as R
+    w_hh = np.ones((16, 4), np.float32)
+    assert isinstance(R.recurrent_weight(np, w_hh, 4), native.PackedColumns)
+    monkeypatch.setattr(native, "enabled", lambda xp: False)
+    assert not native.gemm_ready(np, w_hh) and not native.ready(np, w_hh)
+    assert not isinstance(R.recurrent_weight(np, w_hh, 4), native.PackedColumns)
+
+
 @needs_library
 def test_ready_takes_only_contiguous_float32_host_arrays():
     a = np.zeros((4, 3, 2), np.float32)

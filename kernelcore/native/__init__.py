@@ -15,7 +15,8 @@ hatch_build.py compiles kernelcore/native/*.c into libkernelcore_cpu.so at insta
 install`); this module loads it with ctypes. Kernels ask `ready(xp, *arrays)` and fall back to their NumPy code
 (which the GPU runs too, and which stays the reference the tests compare with) when it says no: no library (no
 compiler at install time, another platform), KERNELCORE_NATIVE=off, a device array, another dtype or a
-non-contiguous array.
+non-contiguous array. The RNNs' packed GEMM asks `gemm_ready` instead; both ask `enabled` first, the one switch of
+every C path.
 
 Threads: each call passes its own count, `threads()`: the BLAS's thread limit, which is what
 `threadpoolctl.threadpool_limits`, OMP_NUM_THREADS and a split run (kernelcore/cpu_parts.py) already decide for
@@ -119,11 +120,17 @@ def native_state() -> str:
     return _state or ""
 
 
+def enabled(xp) -> bool:
+    """Whether the C kernels may run on `xp`'s arrays at all: NumPy's, with a library loaded (not switched off,
+    built, of these sources). Every C path's gate (`ready`, `gemm_ready`) asks this first."""
+    return xp is np and library() is not None
+
+
 def ready(xp, *arrays) -> bool:
     """Whether the C kernels can take these arrays: host NumPy arrays (a NumPy scalar, which has flags and a
     dtype too, has no buffer to pass), float32, C-contiguous, aligned (a buffer viewed from an odd byte offset is
     not: C may assume every float* is), and a library loaded."""
-    if xp is not np or library() is None:
+    if not enabled(xp):
         return False
     return all(isinstance(a, np.ndarray) and a.dtype == np.float32 and a.flags.c_contiguous and a.flags.aligned
                for a in arrays)
@@ -414,7 +421,7 @@ def gelu_grad(x, g):
 def gemm_ready(xp, *arrays) -> bool:
     """Whether gemm_packed (and PackedColumns) take these 2-D arrays: host NumPy, float32, any positive strides
     (a transposed view too), a library loaded."""
-    if xp is not np or library() is None:
+    if not enabled(xp):
         return False
     return all(a.dtype == np.float32 and a.ndim == 2 and all(s > 0 and s % 4 == 0 for s in a.strides)
                for a in arrays)
