@@ -30,6 +30,7 @@ from google.protobuf.message import DecodeError
 
 from . import dtypes
 from .errors import KernelcoreError, LoadError, ScopeError
+from .formats.pir_json import is_pir_json, load_pir_program
 from .place import to_host
 from .program import Program, program_from_bytes  # noqa: F401  - program_from_bytes: kio.program_from_bytes
 from .proto import framework_pb2 as pb
@@ -48,14 +49,25 @@ MAX_ARRAY_BYTES = np.iinfo(np.intp).max  # NumPy refuses a shape whose size in b
 # ---------------------------------------------------------------------------
 # programs
 def load_program(path) -> Program:
-    """Read a serialized ProgramDesc (`.pdmodel`, `__model__`, or what save_program wrote).
+    """Read a program file: a serialized ProgramDesc (`.pdmodel`, `__model__`, or what save_program wrote) or
+    Paddle 3's PIR `.json`, told apart by content.
 
     A directory is read as Paddle 1.x's layout (`<dir>/__model__`); a path that does not exist
-    but `<path>.pdmodel` does is read as that prefix.
+    but `<path>.pdmodel` (or `<path>.json`) does is read as that prefix.
     """
     path = _model_path(Path(path))
+    if _is_pir_file(path):
+        return load_pir_program(path)
     data = _read_file(path, "program", limit=MAX_PROGRAM_BYTES)
     return program_from_bytes(data, source=str(path))
+
+
+def _is_pir_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return is_pir_json(f.read(4096))
+    except OSError:
+        return False  # reading it for real says why
 
 
 def save_program(program: Program, path) -> None:
@@ -68,8 +80,10 @@ def save_program(program: Program, path) -> None:
 def _model_path(path: Path) -> Path:
     if path.is_dir():
         return path / "__model__"
-    if not path.exists() and path.suffix != ".pdmodel" and Path(str(path) + ".pdmodel").exists():
-        return Path(str(path) + ".pdmodel")
+    if not path.exists() and path.suffix not in (".pdmodel", ".json"):
+        for suffix in (".pdmodel", ".json"):
+            if Path(str(path) + suffix).exists():
+                return Path(str(path) + suffix)
     return path
 
 
@@ -397,16 +411,19 @@ def _inference_paths(p: Path):
         params = p / "__params__"
         return model, params, (None if params.is_file() else p)
     s = str(p)
-    for suffix in (".pdmodel", ".pdiparams"):
+    for suffix in (".pdmodel", ".pdiparams", ".json"):
         if s.endswith(suffix):
             s = s[: -len(suffix)]
             break
     model, params = Path(s + ".pdmodel"), Path(s + ".pdiparams")
+    if not model.is_file() and Path(s + ".json").is_file():
+        model = Path(s + ".json")  # Paddle 3's default: a PIR program
     if not model.is_file():
-        if p.is_file() and p.suffix not in (".pdmodel", ".pdiparams"):
+        if p.is_file() and p.suffix not in (".pdmodel", ".pdiparams", ".json"):
             # a program file by another name (model.pb): its parameters, if any, in model.pdiparams
             return p, p.with_suffix(".pdiparams"), None
-        raise LoadError(f"{model}: no such model file (looked for <prefix>.pdmodel with prefix {s!r})")
+        raise LoadError(f"{model}: no such model file (looked for <prefix>.pdmodel and <prefix>.json "
+                        f"with prefix {s!r})")
     return model, params, None
 
 

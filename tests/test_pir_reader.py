@@ -215,3 +215,24 @@ def test_pir_reader_mutations_give_load_error_or_a_program():
         except LoadError:
             pass
     check()
+
+
+@pytest.mark.paddle
+def test_every_entry_point_takes_a_pir_model(pir_zoo, tmp_path):
+    """load_inference_model by prefix, load_program by path or prefix, and the kernelcore command."""
+    prefix = pir_zoo / "mlp"
+    prog, scope, feeds, fetches = kc.load_inference_model(str(prefix))
+    data = np.load(pir_zoo / "mlp.npz")
+    out, = kc.Executor().run(prog, feed={"x": data["x"]}, fetch_list=fetches, scope=scope)
+    np.testing.assert_allclose(out, data["fetch_0"], rtol=1e-4, atol=1e-6)
+    assert kc.load_program(str(prefix)) == prog == kc.load_program(str(prefix) + ".json")
+    # saving it writes a ProgramDesc that reads back the same
+    kc.save_program(prog, tmp_path / "mlp.pdmodel")
+    assert kc.load_program(tmp_path / "mlp.pdmodel") == prog
+    exe = ROOT / ".venv" / "bin" / "kernelcore"
+    if exe.exists():
+        r = subprocess.run([str(exe), "show", str(prefix) + ".json"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "matmul_v2" in r.stdout, r.stderr
+        r = subprocess.run([str(exe), "run", str(prefix) + ".json", "--params", str(prefix) + ".pdiparams",
+                            "--random-feeds", "--batch", "2"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr

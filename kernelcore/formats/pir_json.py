@@ -593,7 +593,6 @@ class _Reader:
 
     # -- the Program -------------------------------------------------------------------------------------------
     def build(self) -> Program:
-        from ..io import with_feed_fetch
         prog = Program()
         blocks = [prog.global_block()]
         for parent in self.parents[1:]:
@@ -615,6 +614,14 @@ class _Reader:
         for v in self.values.values():
             if isinstance(v.name, str):
                 shapes.setdefault(v.name, (v.shape, v.dtype))
+        feeds = [name for _c, name, _s, _d in sorted(self.feeds, key=lambda t: t[0])]
+        fetches = [name for _col, name in sorted(self.fetches, key=lambda t: t[0])]
+        if feeds:  # feed and fetch ops as Paddle's legacy inference programs hold them
+            block.create_var("feed", type=pb.VarType.FEED_MINIBATCH, persistable=True, dtype=None)
+        if fetches:
+            block.create_var("fetch", type=pb.VarType.FETCH_LIST, persistable=True, dtype=None)
+        for col, name in enumerate(feeds):
+            block.append_op("feed", inputs={"X": ["feed"]}, outputs={"Out": [name]}, attrs={"col": col}, infer=False)
         kept = [e for e in self.emitted if e.keep]
         reads = self.outer_reads(kept)
         for e in kept:
@@ -634,8 +641,10 @@ class _Reader:
                 blocks[e.block].append_op(e.type, inputs=inputs, outputs=e.outputs, attrs=attrs, infer=False)
             except Exception as err:  # a table row that does not fit kernelcore's op spec: name the PIR op
                 raise LoadError(f"{self.source}: op #{e.pir_index}: as kernelcore's {e.type}: {err}") from None
-        fetches = [name for _col, name in sorted(self.fetches, key=lambda t: t[0])]
-        return with_feed_fetch(prog, [name for _c, name, _s, _d in self.feeds], fetches)
+        for col, name in enumerate(fetches):
+            block.append_op("fetch", inputs={"X": [name]}, outputs={"Out": ["fetch"]}, attrs={"col": col},
+                            infer=False)
+        return prog
 
     def outer_reads(self, ops: list[_Emit]) -> dict[int, list[str]]:
         """For each sub-block: the variables its ops (and its sub-blocks' ops) read that it does not write; the
