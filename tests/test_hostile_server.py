@@ -326,3 +326,14 @@ def test_real_server_holds_its_budgets_against_big_and_repeated_requests(root, t
         status, body, _n = get({"path": "models/mlp.pdmodel"})
         assert status == 200 and body["blocks"]
         assert _peak_rss_bytes(proc.pid) < 1 << 30
+
+
+def test_a_pir_json_program_is_served_within_the_same_budgets(root, monkeypatch):
+    """The loader both routes share reads Paddle 3's PIR `.json` too, as kernelcore.load_program does."""
+    from test_pir_reader import _bytes, _minimal
+    (root / "models" / "relu.json").write_bytes(_bytes(_minimal()))
+    status, body = answer(root, "models/relu.json")
+    assert status == 200 and {o["type"] for o in body["blocks"][0]["ops"]} >= {"relu"}
+    monkeypatch.setattr(server, "MAX_NODES", 2)
+    status, body = answer(root, "models/relu.json")
+    assert status == 413 and "ops and variables" in body["message"]

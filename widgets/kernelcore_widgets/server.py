@@ -115,7 +115,7 @@ def _load_within_budgets(full: Path, path: str):
         raise ProgramRequestError(f"{path!r} grew past {MAX_BYTES} bytes while read; the viewer opens "
                                   f"programs up to {MAX_BYTES}", 413)
     try:
-        program = kc.io.program_from_bytes(data, source=str(full))
+        program = _program_from_bytes(data, str(full))
     except kc.KernelcoreError as e:
         raise ProgramRequestError(f"{path!r} is not a program kernelcore can read: {e}") from None
     del data
@@ -124,6 +124,16 @@ def _load_within_budgets(full: Path, path: str):
         raise ProgramRequestError(f"{path!r} has {nodes} ops and variables; the viewer lays out programs of up "
                                   f"to {MAX_NODES}", 413)
     return program, size, nodes
+
+
+def _program_from_bytes(data: bytes, source: str):
+    """A program file's bytes as a Program, told apart by content as kernelcore.load_program does: Paddle 3's
+    PIR `.json` or a serialized ProgramDesc."""
+    import kernelcore as kc
+    from kernelcore.formats.pir_json import is_pir_json, pir_program_from_bytes
+    if is_pir_json(data[:4096]):
+        return pir_program_from_bytes(data, source=source)
+    return kc.io.program_from_bytes(data, source=source)
 
 
 def _parts_bytes(size: int, nodes: int) -> int:
