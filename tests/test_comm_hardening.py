@@ -254,3 +254,15 @@ def test_a_failing_handler_sends_one_error_message_back(sess, monkeypatch):
     monkeypatch.setattr(w, "_messages", lambda: {"select": broken})
     w.handle_message({"type": "select", "seq": 1})
     assert got == [{"type": "error", "request": "select", "error": "RecursionError: maximum recursion depth exceeded"}]
+
+
+def test_a_malformed_open_or_select_is_answered_with_an_error_not_ignored(sess):
+    s, _, _ = sess
+    for w, content in ((kw.ScopeForest(s.forest()), {"type": "open", "scope": "3", "name": "x"}),
+                       (kw.ScopeForest(s.forest()), {"type": "open", "scope": 0, "name": {"a": 1}}),
+                       (kw.TraceTimeline(s.trace), {"type": "select", "seq": 10 ** 400}),
+                       (kw.TraceTimeline(s.trace), {"type": "select", "seq": "1"})):
+        got = []
+        w.send = got.append
+        w.handle_message(content)
+        assert [m["type"] for m in got] == ["error"], content

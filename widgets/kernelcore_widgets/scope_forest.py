@@ -6,6 +6,7 @@ import traitlets as t
 import kernelcore as kc
 
 from ._base import STATIC, KCWidget
+from .requests import int_arg, str_arg
 from .schema import value_preview
 
 
@@ -57,9 +58,7 @@ class ForestState(t.HasTraits):
         return value_preview(node.value(name), place=info.place)
 
     def _forest_open(self, content) -> None:
-        scope, name = content.get("scope"), content.get("name")
-        if isinstance(scope, int) and not isinstance(scope, bool) and isinstance(name, str):
-            self.open_var(scope, name)
+        self.open_var(int_arg(content, "scope"), str_arg(content, "name"))  # a malformed one: an error back
 
 
 class ScopeForest(ForestState, KCWidget):

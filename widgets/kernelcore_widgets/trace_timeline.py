@@ -7,6 +7,7 @@ import kernelcore as kc
 from kernelcore.display import TRACE_EVENT_LIMIT
 
 from ._base import STATIC, KCWidget
+from .requests import int_arg
 
 
 class TimelineState(t.HasTraits):
@@ -45,9 +46,7 @@ class TimelineState(t.HasTraits):
         return next((e for e in self.events if e["seq"] == seq), None)
 
     def _timeline_select(self, content) -> None:
-        seq = content.get("seq")
-        if isinstance(seq, int) and not isinstance(seq, bool):
-            self.selected_event = seq
+        self.selected_event = int_arg(content, "seq", lo=-1)  # a malformed one: an error back
 
 
 class TraceTimeline(TimelineState, KCWidget):
