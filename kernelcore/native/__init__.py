@@ -11,12 +11,14 @@ columns written straight into the GEMM's panels (a 1x1 one's read where they lie
 NCHW output, where the NumPy path multiplies the columns in parts with one-thread OpenBLAS calls and copies the
 product into NCHW.
 
-hatch_build.py compiles kernelcore/native/*.c into libkernelcore_cpu.so at install time (`./dev build`, `pip
-install`); this module loads it with ctypes. Kernels ask `ready(xp, *arrays)` and fall back to their NumPy code
-(which the GPU runs too, and which stays the reference the tests compare with) when it says no: no library (no
-compiler at install time, another platform), KERNELCORE_NATIVE=off, a device array, another dtype or a
-non-contiguous array. The RNNs' packed GEMM asks `gemm_ready` instead; both ask `enabled` first, the one switch of
-every C path.
+build.py compiles kernelcore/native/*.c at install time (hatch_build.py: `./dev build`, `pip install`) into a
+library per x86-64 level (baseline, AVX2, AVX-512; one library elsewhere); this module loads the highest level the
+CPU runs with ctypes, and refuses a library built from other sources than those beside it (an editable install
+after a .c or .h changed: `python -m kernelcore.native` rebuilds). Kernels ask `ready(xp, *arrays)` (the
+RNNs' GEMM `gemm_ready`) and fall back to their NumPy code (which the GPU runs too, and which stays the reference
+the tests compare with) when it says no: no library (no compiler at install time, another platform, a stale
+build), KERNELCORE_NATIVE=off, a device array, another dtype or a non-contiguous array. Both ask `enabled` first:
+the one switch of every C path.
 
 Threads: each call passes its own count, `threads()`: the BLAS's thread limit, which is what
 `threadpoolctl.threadpool_limits`, OMP_NUM_THREADS and a split run (kernelcore/cpu_parts.py) already decide for
@@ -29,15 +31,18 @@ import ctypes
 import math
 import os
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from .. import cpu_parts
+from . import build
 
 ENV = "KERNELCORE_NATIVE"
-LIBRARY = Path(__file__).with_name("libkernelcore_cpu.so")
-ABI = 20  # kc_native.h's KC_NATIVE_ABI
+LIBRARY = build.library_path(Path(__file__).parent, None)  # the baseline build, which holds the level probe
+# x86-64 levels by number (kc_native_cpu_level) and name (build.X86_LEVELS, KERNELCORE_NATIVE=<name>)
+LEVELS = {1: "x86-64", 2: "x86-64-v2", 3: "x86-64-v3", 4: "x86-64-v4"}
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -47,34 +52,100 @@ _P = ctypes.c_void_p
 _I64 = ctypes.c_int64
 _INT = ctypes.c_int
 _F32 = ctypes.c_float
-_SIGNATURES = {
-    "kc_bn_affine_f32": [_P, _P, _P, _P, _P, _I64, _I64, _I64, _INT],
-    "kc_bn_train_f32": [_P, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _F32, _INT],
-    "kc_bn_grad_f32": [_P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _INT, _INT],
-    "kc_depthwise_conv2d_f32": [_P, _P, _P, _I64, _I64, _P, _INT],
-    "kc_depthwise_conv2d_grad_f32": [_P, _P, _P, _P, _P, _P, _I64, _I64, _P, _INT],
-    "kc_max_pool2d_f32": [_P, _P, _I64, _P, _INT],
-    "kc_max_pool2d_grad_f32": [_P, _P, _P, _P, _I64, _P, _INT],
-    "kc_masked_grad_f32": [_P, _P, _P, _I64, _F32, _F32, _INT, _INT],
-    "kc_clip_f32": [_P, _P, _I64, _F32, _F32, _INT, _INT],
-    "kc_add_rows_f32": [_P, _P, _P, _I64, _I64, _I64, _INT],
-    "kc_softmax_f32": [_P, _P, _I64, _I64, _INT],
-    "kc_softmax_grad_f32": [_P, _P, _P, _I64, _I64, _INT],
-    "kc_layer_norm_f32": [_P, _P, _P, _P, _P, _P, _I64, _I64, _F32, _INT],
-    "kc_layer_norm_grad_f32": [_P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _F32, _INT],
-    "kc_gelu_f32": [_P, _P, _I64, _INT],
-    "kc_gelu_grad_f32": [_P, _P, _P, _I64, _INT],
-    "kc_im2col_f32": [_P, _P, _I64, _I64, _P, _INT],
-    "kc_col2im_f32": [_P, _P, _I64, _I64, _P, _INT],
-    "kc_hard_swish_f32": [_P, _P, _I64, _F32, _F32, _F32, _INT],
-    "kc_hard_swish_grad_f32": [_P, _P, _P, _I64, _F32, _F32, _F32, _INT],
-    "kc_conv2d_f32": [_P, _P, _P, _P, _I64, _I64, _I64, _P, _INT],
-    "kc_pack_columns_f32": [_P, _I64, _I64, _P, _I64, _I64],
-    "kc_gemm_packed_f32": [_P, _I64, _I64, _P, _P, _I64, _P, _I64, _I64, _I64, _INT],
-    "kc_lstm_step_f32": [_P, _I64, _I64, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _INT],
-    "kc_lstm_step_grad_f32": [_P, _P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _INT],
-    "kc_lstm_sequence_f32": [_P, _P, _P, _P, _P, _P, _P, _I64, _INT, _I64, _I64, _INT],
+_STR = ctypes.c_char_p
+# (restype, argtypes) of every function kc_native.h declares (tests/test_native_bindings.py compares the two)
+SIGNATURES = {
+    "kc_native_sources": (_STR, []),
+    "kc_native_level": (_STR, []),
+    "kc_native_cpu_level": (_INT, []),
+    "kc_bn_affine_f32": (None, [_P, _P, _P, _P, _P, _I64, _I64, _I64, _INT]),
+    "kc_bn_train_f32": (None, [_P, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _F32, _INT]),
+    "kc_bn_grad_f32": (None, [_P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _INT, _INT]),
+    "kc_depthwise_conv2d_f32": (None, [_P, _P, _P, _I64, _I64, _P, _INT]),
+    "kc_depthwise_conv2d_grad_f32": (None, [_P, _P, _P, _P, _P, _P, _I64, _I64, _P, _INT]),
+    "kc_max_pool2d_f32": (None, [_P, _P, _I64, _P, _INT]),
+    "kc_max_pool2d_grad_f32": (None, [_P, _P, _P, _P, _I64, _P, _INT]),
+    "kc_masked_grad_f32": (None, [_P, _P, _P, _I64, _F32, _F32, _INT, _INT]),
+    "kc_clip_f32": (None, [_P, _P, _I64, _F32, _F32, _INT, _INT]),
+    "kc_add_rows_f32": (None, [_P, _P, _P, _I64, _I64, _I64, _INT]),
+    "kc_softmax_f32": (None, [_P, _P, _I64, _I64, _INT]),
+    "kc_softmax_grad_f32": (None, [_P, _P, _P, _I64, _I64, _INT]),
+    "kc_layer_norm_f32": (None, [_P, _P, _P, _P, _P, _P, _I64, _I64, _F32, _INT]),
+    "kc_layer_norm_grad_f32": (None, [_P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _F32, _INT]),
+    "kc_gelu_f32": (None, [_P, _P, _I64, _INT]),
+    "kc_gelu_grad_f32": (None, [_P, _P, _P, _I64, _INT]),
+    "kc_im2col_f32": (None, [_P, _P, _I64, _I64, _P, _INT]),
+    "kc_col2im_f32": (None, [_P, _P, _I64, _I64, _P, _INT]),
+    "kc_hard_swish_f32": (None, [_P, _P, _I64, _F32, _F32, _F32, _INT]),
+    "kc_hard_swish_grad_f32": (None, [_P, _P, _P, _I64, _F32, _F32, _F32, _INT]),
+    "kc_conv2d_f32": (None, [_P, _P, _P, _P, _I64, _I64, _I64, _P, _INT]),
+    "kc_pack_columns_f32": (None, [_P, _I64, _I64, _P, _I64, _I64]),
+    "kc_gemm_packed_f32": (None, [_P, _I64, _I64, _P, _P, _I64, _P, _I64, _I64, _I64, _INT]),
+    "kc_lstm_step_f32": (None, [_P, _I64, _I64, _P, _P, _P, _P, _P, _P, _I64, _I64, _I64, _INT]),
+    "kc_lstm_step_grad_f32": (None, [_P, _P, _P, _P, _P, _P, _P, _P, _P, _I64, _I64, _INT]),
+    "kc_lstm_sequence_f32": (None, [_P, _P, _P, _P, _P, _P, _P, _I64, _INT, _I64, _I64, _INT]),
 }
+KERNELS = ("batch and layer norm, convolutions (im2col into a packed GEMM), depthwise convolution, max pooling, "
+           "softmax, gelu, relu and relu6 and their gradients, large adds, RNN step products and LSTM steps (float32)")
+
+
+def switch() -> str:
+    """KERNELCORE_NATIVE, lower-cased: "off" (or 0, no, false) for the NumPy kernels, an x86-64 level name
+    (x86-64, x86-64-v3, x86-64-v4) for the highest library built at or below it, else (unset, "on") the highest
+    this CPU runs."""
+    value = os.environ.get(ENV, "").strip().lower()
+    return "off" if value in ("off", "0", "no", "false") else value
+
+
+def _bind(lib: ctypes.CDLL) -> None:
+    for name, (restype, argtypes) in SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = argtypes, restype
+
+
+def _pick_level(probe: ctypes.CDLL, directory: Path, wanted: str) -> tuple[Path, str]:
+    """(library, its level) to load from `directory`: the highest level built there that the CPU runs
+    (kc_native_cpu_level), capped at `wanted` where that names a level."""
+    cpu = probe.kc_native_cpu_level()
+    cap = next((n for n, name in LEVELS.items() if name == wanted), max(LEVELS))
+    baseline = build.library_path(directory, None)
+    for number in sorted(LEVELS, reverse=True):
+        path = build.library_path(directory, LEVELS[number])
+        if number <= min(cpu, cap) and path != baseline and path.exists():
+            return path, LEVELS[number]
+    return baseline, probe.kc_native_level().decode()  # x86-64, or "custom" (KERNELCORE_CFLAGS)
+
+
+def built_from_other_sources(lib: ctypes.CDLL, directory: Path) -> str | None:
+    """Why `lib` does not match the sources in `directory` (an editable install after a .c or .h changed), None
+    when it does or no sources are there to compare (an install that left them out)."""
+    here = build.source_digest(directory)
+    built = lib.kc_native_sources().decode()
+    if here is None or built == here:
+        return None
+    return (f"{Path(lib._name).name} was built from other sources than those beside it (a .c or .h changed "
+            f"since; sources {here[:12]}, library {built[:12] or 'unrecorded'}): rebuild with `python -m "
+            "kernelcore.native` (or ./dev build)")
+
+
+def open_library(directory: Path, wanted: str = "") -> tuple[ctypes.CDLL | None, str, str | None]:
+    """(the library to use or None, what native_state says, why a library there is stale or None) for the
+    libraries built in `directory`, at the highest level the CPU runs (capped by `wanted`: see `switch`)."""
+    probe_path = build.library_path(directory, None)
+    if not probe_path.exists():
+        return None, "not built (no C compiler when kernelcore was installed; see hatch_build.py): NumPy kernels", None
+    try:
+        probe = ctypes.CDLL(str(probe_path))
+        _bind(probe)
+        path, level = _pick_level(probe, directory, wanted)
+        lib = probe if path == probe_path else ctypes.CDLL(str(path))
+        _bind(lib)
+    except (OSError, AttributeError) as e:
+        return None, f"not loaded ({e}): NumPy kernels", None
+    stale = built_from_other_sources(lib, directory)
+    if stale is not None:
+        return None, f"not used: {stale}: NumPy kernels", stale
+    return lib, f"{path.name} ({level}): {KERNELS} in C", None
 
 
 def _load() -> None:
@@ -82,30 +153,16 @@ def _load() -> None:
     with _lock:
         if _state is not None:
             return
-        if os.environ.get(ENV, "").strip().lower() in ("off", "0", "no", "false"):
+        wanted = switch()
+        if wanted == "off":
             _state = f"off ({ENV}=off): NumPy kernels"
             return
-        if not LIBRARY.exists():
-            _state = "not built (no C compiler when kernelcore was installed; see hatch_build.py): NumPy kernels"
-            return
-        try:
-            lib = ctypes.CDLL(str(LIBRARY))
-            lib.kc_native_abi.restype = _INT
-            abi = lib.kc_native_abi()
-            if abi != ABI:
-                _state = (f"not used: {LIBRARY.name} has ABI {abi}, this kernelcore wants {ABI} (rebuild: "
-                          "./dev build or pip install again): NumPy kernels")
-                return
-            for name, args in _SIGNATURES.items():
-                fn = getattr(lib, name)
-                fn.argtypes, fn.restype = args, None
-        except (OSError, AttributeError) as e:
-            _state = f"not loaded ({e}): NumPy kernels"
-            return
-        _lib = lib
-        _state = (f"{LIBRARY.name}: batch and layer norm, convolutions (im2col into a packed GEMM), depthwise "
-                  "convolution, max pooling, softmax, gelu, relu and relu6 and their gradients, large adds, RNN "
-                  "step products and LSTM steps (float32) in C")
+        lib, state, stale = open_library(LIBRARY.parent, wanted)
+        if stale is not None:
+            # silent NumPy kernels would look like a slowdown of unknown cause
+            warnings.warn(f"kernelcore: {stale}; running the NumPy kernels until then", RuntimeWarning,
+                          stacklevel=4)
+        _lib, _state = lib, state
 
 
 def library() -> ctypes.CDLL | None:
