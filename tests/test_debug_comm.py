@@ -295,3 +295,16 @@ def test_the_comm_runs_every_request_on_the_main_shell():
         assert c.sent[-2]["type"] == "reply" and c.sent[-2]["ok"]
     finally:
         c.handlers["close"]({})
+
+
+def test_a_name_the_program_lacks_is_an_error_reply_with_close_matches(session):
+    sess, feed, hs, names = session
+    sb = Sidebar(lambda: sess)
+    sb.ask("state")
+    near = names["h_new"] + "x"
+    for command, args in (("break_add", {"kind": "write", "var": near}), ("watch_add", {"var": near, "cond": "nan"}),
+                          ("provenance", {"name": near, "depth": 6}),
+                          ("break_add", {"kind": "op_type", "op_type": "tanhh"})):
+        r = sb.ask(command, **args)
+        assert not r["ok"] and "the program has no" in r["error"] and "did you mean" in r["error"], (command, r)
+    assert sb.state["breakpoints"] == [] and sb.state["watches"] == []
