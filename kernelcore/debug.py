@@ -435,7 +435,7 @@ class _ProvenanceWalk:
         begin = self._begin_of(step_scope, i)
         if name in self._FUSED_MEMORY:
             src, k = self._FUSED_MEMORY[name]
-            prev = self._previous_pass_step(org, begin)
+            prev = self._previous_pass_step(step_scope, org, begin)
             if prev is not None:
                 o.note = f"memory: {src!r} written at timestep {prev[0]}"
                 return o, [(src, prev[1], prev[3], "")]
@@ -449,15 +449,23 @@ class _ProvenanceWalk:
         o.note = "bound by the rnn op"
         return o, []
 
-    def _previous_pass_step(self, org, begin) -> list | None:
-        """The latest step of the same rnn op and pass (layer, direction) that ended at or before `begin`."""
+    def _previous_pass_step(self, step_scope, org, begin) -> list | None:
+        """The latest step of the same rnn op and pass (layer, direction) that ended at or before `begin`:
+        looked for from the step itself backwards (the one before it, unless it is its pass's first)."""
         steps = self.rec._step_index()
-        for run in reversed(steps.runs.get((org.get("block"), org.get("op_idx")), [])):
-            for step in reversed(run):
+        runs = steps.runs.get((org.get("block"), org.get("op_idx")), [])
+        run, pos = steps.by_scope.get(step_scope, (None, 0))
+        r = next((j for j in range(len(runs) - 1, -1, -1) if runs[j] is run), None)
+        if r is None:
+            r, pos = len(runs) - 1, len(runs[-1]) if runs else 0
+        what = org.get("what")
+        while r >= 0:
+            for step in reversed(runs[r][:pos]):
                 end = step[3]
-                if end is not None and end <= begin and \
-                        self.origin.get(step[1], {}).get("what") == org.get("what"):
+                if end is not None and end <= begin and self.origin.get(step[1], {}).get("what") == what:
                     return step
+            r -= 1
+            pos = len(runs[r]) if r >= 0 else 0
         return None
 
     def _begin_of(self, step_scope, i) -> int:

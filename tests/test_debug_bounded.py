@@ -178,7 +178,8 @@ def test_timesteps_follow_a_growing_trace():
 def test_an_arrow_from_a_writer_far_up_a_deep_scope_chain():
     depth = 10_050
     evs = [Event(0, "scope_push", 0, scope=1, parent_scope=None),
-           Event(1, "op_run", 10, scope=1, block=0, op=0, op_type="fill", dur_ns=1, outputs=(("Out", "w", (2,), "float32"),))]
+           Event(1, "op_run", 10, scope=1, block=0, op=0, op_type="fill", dur_ns=1,
+                 outputs=(("Out", "w", (2,), "float32"),))]
     for d in range(depth):
         evs.append(Event(len(evs), "scope_push", 20 + d, scope=2 + d, parent_scope=1 + d))
     evs.append(Event(len(evs), "op_run", 20 + depth + 5, scope=1 + depth, block=1, op=0, op_type="relu", dur_ns=1,
@@ -218,7 +219,8 @@ def test_sub_block_variables_and_feeds_are_known():
 
 def test_a_scope_that_is_its_own_ancestor_ends_the_writer_walk():
     evs = [Event(0, "scope_push", 0, scope=1, parent_scope=2), Event(1, "scope_push", 1, scope=2, parent_scope=1),
-           Event(2, "op_run", 5, scope=3, block=0, op=0, op_type="fill", dur_ns=1, outputs=(("Out", "w", (2,), "float32"),)),
+           Event(2, "op_run", 5, scope=3, block=0, op=0, op_type="fill", dur_ns=1,
+                 outputs=(("Out", "w", (2,), "float32"),)),
            Event(3, "op_run", 9, scope=1, block=0, op=1, op_type="relu", dur_ns=1,
                  inputs=(("X", "w", (2,), "float32"),), outputs=(("Out", "r", (2,), "float32"),))]
     doc = to_trace_events(evs)
