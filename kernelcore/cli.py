@@ -19,12 +19,13 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import re
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+from .text_safety import safe_text
 
 EXIT_USAGE = 2
 
@@ -61,14 +62,10 @@ def main(argv=None) -> int:
         return EXIT_USAGE
 
 
-# C0 controls but newline and tab, DEL, C1 controls, and the bidirectional overrides/isolates (which
-# reorder what a terminal shows)
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
 def terminal_safe(text: str) -> str:
-    """`text` with every character that a terminal would act on written as a Python escape (\x1b)."""
-    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    """`text` with every character that a terminal would act on written as a Python escape (\\x1b): the
+    engine's one rule for text a person reads (kernelcore.text_safety.safe_text)."""
+    return safe_text(text)
 
 
 def _out(text: str) -> None:

@@ -21,6 +21,7 @@ from . import attrs as attrlib
 from .attrs import json_float as _json_float, json_value as _attr_value, jsonable as _jsonable
 from . import dtypes, hierarchy
 from .errors import KernelcoreError
+from .text_safety import safe_name, safe_text
 from .proto import framework_pb2 as pb
 
 PROGRAM_MIME = "application/vnd.kernelcore.program+json"
@@ -388,18 +389,21 @@ UNSUPPORTED_TEXT = "no kernel in kernelcore"
 
 
 def dot_string(s: str) -> str:
-    """A DOT quoted string whose Graphviz-escString value is exactly `s` (ids, labels, attributes).
+    """A DOT quoted string whose Graphviz-escString value is `s` (ids, labels, attributes), with the characters
+    of kernelcore.text_safety's rule (controls, bidi, invisible) shown as escapes: Graphviz copies them into
+    the SVG, where most of them make the document ill-formed XML (and the rest hide or reorder text).
 
     Backslashes are doubled (so \\N, \\l or a final backslash mean nothing), quotes escaped, and '&' and line
     breaks written as entities, which Graphviz passes through to SVG: the SVG holds the string verbatim."""
-    s = s.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;")
-    return '"' + s.replace("\n", "&#10;").replace("\r", "&#13;") + '"'
+    s = safe_text(s).replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;")
+    return '"' + s.replace("\n", "&#10;") + '"'
 
 
 def _node_name(s: str) -> str:
-    # A node's name is not an escString: only \" is unescaped. Names without backslashes round-trip
-    # exactly; for the rare name with one, the node's `id` attribute (an escString) still holds it exactly.
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    # A node's name is not an escString: only \" is unescaped. Its name only tells nodes apart (the `id`
+    # attribute, an escString, carries the id to the SVG), so safe_name's form serves: distinct ids stay
+    # distinct and no control character reaches Graphviz or the <title> it writes.
+    return '"' + safe_name(s).replace('"', '\\"') + '"'
 
 
 def _short(s: str, n: int = 48) -> str:
@@ -572,7 +576,7 @@ def program_mimebundle(program) -> dict:
 def trace_mimebundle(data: dict, summary: str, op_times: dict, text: str) -> dict:
     """A trace's MIME bundle from plain data: its JSON (Trace.to_json, events possibly cut), its summary
     line, {op type: (runs, ns)} and its text form."""
-    rows = "".join(f"<tr><td>{html.escape(str(t))}</td><td>{n}</td><td>{ns / 1e3:.1f}</td></tr>"
+    rows = "".join(f"<tr><td>{html.escape(safe_name(t))}</td><td>{n}</td><td>{ns / 1e3:.1f}</td></tr>"
                    for t, (n, ns) in sorted(op_times.items(), key=lambda kv: -kv[1][1]))
     body = (f'<div class="kernelcore-trace"><pre>{html.escape(summary)}</pre>'
             + (f"<table><tr><th>op type</th><th>runs</th><th>µs</th></tr>{rows}</table>" if rows else "")

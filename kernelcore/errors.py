@@ -6,6 +6,8 @@ ValueError) so generic handlers keep working.
 """
 from __future__ import annotations
 
+from .text_safety import NAME_CHARS_SHOWN, quote_name, short_name
+
 
 class KernelcoreError(Exception):
     """Base of every error kernelcore raises on purpose."""
@@ -61,7 +63,7 @@ class PlaceError(KernelcoreError, RuntimeError):
 
 
 def describe_op(op_type: str, block_idx: int, op_idx: int) -> str:
-    return f"op {op_type!r} (block {block_idx}, op #{op_idx})"
+    return f"op {quote_name(op_type, NAME_CHARS_SHOWN)} (block {block_idx}, op #{op_idx})"
 
 
 class OpRunError(KernelcoreError, RuntimeError):
@@ -80,7 +82,8 @@ class OpRunError(KernelcoreError, RuntimeError):
             where += f" at timestep {timestep}"
         text = f"{where}: {message}"
         if inputs:
-            given = ", ".join(f"{slot}={name}{_shape(shape, dtype)}" for slot, name, shape, dtype in inputs)
+            given = ", ".join(f"{short_name(slot, NAME_CHARS_SHOWN)}={short_name(name, NAME_CHARS_SHOWN)}"
+                              f"{_shape(shape, dtype)}" for slot, name, shape, dtype in inputs)
             text += f"\n  inputs: {given}"
         super().__init__(text)
 

@@ -35,6 +35,7 @@ from .proto import framework_pb2 as pb
 from .registry import feed_fetch_col, get_op_def, has_op
 from .scope import Scope, global_scope
 from .support import check_supported
+from .text_safety import NAME_CHARS_SHOWN, quote_name
 from .values import nonfinite
 
 VT = pb.VarType
@@ -883,8 +884,11 @@ class Executor:
             v = scope.find_var(name)
             if v is None or name not in prepared.feed_decls and program.global_block().find_var_recursive(name) is None:
                 block = program.global_block()
-                names = ", ".join(sorted(d.name for d in block.desc.vars)[:20])
-                raise ProgramError(f"cannot feed {name!r}: block 0 declares no such variable (it has {names})")
+                declared = sorted(d.name for d in block.desc.vars)
+                names = ", ".join(quote_name(n, NAME_CHARS_SHOWN) for n in declared[:20])
+                more = f", ... ({len(declared)} in all)" if len(declared) > 20 else ""
+                raise ProgramError(f"cannot feed {quote_name(name, NAME_CHARS_SHOWN)}: block 0 declares no such "
+                                   f"variable (it has {names}{more})")
             v.value = self._to_place(prepared, name, value)
 
     def _to_place(self, prepared: PreparedBlock, name: str, value):

@@ -23,6 +23,7 @@ from .errors import AttrError, KernelcoreError, LoadError, OpValidationError, Pr
 from .proto import framework_pb2 as pb
 from .proto.wire_twin import parse_checked
 from .registry import COMMON_ATTRS, get_op_def
+from .text_safety import safe_name
 from .support import UnsupportedOpsWarning, describe, unsupported_ops
 
 VT = pb.VarType
@@ -718,7 +719,7 @@ def var_text(d: pb.VarDesc) -> str:
         body = kind
     flags = [f for f, on in (("persistable", d.persistable), ("parameter", d.is_parameter),
                              ("stop_gradient", d.stop_gradient)) if on]
-    return f"{d.name}: {body}" + (f" ({', '.join(flags)})" if flags else "")
+    return f"{safe_name(d.name)}: {body}" + (f" ({', '.join(flags)})" if flags else "")
 
 
 def _attr_value_text(a) -> str:
@@ -736,11 +737,11 @@ def _attr_value_text(a) -> str:
 
 def op_text(d: pb.OpDesc) -> str:
     def slots(vs):
-        return ", ".join(f"{v.parameter}=[{', '.join(v.arguments)}]" for v in vs)
+        return ", ".join(f"{safe_name(v.parameter)}=[{', '.join(map(safe_name, v.arguments))}]" for v in vs)
     attrs = sorted((a for a in d.attrs if a.name not in HIDDEN_IN_TEXT), key=lambda a: a.name)
-    text = f"{d.type}({slots(d.inputs)}) -> ({slots(d.outputs)})"
+    text = f"{safe_name(d.type)}({slots(d.inputs)}) -> ({slots(d.outputs)})"
     if attrs:
-        text += " {" + ", ".join(f"{a.name}={_attr_value_text(a)}" for a in attrs) + "}"
+        text += " {" + ", ".join(f"{safe_name(a.name)}={_attr_value_text(a)}" for a in attrs) + "}"
     return text
 
 

@@ -25,6 +25,7 @@ from . import attrs as attrlib
 from .errors import AttrError, OpValidationError, UnknownOpError
 from .op_names import close_op_types, is_paddle_op
 from .proto import framework_pb2 as pb
+from .text_safety import NAME_CHARS_SHOWN, quote_name
 
 A = pb.AttrType
 NO_DEFAULT = object()
@@ -290,7 +291,7 @@ def register_op(type: str, comment: str, inputs=(), outputs=(), attrs=(), infer_
 def get_op_def(type: str) -> OpDef:
     d = _REGISTRY.get(type)
     if d is None:
-        raise UnknownOpError(f"unknown op type {type!r}{unknown_op_hint(type)}")
+        raise UnknownOpError(f"unknown op type {quote_name(type, NAME_CHARS_SHOWN)}{unknown_op_hint(type)}")
     return d
 
 

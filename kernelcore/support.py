@@ -13,8 +13,15 @@ from dataclasses import dataclass
 from .errors import UnknownOpError
 from .op_names import close_op_types, is_paddle_op
 from .registry import all_op_defs, has_op
+from .text_safety import NAME_CHARS_SHOWN, short_name
 
 MAX_PLACES_SHOWN = 4
+# The report is sized by what it says, not by the longest name a file holds (a warning is logged and shown
+# whole): names are cut after MAX_TYPE_CHARS, at most MAX_TYPES_SHOWN op types get a line, and the column of
+# names is padded to the longest shown name only up to TYPE_COLUMN.
+MAX_TYPE_CHARS = NAME_CHARS_SHOWN
+MAX_TYPES_SHOWN = 40
+TYPE_COLUMN = 24
 
 
 class UnsupportedOpsWarning(UserWarning):
@@ -71,21 +78,31 @@ def _where_text(u: UnsupportedOp) -> str:
 
 
 def describe(unsupported: list[UnsupportedOp]) -> str:
-    """One line for the lot, then one line per op type: count, where, and a hint."""
+    """One line for the lot, then one line per op type (the first MAX_TYPES_SHOWN in program order): count,
+    where, and a hint; the op types left out are counted on a last line. Names are shown escaped
+    (kernelcore.text_safety) and cut after MAX_TYPE_CHARS."""
     n_ops = sum(u.count for u in unsupported)
     kinds = len(unsupported)
     lines = [f"{kinds} op type{'s' if kinds != 1 else ''} ({n_ops} op{'s' if n_ops != 1 else ''}) "
              f"{'have' if kinds != 1 else 'has'} no kernel in kernelcore:"]
-    width = max(len(u.type) for u in unsupported)
-    for u in unsupported:
-        if u.paddle_op:
-            hint = "a PaddlePaddle op kernelcore does not implement"
-        elif u.suggestions:
-            hint = f"not a PaddlePaddle op; did you mean {', '.join(map(repr, u.suggestions))}?"
-        else:
-            hint = "not a PaddlePaddle op either"
-        lines.append(f"  {u.type:<{width}}  x{u.count}  at {_where_text(u)}  ({hint})")
+    shown = unsupported[:MAX_TYPES_SHOWN]
+    names = [short_name(u.type, MAX_TYPE_CHARS) for u in shown]
+    width = min(TYPE_COLUMN, max(map(len, names), default=0))
+    for u, name in zip(shown, names):
+        lines.append(f"  {name:<{width}}  x{u.count}  at {_where_text(u)}  ({_hint(u)})")
+    left = unsupported[MAX_TYPES_SHOWN:]
+    if left:
+        n_left = sum(u.count for u in left)
+        lines.append(f"  ... and {len(left)} more op type{'s' * (len(left) != 1)} ({n_left} op{'s' * (n_left != 1)})")
     return "\n".join(lines)
+
+
+def _hint(u: UnsupportedOp) -> str:
+    if u.paddle_op:
+        return "a PaddlePaddle op kernelcore does not implement"
+    if u.suggestions:
+        return f"not a PaddlePaddle op; did you mean {', '.join(map(repr, u.suggestions))}?"
+    return "not a PaddlePaddle op either"
 
 
 def check_supported(program, what: str = "this program") -> None:

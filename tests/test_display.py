@@ -205,6 +205,39 @@ def test_hostile_names_round_trip_through_graphviz():
             assert n in texts, n  # the label shows the name verbatim (escapes inert)
 
 
+CONTROL_NAMES = ["esc\x1b]0;title\x07", "nul\x00soh\x01", "cr\rlf", "rlo\u202eevil", "del\x7fcsi\x9b", "bom\ufeff",
+                 "nonchar\ufffe", "ls\u2028ps\u2029"]
+
+
+def control_names_program():
+    prog = kc.Program()
+    g = prog.global_block()
+    prev = g.create_var("plain", [2])
+    for name in CONTROL_NAMES:
+        out = g.create_var(name, [2])
+        g.append_op("relu", inputs={"X": [prev]}, outputs={"Out": [out]})
+        prev = out
+    return prog
+
+
+def test_dot_shows_control_characters_as_escapes():
+    from kernelcore.text_safety import is_unsafe
+    dot = program_json(control_names_program(), dot=True)["dot"]
+    assert [c for c in dot if is_unsafe(c) and c not in "\n\t"] == []  # the DOT layout keeps its own
+    assert "esc\\\\x1b]0;title\\\\x07" in dot  # a visible escape, its backslash doubled for Graphviz
+
+
+@needs_dot
+def test_dot_with_control_characters_renders_to_well_formed_svg():
+    from kernelcore.text_safety import safe_name
+    svg = render_svg(program_json(control_names_program(), dot=True)["dot"])  # ET.fromstring: well-formed XML
+    ids = {g.get("id") for g in svg.iter(f"{SVG}g") if "node" in g.get("class", "").split()}
+    assert "v0:plain" in ids and len(ids) == 2 * len(CONTROL_NAMES) + 1
+    texts = [t.text or "" for t in svg.iter(f"{SVG}text")]
+    for n in CONTROL_NAMES:
+        assert safe_name(n) in texts, n  # each name shown, with its escapes visible
+
+
 def test_pruned_program_json_and_dot_grey_exactly_the_removed_parts():
     prog, z = nested_rnn_program()
     pr = kc.prune(prog, [z], feeds=["x", "h0"])

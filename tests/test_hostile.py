@@ -264,6 +264,15 @@ def test_cli_escapes_names_printed_to_the_terminal(tmp_path, capsys):
     assert "\x1b" not in out and "\\x1b[2J" in out
 
 
+def test_errors_and_the_text_form_escape_the_corpus_names():
+    prog, feed = load("terminal_escape_names")
+    (name, value), = feed.items()
+    with pytest.raises(kc.ProgramError, match="cannot feed") as e:
+        kc.Executor().run(prog, feed={name + "?": value}, scope=kc.Scope())
+    for text in (str(e.value), str(prog), prog._repr_mimebundle_()["text/plain"]):
+        assert "\x1b" not in text and "\x07" not in text and "\\x1b]0;pwned\\x07" in text
+
+
 def test_terminal_safe_keeps_text_and_newlines():
     assert cli.terminal_safe("a\tb\nnäme") == "a\tb\nnäme"
     assert cli.terminal_safe("x\u202ey\x9b") == "x\\u202ey\\x9b"

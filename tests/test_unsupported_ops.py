@@ -223,3 +223,32 @@ def test_a_paddle_program_reports_every_op_kernelcore_lacks(paddle_unsupported):
         assert u.paddle_op and u.suggestions == ()  # Paddle's own ops: no did-you-mean
         assert [i for b, i in u.where] == [i for i, op in enumerate(meta["op_types"]) if op == t]
     assert all(t in str(e.value) for t in lacking)
+
+
+# -- the report is sized by what it says ---------------------------------------------------------------------
+def test_the_report_is_not_padded_to_the_longest_name_and_caps_its_rows():
+    from kernelcore.support import MAX_TYPES_SHOWN, describe
+    prog = kc.Program()
+    g = prog.global_block()
+    _raw(g, "q" * 100_000)
+    for i in range(1000):
+        _raw(g, f"zz_unknown_{i}")
+    found = unsupported_ops(prog)
+    text = describe(found)
+    assert len(text) < 20_000  # the old table padded all 1,001 rows to 100,000 characters: 100 MB
+    lines = text.splitlines()
+    assert len(lines) == 1 + MAX_TYPES_SHOWN + 1
+    assert lines[0].startswith("1001 op types (1001 ops)")
+    assert "q" * 64 + "\u2026 (100,000 chars)" in lines[1] and "q" * 65 not in lines[1]
+    assert lines[-1] == f"  ... and {1001 - MAX_TYPES_SHOWN} more op types ({1001 - MAX_TYPES_SHOWN} ops)"
+    assert max(len(line) for line in lines[2:-1]) < 120  # a short name's row is short
+
+
+def test_the_report_shows_names_with_their_control_characters_escaped():
+    prog = kc.Program()
+    _raw(prog.global_block(), "evil\x1b]0;t\x07\u202e\u2028")
+    with pytest.raises(kc.UnknownOpError) as e:
+        check_supported(prog)
+    msg = str(e.value)
+    assert "evil\\x1b]0;t\\x07\\u202e\\u2028" in msg
+    assert not any(c in msg for c in "\x1b\x07\u202e\u2028")
