@@ -2,7 +2,7 @@
 
     kernelcore show  PROGRAM [--json]
     kernelcore run   PROGRAM [--params F] [--feed name=file.npy ...] [--random-feeds] [--batch N]
-                     [--seed N] [--fetch NAME ...] [--trace T.json] [--chrome-trace C.json]
+                     [--max-feed-bytes N] [--seed N] [--fetch NAME ...] [--trace T.json] [--chrome-trace C.json]
                      [--retain shapes|none|references] [--place cpu|gpu|strict] [--save-outputs OUT.npz]
     kernelcore prune PROGRAM --target NAME [--target NAME ...] [--feed NAME ...] [-o OUT]
     kernelcore trace-info T.json [--top N]
@@ -19,15 +19,20 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from .text_safety import safe_text
+from .text_safety import NAME_CHARS_SHOWN, quote_name, safe_name, safe_text, short_name
 
 EXIT_USAGE = 2
+# --random-feeds allocates what a file declares: a file of a hundred bytes can declare terabytes. The random
+# feeds of one run may hold at most this many bytes unless --max-feed-bytes says more.
+DEFAULT_MAX_FEED_BYTES = 1 << 30
+_SIZE_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 class CLIError(Exception):
@@ -100,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="fill feeds not given with --feed with random data of the declared dtype and shape")
     r.add_argument("--batch", type=int, default=2, metavar="N",
                    help="size used for -1 (unknown) dimensions of random feeds (default 2)")
+    r.add_argument("--max-feed-bytes", type=byte_size, default=DEFAULT_MAX_FEED_BYTES, metavar="N",
+                   help="the most bytes the random feeds of a run may hold together (default 1G; suffixes K, M, "
+                        "G, T are powers of 1024): a file declaring larger inputs is refused, naming the feed")
     r.add_argument("--seed", type=int, default=0, help="seed for random feeds and random ops (default 0)")
     r.add_argument("--fetch", action="append", default=[], metavar="NAME",
                    help="variable to fetch (repeatable; default: the program's fetch ops)")
@@ -226,15 +234,15 @@ def cmd_run(args) -> int:
         raise CLIError(f"cannot feed {_few(unknown)}: the program has no such variable "
                        f"(its inputs: {_few(wanted) or 'none'})")
     missing = [n for n in wanted if n not in feed]
+    if missing and not args.random_feeds:
+        raise CLIError(f"no value for the program's input(s) {_few(missing)}: pass --feed NAME=FILE.npy "
+                       f"or --random-feeds")
     rng = np.random.default_rng(args.seed)
-    for n in missing:
-        if not args.random_feeds:
-            raise CLIError(f"no value for the program's input(s) {_few(missing)}: pass --feed NAME=FILE.npy "
-                           f"or --random-feeds")
-        feed[n] = _random_feed(prog, n, args.batch, rng)
+    for n, (shape, dt) in _random_feed_plan(prog, missing, args.batch, args.max_feed_bytes).items():
+        feed[n] = _random_feed(shape, dt, rng)
     for n, v in feed.items():
         how = "random" if n in missing else "file"
-        lines.append(f"feed     {n}: {_shape_text(v)} ({how})")
+        lines.append(f"feed     {safe_name(n)}: {_shape_text(v)} ({how})")
 
     # fetches
     if args.fetch:
@@ -258,7 +266,7 @@ def cmd_run(args) -> int:
     wall = time.perf_counter() - t0
 
     for n, v in zip(fetch_names, outs):
-        lines.append(f"fetch    {n}: {_shape_text(v)}{_stats(v)}")
+        lines.append(f"fetch    {safe_name(n)}: {_shape_text(v)}{_stats(v)}")
     ops = tr.filter("op_run")
     op_ms = sum(e.dur_ns or 0 for e in ops) / 1e6
     lines.append(f"ran      {len(ops)} op runs on {place} in {wall * 1e3:.2f} ms ({op_ms:.2f} ms in kernels)")
@@ -320,18 +328,61 @@ def _sink_vars(prog) -> list[str]:
     return out
 
 
-def _random_feed(prog, name: str, batch: int, rng) -> np.ndarray:
+def byte_size(text: str) -> int:
+    """A byte count for --max-feed-bytes: digits with an optional K, M, G or T (powers of 1024; "4G", "512M",
+    "1GiB" and "1GB" all read so)."""
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = t[-1:] if t[-1:] in _SIZE_SUFFIXES else ""
+    digits = t[:-1] if unit else t
+    if not digits.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a byte count such as 1073741824, 512M or 4G, got {text!r}")
+    return int(digits) * _SIZE_SUFFIXES[unit]
+
+
+def _bytes_text(n: int) -> str:
+    """`n` bytes for a person: the exact count and, from a KiB up, the nearest binary unit."""
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n:,} bytes ({n / size:.4g} {unit})"
+    return f"{n:,} bytes"
+
+
+def _random_feed_plan(prog, names, batch: int, max_bytes: int) -> dict:
+    """{name: (shape, NumPy dtype)} of the random feeds for `names`, checked before anything is allocated:
+    their declared sizes (in Python integers, so no product of dims overflows) may add up to `max_bytes`."""
+    plan, total = {}, 0
+    for n in names:
+        shape, dt = _random_feed_decl(prog, n, batch)
+        elements = math.prod(shape)
+        nbytes = elements * dt.itemsize
+        total += nbytes
+        if total > max_bytes:
+            before = f"; with the random feeds before it, {_bytes_text(total)}" if total != nbytes else ""
+            raise CLIError(f"random feed {quote_name(n, NAME_CHARS_SHOWN)} would be {dt}{list(shape)}: "
+                           f"{elements:,} elements, {_bytes_text(nbytes)}{before}, over the cap of "
+                           f"{_bytes_text(max_bytes)} for random feeds (raise it with --max-feed-bytes, e.g. 4G, "
+                           f"or pass --feed {safe_name(n)}=FILE.npy)")
+        plan[n] = shape, dt
+    return plan
+
+
+def _random_feed_decl(prog, name: str, batch: int) -> tuple:
+    """(shape, NumPy dtype) the program declares for feed `name`, -1 dims taken as `batch`."""
     from . import dtypes
     var = prog.global_block().find_var_recursive(name)
     if var is None or var.shape is None or var.dtype is None:
-        raise CLIError(f"cannot make a random feed for {name!r}: the program declares no tensor shape "
-                       f"and dtype for it")
-    shape = tuple(batch if d < 0 else d for d in var.shape)
+        raise CLIError(f"cannot make a random feed for {quote_name(name, NAME_CHARS_SHOWN)}: the program "
+                       f"declares no tensor shape and dtype for it")
+    shape = tuple(batch if d < 0 else int(d) for d in var.shape)
     try:
         dt = dtypes.to_numpy(var.dtype)
     except TypeError:
-        raise CLIError(f"cannot make a random feed for {name!r}: dtype {dtypes.type_name(var.dtype)} "
-                       f"has no NumPy equivalent") from None
+        raise CLIError(f"cannot make a random feed for {quote_name(name, NAME_CHARS_SHOWN)}: dtype "
+                       f"{dtypes.type_name(var.dtype)} has no NumPy equivalent") from None
+    return shape, dt
+
+
+def _random_feed(shape: tuple, dt: np.dtype, rng) -> np.ndarray:
     if dt.kind == "b":
         return rng.random(shape) < 0.5
     if dt.kind in "iu":
@@ -375,7 +426,8 @@ def _stats(v) -> str:
 
 def _few(names, k: int = 5) -> str:
     names = list(names)
-    return ", ".join(names[:k]) + (f", ... ({len(names)} in all)" if len(names) > k else "")
+    shown = ", ".join(short_name(n, NAME_CHARS_SHOWN) for n in names[:k])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > k else "")
 
 
 # ---------------------------------------------------------------------------
@@ -421,7 +473,7 @@ def cmd_trace_info(args) -> int:
 def _trace_text(tr, top: int) -> str:
     lines = [f"trace    {tr.summary()}", f"retain   {tr.retain}"]
     for k, v in sorted(tr.meta.items()):
-        lines.append(f"meta     {k}: {v}")
+        lines.append(f"meta     {safe_name(k)}: {safe_name(str(v))}")
     events = tr.events
     scopes = {e.scope for e in events if e.scope is not None}
     blocks = {e.block for e in events if e.block is not None}
@@ -429,7 +481,8 @@ def _trace_text(tr, top: int) -> str:
     lines.append(f"scopes   {len(scopes)} (in {len(blocks)} block{'s' * (len(blocks) != 1)}); timesteps {steps}")
     errors = [e for e in events if e.kind == "error"]
     for e in errors[:top]:
-        lines.append(f"error    {e.op_type} (block {e.block}, op #{e.op}): {e.message}")
+        lines.append(f"error    {short_name(e.op_type, NAME_CHARS_SHOWN)} (block {e.block}, op #{e.op}): "
+                     f"{' '.join(safe_text(str(e.message)).splitlines())}")  # one line per error
     ops = [e for e in events if e.kind == "op_run"]
     if ops:
         by_type: dict = collections.defaultdict(lambda: [0, 0])
@@ -440,12 +493,15 @@ def _trace_text(tr, top: int) -> str:
         lines.append("")
         lines.append(f"{'op type':<28} {'runs':>6} {'total ms':>10} {'share':>6}")
         for op_type, (n, t) in sorted(by_type.items(), key=lambda kv: -kv[1][1])[:top]:
-            lines.append(f"{str(op_type):<28} {n:>6} {t / 1e6:>10.3f} {100 * t / total:>5.1f}%")
+            shown = short_name(str(op_type), NAME_CHARS_SHOWN)
+            lines.append(f"{shown:<28} {n:>6} {t / 1e6:>10.3f} {100 * t / total:>5.1f}%")
         lines.append("")
         lines.append("slowest op runs:")
         for e in sorted(ops, key=lambda e: -(e.dur_ns or 0))[:top]:
-            outs = ", ".join(f"{name}{list(shape) if shape is not None else ''}" for _, name, shape, _ in e.outputs)
-            lines.append(f"  {(e.dur_ns or 0) / 1e3:>9.1f} us  {e.op_type} (block {e.block}, op #{e.op})"
+            outs = ", ".join(f"{short_name(name, NAME_CHARS_SHOWN)}{list(shape) if shape is not None else ''}"
+                             for _, name, shape, _ in e.outputs)
+            op_type = short_name(e.op_type, NAME_CHARS_SHOWN)
+            lines.append(f"  {(e.dur_ns or 0) / 1e3:>9.1f} us  {op_type} (block {e.block}, op #{e.op})"
                          f"{' t=' + str(e.timestep) if e.timestep is not None else ''}{' -> ' + outs if outs else ''}")
     return "\n".join(lines)
 

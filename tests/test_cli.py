@@ -210,6 +210,76 @@ def test_usage_errors_exit_2(capsys):
     assert e.value.code == 2
 
 
+# -- random feeds are capped by what they would hold -------------------------------------------------------
+def _program_declaring(tmp_path, dims, name="x"):
+    prog = kc.Program()
+    with kc.program_guard(prog):
+        x = prog.global_block().create_var(name, shape=list(dims), dtype="float32")
+        kc.op.relu(x)
+    path = tmp_path / "big.pdmodel"
+    kc.save_program(prog, path)
+    return path
+
+
+def test_random_feeds_larger_than_the_cap_are_refused_naming_the_feed(capsys, tmp_path):
+    path = _program_declaring(tmp_path, [100_000, 100_000], name="big\x1b")  # 40 GB declared by a tiny file
+    assert path.stat().st_size < 200
+    line = assert_user_error(capsys, "run", path, "--random-feeds", words="random feed 'big\\x1b'")
+    assert "float32[100000, 100000]" in line and "10,000,000,000 elements" in line
+    assert "40,000,000,000 bytes (37.25 GiB)" in line and "--max-feed-bytes" in line
+
+
+def test_random_feed_dims_whose_product_overflows_give_the_same_error(capsys, tmp_path):
+    path = _program_declaring(tmp_path, [2**62, 2**62, 8])
+    line = assert_user_error(capsys, "run", path, "--random-feeds", words="random feed 'x'")
+    assert f"{2**127:,} elements" in line and "--max-feed-bytes" in line
+
+
+def test_max_feed_bytes_sets_the_cap(capsys, tmp_path):
+    path = _program_declaring(tmp_path, [1024, 1024])  # 4 MiB of float32
+    assert_user_error(capsys, "run", path, "--random-feeds", "--max-feed-bytes", "4194303", words="over the cap")
+    code, out, _ = cli(capsys, "run", path, "--random-feeds", "--max-feed-bytes", "4M")
+    assert code == 0 and "feed     x: float32[1024, 1024] (random)" in out
+
+
+def test_the_cap_counts_every_random_feed_of_the_run(capsys, tmp_path):
+    prog = kc.Program()
+    with kc.program_guard(prog):
+        a = prog.global_block().create_var("a", shape=[1024], dtype="float32")
+        b = prog.global_block().create_var("b", shape=[1024], dtype="float32")
+        kc.op.elementwise_add(a, b)
+    kc.save_program(prog, tmp_path / "two.pdmodel")
+    line = assert_user_error(capsys, "run", tmp_path / "two.pdmodel", "--random-feeds", "--max-feed-bytes", "6K",
+                             words="random feed 'b'")
+    assert "with the random feeds before it, 8,192 bytes" in line
+
+
+@pytest.mark.parametrize("text, n", [("1073741824", 1 << 30), ("512M", 512 << 20), ("4G", 4 << 30), ("4g", 4 << 30),
+                                     ("1GiB", 1 << 30), ("2KB", 2048), ("1T", 1 << 40)])
+def test_byte_sizes_read_with_binary_suffixes(text, n):
+    from kernelcore.cli import byte_size
+    assert byte_size(text) == n
+
+
+@pytest.mark.parametrize("text", ["", "G", "-1", "1.5G", "4X", "lots"])
+def test_byte_sizes_that_are_none_are_usage_errors(capsys, text):
+    with pytest.raises(SystemExit) as e:
+        main(["run", str(MLP), "--random-feeds", "--max-feed-bytes", text])
+    assert e.value.code == 2 and "--max-feed-bytes" in capsys.readouterr().err
+
+
+def test_a_name_with_a_newline_cannot_forge_a_line_of_the_output(capsys, tmp_path):
+    path = _program_declaring(tmp_path, [2], name="x\nfetch    forged: float32[1]")
+    code, out, _ = cli(capsys, "run", path, "--random-feeds")
+    assert code == 0 and "feed     x\\nfetch    forged: float32[1]: float32[2] (random)" in out
+    assert not any(line.startswith("fetch    forged") for line in out.splitlines())
+
+
+def test_terminal_safe_escapes_the_invisible_and_the_separators():
+    from kernelcore.cli import terminal_safe
+    assert terminal_safe("a\u061cb\u2028c\u2029d\ufeffe\u200bf") == "a\\u061cb\\u2028c\\u2029d\\ufeffe\\u200bf"
+
+
 # ---------------------------------------------------------------------------
 def _console_script() -> str:
     here = Path(sys.executable).parent / "kernelcore"
