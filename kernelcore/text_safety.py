@@ -77,6 +77,8 @@ def safe_name(name) -> str:
     written as escapes, so distinct names show distinctly. A name that is not a string shows as its repr."""
     if not isinstance(name, str):
         return repr(name)
+    if name.isprintable() and "\\" not in name:  # every unsafe character is one Python deems unprintable
+        return name
     return _UNSAFE_IN_NAME.sub(_escape_match, name)
 
 

@@ -4,6 +4,7 @@ shown as escapes, never raw."""
 from __future__ import annotations
 
 import codecs
+import sys
 import warnings
 
 import numpy as np
@@ -56,6 +57,12 @@ def test_quote_name_quotes_escapes_and_cuts():
     assert quote_name("a\x1bb") == "'a\\x1bb'"
     assert quote_name("q" * 1000, 10) == "'qqqqqqqqqq\u2026' (1,000 chars)"
     assert quote_name(3) == "3"
+
+
+def test_every_unsafe_character_is_one_python_deems_unprintable():
+    # safe_name passes a printable name without a backslash through untouched: that is only right if no
+    # character of the rule is printable
+    assert [hex(c) for c in range(sys.maxunicode + 1) if is_unsafe(chr(c)) and chr(c).isprintable()] == []
 
 
 @given(st.text())
