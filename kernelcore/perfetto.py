@@ -42,7 +42,8 @@ class _WriterLookup:
 
     Each answer is remembered for every scope the walk passed, tagged with how many scopes had written that name
     then; a write in a scope new to the name changes the count, so an answer is reused only while no nearer
-    writer can have appeared. A read then walks only the scopes no earlier read of the name has walked."""
+    writer can have appeared. A read then walks only the scopes no earlier read of the name has walked. Short
+    chains (most runs) are walked plainly: remembering costs more than it saves there."""
 
     def __init__(self, parent: dict, writer: dict):
         self.parent, self.writer = parent, writer
@@ -54,10 +55,24 @@ class _WriterLookup:
             self.scopes_writing[name] = self.scopes_writing.get(name, 0) + 1
         self.writer[(scope, name)] = anchor
 
+    SHORT_WALK = 16  # scopes a plain walk tries before the remembered walk takes over (nested loops only)
+
     def __call__(self, scope: int, name: str):
-        count = self.scopes_writing.get(name, 0)
-        if not count:
+        if not self.scopes_writing.get(name):
             return None
+        writer, parent = self.writer, self.parent
+        s = scope
+        for _ in range(self.SHORT_WALK):
+            if s is None:
+                return None
+            w = writer.get((s, name))
+            if w is not None:
+                return w
+            s = parent.get(s)
+        return self._remembered_walk(scope, name) if s is not None else None
+
+    def _remembered_walk(self, scope: int, name: str):
+        count = self.scopes_writing[name]
         writer, seen, parent = self.writer, self.seen, self.parent
         walked = []
         s, found = scope, None
