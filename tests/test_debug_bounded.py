@@ -225,3 +225,15 @@ def test_a_scope_that_is_its_own_ancestor_ends_the_writer_walk():
                  inputs=(("X", "w", (2,), "float32"),), outputs=(("Out", "r", (2,), "float32"),))]
     doc = to_trace_events(evs)
     assert not [e for e in doc["traceEvents"] if e.get("cat") == "dataflow"]
+
+
+def test_the_scaling_bench_runs_and_prints_every_row():
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run([sys.executable, str(root / "bench" / "debug_scaling.py"), "--sizes", "2000", "--repeat", "1"],
+                       cwd=root, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    rows = ("export, rnn trace", "export, deep scopes", "timesteps, a stepper refresh", "provenance, 48 shared ops")
+    assert all(r in p.stdout for r in rows), p.stdout
