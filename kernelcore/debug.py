@@ -20,7 +20,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
-from .errors import KernelcoreError, OpRunError, UnknownNameError
+from .errors import KernelcoreError, OpRunError, ProgramError, UnknownNameError
 from .executor import ExecContext, Executor
 from .place import CPUPlace, to_host
 from .program import Program
@@ -1071,9 +1071,16 @@ class DebugSession:
         bp = Breakpoint(self._new_id(), op_type, block if op is not None else None, op, write, nan)
         if op is not None and block is None:
             bp.block = 0
+        if op is not None:
+            self._check_op_exists(bp.block, op)
         self.breakpoints.append(bp)
         self._notify()
         return bp
+
+    def _check_op_exists(self, block: int, op: int) -> None:
+        n = len(self.program.block(block).desc.ops)  # a ProgramError names a missing block
+        if not 0 <= op < n:
+            raise ProgramError(f"block {block} has {n} ops (#0 to #{n - 1}); there is no op #{op} to break before")
 
     def remove_breakpoint(self, bid: int) -> None:
         self.breakpoints = [b for b in self.breakpoints if b.id != bid]

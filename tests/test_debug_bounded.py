@@ -237,3 +237,17 @@ def test_the_scaling_bench_runs_and_prints_every_row():
     assert p.returncode == 0, p.stderr
     rows = ("export, rnn trace", "export, deep scopes", "timesteps, a stepper refresh", "provenance, 48 shared ops")
     assert all(r in p.stdout for r in rows), p.stdout
+
+
+def test_a_breakpoint_on_an_op_or_block_the_program_lacks_is_refused():
+    s = start_flat()
+    with pytest.raises(kc.ProgramError, match="no op #4"):
+        s.break_on(block=0, op=4)
+    with pytest.raises(kc.ProgramError, match="no op #-1"):
+        s.break_on(op=-1)
+    with pytest.raises(kc.ProgramError, match="no block 3"):
+        s.break_on(block=3, op=0)
+    assert not s.breakpoints
+    s.break_on(block=0, op=3)
+    s.cont()
+    assert s.position.innermost.op == 3
