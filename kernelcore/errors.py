@@ -104,8 +104,9 @@ class UnknownNameError(KernelcoreError, KeyError):
 
     def __init__(self, what: str, name: str, close: list | tuple = ()):
         self.what, self.name, self.close = what, name, tuple(close)
-        hint = f"; did you mean {', '.join(map(repr, self.close))}?" if self.close else ""
-        super().__init__(f"the program has no {what} {name!r}{hint}")
+        shown = ", ".join(quote_name(c, NAME_CHARS_SHOWN) for c in self.close)
+        hint = f"; did you mean {shown}?" if self.close else ""
+        super().__init__(f"the program has no {what} {quote_name(name, NAME_CHARS_SHOWN)}{hint}")
 
     def __str__(self) -> str:  # KeyError quotes its message; people want it plain.
         return str(self.args[0]) if self.args else ""

@@ -251,3 +251,10 @@ def test_a_breakpoint_on_an_op_or_block_the_program_lacks_is_refused():
     s.break_on(block=0, op=3)
     s.cont()
     assert s.position.innermost.op == 3
+
+
+def test_a_huge_or_odd_name_is_quoted_short_in_the_refusal():
+    s = start_flat()
+    with pytest.raises(UnknownNameError) as e:
+        s.break_on(write="z" * 100_000 + "\x1b[2J")
+    assert len(str(e.value)) < 300 and "\x1b" not in str(e.value)
