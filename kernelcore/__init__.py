@@ -4,7 +4,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .errors import (AttrError, KernelcoreError, LoadError, NonFiniteError, OpRunError, OpValidationError, PlaceError,
-                     ProgramError, ScopeError, ShapeError, UnknownOpError)
+                     ProgramError, ScopeError, ShapeError, UnknownNameError, UnknownOpError)
 from .errors import DtypeError, FeedError, TraceError
 from .executor import Executor
 from .place import CPUPlace, GPUPlace, gpu_available
@@ -23,7 +23,7 @@ __all__ = [
     "PruneResult", "RecordedRun", "TimeView", "active_session", "debug", "prune", "CPUPlace", "Executor", "GPUPlace",
     "KernelcoreError", "LoadError", "OpRunError",
     "OpValidationError", "Operator", "PlaceError", "Program", "ProgramError", "Scope", "ScopeError",
-    "ShapeError", "Trace", "UnknownOpError", "Variable", "all_op_defs", "default_main_program",
+    "ShapeError", "Trace", "UnknownNameError", "UnknownOpError", "Variable", "all_op_defs", "default_main_program",
     "default_startup_program", "get_op_def", "global_scope", "gpu_available", "op", "program_guard", "trace",
 ]
 
