@@ -1,7 +1,7 @@
 /* The inner GEMM of gemm_packed.c, lstm_step.c and conv_gemm.c: a block of up to 8 rows of A times one panel of a
  * B packed by kc_pack_columns_f32 (PANEL columns, k rows, zeros past B's last column), its 8 x PANEL sums kept in
  * registers (16 of the 32 AVX-512 registers) while it walks down the panel, one fused multiply-add per element
- * (fmaf: ISO C mode does not contract a * b + c). */
+ * (KC_FMA, kc_native.h: fused where the CPU fuses). */
 #ifndef KC_GEMM_ROWS_H
 #define KC_GEMM_ROWS_H
 
@@ -28,7 +28,7 @@
             const float *restrict b = panel + p * ldb;                                                            \
             for (int r = 0; r < ROWS; r++) {                                                                      \
                 const float av = a[r * rs + p * cs];                                                              \
-                _Pragma("omp simd") for (int j = 0; j < PANEL; j++) acc[r][j] = fmaf(av, b[j], acc[r][j]);        \
+                _Pragma("omp simd") for (int j = 0; j < PANEL; j++) acc[r][j] = KC_FMA(av, b[j], acc[r][j]);        \
             }                                                                                                     \
         }                                                                                                         \
         for (int r = 0; r < ROWS; r++) memcpy(c + r * ldc, acc[r], (size_t)width * sizeof(float));                \
