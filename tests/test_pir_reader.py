@@ -236,3 +236,17 @@ def test_every_entry_point_takes_a_pir_model(pir_zoo, tmp_path):
         r = subprocess.run([str(exe), "run", str(prefix) + ".json", "--params", str(prefix) + ".pdiparams",
                             "--random-feeds", "--batch", "2"], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr
+
+
+def test_oversized_pir_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    """A file past the cap gives LoadError from its size alone (a sparse file: nothing is there to read)."""
+    import kernelcore.formats.pir_json as pj
+    big = tmp_path / "huge.json"
+    with open(big, "wb") as f:
+        f.write(b'{"base_code": {"magic": "pir"}, ')
+        f.truncate(pj.MAX_PIR_BYTES + 1)
+    read = []
+    monkeypatch.setattr(pj.Path, "read_bytes", lambda self: read.append(self) or b"")
+    with pytest.raises(LoadError, match="more than a PIR program"):
+        kc.load_program(big)
+    assert read == []
