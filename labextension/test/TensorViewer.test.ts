@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import TensorViewerWidget, { cellColor, glyph, TensorViewerView } from '../src/views/TensorViewer';
+import TensorViewerWidget, { cellColor, cellUnderPointer, glyph, TensorViewerView } from '../src/views/TensorViewer';
 import { container, FakeModel } from './fake-model';
 
 afterEach(() => {
@@ -67,6 +67,31 @@ describe('TensorViewer', () => {
     (el.querySelector('.jp-Kernelcore-tvSendName') as HTMLInputElement).value = 'h_t1';
     (el.querySelector('.jp-Kernelcore-tvSendSlice') as HTMLButtonElement).click();
     expect(m.sent.at(-1)).toEqual({ type: 'send', name: 'h_t1', what: 'slice' });
+  });
+
+  it('names the cell under the pointer on a canvas CSS has stretched', () => {
+    const el = container();
+    const m = new FakeModel(state({ shape: [2, 4], axes: [0, 1], index: [0, 0], slice: { rows: 2, cols: 4, row_step: 1, col_step: 1, data: [[0, 1, 2, 3], [4, 5, 6, 7]], min: 0, max: 7 } }));
+    new TensorViewerView(m, el);
+    const canvas = el.querySelector('canvas') as HTMLCanvasElement;
+    // drawn 96x48 px (24 px cells), shown 400x200 px on screen: each cell is 100 px wide there
+    canvas.getBoundingClientRect = () => ({ left: 10, top: 20, width: 400, height: 200, right: 410, bottom: 220, x: 10, y: 20, toJSON: () => ({}) });
+    const readout = el.querySelector('.jp-Kernelcore-tvCell')!;
+    const hoverAt = (x: number, y: number) => {
+      canvas.dispatchEvent(new MouseEvent('mousemove', { clientX: x, clientY: y }));
+      return readout.textContent;
+    };
+    expect(hoverAt(10 + 350, 20 + 150)).toBe('[1, 3] = 7'); // bottom-right, not past the edge of the unstretched grid
+    expect(hoverAt(10 + 30, 20 + 30)).toBe('[0, 0] = 0'); // still the first cell 30 px in (was [1, 1])
+    expect(hoverAt(10 + 150, 20 + 50)).toBe('[0, 1] = 1');
+  });
+
+  it('finds no cell outside the canvas or on an empty one', () => {
+    const rect = { left: 0, top: 0, width: 100, height: 50 };
+    expect(cellUnderPointer(rect, 99, 49, 2, 4)).toEqual([1, 3]);
+    expect(cellUnderPointer(rect, 100, 10, 2, 4)).toBeNull();
+    expect(cellUnderPointer(rect, -1, 10, 2, 4)).toBeNull();
+    expect(cellUnderPointer({ ...rect, width: 0 }, 0, 0, 2, 4)).toBeNull();
   });
 
   it('marks NaN and Inf cells and colours diffs around zero', () => {

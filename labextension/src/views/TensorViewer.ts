@@ -64,6 +64,25 @@ export function glyph(v: number): string {
   return Number.isNaN(v) ? 'N' : v === Infinity ? '+' : v === -Infinity ? '\u2212' : '';
 }
 
+/**
+ * The (row, col) of the heat-map cell under a pointer, or null outside it. Measured against the canvas's drawn box,
+ * not its pixel size: CSS may stretch or shrink the canvas, so one cell on screen is rect.height / rows tall.
+ */
+export function cellUnderPointer(
+  rect: { left: number; top: number; width: number; height: number },
+  clientX: number,
+  clientY: number,
+  rows: number,
+  cols: number
+): [number, number] | null {
+  if (!rect.width || !rect.height || !rows || !cols) {
+    return null;
+  }
+  const i = Math.floor(((clientY - rect.top) / rect.height) * rows);
+  const j = Math.floor(((clientX - rect.left) / rect.width) * cols);
+  return i < 0 || j < 0 || i >= rows || j >= cols ? null : [i, j];
+}
+
 /** A cell's colour: the ramp over [lo, hi] (diverging around 0 in diff mode); fixed colours for NaN/Inf. */
 export function cellColor(v: number, lo: number, hi: number, diverging: boolean): string {
   if (Number.isNaN(v)) {
@@ -286,17 +305,13 @@ export class TensorViewerView {
 
   private _hover(ev: MouseEvent): void {
     const s = this.slice;
-    const cell = Number(this._canvas.dataset.cell ?? 0);
-    if (!s || !cell) {
+    if (!s) {
       return;
     }
-    const rect = this._canvas.getBoundingClientRect();
-    const i = Math.floor((ev.clientY - rect.top) / cell);
-    const j = Math.floor((ev.clientX - rect.left) / cell);
-    if (i < 0 || j < 0 || i >= s.rows || j >= s.cols) {
-      return;
+    const at = cellUnderPointer(this._canvas.getBoundingClientRect(), ev.clientX, ev.clientY, s.rows, s.cols);
+    if (at) {
+      this._cell.textContent = this.describeCell(at[0], at[1]);
     }
-    this._cell.textContent = this.describeCell(i, j);
   }
 
   /** "[index...] = value" of slice cell (i, j), in the tensor's own indices. */
