@@ -101,6 +101,9 @@ export class KernelcoreSidebar extends Widget {
   private _stack: HTMLElement;
   private _vars: HTMLElement;
   private _prov: HTMLElement;
+  /** The session the panels show, and a count of its changes (provenance replies from an older one are dropped). */
+  private _sessionId: number | null = null;
+  private _sessionEpoch = 0;
   private _bps: HTMLElement;
   private _hits: HTMLElement;
   private _graphHost: HTMLElement;
@@ -207,6 +210,7 @@ export class KernelcoreSidebar extends Widget {
   /** Send a request and show its error, if any. */
   async run(command: Command, args: Record<string, unknown> = {}): Promise<void> {
     this._reply.textContent = '';
+    const askedIn = this._sessionEpoch;
     const r = await this.model.request(command, args);
     if (!r.ok) {
       this._reply.textContent = r.error ?? 'failed';
@@ -214,13 +218,14 @@ export class KernelcoreSidebar extends Widget {
       return;
     }
     this._reply.classList.remove('jp-Kernelcore-error');
-    if (command === 'provenance' && r.result) {
+    if (command === 'provenance' && r.result && askedIn === this._sessionEpoch) {
       this._showProvenance(r.result as Origin);
     }
   }
 
   private _render(): void {
     const s = this.model.session;
+    this._followSession(s);
     this._status.textContent = this.model.statusText;
     this.node.dataset.status = this.model.status;
     this.buttons.forEach(b => (b.disabled = !s));
@@ -289,6 +294,23 @@ export class KernelcoreSidebar extends Widget {
       }
       this._vars.appendChild(box);
     }
+  }
+
+  /**
+   * A provenance chain names events of one run: once the session goes (kernel restart, another notebook) or
+   * another takes its place, its event numbers mean nothing there, so the chain and its graph trail go too.
+   * A session that vanishes and comes back under the same id (a restarted kernel reusing an address) still
+   * counts as new: every change, through "none" included, opens a new epoch.
+   */
+  private _followSession(s: Session | null): void {
+    const id = s ? s.id : null;
+    if (id === this._sessionId) {
+      return;
+    }
+    this._sessionId = id;
+    this._sessionEpoch++;
+    clear(this._prov);
+    this._graph?.setTrail([]);
   }
 
   private _showProvenance(o: Origin): void {

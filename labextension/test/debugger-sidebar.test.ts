@@ -148,6 +148,56 @@ describe('debugger sidebar', () => {
     expect(kernel.comm.sent[kernel.comm.sent.length - 1]).toMatchObject({ command: 'goto_event' });
   });
 
+  async function showProvenance(kernel: FakeKernel, sb: KernelcoreSidebar) {
+    const reply = MESSAGES.find(m => m.type === 'reply' && m.command === 'provenance')!;
+    (sb.node.querySelector('.jp-Kernelcore-var') as HTMLElement).click();
+    const req = kernel.comm.sent[kernel.comm.sent.length - 1];
+    kernel.comm.deliver({ ...reply, id: req.id });
+    await Promise.resolve();
+    await Promise.resolve();
+    return sb.node.querySelectorAll('.jp-Kernelcore-provenance .jp-Kernelcore-originLink').length;
+  }
+  const provenanceRows = (sb: KernelcoreSidebar) => sb.node.querySelectorAll('.jp-Kernelcore-provenance > *').length;
+
+  it('drops the provenance chain when its session goes: restart, another kernel, another session', async () => {
+    const { model, kernel, sb } = sidebar();
+    expect(await showProvenance(kernel, sb)).toBeGreaterThan(0);
+    kernel.comm.deliver(STATES[STATES.length - 1]); // the same session moves on: its chain stays
+    expect(provenanceRows(sb)).toBeGreaterThan(0);
+    // a restart, then a new session that happens to reuse the old id: no old event numbers survive
+    kernel.setStatus('restarting');
+    expect(provenanceRows(sb)).toBe(0);
+    model.reconnect();
+    kernel.comm.deliver(STATES[0]);
+    expect(provenanceRows(sb)).toBe(0);
+    // another session in the same kernel
+    expect(await showProvenance(kernel, sb)).toBeGreaterThan(0);
+    const other = structuredClone(STATES[0]);
+    other.state.session!.id += 1;
+    kernel.comm.deliver(other);
+    expect(provenanceRows(sb)).toBe(0);
+    // another notebook's kernel
+    expect(await showProvenance(kernel, sb)).toBeGreaterThan(0);
+    const second = new FakeKernel();
+    model.setKernel(second);
+    second.comm.deliver(STATES[0]);
+    expect(provenanceRows(sb)).toBe(0);
+  });
+
+  it('does not show a provenance reply that arrives after its session was replaced', async () => {
+    const { kernel, sb } = sidebar();
+    const reply = MESSAGES.find(m => m.type === 'reply' && m.command === 'provenance')!;
+    (sb.node.querySelector('.jp-Kernelcore-var') as HTMLElement).click();
+    const req = kernel.comm.sent[kernel.comm.sent.length - 1];
+    const other = structuredClone(STATES[0]);
+    other.state.session!.id += 1;
+    kernel.comm.deliver(other); // a new session starts while the chain is on its way
+    kernel.comm.deliver({ ...reply, id: req.id });
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(provenanceRows(sb)).toBe(0);
+  });
+
   it('renders a provenance DAG with each write once: a shared input is referred to, a cut is said', async () => {
     const { kernel, sb } = sidebar();
     const node = (id: number, name: string, inputs: number[], cut: null | 'depth' | 'nodes' = null) => ({
