@@ -22,7 +22,9 @@ from kernelcore.io import feed_target_names, fetch_target_names, load_params
 ROOT = Path(__file__).resolve().parent.parent
 GENERATOR = ROOT / "tests" / "paddle_oracle" / "make_pir_models.py"
 PADDLE3 = ROOT / ".venv-paddle" / "bin" / "python"
-CASES = ["mlp", "ops", "more_ops", "encoder", "bert_like", "lstm", "gru", "if_while_true", "if_while_false", "lenet", "resnet18", "mobilenet_v2"]
+CASES = ["mlp", "ops", "more_ops", "encoder", "bert_like", "lstm", "gru", "if_while_true", "if_while_false", "lenet",
+         "resnet18", "resnext50_32x4d", "mobilenet_v1", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large",
+         "squeezenet1_0", "shufflenet_v2_x0_25", "shufflenet_v2_swish", "densenet121", "vgg11_bn", "alexnet"]
 
 
 @pytest.fixture(scope="session")
@@ -39,6 +41,12 @@ def pir_zoo(tmp_path_factory) -> Path:
     failed = json.loads((out / "manifest.json").read_text())["failed"]
     assert not failed, f"Paddle could not write: {failed}"
     return out
+
+
+# Where two float32 runs differ by more than 1e-4 of the largest output although each is within 1e-4 of a float64 run
+# (measured: ResNeXt-50's 50 layers of 32-group convolutions leave kernelcore 4e-5 and Paddle 2e-5 of the largest
+# value from float64; their difference reached 1.3e-4).
+TOLERANCE = {"resnext50_32x4d": 2e-4}
 
 
 def _load(zoo: Path, case: str):
@@ -63,8 +71,9 @@ def test_pir_program_runs_with_paddle_inference_outputs(pir_zoo, case):
     for i, got in enumerate(outs):
         want = data[f"fetch_{i}"]
         assert got.shape == want.shape and got.dtype == want.dtype, (fetches[i], got.shape, want.shape)
-        floor = 1e-4 * max(float(np.abs(want).max()), 1e-30)
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=floor, err_msg=f"{case}: {fetches[i]}")
+        tol = TOLERANCE.get(case, 1e-4)
+        floor = tol * max(float(np.abs(want).max()), 1e-30)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=floor, err_msg=f"{case}: {fetches[i]}")
 
 
 IGNORED_ATTRS = {"place"}  # where Paddle puts a result (kernelcore runs an op's results where its inputs are)

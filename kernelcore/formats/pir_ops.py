@@ -135,6 +135,7 @@ PIR_OPS: dict[str, PirOp] = {
     "pd_op.split_with_num": PirOp("split", (("x", "X"), ("axis", "@axis|AxisTensor")), OUT, {"num": "num"}),
     "pd_op.split": PirOp("split", (("x", "X"), ("sections", "@sections|SectionsTensorList"),
                                    ("axis", "@axis|AxisTensor")), OUT),
+    "pd_op.squeeze": PirOp("squeeze2", (("x", "X"), ("axis", "@axes")), OUT),
     "pd_op.unsqueeze": PirOp("unsqueeze2", (("x", "X"), ("axis", "@axes|AxesTensor|AxesTensorList")), OUT),
     "pd_op.slice": PirOp("slice", (("input", "Input"), ("starts", "@starts|StartsTensor|StartsTensorList"),
                                    ("ends", "@ends|EndsTensor|EndsTensorList")), OUT,
