@@ -585,7 +585,14 @@ export class ProgramGraphModel {
     return out;
   }
 
-  /** How many nodes the DOT has with `collapsed` folded (a folded cluster is one node). */
+  /**
+   * What "Fold all" folds: every group and sub-block but the stages, whatever the program's size (unlike
+   * defaultCollapsed, which draws a small program whole). A stage's direct content is bounded by its groups.
+   */
+  foldAllCollapsed(): string[] {
+    return [...this.clusters.values()].filter(c => c.gkind !== 'stage').map(c => c.id);
+  }
+
   /** How many nodes the drawing holds once cluster `id` (folded in `collapsed`) is opened. */
   countIfOpened(collapsed: Set<string>, id: string): number {
     const open = new Set(collapsed);

@@ -144,6 +144,47 @@ describe('ProgramGraph (real Graphviz WASM)', () => {
     view.dispose();
   });
 
+  /** chain(n) carrying version 2 groups: [id, kind, first op, last op, parent]; a var sits with its writer. */
+  function grouped(n: number, groups: Array<[string, string, number, number, string | null]>) {
+    const p = chain(n) as any;
+    p.version = 2;
+    p.blocks[0].groups = groups.map(([id, kind, first, last, parent]) => ({ id, kind, label: id, first, last, ops: last - first + 1, parent }));
+    const innermost = (i: number) => groups.filter(([, , f, l]) => f <= i && i <= l).at(-1)?.[0];
+    p.blocks[0].ops.forEach((op: any, i: number) => (op.group = innermost(i)));
+    p.blocks[0].vars.forEach((v: any, i: number) => (v.group = innermost(Math.max(0, i - 1))));
+    return p;
+  }
+
+  it('"Fold all" folds every group of a small program, stages excepted (it used to draw it whole)', async () => {
+    // ResNet-18's shape: a few range groups and under 300 nodes, drawn whole at first
+    const el = container();
+    const m = model(grouped(40, [['g0', 'range', 0, 19, null], ['g1', 'range', 20, 39, null]]));
+    const view = new ProgramGraphView(m, el);
+    await view.ready;
+    expect(el.querySelectorAll('g.node.jp-Kernelcore-op').length).toBe(40);
+    const foldAll = [...el.querySelectorAll('button')].find(b => b.textContent === 'Fold all')!;
+    foldAll.click();
+    await view.ready;
+    expect(m.get('collapsed')).toEqual(['g0', 'g1']);
+    expect(el.querySelectorAll('g.node').length).toBe(2);
+    view.dispose();
+  });
+
+  it('"Fold all" keeps the stages open and folds the layers inside them', async () => {
+    const el = container();
+    const m = model(grouped(6, [['fwd', 'stage', 0, 5, null], ['fc_0', 'layer', 0, 2, 'fwd'], ['fc_1', 'layer', 3, 5, 'fwd']]));
+    const view = new ProgramGraphView(m, el);
+    await view.ready;
+    const before = el.querySelectorAll('g.node').length;
+    view.foldAll();
+    await view.ready;
+    expect(m.get('collapsed')).toEqual(['fc_0', 'fc_1']);
+    const after = el.querySelectorAll('g.node').length;
+    expect(after).toBeLessThan(before);
+    expect(after).toBe(2); // the two folded layers inside the open stage
+    view.dispose();
+  });
+
   it('highlights search matches', async () => {
     const el = container();
     const m = model(mlp());

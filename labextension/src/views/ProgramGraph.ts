@@ -121,15 +121,7 @@ export class ProgramGraphView {
       button('+', () => this.panes().forEach(p => p.zoom(0.8)), { title: 'zoom in' }),
       button('\u2212', () => this.panes().forEach(p => p.zoom(1.25)), { title: 'zoom out' }),
       button('Expand all', () => this.expandAll(), { cls: 'jp-Kernelcore-expandAll', title: `unfold groups, outermost first, up to ${EXPAND_BUDGET} nodes at once` }),
-      button(
-        'Fold all',
-        () => {
-          this._freshView = true;
-          this._say('');
-          this._setCollapsed(this.graph?.defaultCollapsed() ?? []);
-        },
-        { title: 'fold every group (stages stay open)' }
-      ),
+      button('Fold all', () => this.foldAll(), { cls: 'jp-Kernelcore-foldAll', title: 'fold every group (stages stay open)' }),
       this._status
     ]);
     this._crumbs = h('div', { cls: 'jp-Kernelcore-crumbs', attrs: { 'aria-label': 'open groups' } });
@@ -300,6 +292,13 @@ export class ProgramGraphView {
 
   private _setCollapsed(list: string[]): void {
     setTrait(this.model, 'collapsed', list);
+  }
+
+  /** "Fold all": every group folded but the stages, and the view back at the top of the drawing. */
+  foldAll(): void {
+    this._freshView = true;
+    this._say('');
+    this._setCollapsed(this.graph?.foldAllCollapsed() ?? []);
   }
 
   /** "Expand all": open folded groups outermost first while the drawing stays within EXPAND_BUDGET nodes. */
