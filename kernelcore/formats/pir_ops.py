@@ -72,6 +72,14 @@ def _conv(legacy: str) -> PirOp:
                   "dilations": "dilations", "groups": "groups", "data_format": "data_format"})
 
 
+def _interp(legacy: str) -> PirOp:
+    return PirOp(legacy, (("x", "X"), ("out_size", "OutSize"), ("size_tensor", "SizeTensor"),
+                          ("scale_tensor", "Scale")), (("output", "Out"),),
+                 {"data_format": "data_layout", "out_d": "out_d", "out_h": "out_h", "out_w": "out_w",
+                  "scale": "scale", "interp_method": "interp_method", "align_corners": "align_corners",
+                  "align_mode": "align_mode"})
+
+
 def _dropout_mode(attrs: dict) -> None:
     attrs["dropout_implementation"] = attrs.pop("mode", "downgrade_in_infer")
 
@@ -115,6 +123,14 @@ PIR_OPS: dict[str, PirOp] = {
                          {"bias": "bias", "bias_after_scale": "bias_after_scale"}),
     "pd_op.conv2d": _conv("conv2d"),
     "pd_op.depthwise_conv2d": _conv("depthwise_conv2d"),
+    "pd_op.conv2d_transpose": PirOp(
+        "conv2d_transpose", (("x", "Input"), ("filter", "Filter"), ("output_size", "@output_size")),
+        (("out", "Output"),),
+        {"strides": "strides", "paddings": "paddings", "output_padding": "output_padding",
+         "padding_algorithm": "padding_algorithm", "groups": "groups", "dilations": "dilations",
+         "data_format": "data_format"}),
+    "pd_op.nearest_interp": _interp("nearest_interp_v2"),
+    "pd_op.bilinear_interp": _interp("bilinear_interp_v2"),
     "pd_op.batch_norm_": PirOp(
         "batch_norm",
         (("x", "X"), ("mean", "Mean"), ("variance", "Variance"), ("scale", "Scale"), ("bias", "Bias")),

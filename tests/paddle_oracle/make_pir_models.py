@@ -105,6 +105,66 @@ class IfWhile(paddle.nn.Layer):
         return y, i
 
 
+class DBDetector(paddle.nn.Layer):
+    """An OCR text detector in the DB style (PP-OCR's det): a small conv backbone, an FPN neck (nearest
+    upsampling, adds, a concat of the levels) and the DB head (conv, batch norm, two transposed convs, sigmoid)."""
+
+    def __init__(self):
+        super().__init__()
+        nn = paddle.nn
+
+        def stage(cin, cout, stride):
+            return nn.Sequential(nn.Conv2D(cin, cout, 3, stride, 1, bias_attr=False), nn.BatchNorm2D(cout),
+                                 nn.Hardswish())
+        self.c1, self.c2, self.c3 = stage(3, 8, 2), stage(8, 16, 2), stage(16, 32, 2)
+        self.lat2, self.lat3 = nn.Conv2D(16, 16, 1), nn.Conv2D(32, 16, 1)
+        self.out2, self.out3 = nn.Conv2D(16, 8, 3, padding=1), nn.Conv2D(16, 8, 3, padding=1)
+        self.head = nn.Sequential(nn.Conv2D(16, 8, 3, padding=1, bias_attr=False), nn.BatchNorm2D(8), nn.ReLU(),
+                                  nn.Conv2DTranspose(8, 8, 2, 2), nn.BatchNorm2D(8), nn.ReLU(),
+                                  nn.Conv2DTranspose(8, 1, 2, 2))
+
+    def forward(self, x):
+        F = paddle.nn.functional
+        f2 = self.c2(self.c1(x))
+        f3 = self.c3(f2)
+        p3 = self.lat3(f3)
+        p2 = self.lat2(f2) + F.interpolate(p3, scale_factor=2, mode="nearest")
+        up3 = F.interpolate(self.out3(p3), scale_factor=2, mode="bilinear", align_corners=False)
+        fuse = paddle.concat([self.out2(p2), up3], axis=1)
+        return F.sigmoid(self.head(fuse))
+
+
+class SVTRRecognizer(paddle.nn.Layer):
+    """An OCR text recognizer in the SVTR style (PP-OCR's rec): a conv patch embedding, global mixing blocks
+    (multi-head self-attention and an MLP, pre-norm), a height pool and a CTC head (softmax over the characters)."""
+
+    def __init__(self, dim=32, heads=4, classes=40):
+        super().__init__()
+        nn = paddle.nn
+        self.embed = nn.Sequential(nn.Conv2D(3, dim // 2, 3, 2, 1), nn.BatchNorm2D(dim // 2), nn.GELU(),
+                                   nn.Conv2D(dim // 2, dim, 3, 2, 1), nn.BatchNorm2D(dim), nn.GELU())
+        self.heads = heads
+        self.norm1, self.norm2, self.norm = nn.LayerNorm(dim), nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+        self.ctc = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        h = self.embed(x)                                   # [N, C, H/4, W/4]
+        n, c, hh, ww = h.shape
+        t = h.flatten(2).transpose([0, 2, 1])               # [N, L, C]
+        q, k, v = paddle.split(self.qkv(self.norm1(t)), 3, axis=-1)
+        split = lambda z: z.reshape([0, -1, self.heads, c // self.heads]).transpose([0, 2, 1, 3])  # noqa: E731
+        scale = (c // self.heads) ** -0.5
+        att = paddle.nn.functional.softmax(paddle.matmul(split(q), split(k), transpose_y=True) * scale)
+        o = paddle.matmul(att, split(v)).transpose([0, 2, 1, 3]).reshape([0, -1, c])
+        t = t + self.proj(o)
+        t = t + self.mlp(self.norm2(t))
+        t = self.norm(t).transpose([0, 2, 1]).reshape([0, c, hh, ww])
+        seq = paddle.nn.functional.adaptive_avg_pool2d(t, [1, ww]).squeeze(2).transpose([0, 2, 1])  # [N, W/4, C]
+        return paddle.nn.functional.softmax(self.ctc(seq), axis=-1)
+
+
 def _encoder():
     return paddle.nn.TransformerEncoder(paddle.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0), 2)
 
@@ -126,6 +186,8 @@ CASES = {
     # the same program twice: a feed that takes the true branch, then one that takes the false branch
     "if_while_true": (IfWhile, [InputSpec([2, 3], "float32", "x")], [(2, 3)], 3.0),
     "if_while_false": (IfWhile, [InputSpec([2, 3], "float32", "x")], [(2, 3)], -3.0),
+    "ocr_det_db": (DBDetector, [InputSpec([None, 3, 64, 64], "float32", "x")], [(1, 3, 64, 64)]),
+    "ocr_rec_svtr": (SVTRRecognizer, [InputSpec([None, 3, 32, 128], "float32", "x")], [(2, 3, 32, 128)]),
     "lenet": (lambda: _vision("LeNet"), [InputSpec([None, 1, 28, 28], "float32", "x")], [(2, 1, 28, 28)]),
 }
 # paddle.vision's model families at small inputs (the classifier heads sized down where they would dominate)
