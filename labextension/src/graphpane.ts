@@ -258,10 +258,6 @@ export class GraphPane {
     svg.classList.add('jp-Kernelcore-svg');
     const vb = (svg.getAttribute('viewBox') ?? '').split(/[\s,]+/).map(Number);
     this._vb0 = vb.length === 4 && vb.every(isFinite) ? { x: vb[0], y: vb[1], w: vb[2], h: vb[3] } : null;
-    if (!keepView || !this._vb) {
-      this._vb = this._initialView();
-    }
-    this._applyViewBox(svg);
     const keyOfCollapsed = new Map<string, string>();
     const keyOfCluster = new Map<string, string>();
     g.clusters.forEach((c, cid) => {
@@ -332,6 +328,11 @@ export class GraphPane {
       });
     }
     this.svg = svg;
+    // the first view needs the node elements (it starts at the program's first op)
+    if (!keepView || !this._vb) {
+      this._vb = this._initialView();
+    }
+    this._applyViewBox(svg);
     this.canvas.appendChild(svg);
     // the overview copy is not needed for the first paint: built in a later task
     clear(this.minimap);
@@ -470,8 +471,10 @@ export class GraphPane {
   }
 
   /**
-   * The whole graph when it fits at a readable scale; else the top-left of it (centered along an axis
-   * that fits) at MIN_SCALE, so a big program opens legible. "Fit" shows it all.
+   * The whole graph when it fits at a readable scale; else, at MIN_SCALE, the program's first op near the
+   * top and centered across (along an axis that fits: the whole of it). The top-left corner is no anchor:
+   * a wide drawing (ResNet's parameters fanned out over its top rank) has only a stray variable there.
+   * "Fit" shows it all.
    */
   private _initialView(): Box | null {
     const b0 = this._vb0;
@@ -484,12 +487,29 @@ export class GraphPane {
     }
     const w = r.width / MIN_SCALE;
     const h = r.height / MIN_SCALE;
+    const first = this._firstOpAt();
+    const within = (lo: number, want: number, size: number, span: number) => Math.max(lo, Math.min(want, lo + span - size));
     return {
-      x: b0.w > w ? b0.x : b0.x + (b0.w - w) / 2,
-      y: b0.h > h ? b0.y : b0.y + (b0.h - h) / 2,
+      x: b0.w <= w ? b0.x + (b0.w - w) / 2 : first ? within(b0.x, first[0] - w / 2, w, b0.w) : b0.x,
+      y: b0.h <= h ? b0.y + (b0.h - h) / 2 : first ? within(b0.y, first[1] - h * 0.15, h, b0.h) : b0.y,
       w,
       h
     };
+  }
+
+  /** Where the program's first drawn op (or the folded group holding it) sits, in SVG user units. */
+  private _firstOpAt(): [number, number] | null {
+    const g = this.graph;
+    if (!g || !this.svg) {
+      return null;
+    }
+    for (const n of g.nodes.values()) {
+      const el = n.kind === 'op' ? this.nodeEls.get(n.id) : undefined;
+      if (el) {
+        return nodeCenter(el, this.svg);
+      }
+    }
+    return null;
   }
 
   /**
@@ -669,4 +689,43 @@ export class GraphPane {
     }
     clear(this.canvas);
   }
+}
+
+/**
+ * The center of a Graphviz node element in its SVG's user units, read from its own geometry (shapes and
+ * label anchors) and the root group's transform: no layout query, so it holds before the SVG is shown.
+ */
+export function nodeCenter(el: Element, svg: SVGSVGElement): [number, number] | null {
+  const xs: number[] = [];
+  const ys: number[] = [];
+  const add = (x: number, y: number) => {
+    if (Number.isFinite(x) && Number.isFinite(y)) {
+      xs.push(x);
+      ys.push(y);
+    }
+  };
+  el.querySelectorAll('text').forEach(t => add(Number(t.getAttribute('x')), Number(t.getAttribute('y'))));
+  el.querySelectorAll('ellipse').forEach(e => add(Number(e.getAttribute('cx')), Number(e.getAttribute('cy'))));
+  el.querySelectorAll('polygon').forEach(p => {
+    const nums = (p.getAttribute('points') ?? '').split(/[\s,]+/).filter(Boolean).map(Number);
+    for (let i = 0; i + 1 < nums.length; i += 2) {
+      add(nums[i], nums[i + 1]);
+    }
+  });
+  if (!xs.length) {
+    return null;
+  }
+  const [sx, sy, tx, ty] = rootTransform(svg);
+  const cx = (Math.min(...xs) + Math.max(...xs)) / 2;
+  const cy = (Math.min(...ys) + Math.max(...ys)) / 2;
+  return [cx * sx + tx, cy * sy + ty];
+}
+
+/** scale and translate of Graphviz's root group (`scale(1 1) rotate(0) translate(4 112)`). */
+function rootTransform(svg: SVGSVGElement): [number, number, number, number] {
+  const t = svg.querySelector('g.graph')?.getAttribute('transform') ?? '';
+  const nums = (name: string) => (t.match(new RegExp(`${name}\\(([^)]*)\\)`))?.[1] ?? '').split(/[\s,]+/).filter(Boolean).map(Number);
+  const [sx = 1, sy = sx] = nums('scale');
+  const [tx = 0, ty = 0] = nums('translate');
+  return [sx, sy, tx, ty];
 }

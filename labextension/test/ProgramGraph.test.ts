@@ -185,6 +185,32 @@ describe('ProgramGraph (real Graphviz WASM)', () => {
     view.dispose();
   });
 
+  it('opens a wide program at its first op, not at the top-left corner of its parameters', async () => {
+    // ResNet-like: the first op reads many parameters, drawn side by side over its rank
+    const params = Array.from({ length: 40 }, (_, i) => ({ id: `v0:p${i}`, name: `p${i}`, dtype: 'float32', shape: [64], kind: 'param', persistable: true }));
+    const p = chain(30) as any;
+    p.blocks[0].vars.push(...params);
+    p.blocks[0].ops[0].inputs.W = params.map(v => v.name);
+    const el = container();
+    const view = new ProgramGraphView(model(p), el);
+    const rect = { left: 0, top: 0, width: 600, height: 400, right: 600, bottom: 400, x: 0, y: 0, toJSON: () => ({}) };
+    view.left.canvas.getBoundingClientRect = () => rect;
+    await view.ready;
+    const vb = view.left.viewBox!;
+    const svg = el.querySelector('svg.jp-Kernelcore-svg')!;
+    // the first op's label in SVG user units: its text anchor moved by the root group's translate
+    const t = nodeOf(view, 'o0:0').querySelector('text')!;
+    const [tx, ty] = svg.querySelector('g.graph')!.getAttribute('transform')!.match(/translate\(([^)]*)\)/)![1].split(/[ ,]+/).map(Number);
+    const x = Number(t.getAttribute('x')) + tx;
+    const y = Number(t.getAttribute('y')) + ty;
+    expect(x).toBeGreaterThan(vb.x);
+    expect(x).toBeLessThan(vb.x + vb.w);
+    expect(y).toBeGreaterThan(vb.y);
+    expect(y).toBeLessThan(vb.y + vb.h);
+    expect(vb.w).toBeCloseTo(600 / 0.6); // at the readable scale, not the whole width
+    view.dispose();
+  });
+
   it('highlights search matches', async () => {
     const el = container();
     const m = model(mlp());
