@@ -19,7 +19,7 @@ import { PROGRAM_FACTORY, PROGRAM_FILE_TYPE, ProgramFileFactory } from './filevi
 import { sharedLayout } from './layout';
 import { setKernelLookup } from './parts';
 import { Command } from './protocol';
-import { KernelcoreSidebar } from './sidebar';
+import { KernelcoreSidebar, MOVE_KEYS } from './sidebar';
 import { TensorPanel } from './tensorpanel';
 import { IKernelcoreDebuggerModel } from './tokens';
 
@@ -41,14 +41,14 @@ export namespace CommandIDs {
 
 /** [command id, protocol command, label, shortcut] */
 export const MOVE_COMMANDS: Array<[string, Command, string, string]> = [
-  [CommandIDs.step, 'step', 'Kernelcore: Step (into sub-blocks)', 'Accel Shift F11'],
-  [CommandIDs.next, 'next', 'Kernelcore: Next (over sub-blocks)', 'Accel Shift F10'],
-  [CommandIDs.finish, 'finish', 'Kernelcore: Finish (to the end of this block)', 'Accel Shift F12'],
-  [CommandIDs.stepTimestep, 'step_timestep', 'Kernelcore: Step to the next timestep', 'Accel Shift F8'],
-  [CommandIDs.cont, 'cont', 'Kernelcore: Continue', 'Accel Shift F9'],
-  [CommandIDs.back, 'back', 'Kernelcore: Back one op', 'Alt Shift F10'],
-  [CommandIDs.backTimestep, 'back_timestep', 'Kernelcore: Back to the previous timestep', 'Alt Shift F8'],
-  [CommandIDs.reverseCont, 'reverse_cont', 'Kernelcore: Reverse continue', 'Alt Shift F9']
+  [CommandIDs.step, 'step', 'Kernelcore: Step (into sub-blocks)', MOVE_KEYS.step],
+  [CommandIDs.next, 'next', 'Kernelcore: Next (over sub-blocks)', MOVE_KEYS.next],
+  [CommandIDs.finish, 'finish', 'Kernelcore: Finish (to the end of this block)', MOVE_KEYS.finish],
+  [CommandIDs.stepTimestep, 'step_timestep', 'Kernelcore: Step to the next timestep', MOVE_KEYS.step_timestep],
+  [CommandIDs.cont, 'cont', 'Kernelcore: Continue', MOVE_KEYS.cont],
+  [CommandIDs.back, 'back', 'Kernelcore: Back one op', MOVE_KEYS.back],
+  [CommandIDs.backTimestep, 'back_timestep', 'Kernelcore: Back to the previous timestep', MOVE_KEYS.back_timestep],
+  [CommandIDs.reverseCont, 'reverse_cont', 'Kernelcore: Reverse continue', MOVE_KEYS.reverse_cont]
 ];
 
 // A static icon (no data in it): a graph of three nodes.

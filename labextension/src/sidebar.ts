@@ -53,16 +53,41 @@ export function findLastKernelcoreOutput(nb: NotebookLike | null | undefined): F
   return null;
 }
 
-/** The sidebar's moves: [command, label, title (with its shortcut)]. */
+/** The moves' shortcuts, in Lumino's keystroke syntax (the plugin binds these; the titles name them). */
+export const MOVE_KEYS: Record<string, string> = {
+  step: 'Accel Shift F11',
+  next: 'Accel Shift F10',
+  finish: 'Accel Shift F12',
+  step_timestep: 'Accel Shift F8',
+  cont: 'Accel Shift F9',
+  back: 'Alt Shift F10',
+  back_timestep: 'Alt Shift F8',
+  reverse_cont: 'Alt Shift F9'
+};
+
+const MAC_GLYPHS: Record<string, string> = { Accel: '\u2318', Cmd: '\u2318', Ctrl: '\u2303', Alt: '\u2325', Shift: '\u21e7' };
+
+/** Is this a Mac (where Accel is Cmd and shortcuts are written as glyphs)? */
+export function isMac(nav: { platform?: string; userAgent?: string } | undefined = globalThis.navigator): boolean {
+  return /Mac|iPhone|iPad/.test(`${nav?.platform ?? ''} ${nav?.userAgent ?? ''}`);
+}
+
+/** A keystroke as the platform writes it: "Ctrl+Shift+F11" elsewhere, "\u2318\u21e7F11" on a Mac. */
+export function formatShortcut(keys: string, mac = isMac()): string {
+  const parts = keys.split(/\s+/).filter(Boolean);
+  return mac ? parts.map(k => MAC_GLYPHS[k] ?? k).join('') : parts.map(k => (k === 'Accel' ? 'Ctrl' : k)).join('+');
+}
+
+/** The sidebar's moves: [command, label, what it does]; the title adds its shortcut. */
 export const MOVES: Array<[Command, string, string]> = [
-  ['step', 'Step', 'kernelcore:step: one op, into sub-blocks (Accel Shift F11)'],
-  ['next', 'Next', 'kernelcore:next: one op of this block, over sub-blocks (Accel Shift F10)'],
-  ['finish', 'Finish', 'kernelcore:finish: to the end of this block (Accel Shift F12)'],
-  ['step_timestep', 'Step t', 'kernelcore:step-timestep: to the next timestep (Accel Shift F8)'],
-  ['cont', 'Continue', 'kernelcore:continue: to the next breakpoint or watch hit (Accel Shift F9)'],
-  ['back', 'Back', 'kernelcore:back: one op back, nothing runs (Alt Shift F10)'],
-  ['back_timestep', 'Back t', 'kernelcore:back-timestep: to the start of the previous timestep (Alt Shift F8)'],
-  ['reverse_cont', 'Reverse', 'kernelcore:reverse-continue: back to the previous hit (Alt Shift F9)']
+  ['step', 'Step', 'kernelcore:step: one op, into sub-blocks'],
+  ['next', 'Next', 'kernelcore:next: one op of this block, over sub-blocks'],
+  ['finish', 'Finish', 'kernelcore:finish: to the end of this block'],
+  ['step_timestep', 'Step t', 'kernelcore:step-timestep: to the next timestep'],
+  ['cont', 'Continue', 'kernelcore:continue: to the next breakpoint or watch hit'],
+  ['back', 'Back', 'kernelcore:back: one op back, nothing runs'],
+  ['back_timestep', 'Back t', 'kernelcore:back-timestep: to the start of the previous timestep'],
+  ['reverse_cont', 'Reverse', 'kernelcore:reverse-continue: back to the previous hit']
 ];
 
 const CONDS: WatchCond[] = ['nan', 'overflow', 'zero', 'range', 'unchanged', 'grad_norm', 'update_ratio'];
@@ -126,10 +151,14 @@ export class KernelcoreSidebar extends Widget {
     this.addClass('jp-Kernelcore-sidebar');
     this.title.caption = 'Kernelcore debugger';
     const n = this.node;
+    // focusable, so a click on its text (title, callstack) keeps the focus inside the sidebar, where the
+    // moves' key bindings (selector .jp-Kernelcore-sidebar) still match; else the focus falls to <body>
+    n.tabIndex = -1;
     n.appendChild(h('div', { cls: 'jp-Kernelcore-sidebarTitle', text: 'Kernelcore debugger' }));
     this._status = h('div', { cls: 'jp-Kernelcore-dbgStatus' });
     const controls = h('div', { cls: 'jp-Kernelcore-toolbar jp-Kernelcore-dbgControls' });
-    for (const [cmd, label, title] of MOVES) {
+    for (const [cmd, label, what] of MOVES) {
+      const title = `${what} (${formatShortcut(MOVE_KEYS[cmd])})`;
       const b = button(label, () => void this.run(cmd), { cls: `jp-Kernelcore-cmd-${cmd}`, title });
       this.buttons.set(cmd, b);
       controls.appendChild(b);

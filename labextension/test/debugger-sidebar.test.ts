@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CommLike, DebuggerModel, KernelLike } from '../src/debugmodel';
 import { COMM_TARGET, ServerMessage, StateMessage } from '../src/protocol';
-import { KernelcoreSidebar, MOVES } from '../src/sidebar';
+import { formatShortcut, isMac, KernelcoreSidebar, MOVES } from '../src/sidebar';
 import { texts } from './fake-model';
 
 // Real messages from the kernel side (tests/test_debug_comm.py writes and checks this file).
@@ -196,6 +196,31 @@ describe('debugger sidebar', () => {
     await Promise.resolve();
     await Promise.resolve();
     expect(provenanceRows(sb)).toBe(0);
+  });
+
+  it('names shortcuts in the platform\'s words, never Lumino\'s "Accel"', () => {
+    expect(formatShortcut('Accel Shift F11', false)).toBe('Ctrl+Shift+F11');
+    expect(formatShortcut('Alt Shift F9', false)).toBe('Alt+Shift+F9');
+    expect(formatShortcut('Accel Shift F11', true)).toBe('\u2318\u21e7F11');
+    expect(formatShortcut('Alt Shift F9', true)).toBe('\u2325\u21e7F9');
+    expect(isMac({ platform: 'MacIntel' })).toBe(true);
+    expect(isMac({ platform: 'Linux x86_64', userAgent: 'X11; Linux' })).toBe(false);
+    const { sb } = sidebar();
+    const titles = [...sb.buttons.values()].map(b => b.title);
+    expect(titles.length).toBe(MOVES.length);
+    titles.forEach(t => expect(t).not.toContain('Accel'));
+    expect(sb.buttons.get('step')!.title).toMatch(/\((Ctrl\+Shift\+F11|\u2318\u21e7F11)\)$/);
+  });
+
+  it('keeps the focus inside itself after a click on plain text, so its key bindings still match', () => {
+    const { sb } = sidebar();
+    const title = sb.node.querySelector('.jp-Kernelcore-sidebarTitle') as HTMLElement;
+    // a click focuses the nearest focusable ancestor of what was clicked
+    const target = title.closest('[tabindex]') as HTMLElement | null;
+    expect(target).toBe(sb.node);
+    target!.focus();
+    expect(document.activeElement).toBe(sb.node);
+    expect(document.activeElement!.closest('.jp-Kernelcore-sidebar')).toBe(sb.node);
   });
 
   it('renders a provenance DAG with each write once: a shared input is referred to, a cut is said', async () => {

@@ -183,3 +183,22 @@ def test_keyboard_shortcuts_move_the_session(page, lab):
         seen.append((keys, after[1]))
     assert seen[-1][1].startswith("end of the run")
     shot(sb, "sidebar_after_shortcuts")
+
+
+def test_shortcuts_work_after_a_click_on_the_sidebar_text_and_tooltips_name_the_keys(page, lab):
+    setup = code_sources("rnn_step_debugging.ipynb")[0]
+    session = "import kernelcore_widgets\nsess = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)"
+    run_notebook(page, lab, "sidebar_keys_after_click.ipynb", [setup, session])
+    sb = _sidebar(page)
+    _where(sb, "block 0 op #0 recurrent")
+    assert sb.locator(".jp-Kernelcore-cmd-step").get_attribute("title").endswith("(Ctrl+Shift+F11)")
+    assert "Accel" not in " ".join(sb.locator(".jp-Kernelcore-dbgControls button").evaluate_all(
+        "bs => bs.map(b => b.title)"))
+    for clicked in (".jp-Kernelcore-sidebarTitle", ".jp-Kernelcore-callstack"):
+        before = sb.locator(".jp-Kernelcore-dbgPosition").text_content()
+        sb.locator(clicked).first.click()
+        page.keyboard.press("Control+Shift+F11")
+        page.wait_for_function(
+            "(before) => document.querySelector('#jp-kernelcore-debugger .jp-Kernelcore-dbgPosition').textContent !== before",
+            arg=before, timeout=30_000)
+    shot(sb, "sidebar_keys_after_click")
