@@ -17,7 +17,7 @@ g.append_op("scale", {"X": ["x0"]}, {"Out": ["x"]}, {"scale": 1.0})
 g.append_op("fill_constant", outputs={"Out": ["i"]}, attrs={"shape": [1], "dtype": 3, "value": 0.0})
 g.append_op("fill_constant", outputs={"Out": ["n"]}, attrs={"shape": [1], "dtype": 3, "value": 0.0})
 g.append_op("less_than", {"X": ["i"], "Y": ["n"]}, {"Out": ["cond"]})
-g.create_var("steps", type=kc.program.VT.STEP_SCOPES)
+g.create_var("steps", type=kc.ir.program.VT.STEP_SCOPES)
 body = prog.create_block(0)
 body.append_op("tanh", {"X": ["x"]}, {"Out": ["x_new"]})
 body.append_op("increment", {"X": ["i"]}, {"Out": ["i"]}, {"step": 1.0})
@@ -72,9 +72,10 @@ def test_the_overlay_greys_a_loop_body_that_never_ran_and_the_viewer_slices_on_r
     slider.dispatch_event("change")
     canvas = tv.locator("canvas.jp-Kernelcore-tvCanvas")
 
-    def cell_text(i: int, j: int) -> str:
-        size = float(canvas.evaluate("c => Number(c.dataset.cell)"))
-        canvas.hover(position={"x": j * size + size / 2, "y": i * size + size / 2})
+    def cell_text(i: int, j: int, rows: int = 5, cols: int = 6) -> str:
+        # the cell's center on screen, from the canvas's drawn box (CSS may stretch it past its pixel size)
+        box = canvas.bounding_box()
+        canvas.hover(position={"x": (j + 0.5) * box["width"] / cols, "y": (i + 0.5) * box["height"] / rows})
         return tv.locator(".jp-Kernelcore-tvCell").text_content()
 
     page.wait_for_timeout(300)
@@ -84,3 +85,8 @@ def test_the_overlay_greys_a_loop_body_that_never_ran_and_the_viewer_slices_on_r
         page.wait_for_timeout(250)
     assert cell_text(2, 3) == "[1, 2, 3] = NaN"
     shot(tv, "tensor_viewer")
+    # stretched by CSS to three times its drawn size, the heat map still names the cell under the pointer
+    canvas.evaluate("c => { c.style.width = (c.width * 3) + 'px'; c.style.height = (c.height * 3) + 'px'; }")
+    assert cell_text(4, 5) == "[1, 4, 5] = 39"
+    assert cell_text(0, 1) == "[1, 0, 1] = 11"
+    assert cell_text(2, 3) == "[1, 2, 3] = NaN"
