@@ -123,7 +123,7 @@ async ({ cell, what, arg, timeoutMs }) => {
 def synthetic_program(base, copies: int):
     """`base` (a kc.Program) `copies` times over as towers `tower<k>.<name>`, ops ordered by role."""
     import kernelcore as kc
-    from kernelcore.proto import framework_pb2 as pb
+    from kernelcore.ir.proto import framework_pb2 as pb
 
     src = base.desc
     out = pb.ProgramDesc()

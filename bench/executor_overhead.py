@@ -36,7 +36,7 @@ sys.path[:0] = [str(HERE), str(ROOT)]  # _timing, and kernelcore from this check
 from _timing import measure, measure_interleaved  # noqa: E402
 
 import kernelcore as kc  # noqa: E402
-from kernelcore.registry import get_op_def, has_op  # noqa: E402
+from kernelcore.ir.registry import get_op_def, has_op  # noqa: E402
 
 TRACE_MODES = ("none", "shapes", "references")
 # The targets docs/benchmarks.md records: per op ÷ the bare NumPy call, traced (default retention) ÷ untraced
@@ -80,8 +80,8 @@ def chain_program(n_ops: int, with_y: bool = True, op: str = "elementwise_add"):
 def ensure_mlp_ops() -> list[str]:
     """mul and softmax are landing in kernelcore/ops; until then register stand-ins with Paddle's
     names, slots and semantics so the MLP runs the same program. Returns the stand-ins' names."""
-    from kernelcore.proto.framework_pb2 import AttrType as A
-    from kernelcore.registry import Attr, In, Out, register_op
+    from kernelcore.ir.proto.framework_pb2 import AttrType as A
+    from kernelcore.ir.registry import Attr, In, Out, register_op
     stand_ins = []
     if not has_op("mul"):
         def infer_mul(ic):

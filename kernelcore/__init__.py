@@ -9,9 +9,8 @@ from .errors import DtypeError, FeedError, TraceError
 from .executor import Executor
 from .place import CPUPlace, GPUPlace, gpu_available
 from .prune import PruneResult, prune
-from .program import (Block, Operator, Program, Variable, default_main_program, default_startup_program,
-                      program_guard)
-from .registry import all_op_defs, get_op_def
+from .ir.program import Block, Operator, Program, Variable, default_main_program, default_startup_program, program_guard
+from .ir.registry import all_op_defs, get_op_def
 from .scope import Scope, global_scope
 from . import ops as _ops  # noqa: F401  - registers every op
 from . import opcreators as op

@@ -42,7 +42,7 @@ class CLIError(Exception):
 def main(argv=None) -> int:
     import warnings
 
-    from .support import UnsupportedOpsWarning
+    from .ir.support import UnsupportedOpsWarning
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -151,7 +151,7 @@ def cmd_show(args) -> int:
         print(json.dumps(program_summary(prog, args.program), indent=1))  # JSON escapes controls itself
     else:
         _out(str(prog))
-        from .support import describe, unsupported_ops
+        from .ir.support import describe, unsupported_ops
         unsupported = unsupported_ops(prog)
         if unsupported:
             _out(f"\nnot runnable here: {describe(unsupported)}")
@@ -160,9 +160,9 @@ def cmd_show(args) -> int:
 
 def program_summary(prog, path=None) -> dict:
     """What `show --json` prints: blocks, op counts, feeds, fetches and persistables."""
-    from . import dtypes
+    from .ir import dtypes
     from .io import feed_target_names, fetch_target_names, persistable_names
-    from .support import unsupported_ops
+    from .ir.support import unsupported_ops
     blocks = []
     for b in prog.desc.blocks:
         blocks.append({"idx": b.idx, "parent_idx": b.parent_idx, "vars": len(b.vars), "ops": len(b.ops),
@@ -368,7 +368,7 @@ def _random_feed_plan(prog, names, batch: int, max_bytes: int) -> dict:
 
 def _random_feed_decl(prog, name: str, batch: int) -> tuple:
     """(shape, NumPy dtype) the program declares for feed `name`, -1 dims taken as `batch`."""
-    from . import dtypes
+    from .ir import dtypes
     var = prog.global_block().find_var_recursive(name)
     if var is None or var.shape is None or var.dtype is None:
         raise CLIError(f"cannot make a random feed for {quote_name(name, NAME_CHARS_SHOWN)}: the program "

@@ -23,7 +23,7 @@ from typing import Any, Callable, NamedTuple
 from .errors import KernelcoreError, OpRunError, ProgramError, UnknownNameError
 from .executor import ExecContext, Executor
 from .place import CPUPlace, to_host
-from .program import Program
+from .ir.program import Program
 from .scope import Scope, global_scope
 from .trace import Trace
 from .values import nonfinite

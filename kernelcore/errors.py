@@ -19,7 +19,7 @@ class ProgramError(KernelcoreError, ValueError):
 
 class UnknownOpError(ProgramError):
     """An op type no registry entry knows. Raised for a whole program, it names every such op and
-    `unsupported` lists them (kernelcore.support.UnsupportedOp)."""
+    `unsupported` lists them (kernelcore.ir.support.UnsupportedOp)."""
     unsupported: tuple = ()
 
 

@@ -22,7 +22,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import cpu_parts, dtypes
+from . import cpu_parts
+from .ir import dtypes
 from .host_memory import keep_freed_memory
 from .errors import (DtypeError, FeedError, KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError,
                      ShapeError)
@@ -30,11 +31,11 @@ from . import events
 from .events import (META, RECORD_HEAD_ONLY, RECORD_METAS, RECORD_VALUES, BlockRun, Event, meta_of,
                      op_run_event)
 from .place import CPUPlace, GPUPlace, to_host
-from .program import Program, Variable as ProgramVariable, check_structure
-from .proto import framework_pb2 as pb
-from .registry import feed_fetch_col, get_op_def, has_op
+from .ir.program import Program, Variable as ProgramVariable, check_structure
+from .ir.proto import framework_pb2 as pb
+from .ir.registry import feed_fetch_col, get_op_def, has_op
 from .scope import Scope, global_scope
-from .support import check_supported
+from .ir.support import check_supported
 from .text_safety import NAME_CHARS_SHOWN, quote_name
 from .values import nonfinite
 
@@ -822,7 +823,7 @@ class Executor:
                  end=None, return_numpy=True, check_nan_inf=False, pausing=False, observers=None):
         """`run` as a generator: with pausing=True it yields before each op (the debugger's hook)."""
         if program is None:
-            from .program import default_main_program
+            from .ir.program import default_main_program
             program = default_main_program()
         if not isinstance(program, Program):
             raise TypeError(f"run takes a Program, got {type(program).__name__}")

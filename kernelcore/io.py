@@ -28,13 +28,13 @@ from typing import BinaryIO, Iterable, Mapping
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from . import dtypes
+from .ir import dtypes
 from .errors import KernelcoreError, LoadError, ScopeError
 from .formats.pir_json import is_pir_json, load_pir_program
 from .place import to_host
-from .program import Program, program_from_bytes  # noqa: F401  - program_from_bytes: kio.program_from_bytes
-from .proto import framework_pb2 as pb
-from .registry import feed_fetch_col
+from .ir.program import Program, program_from_bytes  # noqa: F401  - program_from_bytes: kio.program_from_bytes
+from .ir.proto import framework_pb2 as pb
+from .ir.registry import feed_fetch_col
 from .scope import Scope
 
 VT = pb.VarType

@@ -26,7 +26,7 @@ from . import optimizer as optim
 from .errors import LoadError, ProgramError
 from .executor import Executor
 from .place import to_host
-from .program import Program, Variable, program_guard
+from .ir.program import Program, Variable, program_guard
 from .scope import Scope, global_scope
 
 __all__ = ["Model"]

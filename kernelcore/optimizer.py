@@ -12,7 +12,7 @@ op_role=2 (Paddle's Optimize role) and op_role_var=[param, grad].
 from __future__ import annotations
 
 from .errors import ProgramError
-from .program import Program, Variable, default_startup_program
+from .ir.program import Program, Variable, default_startup_program
 
 __all__ = ["Optimizer", "SGD", "Momentum", "Adam"]
 

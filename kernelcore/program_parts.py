@@ -26,7 +26,8 @@ import itertools
 import time
 import weakref
 
-from . import display, hierarchy, op_reads
+from . import display, hierarchy
+from .ir import op_reads
 from .display import OPTIMIZE_OPS, op_id, var_id
 from .var_uses import BlockUses
 

@@ -227,7 +227,7 @@ CASES = [
 from vision_grad_cases import CASES as _VISION  # noqa: E402  - conv, pool, norm, resize, ... (vision ops)
 
 CASES += [GCase(**c) for c in _VISION]
-if kc.registry.has_op("dropout"):
+if kc.ir.registry.has_op("dropout"):
     CASES += [
         GCase("dropout", {"X": f64(4, 5)}, {"dropout_prob": 0.4, "fix_seed": True, "seed": 3}, training=True,
               id="dropout_train_downgrade"),
@@ -236,7 +236,7 @@ if kc.registry.has_op("dropout"):
               id="dropout_train_upscale"),
         GCase("dropout", {"X": f64(4, 5)}, {"dropout_prob": 0.4}, id="dropout_inference"),
     ]
-if kc.registry.has_op("rnn"):  # Paddle's fused rnn op; more cases in tests/test_rnn_grad.py
+if kc.ir.registry.has_op("rnn"):  # Paddle's fused rnn op; more cases in tests/test_rnn_grad.py
     from opcases.rnn import random_rnn
 
     def _rnn_case(mode, layers, bidirec, seq_len=None, **attrs):
@@ -300,7 +300,7 @@ def test_every_op_is_marked_differentiable_or_not():
     in_programs = {"recurrent", "while", "conditional_block", "select_input", "split_lod_tensor"}
     from test_backward_transformer import CASES as TRANSFORMER_CASES  # the Transformer/BERT ops' cases
     differentiable = {c.op for c in CASES + TRANSFORMER_CASES} | in_programs
-    assert differentiable == {t for t, r in GRAD_RULES.items() if r is not NO_GRAD and kc.registry.has_op(t)}
+    assert differentiable == {t for t, r in GRAD_RULES.items() if r is not NO_GRAD and kc.ir.registry.has_op(t)}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -523,7 +523,7 @@ def test_control_flow_op_on_the_loss_path_is_named(monkeypatch):
     block.create_var("i", [1], "int64", stop_gradient=True)
     block.create_var("n", [1], "int64", stop_gradient=True)
     block.create_var("cond", [1], "bool", stop_gradient=True)
-    block.create_var("scopes", None, None, type=kc.program.VT.STEP_SCOPES)
+    block.create_var("scopes", None, None, type=kc.ir.program.VT.STEP_SCOPES)
     sub = prog.create_block()
     sub.append_op("scale", {"X": "w"}, {"Out": "w2"}, {"scale": 2.0})
     sub.append_op("assign", {"X": "w2"}, {"Out": "w"})
@@ -666,7 +666,7 @@ def _build_mlp():
 def test_paddle_training_step_runs_here(p3):
     """Paddle's train_mlp.main.pb (forward, Paddle's grad ops, sgd x4): one step here gives Paddle's loss and
     updated parameters."""
-    assert kc.registry.has_op("sgd"), "the sgd op is not registered (kernelcore/ops/optimizer.py)"
+    assert kc.ir.registry.has_op("sgd"), "the sgd op is not registered (kernelcore/ops/optimizer.py)"
     main, ref, scope = _train_mlp(p3)
     loss, = kc.Executor().run(main, feed={"x": ref["x"], "label": ref["label"]}, fetch_list=["mean_0.tmp_0"],
                               scope=scope)

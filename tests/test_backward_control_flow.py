@@ -248,7 +248,7 @@ def paddle_style_rnn():
     prog.rollback()
     g.create_var("h_out", [T, B, H], "float64")
     g.create_var("c", [T, B, H], "float64")
-    g.create_var("scopes", type=kc.program.VT.STEP_SCOPES)
+    g.create_var("scopes", type=kc.ir.program.VT.STEP_SCOPES)
     g.append_op("recurrent", {"inputs": ["x"], "initial_states": ["h0", "c0"], "parameters": ["w"]},
                 {"outputs": ["h_out", "c"], "step_scopes": ["scopes"]},
                 {"sub_block": step, "has_states": True, "ex_states": ["pre_h", "pre_c"], "states": ["h", "c"]})
@@ -411,7 +411,7 @@ def while_program(n_iter=3):
     g.create_var("h0", [2, 3], "float64")
     for name, dtype in (("i", "int64"), ("n", "int64"), ("cond", "bool")):
         g.create_var(name, [1], dtype, stop_gradient=True)
-    g.create_var("ss", type=kc.program.VT.STEP_SCOPES)
+    g.create_var("ss", type=kc.ir.program.VT.STEP_SCOPES)
     g.append_op("fill_constant", {}, {"Out": ["i"]}, {"shape": [1], "dtype": 3, "value": 0.0})
     g.append_op("fill_constant", {}, {"Out": ["n"]}, {"shape": [1], "dtype": 3, "value": float(n_iter)})
     g.append_op("scale", {"X": ["h0"]}, {"Out": ["h"]}, {"scale": 1.0})  # a copy: the loop writes h back
@@ -531,7 +531,7 @@ def cond_program():
     for name in ("a_true", "a_false"):
         g.create_var(name, [3, 4], "float64")
     for name in ("s_true", "s_false"):
-        g.create_var(name, type=kc.program.VT.STEP_SCOPES)
+        g.create_var(name, type=kc.ir.program.VT.STEP_SCOPES)
     tb = prog.create_block(0)
     tb.append_op("exp", {"X": ["x"]}, {"Out": ["e"]})
     tb.append_op("scale", {"X": ["e"]}, {"Out": ["e2"]}, {"scale": 2.0})
@@ -574,7 +574,7 @@ def test_branch_output_read_again_inside_the_branch():
     for name in ("x", "y", "o1", "o2"):
         g.create_var(name, [2, 3], "float64")
     g.create_var("pred", [], "bool", stop_gradient=True)
-    g.create_var("s", type=kc.program.VT.STEP_SCOPES)
+    g.create_var("s", type=kc.ir.program.VT.STEP_SCOPES)
     br = prog.create_block(0)
     br.append_op("tanh", {"X": ["x"]}, {"Out": ["t"]})
     br.append_op("assign", {"X": ["t"]}, {"Out": ["o1"]})

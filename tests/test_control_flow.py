@@ -16,7 +16,7 @@ import pytest
 import kernelcore as kc
 from kernelcore.executor import add_observer, remove_observer
 from kernelcore.ops import control_flow
-from kernelcore.registry import has_op
+from kernelcore.ir.registry import has_op
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 ORACLE = REPO / "tests" / "paddle_oracle"
@@ -119,7 +119,7 @@ def test_static_rnn_program_layout():
     assert step.var(out.name).shape == (2, 3) and out.shape == (4, 2, 3)
     (ex,), (st,) = op.attr("ex_states"), op.attr("states")
     assert step.has_var(ex) and step.has_var(st) and op.attr("has_states") is True
-    assert prog.global_block().var(op.output("step_scopes")[0]).type == kc.program.VT.STEP_SCOPES
+    assert prog.global_block().var(op.output("step_scopes")[0]).type == kc.ir.program.VT.STEP_SCOPES
 
 
 def test_recurrent_two_memories_two_outputs_and_batch_ref_memory():
@@ -212,7 +212,7 @@ def test_recurrent_with_rnn_memory_helper_like_old_static_rnn_programs():
     step.append_op("rnn_memory_helper", {"X": ["h"]}, {"Out": ["h_out"]}, {"dtype": 5})
     prog.rollback()
     g.create_var("h_out", [T, B, H])
-    g.create_var("scopes", type=kc.program.VT.STEP_SCOPES)
+    g.create_var("scopes", type=kc.ir.program.VT.STEP_SCOPES)
     g.append_op("recurrent", {"inputs": ["x"], "initial_states": ["h0"], "parameters": ["w"]},
                 {"outputs": ["h_out"], "step_scopes": ["scopes"]},
                 {"sub_block": step, "has_states": True, "ex_states": ["pre_h"], "states": ["h_state"]})
@@ -396,7 +396,7 @@ def while_program(n_iter, body_scale=0.5):
     g.append_op("fill_constant", outputs={"Out": ["i"]}, attrs={"shape": [1], "dtype": 3, "value": 0.0})
     g.append_op("fill_constant", outputs={"Out": ["n"]}, attrs={"shape": [1], "dtype": 3, "value": float(n_iter)})
     g.append_op("less_than", {"X": ["i"], "Y": ["n"]}, {"Out": ["cond"]})
-    g.create_var("steps", type=kc.program.VT.STEP_SCOPES)
+    g.create_var("steps", type=kc.ir.program.VT.STEP_SCOPES)
     body = prog.create_block(0)
     body.append_op("scale", {"X": ["x"]}, {"Out": ["x_new"]}, {"scale": body_scale, "bias": 1.0})
     body.append_op("increment", {"X": ["i"]}, {"Out": ["i"]}, {"step": 1.0})
@@ -493,7 +493,7 @@ def branch_program(is_scalar=True):
     g.create_var("c", [1], "bool")
     g.append_op("assign", {"X": ["x"]}, {"Out": ["out"]})
     g.create_var("two", [1])
-    g.create_var("sc", type=kc.program.VT.STEP_SCOPES)
+    g.create_var("sc", type=kc.ir.program.VT.STEP_SCOPES)
     blk = prog.create_block(0)
     blk.append_op("elementwise_mul", {"X": ["x"], "Y": ["two"]}, {"Out": ["y"]})
     blk.append_op("assign", {"X": ["y"]}, {"Out": ["out"]})

@@ -108,8 +108,8 @@ def test_unknown_op_in_a_loaded_program_is_a_clear_error():
 def test_feed_and_fetch_ops_are_honoured():
     prog = kc.Program()
     b = prog.global_block()
-    b.create_var("feed", type=kc.program.VT.FEED_MINIBATCH, dtype=None)
-    b.create_var("fetch", type=kc.program.VT.FETCH_LIST, dtype=None)
+    b.create_var("feed", type=kc.ir.program.VT.FEED_MINIBATCH, dtype=None)
+    b.create_var("fetch", type=kc.ir.program.VT.FETCH_LIST, dtype=None)
     b.create_var("x", [-1, 3])
     b.append_op("feed", {"X": ["feed"]}, {"Out": ["x"]}, {"col": 0})
     b.append_op("relu", {"X": ["x"]}, {"Out": ["r"]})

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import kernelcore as kc
 from kernelcore import io as kio
 from kernelcore.cli import program_summary
-from kernelcore.proto import framework_pb2 as pb
+from kernelcore.ir.proto import framework_pb2 as pb
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "programs"
 MODEL = (EXAMPLES / "mlp.pdmodel").read_bytes()

@@ -196,7 +196,7 @@ def test_parts_of_paddle_programs_are_the_whole_program(paddle_progs, name, kept
     the whole ProgramJSON's. `kept`: the records come from the twin parse made while loading (as for
     every file of more than LAZY_ABOVE ops), and are the desc reader's."""
     from test_program_parts import _open_everything
-    from kernelcore import op_reads
+    from kernelcore.ir import op_reads
     from kernelcore.program_parts import ProgramParts
 
     monkeypatch.setattr(op_reads, "LAZY_ABOVE", 0 if kept else 10**9)

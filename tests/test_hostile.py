@@ -14,8 +14,8 @@ import kernelcore as kc
 from kernelcore import cli, display
 from kernelcore import io as kio
 from kernelcore.ops import control_flow
-from kernelcore.program import MAX_BLOCKS, MAX_NESTING_DEPTH
-from kernelcore.proto import framework_pb2 as pb
+from kernelcore.ir.program import MAX_BLOCKS, MAX_NESTING_DEPTH
+from kernelcore.ir.proto import framework_pb2 as pb
 
 from fuzz import fuzz_pipeline, hostile_corpus as hc
 

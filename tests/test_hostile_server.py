@@ -181,7 +181,7 @@ def big_root(root, monkeypatch):
     """`root` with big.pdmodel, a program sent in parts (LAZY_ABOVE lowered for this test), and an empty
     parts cache."""
     import kernelcore as kc
-    from kernelcore import op_reads
+    from kernelcore.ir import op_reads
     from make_frontend_fixtures import training_mlp
     monkeypatch.setattr(op_reads, "LAZY_ABOVE", 100)
     kc.save_program(training_mlp(20, width=8), root / "models" / "big.pdmodel")
@@ -293,7 +293,7 @@ def test_real_server_holds_its_budgets_against_big_and_repeated_requests(root, t
     import json
     import urllib.parse
     import kernelcore as kc
-    from kernelcore import op_reads
+    from kernelcore.ir import op_reads
     from make_frontend_fixtures import training_mlp
     big = training_mlp(op_reads.LAZY_ABOVE // 8 + 10, width=8)
     nodes = sum(len(b.ops) + len(b.vars) for b in big.desc.blocks)

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore import dtypes, io as kio
-from kernelcore.proto import framework_pb2 as pb
+from kernelcore.ir import dtypes
+from kernelcore import io as kio
+from kernelcore.ir.proto import framework_pb2 as pb
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "programs"

@@ -1,4 +1,4 @@
-"""What the outline reads of each op (kernelcore/op_reads.py): the records a big program's loading keeps
+"""What the outline reads of each op (kernelcore/ir/op_reads.py): the records a big program's loading keeps
 (read from the twin parse, proto/wire_twin.py, where slot names are flat) are the desc reader's, on
 programs with sub-blocks, Param slots, odd role attributes and repeated slots; an edit drops them; the
 outline built from them is the one built from the desc."""
@@ -8,10 +8,10 @@ import pytest
 
 import kernelcore as kc
 from kernelcore import io as kio
-from kernelcore import op_reads
+from kernelcore.ir import op_reads
 from kernelcore.program_parts import ProgramParts
-from kernelcore.proto import framework_pb2 as pb
-from kernelcore.proto.wire_twin import parse_checked
+from kernelcore.ir.proto import framework_pb2 as pb
+from kernelcore.ir.proto.wire_twin import parse_checked
 from make_frontend_fixtures import training_mlp
 from test_contract import rnn_program, training_program
 
@@ -108,7 +108,7 @@ def test_the_outline_from_kept_records_is_the_outline_from_the_desc(name, prog, 
 
 def _outcome(data: bytes):
     import warnings
-    from kernelcore.support import UnsupportedOpsWarning
+    from kernelcore.ir.support import UnsupportedOpsWarning
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UnsupportedOpsWarning)

@@ -55,7 +55,7 @@ N = 200_000
 def test_uniform_random_statistics(place, dtype):
     lo, hi = -2.0, 3.0
     x = draw("uniform_random", {"shape": [400, 500], "min": lo, "max": hi, "seed": 123, "dtype": dtype}, place)
-    assert x.shape == (400, 500) and x.dtype == kc.dtypes.to_numpy(dtype)
+    assert x.shape == (400, 500) and x.dtype == kc.ir.dtypes.to_numpy(dtype)
     x = x.astype(np.float64).ravel()
     assert x.min() >= lo
     assert x.max() < hi if dtype != FP16 else x.max() <= hi  # float16 may round up to the bound
@@ -71,7 +71,7 @@ def test_uniform_random_statistics(place, dtype):
 def test_gaussian_random_statistics(place, dtype):
     mean, std = 1.5, 0.5
     x = draw("gaussian_random", {"shape": [N], "mean": mean, "std": std, "seed": 99, "dtype": dtype}, place)
-    assert x.shape == (N,) and x.dtype == kc.dtypes.to_numpy(dtype)
+    assert x.shape == (N,) and x.dtype == kc.ir.dtypes.to_numpy(dtype)
     x = x.astype(np.float64)
     assert abs(x.mean() - mean) < 0.01
     assert abs(x.std() - std) < 0.01

@@ -79,7 +79,7 @@ def test_paddle_training_program_trains_in_kernelcore(tmp_path):
     _run_paddle(ORACLE / "make_programs.py", tmp_path)
     meta = json.loads((tmp_path / "train_mlp.json").read_text())
     main = kc.load_program(tmp_path / "train_mlp.main.pb")
-    missing = sorted({op.type for op in main.global_block().ops if not kc.registry.has_op(op.type)})
+    missing = sorted({op.type for op in main.global_block().ops if not kc.ir.registry.has_op(op.type)})
     if missing:
         pytest.skip(f"kernelcore has no {missing} yet (gradient ops)")
     ref = np.load(tmp_path / "train_mlp.npz")

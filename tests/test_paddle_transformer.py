@@ -148,7 +148,7 @@ def test_paddle_tensor_function_gradients_match(tf_models, own_backward):
 def test_paddle_transformer_programs_use_only_registered_ops(tf_models):
     for f in sorted(tf_models.glob("*.json")):
         meta = json.loads(f.read_text())
-        missing = sorted({t for t in meta["op_types"] if not kc.registry.has_op(t)})
+        missing = sorted({t for t in meta["op_types"] if not kc.ir.registry.has_op(t)})
         assert not missing, f"{f.name}: no kernelcore op for {missing}"
 
 

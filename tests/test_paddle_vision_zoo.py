@@ -17,9 +17,9 @@ import pytest
 
 import kernelcore as kc
 from kernelcore import io as kio
-from kernelcore.program import Program
-from kernelcore.proto.framework_pb2 import VarType
-from kernelcore.support import UnsupportedOpsWarning, describe, unsupported_ops
+from kernelcore.ir.program import Program
+from kernelcore.ir.proto.framework_pb2 import VarType
+from kernelcore.ir.support import UnsupportedOpsWarning, describe, unsupported_ops
 
 pytestmark = pytest.mark.paddle
 

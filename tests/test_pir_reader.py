@@ -311,3 +311,21 @@ def test_oversized_pir_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
     with pytest.raises(LoadError, match="more than a PIR program"):
         kc.load_program(big)
     assert read == []
+
+
+def test_pir_fuzz_smoke_mutated_documents_end_in_a_program_or_load_error(pir_zoo):
+    """Structural mutations of programs Paddle wrote, then the whole pipeline on what reads (the coverage-guided
+    run is tests/fuzz/fuzz_pir.py)."""
+    import random
+    import sys
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fuzz.fuzz_pir import mutate_document, pir_pipeline
+
+    seeds = [json.loads((pir_zoo / f"{c}.json").read_text()) for c in ("mlp", "if_while_true", "lstm")]
+    rng = random.Random(0)
+    outcomes = {}
+    for _ in range(150):
+        doc = mutate_document(rng.choice(seeds), rng)
+        outcome = pir_pipeline(json.dumps(doc).encode())
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    assert "load" in outcomes and len(outcomes) > 1, outcomes  # both refusals and programs were exercised

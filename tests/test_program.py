@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore.proto import framework_pb2 as pb
+from kernelcore.ir.proto import framework_pb2 as pb
 
 
 def small_program():
@@ -48,12 +48,12 @@ def test_bytes_round_trip_and_paddle_field_numbers():
 def test_generated_module_matches_the_proto_file(tmp_path):
     protoc = pytest.importorskip("grpc_tools.protoc")
     import pathlib
-    here = pathlib.Path(kc.__file__).parent / "proto"
+    here = pathlib.Path(kc.__file__).parent / "ir" / "proto"
     assert protoc.main(["protoc", f"-I{here}", f"--python_out={tmp_path}", str(here / "framework.proto")]) == 0
     fresh = (tmp_path / "framework_pb2.py").read_text()
     committed = (here / "framework_pb2.py").read_text()
     strip = lambda s: [l for l in s.splitlines() if "Protobuf Python Version" not in l and "_runtime_version" not in l]
-    assert strip(fresh) == strip(committed), "regenerate with: python -m kernelcore.proto.build"
+    assert strip(fresh) == strip(committed), "regenerate with: python -m kernelcore.ir.proto.build"
 
 
 def test_find_var_through_parent_blocks_and_unique_names():
@@ -148,7 +148,7 @@ def test_from_bytes_rejects_garbage_with_a_load_error():
 
 
 def test_attributes_of_every_type_round_trip():
-    from kernelcore import attrs as attrlib
+    from kernelcore.ir import attrs as attrlib
     A = pb.AttrType
     values = {A.INT: -3, A.FLOAT: 0.5, A.STRING: "s<b>", A.INTS: [1, 2], A.FLOATS: [0.25], A.STRINGS: ["a"],
               A.BOOLEAN: True, A.BOOLEANS: [True, False], A.BLOCK: 2, A.LONG: 2 ** 40, A.BLOCKS: [1, 2],

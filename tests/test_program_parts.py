@@ -9,7 +9,8 @@ import json
 import pytest
 
 import kernelcore as kc
-from kernelcore import op_reads, program_parts
+from kernelcore.ir import op_reads
+from kernelcore import program_parts
 from kernelcore.display import program_json
 from kernelcore.program_parts import ProgramGone, ProgramParts
 from make_frontend_fixtures import training_mlp
@@ -355,7 +356,7 @@ def test_a_sub_block_refers_to_an_enclosing_blocks_variable_by_the_chain_of_grou
 def test_an_optimizer_op_with_two_param_slots_is_placed_alike_in_parts_and_whole():
     """Every input slot named Param names the layer of an optimizer op with no op_role_var, in order, in
     the outline as in the whole ProgramJSON (a loadable if odd program)."""
-    from kernelcore.proto import framework_pb2 as pb
+    from kernelcore.ir.proto import framework_pb2 as pb
     d = pb.ProgramDesc()
     b = d.blocks.add()
     b.idx, b.parent_idx = 0, -1
@@ -402,7 +403,7 @@ def test_role_attributes_of_other_types_read_alike_in_parts_and_whole(role_type,
     the role where an op type kept it) and the whole ProgramJSON agree on every op's role and group, and
     neither fails on the odd program."""
     from kernelcore import io as kio
-    from kernelcore.proto import framework_pb2 as pb
+    from kernelcore.ir.proto import framework_pb2 as pb
     A = pb.AttrType
     d = pb.ProgramDesc()
     b = d.blocks.add()
@@ -431,7 +432,7 @@ def test_attributes_given_twice_load_and_both_readers_take_the_first_role_copy()
     """Paddle writes some attributes twice (reshape2's mkldnn_data_type): such a program loads. Where a role
     attribute is given twice, the outline and the whole ProgramJSON both take the first copy."""
     from kernelcore import io as kio
-    from kernelcore.proto import framework_pb2 as pb
+    from kernelcore.ir.proto import framework_pb2 as pb
     A = pb.AttrType
     d = pb.ProgramDesc()
     b = d.blocks.add()

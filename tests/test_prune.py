@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore.proto import framework_pb2 as pb
-from kernelcore import registry
-from kernelcore.registry import Attr, In, Out, has_op, register_op
+from kernelcore.ir.proto import framework_pb2 as pb
+from kernelcore.ir import registry
+from kernelcore.ir.registry import Attr, In, Out, has_op, register_op
 
 A = pb.AttrType
 VT = pb.VarType

@@ -15,7 +15,7 @@ import kernelcore as kc
 from kernelcore import io as kio
 from kernelcore.cli import terminal_safe
 from kernelcore.errors import OpRunError
-from kernelcore.support import UnsupportedOpsWarning, check_supported
+from kernelcore.ir.support import UnsupportedOpsWarning, check_supported
 from kernelcore.text_safety import NAME_CHARS_SHOWN, is_unsafe, quote_name, safe_name, safe_text
 
 # one of each kind the rule covers: C0 (ESC, BEL, CR, NUL), DEL, C1 (CSI), bidi (RLO, ALM, LRI, LRM),

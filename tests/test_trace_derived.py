@@ -117,7 +117,7 @@ def test_a_sub_block_write_the_control_flow_op_does_not_list_is_measured():
     g.append_op("fill_constant", outputs={"Out": ["i"]}, attrs={"shape": [1], "dtype": 3, "value": 0.0})
     g.append_op("fill_constant", outputs={"Out": ["n"]}, attrs={"shape": [1], "dtype": 3, "value": 2.0})
     g.append_op("less_than", {"X": ["i"], "Y": ["n"]}, {"Out": ["cond"]})
-    g.create_var("steps", type=kc.program.VT.STEP_SCOPES)
+    g.create_var("steps", type=kc.ir.program.VT.STEP_SCOPES)
     body = prog.create_block(0)
     body.append_op("reshape2", {"X": ["x0"]}, {"Out": ["t"], "XShape": ["ts"]}, {"shape": [3, 2]})
     body.append_op("increment", {"X": ["i"]}, {"Out": ["i"]}, {"step": 1.0})

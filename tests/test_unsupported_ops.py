@@ -18,8 +18,8 @@ import kernelcore as kc
 from kernelcore import io as kio
 from kernelcore.cli import main
 from kernelcore.display import program_json
-from kernelcore.op_names import close_op_types, is_paddle_op, paddle_op_types
-from kernelcore.support import UnsupportedOpsWarning, check_supported, unsupported_ops
+from kernelcore.ir.op_names import close_op_types, is_paddle_op, paddle_op_types
+from kernelcore.ir.support import UnsupportedOpsWarning, check_supported, unsupported_ops
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "labextension" / "test" / "unsupported-program.json"
@@ -132,7 +132,7 @@ def test_did_you_mean_is_stricter_than_difflibs_default():
 def test_the_paddle_op_list_is_paddles():
     names = paddle_op_types()
     assert len(names) > 500 and {"mul", "elementwise_add", "while", "recurrent", "shape", "feed"} <= names
-    header = (ROOT / "kernelcore" / "paddle_op_types.txt").read_text().splitlines()[:2]
+    header = (ROOT / "kernelcore" / "ir" / "paddle_op_types.txt").read_text().splitlines()[:2]
     assert header[1].startswith("# versions:") and "3.3.1" in header[1]
 
 
@@ -209,7 +209,7 @@ def paddle_unsupported(tmp_path_factory) -> Path:
 @pytest.mark.paddle
 def test_a_paddle_program_reports_every_op_kernelcore_lacks(paddle_unsupported):
     meta = json.loads((paddle_unsupported / "unsupported.json").read_text())
-    lacking = [t for t in dict.fromkeys(meta["op_types"]) if not kc.registry.has_op(t)]
+    lacking = [t for t in dict.fromkeys(meta["op_types"]) if not kc.ir.registry.has_op(t)]
     if not lacking:
         pytest.skip("kernelcore now has every op of this Paddle program; pick ops it lacks")
     with pytest.warns(UnsupportedOpsWarning) as rec:
@@ -227,7 +227,7 @@ def test_a_paddle_program_reports_every_op_kernelcore_lacks(paddle_unsupported):
 
 # -- the report is sized by what it says ---------------------------------------------------------------------
 def test_the_report_is_not_padded_to_the_longest_name_and_caps_its_rows():
-    from kernelcore.support import MAX_TYPES_SHOWN, describe
+    from kernelcore.ir.support import MAX_TYPES_SHOWN, describe
     prog = kc.Program()
     g = prog.global_block()
     _raw(g, "q" * 100_000)

@@ -203,7 +203,7 @@ def test_program_graph_pruned_and_side_by_side():
 def test_side_by_side_sends_a_big_pruned_program_in_parts_too(monkeypatch):
     """Beside a program sent in parts, a big pruned program is sent in parts as well: its pane asks with
     "pane": "pruned" and gets the pruned program's groups; without it, the main program's."""
-    from kernelcore import op_reads
+    from kernelcore.ir import op_reads
     from kernelcore.program_parts import ProgramParts
     prog, _, _, last, _, _ = rnn()
     with kc.program_guard(prog):

@@ -25,10 +25,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import LoadError
-from ..program import Program
-from ..proto import framework_pb2 as pb
-from ..registry import get_op_def, has_op
+from ..errors import KernelcoreError, LoadError
+from ..ir.program import Program
+from ..ir.proto import framework_pb2 as pb
+from ..ir.registry import get_op_def, has_op
 from .pir_ops import CONSTANT_MAKERS, DROP, PIR_OPS, PirOp
 
 # A large model's PIR program is tens of MB; parsing JSON takes about ten times its size in memory, so a
@@ -335,7 +335,11 @@ class _Reader:
             value = attrs.get("value", 0.0)
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 self.fail("full's value must be a number")
-            fill = _Emit("fill_constant", {}, {}, {"shape": [int(s) for s in attrs.get("shape", [1])],
+            shape = attrs.get("shape", [1])
+            if not isinstance(shape, list) or len(shape) > 64 or not all(
+                    isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 40 for d in shape):
+                self.fail(f"full's shape must be at most 64 integers >= 0, got {str(shape)[:60]}")
+            fill = _Emit("fill_constant", {}, {}, {"shape": shape,
                                                    "value": float(value), "dtype": _var_type(dtype)}, i, keep=False)
         out = self.fresh(self.stem(name.split(".", 1)[1]), "out")
         fill.outputs["Out"] = [out]
@@ -393,7 +397,10 @@ class _Reader:
         if spec.adjust is not None:
             spec.adjust(legacy_attrs)
         opdef = get_op_def(spec.legacy)
-        legacy_attrs = {k: _coerce(opdef, k, v) for k, v in legacy_attrs.items()}
+        try:
+            legacy_attrs = {k: _coerce(opdef, k, v) for k, v in legacy_attrs.items()}
+        except ValueError as e:
+            self.fail(f"an attribute of kernelcore's {spec.legacy}: {e}")
         stem = self.stem(name.split(".", 1)[1].rstrip("_"))
         outputs: dict[str, list[str]] = {}
         res = self.results(op)
@@ -440,8 +447,8 @@ class _Reader:
         if not isinstance(regions, list) or k >= len(regions):
             self.fail(f"expected region #{k}")
         blocks = _get(regions[k], "blocks", list, self)
-        if len(blocks) != 1:
-            self.fail(f"region #{k} must hold one block, it holds {len(blocks)}")
+        if len(blocks) != 1 or not isinstance(blocks[0], dict):
+            self.fail(f"region #{k} must hold one block object")
         args = blocks[0].get("args", [])
         if not isinstance(args, list) or len(args) != n_args:
             self.fail(f"region #{k}'s block must take {n_args} argument(s)")
@@ -473,10 +480,10 @@ class _Reader:
         """pd_op.if -> conditional_block per branch (the false one under logical_not) writing outer variables,
         then select_input per result, as Paddle's legacy cond lowers."""
         where = self.where
-        (cond_id,) = self.operands(op) or [None]
-        if cond_id is None or len(self.operands(op)) != 1:
+        ids = self.operands(op)
+        if len(ids) != 1:
             self.fail("pd_op.if takes one operand, its condition")
-        cond = self.value(cond_id)
+        cond = self.value(ids[0])
         res = self.results(op)
         stem = self.stem("if")
         not_cond = self.fresh(stem, "not_cond")
@@ -593,6 +600,14 @@ class _Reader:
 
     # -- the Program -------------------------------------------------------------------------------------------
     def build(self) -> Program:
+        try:
+            return self.assemble()
+        except LoadError:
+            raise
+        except KernelcoreError as e:  # the ops and variables gathered do not make a program kernelcore accepts
+            raise LoadError(f"{self.source}: {e}") from None
+
+    def assemble(self) -> Program:
         prog = Program()
         blocks = [prog.global_block()]
         for parent in self.parents[1:]:
@@ -799,22 +814,31 @@ _INTS_TYPES = (pb.AttrType.INTS, pb.AttrType.LONGS)
 _FLOAT_TYPES = (pb.AttrType.FLOAT, pb.AttrType.FLOAT64)
 
 
+def _number(x, kind):
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or x != x or x in (float("inf"), float("-inf")):
+        raise ValueError(f"expected a number, got {str(x)[:40]!r}")
+    if kind is int and x != int(x):
+        raise ValueError(f"expected an integer, got {x!r}")
+    return kind(x)
+
+
 def _coerce(opdef, name: str, value):
-    """A folded constant in the type the legacy attribute takes (a `full` gives floats; a pool size ints)."""
+    """A folded constant in the type the legacy attribute takes (a `full` gives floats; a pool size ints).
+    ValueError when it cannot be that type."""
     spec = opdef.attr_spec(name)
     if spec is None:
         return value
     t = spec.type
     if t in _INT_TYPES and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return int(value)
+        return _number(value, int)
     if t in _INTS_TYPES:
         items = value if isinstance(value, list) else [value]
-        return [int(x) for x in items]
-    if t in _FLOAT_TYPES and isinstance(value, (int, float)):
-        return float(value)
+        return [_number(x, int) for x in items]
+    if t in _FLOAT_TYPES and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _number(value, float)
     if t == pb.AttrType.FLOATS:
         items = value if isinstance(value, list) else [value]
-        return [float(x) for x in items]
+        return [_number(x, float) for x in items]
     return value
 
 

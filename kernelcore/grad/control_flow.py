@@ -46,9 +46,9 @@ from __future__ import annotations
 
 from ..errors import ProgramError
 from ..ops.control_flow import ControlFlowError, _truth
-from ..proto.framework_pb2 import AttrType as A
-from ..proto.framework_pb2 import VarType as VT
-from ..registry import Attr, In, Out, has_op, register_op
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.proto.framework_pb2 import VarType as VT
+from ..ir.registry import Attr, In, Out, has_op, register_op
 from ..backward import (EMPTY_VAR, GRAD_SUFFIX, GradContext, append_block_backward, grad_name, is_float, rule,
                         standard)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import has_op
+from ..ir.registry import has_op
 from ..backward import no_grad, standard
 
 LOOKUP_GRAD = standard("lookup_table_v2", ins=("Ids", "W"), in_grads=("W",),

@@ -24,7 +24,7 @@ from .. import native
 from ..cpu_parts import by_images_in_parts, chunks, cpu_parts, run_parts
 from ..ops._spatial import channel_last
 from ..ops.activation_extra import _sigmoid
-from ..registry import In, Out, get_op_def, has_op, register_op
+from ..ir.registry import In, Out, get_op_def, has_op, register_op
 
 from ..backward import rule, standard, wanted
 

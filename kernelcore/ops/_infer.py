@@ -1,7 +1,7 @@
 """Shape-inference helpers shared by op families."""
 from __future__ import annotations
 
-from ..shape_inference import broadcast_shapes
+from ..ir.shape_inference import broadcast_shapes
 
 
 def same_as(in_slot: str = "X", out_slot: str = "Out"):

@@ -6,8 +6,8 @@ import math
 import numpy as np
 
 from .. import native
-from ..proto.framework_pb2 import AttrType as A
-from ..registry import Attr, In, Out, register_op
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.registry import Attr, In, Out, register_op
 from ._infer import normalize_axis, same_as
 from .math import row_sums
 

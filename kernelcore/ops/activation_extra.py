@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 
 from .. import native
-from ..proto.framework_pb2 import AttrType as A
-from ..registry import Attr, Check, In, Out, register_op
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.registry import Attr, Check, In, Out, register_op
 from ._infer import same_as
 from ._spatial import attr_or
 from .activation import clip_in_c

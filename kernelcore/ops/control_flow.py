@@ -37,11 +37,11 @@ from __future__ import annotations
 
 import time as _time
 
-from .. import dtypes
+from ..ir import dtypes
 from ..errors import KernelcoreError
-from ..proto.framework_pb2 import AttrType as A
-from ..proto.framework_pb2 import VarType as VT
-from ..registry import Attr, In, Out, has_op, register_op
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.proto.framework_pb2 import VarType as VT
+from ..ir.registry import Attr, In, Out, has_op, register_op
 from .tensor import check_new_shape
 
 _MAX_WHILE_ITERATIONS: int | None = 1_000_000

@@ -23,9 +23,9 @@ from functools import partial
 
 import numpy as np
 
-from ..proto.framework_pb2 import AttrType as A
+from ..ir.proto.framework_pb2 import AttrType as A
 from .. import native
-from ..registry import Attr, In, Out, register_op
+from ..ir.registry import Attr, In, Out, register_op
 from ..cpu_parts import chunks, cpu_parts, run_parts_into
 from ._spatial import attr_or, channel_last, check_ints, conv_out_size, pairs, update_padding
 

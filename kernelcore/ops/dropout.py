@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..proto.framework_pb2 import AttrType as A
-from ..proto.framework_pb2 import VarType as VT
-from ..registry import Attr, Check, In, Out, register_op
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.proto.framework_pb2 import VarType as VT
+from ..ir.registry import Attr, Check, In, Out, register_op
 
 UPSCALE, DOWNGRADE = "upscale_in_train", "downgrade_in_infer"
 

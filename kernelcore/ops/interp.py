@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..place import to_host
-from ..proto.framework_pb2 import AttrType as A
-from ..registry import Attr, In, Out, register_op
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.registry import Attr, In, Out, register_op
 from ._spatial import attr_or
 
 F32 = np.float32

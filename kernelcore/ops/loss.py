@@ -6,10 +6,10 @@ Paddle. Losses on probabilities take Paddle's "tolerable" log: log(0) counts as 
 """
 from __future__ import annotations
 
-from ..proto.framework_pb2 import AttrType as A
-from ..proto.framework_pb2 import VarType as VT
-from ..registry import Attr, In, Out, at_least, one_of, register_op
-from ..shape_inference import dims_match
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.proto.framework_pb2 import VarType as VT
+from ..ir.registry import Attr, In, Out, at_least, one_of, register_op
+from ..ir.shape_inference import dims_match
 from ._infer import merge_dims, normalize_axis
 
 APPROX_INF = 1e20  # Paddle's TolerableValue: the stand-in for an infinite log

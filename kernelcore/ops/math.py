@@ -6,11 +6,12 @@ import operator
 
 import numpy as np
 
-from .. import cpu_parts, dtypes, native
-from ..proto.framework_pb2 import AttrType as A
-from ..proto.framework_pb2 import VarType as VT
-from ..registry import Attr, Check, In, Out, at_least, larger_than, register_op
-from ..shape_inference import broadcast_shapes, dims_match
+from .. import cpu_parts, native
+from ..ir import dtypes
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.proto.framework_pb2 import VarType as VT
+from ..ir.registry import Attr, Check, In, Out, at_least, larger_than, register_op
+from ..ir.shape_inference import broadcast_shapes, dims_match
 from ._infer import check_same_dtype, elementwise, merge_dims, prod
 
 

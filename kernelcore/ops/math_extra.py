@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 
 from .. import native
-from ..proto.framework_pb2 import AttrType as A
-from ..proto.framework_pb2 import VarType as VT
-from ..registry import Attr, In, Out, register_op
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.proto.framework_pb2 import VarType as VT
+from ..ir.registry import Attr, In, Out, register_op
 from ._infer import elementwise, normalize_axis, same_as
 from .math import _fail, align, _infer_reduce, _reduce_attrs, reduce_axes
 
@@ -205,7 +205,7 @@ for _type, (_formula, _body) in BINARY.items():
 
 # -- logical and bitwise ---------------------------------------------------------------------------------
 def _infer_logical(ic):
-    from ..shape_inference import broadcast_shapes
+    from ..ir.shape_inference import broadcast_shapes
     out = broadcast_shapes(ic.shape("X"), ic.shape("Y"), -1, ic)
     ic.set_output("Out", out, VT.BOOL)
 
@@ -226,7 +226,7 @@ for _type, (_formula, _fn) in LOGICAL.items():
 
 
 def _infer_bitwise(ic):
-    from ..shape_inference import broadcast_shapes
+    from ..ir.shape_inference import broadcast_shapes
     if ic.dtype("X") != ic.dtype("Y"):
         ic.fail(f"X is {ic.dtype_name(ic.dtype('X'))} but Y is {ic.dtype_name(ic.dtype('Y'))}; expected the "
                 f"same dtype")

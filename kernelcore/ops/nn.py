@@ -1,9 +1,9 @@
 """Layers' ops: matrix products, embeddings, normalising activations."""
 from __future__ import annotations
 
-from ..proto.framework_pb2 import AttrType as A
-from ..proto.framework_pb2 import VarType as VT
-from ..registry import Attr, In, Out, register_op
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.proto.framework_pb2 import VarType as VT
+from ..ir.registry import Attr, In, Out, register_op
 
 # Parameter-server attributes Paddle writes on lookup_table_v2 (is_sparse picks a SelectedRows
 # gradient). Accepted so Paddle programs load; none changes the forward result.

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..proto.framework_pb2 import AttrType as A
+from ..ir.proto.framework_pb2 import AttrType as A
 from .. import native
-from ..registry import Attr, Check, In, Out, register_op
+from ..ir.registry import Attr, Check, In, Out, register_op
 from ._spatial import attr_or
 from .math import leading_sums, row_sums
 

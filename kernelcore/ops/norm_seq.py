@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 
 from .. import native
-from ..proto.framework_pb2 import AttrType as A
-from ..registry import Attr, Check, In, Out, register_op
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.registry import Attr, Check, In, Out, register_op
 from ._infer import prod
 from .math import SUM_BY_PRODUCT_DTYPES, row_sums
 from .optimizer import ADAM, _compute_dtype, adam

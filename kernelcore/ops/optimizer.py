@@ -17,9 +17,9 @@ from functools import partial
 
 import numpy as np
 
-from ..proto.framework_pb2 import AttrType as A
-from ..registry import Attr, Check, In, Out, register_op
-from ..shape_inference import dims_match
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.registry import Attr, Check, In, Out, register_op
+from ..ir.shape_inference import dims_match
 from ..cpu_parts import chunks, cpu_parts, run_parts
 from ._infer import prod
 

@@ -20,11 +20,11 @@ from functools import partial
 
 import numpy as np
 
-from ..proto.framework_pb2 import AttrType as A
-from ..proto.framework_pb2 import VarType as VT
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.proto.framework_pb2 import VarType as VT
 from .. import native
 from ..cpu_parts import by_images_in_parts
-from ..registry import Attr, Check, In, Out, register_op
+from ..ir.registry import Attr, Check, In, Out, register_op
 from ._spatial import attr_or, channel_last, check_ints, pairs, update_padding
 
 

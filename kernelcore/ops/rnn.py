@@ -40,8 +40,8 @@ import numpy as np
 
 from .. import cpu_parts, native
 from ..errors import KernelcoreError
-from ..proto.framework_pb2 import AttrType as A
-from ..registry import Attr, Check, In, Out, larger_than, one_of, register_op
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.registry import Attr, Check, In, Out, larger_than, one_of, register_op
 
 MODES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 CELL_TYPES = {"LSTM": "lstm_cell", "GRU": "gru_cell", "RNN_TANH": "rnn_tanh_cell", "RNN_RELU": "rnn_relu_cell"}

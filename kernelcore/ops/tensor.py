@@ -9,10 +9,10 @@ import math
 
 import numpy as np
 
-from .. import dtypes
+from ..ir import dtypes
 from ..place import to_host
-from ..proto.framework_pb2 import AttrType as A
-from ..registry import Attr, Check, In, Out, at_least, register_op
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.registry import Attr, Check, In, Out, at_least, register_op
 from ._infer import normalize_axis, same_as
 
 VT = dtypes.VT

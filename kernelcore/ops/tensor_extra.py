@@ -11,10 +11,10 @@ import math
 
 import numpy as np
 
-from .. import dtypes
+from ..ir import dtypes
 from ..place import to_host
-from ..proto.framework_pb2 import AttrType as A
-from ..registry import Attr, In, Out, register_op
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.registry import Attr, In, Out, register_op
 from ._infer import normalize_axis
 from .loss import _INDEX_DTYPES, _arg_max_shape
 from .math import _fail
@@ -535,7 +535,7 @@ def scatter(ctx, ins, attrs):
 
 # -- where, cumsum, tril_triu -------------------------------------------------------------------------------
 def _where_infer(ic):
-    from ..shape_inference import broadcast_shapes
+    from ..ir.shape_inference import broadcast_shapes
     if ic.dtype("X") != ic.dtype("Y"):
         ic.fail(f"X is {ic.dtype_name(ic.dtype('X'))} but Y is {ic.dtype_name(ic.dtype('Y'))}; expected the same")
     s = broadcast_shapes(ic.shape("X"), ic.shape("Y"), -1, ic)

@@ -5,8 +5,8 @@ unsqueeze2 -> (conv2d | pool2d | pad3d) -> squeeze2.
 from __future__ import annotations
 
 
-from ..proto.framework_pb2 import AttrType as A
-from ..registry import Attr, Check, In, Out, register_op
+from ..ir.proto.framework_pb2 import AttrType as A
+from ..ir.registry import Attr, Check, In, Out, register_op
 from ._spatial import attr_or
 from .tensor import _host_ints
 

@@ -128,7 +128,7 @@ def test_kernel_restart_leaves_a_clear_message(page, lab):
 
 def test_the_file_viewer_opens_a_big_pdmodel_in_parts(page, lab):
     import kernelcore as kc
-    from kernelcore.op_reads import LAZY_ABOVE
+    from kernelcore.ir.op_reads import LAZY_ABOVE
     L = kc.layers
     main, startup = kc.Program(), kc.Program()
     with kc.program_guard(main, startup):

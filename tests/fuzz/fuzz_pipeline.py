@@ -30,7 +30,7 @@ def program_pipeline(data: bytes, feed: dict | None = None) -> list[str]:
     from kernelcore import io as kio
     from kernelcore.cli import program_summary, terminal_safe
     from kernelcore.display import program_json
-    from kernelcore.support import UnsupportedOpsWarning
+    from kernelcore.ir.support import UnsupportedOpsWarning
     from kernelcore.ops import control_flow
 
     failed = []
@@ -88,9 +88,9 @@ def _feeds(prog) -> dict:
 
 def _reads_agree(data: bytes, prog) -> None:
     """What the outline reads of each op, from the twin parse loading makes (as a big file keeps it,
-    kernelcore/op_reads.py), is what it reads from the desc."""
-    from kernelcore import op_reads
-    from kernelcore.proto.wire_twin import parse_checked
+    kernelcore/ir/op_reads.py), is what it reads from the desc."""
+    from kernelcore.ir import op_reads
+    from kernelcore.ir.proto.wire_twin import parse_checked
     many = len(prog.desc.blocks) > 1
     kept = op_reads.read_program(parse_checked(data), prog.desc)
     assert kept == [op_reads.read_ops(b.ops, many) for b in prog.desc.blocks], "the two readers disagree"

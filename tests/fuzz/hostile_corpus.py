@@ -1,5 +1,5 @@
 """Hostile programs: well-formed ProgramDesc protobufs whose content is hostile (built with
-kernelcore.proto.framework_pb2, not hand-written bytes). Each entry is name -> (bytes, feed dict).
+kernelcore.ir.proto.framework_pb2, not hand-written bytes). Each entry is name -> (bytes, feed dict).
 
 `python tests/fuzz/hostile_corpus.py OUT_DIR` writes them as OUT_DIR/<name>.pdmodel, the seed corpus of the
 coverage-guided fuzzer (tests/fuzz/fuzz_pipeline.py). tests/test_hostile.py runs every one through every
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kernelcore.proto import framework_pb2 as pb
+from kernelcore.ir.proto import framework_pb2 as pb
 
 A = pb.AttrType
 VT = pb.VarType

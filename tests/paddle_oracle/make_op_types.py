@@ -1,8 +1,8 @@
-"""Write the op types Paddle registers (its OpProtos) into kernelcore/paddle_op_types.txt, merged with
+"""Write the op types Paddle registers (its OpProtos) into kernelcore/ir/paddle_op_types.txt, merged with
 what the file already lists, so running it under each Paddle venv leaves the union of both versions:
 
-    FLAGS_enable_pir_api=0 .venv-paddle/bin/python tests/paddle_oracle/make_op_types.py kernelcore/paddle_op_types.txt
-    .venv-paddle2/bin/python tests/paddle_oracle/make_op_types.py kernelcore/paddle_op_types.txt
+    FLAGS_enable_pir_api=0 .venv-paddle/bin/python tests/paddle_oracle/make_op_types.py kernelcore/ir/paddle_op_types.txt
+    .venv-paddle2/bin/python tests/paddle_oracle/make_op_types.py kernelcore/ir/paddle_op_types.txt
 
 kernelcore reads the list to tell a Paddle op it has no kernel for (say so, suggest nothing) from a
 misspelt op type (suggest the close registered names).

@@ -1,4 +1,4 @@
-"""Names of op types: which ones PaddlePaddle registers (kernelcore/paddle_op_types.txt, written by
+"""Names of op types: which ones PaddlePaddle registers (kernelcore/ir/paddle_op_types.txt, written by
 tests/paddle_oracle/make_op_types.py from Paddle 2.6.2 and 3.3.1), and the did-you-mean rule for an op
 type kernelcore does not know.
 

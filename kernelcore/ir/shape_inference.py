@@ -8,7 +8,7 @@ ShapeError naming the op, the slots and what was expected versus given.
 from __future__ import annotations
 
 from . import dtypes
-from .errors import ShapeError
+from ..errors import ShapeError
 
 
 class _Unknown(Exception):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import DtypeError
+from ..errors import DtypeError
 from .proto import framework_pb2 as pb
 
 VT = pb.VarType

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import attrs as attrlib
-from .errors import AttrError, OpValidationError, UnknownOpError
+from ..errors import AttrError, OpValidationError, UnknownOpError
 from .op_names import close_op_types, is_paddle_op
 from .proto import framework_pb2 as pb
-from .text_safety import NAME_CHARS_SHOWN, quote_name
+from ..text_safety import NAME_CHARS_SHOWN, quote_name
 
 A = pb.AttrType
 NO_DEFAULT = object()

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import UnknownOpError
+from ..errors import UnknownOpError
 from .op_names import close_op_types, is_paddle_op
 from .registry import all_op_defs, has_op
-from .text_safety import NAME_CHARS_SHOWN, short_name
+from ..text_safety import NAME_CHARS_SHOWN, short_name
 
 MAX_PLACES_SHOWN = 4
 # The report is sized by what it says, not by the longest name a file holds (a warning is logged and shown

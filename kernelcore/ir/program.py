@@ -19,11 +19,11 @@ from google.protobuf.message import DecodeError
 
 from . import attrs as attrlib
 from . import dtypes, op_reads
-from .errors import AttrError, KernelcoreError, LoadError, OpValidationError, ProgramError
+from ..errors import AttrError, KernelcoreError, LoadError, OpValidationError, ProgramError
 from .proto import framework_pb2 as pb
 from .proto.wire_twin import parse_checked
 from .registry import COMMON_ATTRS, get_op_def
-from .text_safety import safe_name
+from ..text_safety import safe_name
 from .support import UnsupportedOpsWarning, describe, unsupported_ops
 
 VT = pb.VarType
@@ -551,7 +551,7 @@ class Program:
         return f"<Program blocks={len(self.desc.blocks)} ops={nops}>"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        from .program_parts import program_mimebundle
+        from ..program_parts import program_mimebundle
         return program_mimebundle(self)
 
 

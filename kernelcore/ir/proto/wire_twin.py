@@ -11,7 +11,7 @@ The twin differs in one more place, to be cheap to read: OpDesc's `inputs`, `out
 declared as one (singular) message whose fields are all repeated. The wire is the same; protobuf merges
 repeated occurrences of a singular message field, so `op.inputs.arguments` is every input name of the op
 in slot order, `op.inputs.parameter` every slot name and `op.attrs.type` every attribute's type, each one
-call, where the real schema costs a wrapper per slot or attribute (kernelcore/op_reads.py reads a big
+call, where the real schema costs a wrapper per slot or attribute (kernelcore/ir/op_reads.py reads a big
 program's outline from it, and program.check_structure which of its ops carry block attributes). Which
 names sit in which slot, and which value belongs to which attribute, is not kept; that is read from the
 real desc where it matters.
