@@ -43,7 +43,7 @@ class KcTrainStep:
         for k in self.ref.files:
             name = k[len("after/"):]
             if k.startswith("after/") and name not in skip:
-                got, want = kc.place.to_host(self.scope.find_var(name).value), self.ref[k]
+                got, want = kc.runtime.place.to_host(self.scope.find_var(name).value), self.ref[k]
                 compared += 1
                 if not np.allclose(got, want, rtol=1e-4, atol=max(1e-4 * float(np.abs(want).max()), 1e-6)):
                     bad.append(f"{name} (max|diff| {float(np.abs(got - want).max()):.1e})")

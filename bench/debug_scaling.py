@@ -3,7 +3,7 @@
     .venv/bin/python bench/debug_scaling.py            # 10^5 and 10^6 events, ~1 min
     .venv/bin/python bench/debug_scaling.py --quick    # 10^4 and 10^5 events
 
-Each figure is one timed call on synthetic events (kernelcore.events.Event), best of --repeat:
+Each figure is one timed call on synthetic events (kernelcore.runtime.events.Event), best of --repeat:
 - export: `to_trace_events` (what Trace.to_chrome / save_chrome build) on two shapes of trace, an RNN
   (a step scope per timestep under the run's scope) and a deep one (each iteration's scope a kid of the
   previous, as nested control flow makes them); beside it `json.dumps` of the same events' JSON form, the
@@ -24,7 +24,7 @@ import numpy as np
 
 import kernelcore as kc
 from kernelcore.debug import RecordedRun
-from kernelcore.events import Event
+from kernelcore.runtime.events import Event
 from kernelcore.perfetto import to_trace_events
 
 

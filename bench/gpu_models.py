@@ -41,7 +41,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import kernelcore as kc  # noqa: E402
-from kernelcore.place import StrictPlace, to_host  # noqa: E402
+from kernelcore.runtime.place import StrictPlace, to_host  # noqa: E402
 from _op_profile import op_type_times  # noqa: E402
 
 CNNS = {"resnet18_b8": "ResNet-18 (b8, 3x64x64)", "mobilenet_v2_b8": "MobileNetV2 (b8, 3x64x64)"}

@@ -234,7 +234,7 @@ def main() -> None:
         kc_t, kc1_t, pd_t, tr_t, pt_t, pt1_t = [], [], [], [], [], []
         torch_run, torch_diff = None, None
         if torch is not None:
-            params = {n: kc.place.to_host(scope.find_var(n).value) for n in scope.local_var_names()
+            params = {n: kc.runtime.place.to_host(scope.find_var(n).value) for n in scope.local_var_names()
                       if scope.find_var(n).value is not None}
             torch_run = inference_run(name, prog, params, feed[feeds[0]])
             torch_diff = float(np.abs(torch_run() - want).max() / np.abs(want).max())
@@ -277,7 +277,7 @@ def main() -> None:
                 torch_window(pt1_t, threads=1)
             gemm.window()
             # OpenBLAS's worker spins ~0.1 s after the two-thread GEMM, on the core the next window's parts need
-            # (kernelcore/cpu_parts.py says why that slows them)
+            # (kernelcore/runtime/cpu_parts.py says why that slows them)
             time.sleep(BLAS_SPIN_S)
         best, median = min(kc_t), statistics.median(kc_t)
         if kc1_t:

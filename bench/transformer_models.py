@@ -62,7 +62,7 @@ SETTLE_S = 0.3  # before each window: the other sides' OpenMP threads stop spinn
 
 
 def host(v) -> np.ndarray:
-    return np.asarray(kc.place.to_host(v))
+    return np.asarray(kc.runtime.place.to_host(v))
 
 
 class KcInference:

@@ -6,12 +6,12 @@ __version__ = "0.1.0"
 from .errors import (AttrError, KernelcoreError, LoadError, NonFiniteError, OpRunError, OpValidationError, PlaceError,
                      ProgramError, ScopeError, ShapeError, UnknownNameError, UnknownOpError)
 from .errors import DtypeError, FeedError, TraceError
-from .executor import Executor
-from .place import CPUPlace, GPUPlace, gpu_available
+from .runtime.executor import Executor
+from .runtime.place import CPUPlace, GPUPlace, gpu_available
 from .prune import PruneResult, prune
 from .ir.program import Block, Operator, Program, Variable, default_main_program, default_startup_program, program_guard
 from .ir.registry import all_op_defs, get_op_def
-from .scope import Scope, global_scope
+from .runtime.scope import Scope, global_scope
 from . import ops as _ops  # noqa: F401  - registers every op
 from . import opcreators as op
 from .trace import Trace, trace

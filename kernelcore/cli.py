@@ -196,7 +196,7 @@ def cmd_run(args) -> int:
     prog = load_program(prog_path)
     if args.batch < 1:
         raise CLIError(f"--batch must be at least 1, got {args.batch}")
-    from .place import StrictPlace
+    from .runtime.place import StrictPlace
     place = {"cpu": kc.CPUPlace, "gpu": lambda: kc.GPUPlace(0), "strict": StrictPlace}[args.place]()
     scope = kc.Scope()
 

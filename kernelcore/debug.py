@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 from .errors import KernelcoreError, OpRunError, ProgramError, UnknownNameError
-from .executor import ExecContext, Executor
-from .place import CPUPlace, to_host
+from .runtime.executor import ExecContext, Executor
+from .runtime.place import CPUPlace, to_host
 from .ir.program import Program
-from .scope import Scope, global_scope
+from .runtime.scope import Scope, global_scope
 from .trace import Trace
-from .values import nonfinite
+from .runtime.values import nonfinite
 from .watch import Watch, WatchHit, check as _watch_check, make_watch
 
 END_OF_BLOCK = "end of block"

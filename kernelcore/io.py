@@ -31,11 +31,11 @@ from google.protobuf.message import DecodeError
 from .ir import dtypes
 from .errors import KernelcoreError, LoadError, ScopeError
 from .formats.pir_json import is_pir_json, load_pir_program
-from .place import to_host
+from .runtime.place import to_host
 from .ir.program import Program, program_from_bytes  # noqa: F401  - program_from_bytes: kio.program_from_bytes
 from .ir.proto import framework_pb2 as pb
 from .ir.registry import feed_fetch_col
-from .scope import Scope
+from .runtime.scope import Scope
 
 VT = pb.VarType
 # Variable types that hold no tensor to save (Paddle's is_persistable + the RAW filter of save_combine).

@@ -24,10 +24,10 @@ from . import io as kio
 from . import layers
 from . import optimizer as optim
 from .errors import LoadError, ProgramError
-from .executor import Executor
-from .place import to_host
+from .runtime.executor import Executor
+from .runtime.place import to_host
 from .ir.program import Program, Variable, program_guard
-from .scope import Scope, global_scope
+from .runtime.scope import Scope, global_scope
 
 __all__ = ["Model"]
 

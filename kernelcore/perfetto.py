@@ -94,7 +94,7 @@ class _WriterLookup:
 
 
 def to_trace_events(events: list, marks: Iterable[tuple[int, str]] = (), program_name: str = "kernelcore run") -> dict:
-    """The Trace Event Format JSON of `events` (kernelcore.events.Event, in order). `marks`: (event index,
+    """The Trace Event Format JSON of `events` (kernelcore.runtime.events.Event, in order). `marks`: (event index,
     label) pairs shown as instant events right after that event (breakpoint stops, watchpoint hits)."""
     if not events:
         return {"traceEvents": [], "displayTimeUnit": "ns"}

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import KernelcoreError
-from .place import to_host
+from .runtime.place import to_host
 
 
 @dataclass

@@ -9,7 +9,7 @@ OPENBLAS_CORETYPE=SkylakeX took a float32 GEMM from ~114 to ~200 GFLOP/s on one 
 training step from 1.6x to 1.35x PyTorch's time. Only the person starting Python can choose that (OpenBLAS
 reads the variable once, when NumPy loads it), so kernelcore says so rather than doing it.
 
-threadpoolctl (a dependency, which kernelcore/cpu_parts.py also uses) tells which kernels and threads the loaded
+threadpoolctl (a dependency, which kernelcore/runtime/cpu_parts.py also uses) tells which kernels and threads the loaded
 BLAS uses; where it cannot be imported, only NumPy's build information is shown.
 """
 from __future__ import annotations
@@ -91,10 +91,10 @@ def runtime_info() -> dict:
     import numpy as np
 
     from . import __version__
-    from .cpu_parts import split_run_parts
-    from .host_memory import host_memory_state
+    from .runtime.cpu_parts import split_run_parts
+    from .runtime.host_memory import host_memory_state
     from .native import native_state
-    from .place import PlaceError, cupy_module
+    from .runtime.place import PlaceError, cupy_module
     try:
         import google.protobuf as protobuf
         pb_version = protobuf.__version__
@@ -139,9 +139,9 @@ def format_info(info: dict) -> str:
         lines.append("parts  none: no BLAS NumPy loaded that threadpoolctl can hold at one thread")
     else:
         lines.append(f"parts  runs of convolutional programs split their ops into {parts} part(s), one per core "
-                     f"(the BLAS's thread limit; kernelcore/cpu_parts.py)")
+                     f"(the BLAS's thread limit; kernelcore/runtime/cpu_parts.py)")
     if info.get("host_memory"):
-        lines.append(f"memory {info['host_memory']} (kernelcore/host_memory.py)")
+        lines.append(f"memory {info['host_memory']} (kernelcore/runtime/host_memory.py)")
     if info.get("native"):
         lines.append(f"C      {info['native']} (kernelcore/native)")
     g = info["gpu"]

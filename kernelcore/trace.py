@@ -27,9 +27,9 @@ from typing import Iterable, Iterator
 import math
 
 from .errors import LoadError, TraceError  # noqa: F401  - LoadError: TraceError's base, kept for callers
-from .events import KINDS, RECORD_HEAD, RECORD_HEAD_ONLY, RECORD_METAS, Event, compact, op_run_event
+from .runtime.events import KINDS, RECORD_HEAD, RECORD_HEAD_ONLY, RECORD_METAS, Event, compact, op_run_event
 from .display import TRACE_EVENT_LIMIT, trace_mimebundle
-from .executor import add_observer, remove_observer
+from .runtime.executor import add_observer, remove_observer
 from .perfetto import to_trace_events
 
 SCHEMA = "kernelcore.trace"

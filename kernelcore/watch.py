@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import KernelcoreError
-from .values import nonfinite
+from .runtime.values import nonfinite
 
 CONDITIONS = ("nan", "overflow", "zero", "range", "unchanged", "grad_norm", "update_ratio")
 

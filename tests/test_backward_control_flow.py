@@ -22,7 +22,7 @@ import pytest
 
 import kernelcore as kc
 from kernelcore.backward import GRAD_RULES, NoGradientError
-from kernelcore.executor import add_observer, remove_observer
+from kernelcore.runtime.executor import add_observer, remove_observer
 
 L = kc.layers
 REPO = Path(__file__).resolve().parent.parent

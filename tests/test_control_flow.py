@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore.executor import add_observer, remove_observer
+from kernelcore.runtime.executor import add_observer, remove_observer
 from kernelcore.ops import control_flow
 from kernelcore.ir.registry import has_op
 

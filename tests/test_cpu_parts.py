@@ -1,4 +1,4 @@
-"""An op's parts on the CPU's cores (kernelcore/cpu_parts.py): which runs split and into how many parts, that a
+"""An op's parts on the CPU's cores (kernelcore/runtime/cpu_parts.py): which runs split and into how many parts, that a
 split run holds the BLAS at one thread and gives its limit back, that parts run at once, and that the convolutions
 split so give what the whole op gives (to the last bits OpenBLAS's own threads already change)."""
 import dataclasses
@@ -10,7 +10,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 import kernelcore as kc
-from kernelcore import cpu_parts as P
+from kernelcore.runtime import cpu_parts as P
 from kernelcore import native
 from kernelcore.testing.strict_xp import xp as strict_xp
 

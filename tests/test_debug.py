@@ -87,7 +87,7 @@ def _state(root):
         vals = {}
         for v in sc.local_vars():
             val = v.value
-            vals[v.name] = None if val is None else repr(np.asarray(kc.place.to_host(val)).tolist()) \
+            vals[v.name] = None if val is None else repr(np.asarray(kc.runtime.place.to_host(val)).tolist()) \
                 if hasattr(val, "shape") else repr(val)
         out.append((sc.depth, sc.origin.get("op"), sc.origin.get("timestep"), vals))
     return out

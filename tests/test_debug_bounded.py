@@ -10,7 +10,7 @@ import pytest
 import kernelcore as kc
 from kernelcore.debug import RecordedRun, StepRecord
 from kernelcore.errors import UnknownNameError
-from kernelcore.events import Event
+from kernelcore.runtime.events import Event
 from kernelcore.perfetto import to_trace_events
 from test_debug_moves import start_flat, start_rnn
 

@@ -1,4 +1,4 @@
-"""kernelcore/host_memory.py: the first CPU Executor makes glibc keep freed memory for the next op's arrays,
+"""kernelcore/runtime/host_memory.py: the first CPU Executor makes glibc keep freed memory for the next op's arrays,
 unless KERNELCORE_HOST_MEMORY=release; `kernelcore env` says which. Each case runs in a fresh process, since
 the settings are the process's."""
 from __future__ import annotations
@@ -10,14 +10,15 @@ import sys
 
 import pytest
 
-from kernelcore import cli, host_memory
+from kernelcore import cli
+from kernelcore.runtime import host_memory
 
 # an 8 MiB array is above glibc's default mmap threshold: mallinfo2's hblkhd (bytes in mmapped blocks) shows
 # whether the allocator mapped it or served it from its heap
 PROBE = r"""
 import ctypes, json, numpy as np
 import kernelcore as kc
-from kernelcore.host_memory import host_memory_state
+from kernelcore.runtime.host_memory import host_memory_state
 
 class MallInfo2(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
@@ -64,4 +65,4 @@ def test_kernelcore_env_says_what_happens_to_freed_memory(capsys):
     assert state.startswith(("freed memory kept for reuse", "glibc's defaults (KERNELCORE_HOST_MEMORY=release)",
                              "the C library's defaults (not glibc)")), state
     assert cli.main(["env"]) == 0
-    assert f"\nmemory {state} (kernelcore/host_memory.py)" in capsys.readouterr().out
+    assert f"\nmemory {state} (kernelcore/runtime/host_memory.py)" in capsys.readouterr().out

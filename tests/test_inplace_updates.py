@@ -1,4 +1,4 @@
-"""Optimizer updates written into the parameter's own array (kernelcore/executor.py `_runner`, ctx.donated): only
+"""Optimizer updates written into the parameter's own array (kernelcore/runtime/executor.py `_runner`, ctx.donated): only
 where the program names one variable for Param and ParamOut and nothing but that variable holds the array; the
 values are those of the update into fresh arrays, bit for bit; a value the user or a trace holds never changes."""
 import weakref
@@ -135,9 +135,9 @@ def test_the_update_block_does_not_change_the_values(monkeypatch):
 
 
 def test_on_the_device_path_too():
-    """The strict stand-in for CuPy (kernelcore/place.py StrictPlace): donated device arrays take the update,
+    """The strict stand-in for CuPy (kernelcore/runtime/place.py StrictPlace): donated device arrays take the update,
     and the values are the host's."""
-    from kernelcore.place import StrictPlace, to_host
+    from kernelcore.runtime.place import StrictPlace, to_host
     want_w, want_v = _reference(MOMENTUM)
     exe = kc.Executor(StrictPlace())
     op, attrs, extra_in, extra_out = MOMENTUM
@@ -155,9 +155,9 @@ def test_on_the_device_path_too():
 
 @pytest.mark.parametrize("case", [MOMENTUM, NESTEROV, SGD], ids=["momentum", "nesterov", "sgd"])
 def test_an_update_shared_among_cores_gives_the_same_values(monkeypatch, case):
-    """The blocks of one update split among two cores (kernelcore/cpu_parts.py): the same values."""
+    """The blocks of one update split among two cores (kernelcore/runtime/cpu_parts.py): the same values."""
     from threadpoolctl import threadpool_limits
-    from kernelcore import cpu_parts as P
+    from kernelcore.runtime import cpu_parts as P
     if P._numpy_blas() is None:
         pytest.skip("no BLAS NumPy loaded that threadpoolctl controls")
     want_w, want_v = _reference(case)

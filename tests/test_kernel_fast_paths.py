@@ -125,7 +125,7 @@ def test_lstm_cell_backward_is_the_plain_formula():
     """_lstm_cell_backward's passes over all four gates at once give the chain rule written out per gate, and
     leave the step's kept values and the incoming gradients as they were."""
     from kernelcore.grad import rnn as GR
-    from kernelcore.scope import Scope
+    from kernelcore.runtime.scope import Scope
     B, H = 5, 7
     x_proj, h_prev, c_prev, w_hh = f32(B, 4 * H), f32(B, H), f32(B, H), f32(4 * H, H)
     gates, h, c = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, R.recurrent_weight(np, w_hh), None)

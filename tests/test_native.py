@@ -15,7 +15,8 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 import kernelcore as kc
-from kernelcore import cpu_parts, native
+from kernelcore.runtime import cpu_parts
+from kernelcore import native
 from kernelcore.grad import vision as V
 from kernelcore.ops import conv as C
 from kernelcore.ops import norm as N
@@ -824,8 +825,8 @@ def test_rnn_steps_use_the_packed_weight_and_fall_back_for_other_operands():
     """recurrent_weight packs a float32 W_hh^T once (from the transposed view, no copy first); a step's product
     takes the C GEMM for float32 rows, contiguous or not, and NumPy's for anything else (float64), with the same
     values; a float64 weight is not packed. Where the C kernels run the steps, the rnn ops run split
-    (kernelcore/cpu_parts.py), with OpenBLAS held at one thread."""
-    from kernelcore import cpu_parts
+    (kernelcore/runtime/cpu_parts.py), with OpenBLAS held at one thread."""
+    from kernelcore.runtime import cpu_parts
     from kernelcore.grad import rnn as GR
     from kernelcore.ops import rnn as R
     assert R.STEPS_IN_C and R.RNN.runs_in_parts and not R.RNN.needs_blas_threads
@@ -925,7 +926,7 @@ def test_the_lstm_step_backward_in_c_matches_the_numpy_passes(B, H, monkeypatch)
     the incoming gradients left as they were."""
     from kernelcore.grad import rnn as GR
     from kernelcore.ops import rnn as R
-    from kernelcore.scope import Scope
+    from kernelcore.runtime.scope import Scope
     x_proj = (rng.standard_normal((B, 4 * H)) * 2).astype(np.float32)
     h_prev, c_prev, dh, dc = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(4))
     w_hh = rng.standard_normal((4 * H, H)).astype(np.float32) * np.float32(0.3)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore.place import StrictPlace
+from kernelcore.runtime.place import StrictPlace
 from kernelcore.testing import strict_xp
 from opcases import all_cases, build, compare
 
@@ -39,7 +39,7 @@ def _device_outputs(case, scope, outs):
             if v is not None and isinstance(v, np.ndarray):
                 pytest.fail(f"{case}: output {slot} ({n}) is a host NumPy array on StrictPlace; "
                             f"the kernel must build it with ctx.xp")
-            vals.append(kc.place.to_host(v) if v is not None else None)
+            vals.append(kc.runtime.place.to_host(v) if v is not None else None)
         result[slot] = vals if kc.get_op_def(case.op).output_slot(slot).duplicable else vals[0]
     return result
 
@@ -382,6 +382,6 @@ def test_training_steps_update_device_parameters_in_place(opt):
         if opt != "adam":  # adam's kernel writes fresh arrays (kernelcore/ops/optimizer.py)
             assert params and all(_storage(scope.get(n)) is r() for n, r in params.items()), \
                 f"{place}: a parameter was replaced, not updated in place"
-        finals.append({n: kc.place.to_host(scope.get(n)) for n in names})
+        finals.append({n: kc.runtime.place.to_host(scope.get(n)) for n in names})
     for n in names:
         np.testing.assert_allclose(finals[1][n], finals[0][n], rtol=1e-5, atol=1e-7, err_msg=n)

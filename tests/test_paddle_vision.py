@@ -152,7 +152,7 @@ def test_training_batch_norm_matches_paddle(zoo, name):
     for k in ref.files:
         if k.startswith("after/"):
             var = k[len("after/"):]
-            got = kc.place.to_host(scope.find_var(var).value)
+            got = kc.runtime.place.to_host(scope.find_var(var).value)
             assert_matches(got, ref[k], f"{name}: {var} after the step")
             changed += not np.array_equal(ref[k], ref[f"init/{var}"])
     assert changed >= 2, "Paddle's step changed neither running statistic: the case tests nothing"
@@ -191,7 +191,7 @@ def test_cnn_training_step_matches_paddle(zoo):
     for k in ref.files:
         if k.startswith("after/"):
             name = k[len("after/"):]
-            got, want = kc.place.to_host(scope.find_var(name).value), ref[k]
+            got, want = kc.runtime.place.to_host(scope.find_var(name).value), ref[k]
             assert got.shape == want.shape and got.dtype == want.dtype, name
             # atol 1e-6: the first conv's bias feeds a batch norm, so its exact gradient is 0 and both Paddle and
             # kernelcore compute float32 rounding noise (~1e-9) for it and its velocity

@@ -57,7 +57,7 @@ def test_kernelcore_env_prints_the_runtime(capsys):
 
 def test_kernelcore_env_says_how_many_parts_a_split_run_allows(capsys):
     from threadpoolctl import threadpool_limits
-    from kernelcore import cpu_parts
+    from kernelcore.runtime import cpu_parts
     if cpu_parts.split_run_parts() is None:
         pytest.skip("no BLAS NumPy loaded that threadpoolctl controls")
     with threadpool_limits(1):

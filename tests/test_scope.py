@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore.scope import Variable
+from kernelcore.runtime.scope import Variable
 
 
 def test_var_finds_or_creates_locally():

@@ -8,7 +8,7 @@ pytest.importorskip("anywidget")
 
 import kernelcore as kc  # noqa: E402
 import kernelcore_widgets as kw  # noqa: E402
-from kernelcore.values import health, slice_2d  # noqa: E402
+from kernelcore.runtime.values import health, slice_2d  # noqa: E402
 from test_contract import check, rnn_program  # noqa: E402
 from test_widgets import views  # noqa: E402,F401  - a stub view where the front end is not built
 

@@ -151,7 +151,7 @@ def test_errors_are_events_too():
 
 
 def test_shapes_policy_releases_values_when_the_run_ends():
-    from kernelcore.events import RECORD_HEAD
+    from kernelcore.runtime.events import RECORD_HEAD
     prog = kc.Program()
     b = prog.global_block()
     b.create_var("x", [1000])

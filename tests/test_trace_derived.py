@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore.events import RECORD_HEAD, BlockRun
+from kernelcore.runtime.events import RECORD_HEAD, BlockRun
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_control_flow import rnn_feed, rnn_program, while_program  # noqa: E402

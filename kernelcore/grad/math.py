@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .. import cpu_parts
+from ..runtime import cpu_parts
 from ..ops.math import align, leading_sums, reduce_axes
 from ..backward import GradContext, no_grad, rule, standard, wanted
 

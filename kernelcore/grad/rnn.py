@@ -14,7 +14,8 @@ out_t = m*h_cell, so a padded step passes the state gradient through unchanged a
 """
 from __future__ import annotations
 
-from .. import cpu_parts, native
+from ..runtime import cpu_parts
+from .. import native
 from ..errors import ProgramError
 from ..ops.math import leading_sums
 from ..ops.rnn import (MODES, RNN, STEPS_IN_C, RnnError, RnnReserve, lstm_gate_scale, recurrent_product,

@@ -21,7 +21,7 @@ from ..ops import conv as C
 from ..ops import interp as I
 from ..ops import pool as P
 from .. import native
-from ..cpu_parts import by_images_in_parts, chunks, cpu_parts, run_parts
+from ..runtime.cpu_parts import by_images_in_parts, chunks, cpu_parts, run_parts
 from ..ops._spatial import channel_last
 from ..ops.activation_extra import _sigmoid
 from ..ir.registry import In, Out, get_op_def, has_op, register_op
@@ -175,7 +175,7 @@ def _conv_grad(fwd_type, nd):
 
 def conv_grads_parts(xp, x, w, g, strides, pads, dils, groups, want_dx, want_dw):
     """(Input@GRAD, Filter@GRAD) of a convolution, None where not wanted, in parts on the CPU's cores
-    (kernelcore/cpu_parts.py): Input@GRAD by images, Filter@GRAD by input channels (one group) or by
+    (kernelcore/runtime/cpu_parts.py): Input@GRAD by images, Filter@GRAD by input channels (one group) or by
     groups; each element sums the same terms as the whole op's."""
     n, c = x.shape[:2]
     if native.depthwise_ready(xp, x, w, groups) and g.shape == (n, c, *(

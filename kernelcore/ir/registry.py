@@ -113,7 +113,7 @@ class OpDef:
     # output slot -> the input slot it may be written over (Paddle's in-place pairs: ParamOut over Param), when
     # the program names one variable for both and nothing else holds the value (see ExecContext.donated)
     inplace: dict = field(default_factory=dict)
-    # how its kernel uses the CPU's cores (kernelcore/cpu_parts.py): in parts of its own, or through the BLAS's
+    # how its kernel uses the CPU's cores (kernelcore/runtime/cpu_parts.py): in parts of its own, or through the BLAS's
     # threads, which a run split into parts holds at one
     runs_in_parts: bool = False
     needs_blas_threads: bool = False

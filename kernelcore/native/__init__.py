@@ -21,7 +21,7 @@ build), KERNELCORE_NATIVE=off, a device array, another dtype or a non-contiguous
 the one switch of every C path.
 
 Threads: each call passes its own count, `threads()`: the BLAS's thread limit, which is what
-`threadpoolctl.threadpool_limits`, OMP_NUM_THREADS and a split run (kernelcore/cpu_parts.py) already decide for
+`threadpoolctl.threadpool_limits`, OMP_NUM_THREADS and a split run (kernelcore/runtime/cpu_parts.py) already decide for
 an op, and one inside an op's part. The library shares its loops over its own few POSIX threads (pool.c says why
 not OpenMP), which spin at most 2 ms after a loop, yielding their core to any other thread, then sleep.
 """
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import cpu_parts
+from ..runtime import cpu_parts
 from . import build
 
 ENV = "KERNELCORE_NATIVE"

@@ -1,6 +1,6 @@
 /* kernelcore's CPU kernels in C (kernelcore/native/__init__.py loads them with ctypes). Every function takes
  * C-contiguous arrays and the number of threads to share its loop over, which the caller decides
- * (kernelcore/cpu_parts.py: one inside an op's part, else the run's thread limit).
+ * (kernelcore/runtime/cpu_parts.py: one inside an op's part, else the run's thread limit).
  *
  * Every function the library exports is declared here, and only here (the build makes a missing prototype an
  * error): tests/test_native_bindings.py checks these prototypes against the ctypes signatures in __init__.py, and

@@ -26,7 +26,7 @@ import numpy as np
 from ..ir.proto.framework_pb2 import AttrType as A
 from .. import native
 from ..ir.registry import Attr, In, Out, register_op
-from ..cpu_parts import chunks, cpu_parts, run_parts_into
+from ..runtime.cpu_parts import chunks, cpu_parts, run_parts_into
 from ._spatial import attr_or, channel_last, check_ints, conv_out_size, pairs, update_padding
 
 
@@ -151,13 +151,13 @@ def conv_macs(x_shape, w_shape, strides) -> int:
 
 
 def conv_work(x_shape, w_shape, strides, groups) -> int:
-    """A convolution's work in kernelcore/cpu_parts.py's units: its multiply-adds, scaled for the depthwise path."""
+    """A convolution's work in kernelcore/runtime/cpu_parts.py's units: its multiply-adds, scaled for the depthwise path."""
     depthwise = groups == x_shape[1] and w_shape[1] == 1 and groups > 1
     return conv_macs(x_shape, w_shape, strides) * (DEPTHWISE_WORK if depthwise else 1)
 
 
 def conv_forward_parts(xp, x, w, strides, pads, dils, groups):
-    """conv_forward in parts on the CPU's cores (kernelcore/cpu_parts.py): by images where the columns
+    """conv_forward in parts on the CPU's cores (kernelcore/runtime/cpu_parts.py): by images where the columns
     outweigh the filter (early layers: many pixels), else by output channels, so that each part reads its share
     of the filter (late layers: ResNet-18's 512x512x3x3 filter on 2x2 maps ran 1.9x slower split by images)."""
     # the C kernels (depthwise, one-group 2-D) share their loops out over the cores themselves

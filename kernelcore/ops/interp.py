@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..place import to_host
+from ..runtime.place import to_host
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.registry import Attr, In, Out, register_op
 from ._spatial import attr_or

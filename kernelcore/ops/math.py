@@ -6,7 +6,8 @@ import operator
 
 import numpy as np
 
-from .. import cpu_parts, native
+from ..runtime import cpu_parts
+from .. import native
 from ..ir import dtypes
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.proto.framework_pb2 import VarType as VT

@@ -20,7 +20,7 @@ import numpy as np
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.registry import Attr, Check, In, Out, register_op
 from ..ir.shape_inference import dims_match
-from ..cpu_parts import chunks, cpu_parts, run_parts
+from ..runtime.cpu_parts import chunks, cpu_parts, run_parts
 from ._infer import prod
 
 # -- shared pieces ------------------------------------------------------------------------------------
@@ -78,7 +78,7 @@ def _donated_or_new(ctx, slot: str, value, mt):
 # elements per block of an update done block by block on the CPU: each block's passes stay in cache
 # (momentum on a 512x512x3x3 parameter: 2.9 ms in whole-array passes, 1.0 ms in blocks written in place)
 UPDATE_BLOCK = 1 << 18
-# what one element of an update weighs in kernelcore/cpu_parts.py's units (memory-bound: momentum on 2^20
+# what one element of an update weighs in kernelcore/runtime/cpu_parts.py's units (memory-bound: momentum on 2^20
 # elements took 0.35 ms on one core, 0.25 ms split in two; on 2^19, 0.17 ms either way)
 ELEMENT_WORK = 24
 
@@ -90,7 +90,7 @@ def _blocks(xp, n: int):
 
 def _in_parts(xp, n: int, mt, update) -> None:
     """`update(blocks, scratch)` over the blocks of an n-element update in MT, the blocks shared among the CPU's
-    cores (kernelcore/cpu_parts.py), each part with a scratch array of one block."""
+    cores (kernelcore/runtime/cpu_parts.py), each part with a scratch array of one block."""
     blocks = _blocks(xp, n)
     parts = cpu_parts(xp, n * ELEMENT_WORK) if len(blocks) > 1 else 1
 

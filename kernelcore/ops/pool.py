@@ -23,7 +23,7 @@ import numpy as np
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.proto.framework_pb2 import VarType as VT
 from .. import native
-from ..cpu_parts import by_images_in_parts
+from ..runtime.cpu_parts import by_images_in_parts
 from ..ir.registry import Attr, Check, In, Out, register_op
 from ._spatial import attr_or, channel_last, check_ints, pairs, update_padding
 
@@ -131,13 +131,13 @@ def _mean_of_maps(xp, x):
     return sums.reshape((n, c) + (1,) * (x.ndim - 2))
 
 
-# one kernel offset of max pooling, per output element, in kernelcore/cpu_parts.py's units of work (ResNet-18's
+# one kernel offset of max pooling, per output element, in kernelcore/runtime/cpu_parts.py's units of work (ResNet-18's
 # 3x3 stride-2 pool on [8, 64, 32, 32]: 0.5 ms on one core, 0.39 ms in two parts)
 MAX_TAP_WORK = 24
 
 
 def max_pool_work(x_shape, ksize, outs) -> int:
-    """Max pooling's work per image, in kernelcore/cpu_parts.py's units: every output element's kernel offsets."""
+    """Max pooling's work per image, in kernelcore/runtime/cpu_parts.py's units: every output element's kernel offsets."""
     return MAX_TAP_WORK * math.prod(ksize) * x_shape[1] * math.prod(outs)
 
 

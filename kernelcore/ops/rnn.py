@@ -38,7 +38,8 @@ import time
 
 import numpy as np
 
-from .. import cpu_parts, native
+from ..runtime import cpu_parts
+from .. import native
 from ..errors import KernelcoreError
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.registry import Attr, Check, In, Out, larger_than, one_of, register_op
@@ -109,7 +110,7 @@ RNN = register_op(
     infer_shape=_infer_rnn)
 # Where the C kernels are there, the per-step products and the input projections run through kernelcore/native's
 # GEMM on the run's threads, and the weight gradients in parts (cpu_parts.matmul):
-# the program runs split (kernelcore/cpu_parts.py), which holds OpenBLAS, whose worker spins after each call on
+# the program runs split (kernelcore/runtime/cpu_parts.py), which holds OpenBLAS, whose worker spins after each call on
 # the core those threads need, at one thread. Without them the per-step products are OpenBLAS's small ones, which
 # gain from its own threads and would lose to the hand-off of parts.
 STEPS_IN_C = native.library() is not None

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..ir import dtypes
-from ..place import to_host
+from ..runtime.place import to_host
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.registry import Attr, In, Out, register_op
 from ._infer import normalize_axis

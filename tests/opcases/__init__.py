@@ -70,7 +70,7 @@ def run(case: Case, place=None) -> dict:
         vals = []
         for n in ns:
             v = scope.find_var(n).value
-            vals.append(kc.place.to_host(v) if v is not None else None)
+            vals.append(kc.runtime.place.to_host(v) if v is not None else None)
         dup = kc.get_op_def(case.op).output_slot(slot).duplicable
         result[slot] = vals if dup else vals[0]
     return result

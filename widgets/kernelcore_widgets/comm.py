@@ -26,7 +26,7 @@ from typing import Callable
 import kernelcore as kc
 from kernelcore.debug import active_session, session_hooks
 
-from kernelcore.place import place_of
+from kernelcore.runtime.place import place_of
 
 from .kernel_targets import register_target
 from .requests import (MAX_INT, MAX_NAME, MAX_STR, NameTaken, RequestError, bool_arg, brief, choice_arg, error_text,

@@ -17,7 +17,7 @@ from typing import Any, Literal, NotRequired, Optional, TypedDict
 import numpy as np
 
 from kernelcore.display import PROGRAM_MIME, TRACE_MIME  # noqa: F401  (re-exported: one place per side)
-from kernelcore.place import place_of, to_host
+from kernelcore.runtime.place import place_of, to_host
 
 SAMPLE_SIDE = 16  # a sample holds at most SAMPLE_SIDE x SAMPLE_SIDE values
 
@@ -200,7 +200,7 @@ def value_preview(value: Any, place: str | None = None) -> ValuePreview | None:
     xp = _xp(value)
     a = value
     if place is None:
-        from kernelcore.place import place_of
+        from kernelcore.runtime.place import place_of
         place = str(place_of(value))
     shape = [int(s) for s in a.shape]
     kind: PreviewKind = ("scalar" if a.size == 1 else "sparkline" if sum(s > 1 for s in shape) == 1 else "heatmap")

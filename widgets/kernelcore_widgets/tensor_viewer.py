@@ -21,8 +21,8 @@ import numpy as np
 import traitlets as t
 
 import kernelcore as kc
-from kernelcore.place import place_of, to_host
-from kernelcore.values import health, slice_2d
+from kernelcore.runtime.place import place_of, to_host
+from kernelcore.runtime.values import health, slice_2d
 
 from ._base import STATIC, KCWidget
 from .requests import NameTaken, RequestError, bool_arg, brief, choice_arg, claim_name
@@ -153,7 +153,7 @@ class TensorViewer(KCWidget):
     diff = t.Bool(False).tag(sync=True)          # show value - previous
     has_previous = t.Bool(False).tag(sync=True)
     slice = t.Dict().tag(sync=True)              # {"rows", "cols", "row_step", "col_step", "data": [[...]], "min", "max"}
-    health = t.Dict().tag(sync=True)             # kernelcore.values.health of the value (or of the diff)
+    health = t.Dict().tag(sync=True)             # kernelcore.runtime.values.health of the value (or of the diff)
     status = t.Unicode("").tag(sync=True)
     # the last send's name was taken: {"taken", "proposed", "what"} (the view offers the proposed name and an
     # Overwrite button); {} otherwise

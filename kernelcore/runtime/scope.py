@@ -12,7 +12,7 @@ import itertools
 import threading
 from typing import Any, Iterator
 
-from .errors import ScopeError
+from ..errors import ScopeError
 from .place import place_of
 
 _ids = itertools.count(1)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import PlaceError
+from ..errors import PlaceError
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class StrictPlace(GPUPlace):
 
     @property
     def xp(self):
-        from .testing.strict_xp import xp
+        from ..testing.strict_xp import xp
         return xp
 
     def __str__(self) -> str:

@@ -23,20 +23,20 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import cpu_parts
-from .ir import dtypes
+from ..ir import dtypes
 from .host_memory import keep_freed_memory
-from .errors import (DtypeError, FeedError, KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError,
-                     ShapeError)
+from ..errors import (DtypeError, FeedError, KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError,
+                      ShapeError)
 from . import events
 from .events import (META, RECORD_HEAD_ONLY, RECORD_METAS, RECORD_VALUES, BlockRun, Event, meta_of,
                      op_run_event)
 from .place import CPUPlace, GPUPlace, to_host
-from .ir.program import Program, Variable as ProgramVariable, check_structure
-from .ir.proto import framework_pb2 as pb
-from .ir.registry import feed_fetch_col, get_op_def, has_op
+from ..ir.program import Program, Variable as ProgramVariable, check_structure
+from ..ir.proto import framework_pb2 as pb
+from ..ir.registry import feed_fetch_col, get_op_def, has_op
 from .scope import Scope, global_scope
-from .ir.support import check_supported
-from .text_safety import NAME_CHARS_SHOWN, quote_name
+from ..ir.support import check_supported
+from ..text_safety import NAME_CHARS_SHOWN, quote_name
 from .values import nonfinite
 
 VT = pb.VarType
@@ -132,7 +132,7 @@ class PreparedBlock:
                          if op.type == "feed"}
         self.feed_decls: dict[str, tuple | None] = {}
         self.declared = [n for n, _ in self.var_descs]
-        # block 0 of a program whose runs split ops into parts on the CPU's cores (kernelcore/cpu_parts.py)
+        # block 0 of a program whose runs split ops into parts on the CPU's cores (kernelcore/runtime/cpu_parts.py)
         self.split_run = block_idx == 0 and cpu_parts.wants_parts(
             get_op_def(t) for t in {op.type for b in program.desc.blocks for op in b.ops} if has_op(t))
         # The bound form of each op with names in place of Variables (binding swaps them in), and the
@@ -823,7 +823,7 @@ class Executor:
                  end=None, return_numpy=True, check_nan_inf=False, pausing=False, observers=None):
         """`run` as a generator: with pausing=True it yields before each op (the debugger's hook)."""
         if program is None:
-            from .ir.program import default_main_program
+            from ..ir.program import default_main_program
             program = default_main_program()
         if not isinstance(program, Program):
             raise TypeError(f"run takes a Program, got {type(program).__name__}")
