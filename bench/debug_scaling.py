@@ -23,9 +23,9 @@ import time
 import numpy as np
 
 import kernelcore as kc
-from kernelcore.debug import RecordedRun
+from kernelcore.observe.debug import RecordedRun
 from kernelcore.runtime.events import Event
-from kernelcore.perfetto import to_trace_events
+from kernelcore.observe.perfetto import to_trace_events
 
 
 def rnn_events(n: int) -> list:

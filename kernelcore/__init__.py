@@ -14,8 +14,8 @@ from .ir.registry import all_op_defs, get_op_def
 from .runtime.scope import Scope, global_scope
 from . import ops as _ops  # noqa: F401  - registers every op
 from . import opcreators as op
-from .trace import Trace, trace
-from .debug import DebugSession, Frame, Origin, Position, RecordedRun, TimeView, active_session, debug
+from .observe.trace import Trace, trace
+from .observe.debug import DebugSession, Frame, Origin, Position, RecordedRun, TimeView, active_session, debug
 
 __all__ = [
     "AttrError", "DtypeError", "FeedError", "TraceError", "Block", "DebugSession", "Frame", "Origin", "Position",
@@ -34,7 +34,7 @@ __all__ += ["load_inference_model", "load_params", "load_program", "save_inferen
 
 # Control-flow layers (StaticRNN, IfElse) and the scope forest of a run.
 from . import layers  # noqa: E402
-from .scope_forest import ScopeForest  # noqa: E402
+from .observe.scope_forest import ScopeForest  # noqa: E402
 __all__ += ["layers", "ScopeForest"]
 
 # Training: optimizers (kc.optimizer.SGD/Momentum/Adam) and seed 003's Model.

@@ -460,7 +460,7 @@ def cmd_env(args) -> int:
 
 def cmd_trace_info(args) -> int:
     from .errors import LoadError
-    from .trace import Trace
+    from .observe.trace import Trace
     tr = Trace.load(args.trace)
     try:
         text = _trace_text(tr, args.top)

@@ -1,17 +1,17 @@
 """Debugging functions stay bounded, linear and outspoken: provenance is a DAG with depth and node budgets,
 walked without recursion; loop timesteps are indexed once; the Chrome export resolves writers without
 re-walking scope chains; and a breakpoint, watch or provenance question about a name the program lacks is
-refused with the closest names (kernelcore/debug.py, kernelcore/perfetto.py)."""
+refused with the closest names (kernelcore/observe/debug.py, kernelcore/observe/perfetto.py)."""
 import json
 
 import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore.debug import RecordedRun, StepRecord
+from kernelcore.observe.debug import RecordedRun, StepRecord
 from kernelcore.errors import UnknownNameError
 from kernelcore.runtime.events import Event
-from kernelcore.perfetto import to_trace_events
+from kernelcore.observe.perfetto import to_trace_events
 from test_debug_moves import start_flat, start_rnn
 
 

@@ -12,7 +12,7 @@ jsonschema = pytest.importorskip("jsonschema")
 pytest.importorskip("anywidget")
 
 import kernelcore as kc  # noqa: E402
-from kernelcore.debug import session_hooks  # noqa: E402
+from kernelcore.observe.debug import session_hooks  # noqa: E402
 from kernelcore_widgets import comm  # noqa: E402
 from test_widgets import T, rnn  # noqa: E402
 

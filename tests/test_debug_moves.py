@@ -1,5 +1,5 @@
 """The engine owns debugging: structured positions, moves forward and backward over the record, watchpoints
-and provenance (kernelcore/debug.py, kernelcore/watch.py). Checked against NumPy and against fresh runs."""
+and provenance (kernelcore/observe/debug.py, kernelcore/observe/watch.py). Checked against NumPy and against fresh runs."""
 import numpy as np
 import pytest
 

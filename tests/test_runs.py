@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore.runs import diff_runs, what_ran
+from kernelcore.observe.runs import diff_runs, what_ran
 from test_contract import rnn_program
 from test_control_flow import while_program
 from test_widgets import views  # noqa: F401  - a stub view where the front end is not built

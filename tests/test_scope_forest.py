@@ -22,7 +22,7 @@ def test_forest_of_a_training_rnn_run():
     assert len(forest) == 1 + T and forest.roots == [scope.id]
     root = forest[scope.id]
     assert root.parent is None and root.depth == 0 and root.origin == {}
-    assert root.vars["x"] == kc.scope_forest.VarInfo("x", "tensor", "float32", (T, 2, 3), "CPUPlace")
+    assert root.vars["x"] == kc.observe.scope_forest.VarInfo("x", "tensor", "float32", (T, 2, 3), "CPUPlace")
     steps_var = root.vars[rnn.op.output("step_scopes")[0]]
     assert steps_var.kind == "step_scopes" and steps_var.scopes == root.kids
     steps = forest.kids(scope.id)

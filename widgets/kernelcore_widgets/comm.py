@@ -3,7 +3,7 @@
 Registered when kernelcore_widgets is imported in an IPython kernel (`register()`; idempotent), and by
 `%load_ext kernelcore_widgets`. Why here and not in `kc.debug`: the engine imports nothing from Jupyter
 (DESIGN.md's layering), so the adapter that knows about comms registers the target; the engine only offers
-what an adapter needs: `kernelcore.debug.active_session()` (the session started last), `session_hooks`
+what an adapter needs: `kernelcore.observe.debug.active_session()` (the session started last), `session_hooks`
 (called with each new session) and each session's `listeners` (called after every move, whoever moved it:
 the sidebar, a Debugger widget, a cell). So the sidebar works with no widget displayed, follows sessions
 started after it connected, and follows moves made from Python.
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 import kernelcore as kc
-from kernelcore.debug import active_session, session_hooks
+from kernelcore.observe.debug import active_session, session_hooks
 
 from kernelcore.runtime.place import place_of
 

@@ -7,7 +7,7 @@ import weakref
 import traitlets as t
 
 import kernelcore as kc
-from kernelcore.debug import active_session, session_hooks
+from kernelcore.observe.debug import active_session, session_hooks
 from kernelcore.display import op_id, parse_node_id, var_id
 from kernelcore.program_parts import program_view_json
 
@@ -63,7 +63,7 @@ class GraphState(t.HasTraits):
     def show_run(self, trace, compare=None) -> None:
         """Overlay what `trace`'s run did: ops executed (counts, time), ops that never ran (left out of `ran`);
         with `compare` (another trace of the same program, both keeping values), the ops whose outputs differ."""
-        from kernelcore.runs import diff_runs, what_ran
+        from kernelcore.observe.runs import diff_runs, what_ran
         trace = getattr(trace, "trace", trace)  # a DebugSession gives its trace
         self.ran = {op_id(b, i): r.to_json() for (b, i), r in sorted(what_ran(trace).items())}
         diff = {}

@@ -112,7 +112,7 @@ Role = Literal["x_t", "h_prev", "h_new", "output"]
 
 class StepVarJSON(TypedDict, total=False):
     name: str
-    kind: str               # as kernelcore.scope_forest.VarInfo: tensor, empty, step_scopes, ...
+    kind: str               # as kernelcore.observe.scope_forest.VarInfo: tensor, empty, step_scopes, ...
     dtype: str
     shape: list
     place: str
@@ -231,7 +231,7 @@ def value_preview(value: Any, place: str | None = None) -> ValuePreview | None:
 
 
 def scope_json(node, *, previews: dict | None = None, roles: dict | None = None) -> ScopeJSON:
-    """ScopeJSON of a kernelcore.scope_forest.ScopeNode: its to_json() with a preview and the roles of
+    """ScopeJSON of a kernelcore.observe.scope_forest.ScopeNode: its to_json() with a preview and the roles of
     each variable. `previews` maps names to ValuePreviews (absent: computed from the node's values);
     `roles` maps names to lists of roles."""
     d = node.to_json()

@@ -20,13 +20,13 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
-from .errors import KernelcoreError, OpRunError, ProgramError, UnknownNameError
-from .runtime.executor import ExecContext, Executor
-from .runtime.place import CPUPlace, to_host
-from .ir.program import Program
-from .runtime.scope import Scope, global_scope
+from ..errors import KernelcoreError, OpRunError, ProgramError, UnknownNameError
+from ..runtime.executor import ExecContext, Executor
+from ..runtime.place import CPUPlace, to_host
+from ..ir.program import Program
+from ..runtime.scope import Scope, global_scope
 from .trace import Trace
-from .runtime.values import nonfinite
+from ..runtime.values import nonfinite
 from .watch import Watch, WatchHit, check as _watch_check, make_watch
 
 END_OF_BLOCK = "end of block"
@@ -52,7 +52,7 @@ def program_names(program: Program) -> tuple[set[str], set[str]]:
                 for slot in slots:
                     names.update(slot.arguments)
     if "rnn" in op_types:
-        from .ops.rnn import CELL_TYPES
+        from ..ops.rnn import CELL_TYPES
         op_types.update(CELL_TYPES.values())
         names.update(_RNN_STEP_NAMES)
     return names, op_types
@@ -1093,7 +1093,7 @@ class DebugSession:
 
     def watch(self, var: str | None = None, cond: str = "nan", *, op_type: str | None = None,
               lo: float | None = None, hi: float | None = None, bound: float | None = None) -> Watch:
-        """A watchpoint on `var` (or on every output of ops of `op_type`); see kernelcore/watch.py."""
+        """A watchpoint on `var` (or on every output of ops of `op_type`); see kernelcore/observe/watch.py."""
         if not self.trace.keep_values:
             raise KernelcoreError(f"watchpoints read the values ops write; this session's trace keeps none "
                                   f"(retain={self.trace.retain!r}): start it with retain='references'")

@@ -26,10 +26,10 @@ from typing import Iterable, Iterator
 
 import math
 
-from .errors import LoadError, TraceError  # noqa: F401  - LoadError: TraceError's base, kept for callers
-from .runtime.events import KINDS, RECORD_HEAD, RECORD_HEAD_ONLY, RECORD_METAS, Event, compact, op_run_event
-from .display import TRACE_EVENT_LIMIT, trace_mimebundle
-from .runtime.executor import add_observer, remove_observer
+from ..errors import LoadError, TraceError  # noqa: F401  - LoadError: TraceError's base, kept for callers
+from ..runtime.events import KINDS, RECORD_HEAD, RECORD_HEAD_ONLY, RECORD_METAS, Event, compact, op_run_event
+from ..display import TRACE_EVENT_LIMIT, trace_mimebundle
+from ..runtime.executor import add_observer, remove_observer
 from .perfetto import to_trace_events
 
 SCHEMA = "kernelcore.trace"
@@ -259,7 +259,7 @@ class Trace:
     def to_chrome(self, marks=()) -> dict:
         """The Trace Event Format (Perfetto, chrome://tracing): a track per block with ops and nested timesteps,
         flow arrows from writers to readers, errors and `marks` ((event index, label): breakpoint stops,
-        watchpoint hits) as instants, a live-tensor-bytes counter. See kernelcore/perfetto.py."""
+        watchpoint hits) as instants, a live-tensor-bytes counter. See kernelcore/observe/perfetto.py."""
         return to_trace_events(self.events, marks)
 
     def save_chrome(self, path, marks=()) -> None:

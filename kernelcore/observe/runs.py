@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import KernelcoreError
-from .runtime.place import to_host
+from ..errors import KernelcoreError
+from ..runtime.place import to_host
 
 
 @dataclass

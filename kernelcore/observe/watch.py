@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import KernelcoreError
-from .runtime.values import nonfinite
+from ..errors import KernelcoreError
+from ..runtime.values import nonfinite
 
 CONDITIONS = ("nan", "overflow", "zero", "range", "unchanged", "grad_norm", "update_ratio")
 

@@ -14,8 +14,8 @@ from typing import Any, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
-from .runtime.place import place_of, to_host
-from .runtime.scope import Scope
+from ..runtime.place import place_of, to_host
+from ..runtime.scope import Scope
 
 SCHEMA = "kernelcore.scope_forest"
 VERSION = 1
