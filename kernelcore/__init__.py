@@ -8,7 +8,7 @@ from .errors import (AttrError, KernelcoreError, LoadError, NonFiniteError, OpRu
 from .errors import DtypeError, FeedError, TraceError
 from .runtime.executor import Executor
 from .runtime.place import CPUPlace, GPUPlace, gpu_available
-from .prune import PruneResult, prune
+from .transforms.prune import PruneResult, prune
 from .ir.program import Block, Operator, Program, Variable, default_main_program, default_startup_program, program_guard
 from .ir.registry import all_op_defs, get_op_def
 from .runtime.scope import Scope, global_scope
@@ -38,8 +38,8 @@ from .observe.scope_forest import ScopeForest  # noqa: E402
 __all__ += ["layers", "ScopeForest"]
 
 # Training: optimizers (kc.optimizer.SGD/Momentum/Adam) and seed 003's Model.
-from . import optimizer  # noqa: E402
+from .transforms import optimizer  # noqa: E402
 from .model import Model  # noqa: E402
 __all__ += ["optimizer", "Model"]
-from .backward import append_backward, gradients  # noqa: E402,F401  - training programs: gradient ops
+from .transforms.backward import append_backward, gradients  # noqa: E402,F401  - training programs: gradient ops
 from . import grad as _grad_rules  # noqa: E402,F401  - registers every gradient rule (after the ops they differentiate)

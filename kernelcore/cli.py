@@ -434,7 +434,7 @@ def _few(names, k: int = 5) -> str:
 def cmd_prune(args) -> int:
     from .io import load_program, save_program
     try:
-        from .prune import prune
+        from .transforms.prune import prune
     except ImportError as e:
         raise CLIError(f"this kernelcore has no pruning ({e})") from None
     prog = load_program(args.program)

@@ -371,7 +371,7 @@ def program_json(program, pruned=None, dot: bool | None = None) -> dict:
     removed_ops: set[str] = set()
     removed_vars: set[str] = set()
     if pruned is not None:
-        to_json = getattr(pruned, "to_json", None)  # a PruneResult (kernelcore.prune) gives its plain form
+        to_json = getattr(pruned, "to_json", None)  # a PruneResult (kernelcore.transforms.prune) gives its plain form
         pruned_json = to_json() if callable(to_json) else pruned
         if not (isinstance(pruned_json, dict) and {"removed_ops", "removed_vars", "kept_map"} <= set(pruned_json)):
             raise TypeError(f"pruned= takes the PruneResult of kc.prune (or its to_json()), got "

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import io as kio
 from . import layers
-from . import optimizer as optim
+from .transforms import optimizer as optim
 from .errors import LoadError, ProgramError
 from .runtime.executor import Executor
 from .runtime.place import to_host
@@ -116,7 +116,7 @@ class Model:
     def backward(self, from_var) -> dict[str, str]:
         """Append the gradient ops of `from_var` (a Variable or its name) to the network; remember the
         parameter -> gradient names (seed 003's param_grads) and return them."""
-        from .backward import append_backward
+        from .transforms.backward import append_backward
         loss = self._input(from_var, what="backward from")
         if self._loss is not None:
             raise ProgramError("model.backward() was already called")

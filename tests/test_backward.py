@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore.backward import NoGradientError
-from kernelcore.backward import EMPTY_VAR, GRAD_RULES, NO_GRAD, grad_rule
+from kernelcore.transforms.backward import NoGradientError
+from kernelcore.transforms.backward import EMPTY_VAR, GRAD_RULES, NO_GRAD, grad_rule
 
 rng = np.random.default_rng(20261122)
 

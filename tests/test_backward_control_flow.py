@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore.backward import GRAD_RULES, NoGradientError
+from kernelcore.transforms.backward import GRAD_RULES, NoGradientError
 from kernelcore.runtime.executor import add_observer, remove_observer
 
 L = kc.layers

@@ -262,7 +262,7 @@ def test_watch_gradient_norm_and_update_ratio_on_a_training_step():
         x = prog.global_block().create_var("x", [4, 3])
         y = kc.layers.fc(x, 2)
         loss = kc.op.reduce_mean(kc.op.elementwise_mul(y, y))
-        kc.append_backward(loss) if hasattr(kc, "append_backward") else kc.backward.append_backward(loss)
+        kc.append_backward(loss) if hasattr(kc, "append_backward") else kc.transforms.backward.append_backward(loss)
     w = next(v.name for v in prog.global_block().vars if v.is_parameter and list(v.shape) == [3, 2])
     scope = kc.Scope()
     kc.Executor().run(startup, scope=scope)

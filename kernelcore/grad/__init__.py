@@ -2,7 +2,7 @@
 
 A rule is Paddle's GradOpMaker: given a view of one forward op (`GradContext`), it returns the descs of
 the ops that compute that op's input gradients from its output gradients. Rules live in one table,
-`kernelcore.backward.GRAD_RULES` (op type -> rule), which the machinery module owns; this package holds
+`kernelcore.transforms.backward.GRAD_RULES` (op type -> rule), which the machinery module owns; this package holds
 one small rule module per op family (math, activation, loss, tensor, nn, control_flow), each registering
 into that table with `standard`, `rule` and `no_grad`. Importing kernelcore imports them; the machinery
 never imports a rule module.

@@ -3,7 +3,7 @@ forward output Out rather than X: every one of these derivatives is a function o
 from __future__ import annotations
 
 from .. import native
-from ..backward import standard
+from ..transforms.backward import standard
 from ..ops.math import SUM_BY_PRODUCT_DTYPES
 
 

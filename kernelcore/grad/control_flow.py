@@ -10,7 +10,7 @@
 Grad sub-blocks (Paddle's `_append_backward_ops_` on an op with a sub_block). The rule of a recurrent,
 while or conditional_block op makes a new block, a kid of the block its grad op goes into, whose
 forward_block_idx names the op's sub-block, and fills it by running the same backward machinery (the
-same rule table, kernelcore.backward.append_block_backward) over the sub-block's ops: from the names
+same rule table, kernelcore.transforms.backward.append_block_backward) over the sub-block's ops: from the names
 whose gradients the grad op supplies at run time (step outputs and states; loop variables after an
 iteration; branch outputs) back to the names that need one (step inputs, memories, loop variables before
 an iteration, parameters; branch inputs). Gradients computed inside are declared in the grad block, so at
@@ -49,8 +49,8 @@ from ..ops.control_flow import ControlFlowError, _truth
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.proto.framework_pb2 import VarType as VT
 from ..ir.registry import Attr, In, Out, has_op, register_op
-from ..backward import (EMPTY_VAR, GRAD_SUFFIX, GradContext, append_block_backward, grad_name, is_float, rule,
-                        standard)
+from ..transforms.backward import (EMPTY_VAR, GRAD_SUFFIX, GradContext, append_block_backward, grad_name, is_float,
+                                   rule, standard)
 
 _SKIP_EAGER = Attr("skip_eager_deletion_vars", A.STRINGS, "Paddle's garbage-collector hint; ignored", [])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..ops._infer import normalize_axis
 from ..ops.loss import pick_labels
-from ..backward import no_grad, standard, wanted
+from ..transforms.backward import no_grad, standard, wanted
 
 
 def _class_positions(xp, shape, axis: int):

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..runtime import cpu_parts
 from ..ops.math import align, leading_sums, reduce_axes
-from ..backward import GradContext, no_grad, rule, standard, wanted
+from ..transforms.backward import GradContext, no_grad, rule, standard, wanted
 
 
 def _fail(message: str):

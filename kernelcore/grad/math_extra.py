@@ -10,7 +10,7 @@ from .. import native
 from ..ops.math import align, leading_sums, reduce_axes
 from ..ops.math_extra import clip_bounds, normal_cdf
 from ..ops.norm_seq import layer_norm_rows, row_means
-from ..backward import no_grad, standard, wanted
+from ..transforms.backward import no_grad, standard, wanted
 from .math import _fail, unbroadcast
 
 # -- unary: op type -> (reads, formula, body(xp, t, g, attrs) -> X@GRAD), t = X or Out as `reads` says -----

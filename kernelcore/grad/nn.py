@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.registry import has_op
-from ..backward import no_grad, standard
+from ..transforms.backward import no_grad, standard
 
 LOOKUP_GRAD = standard("lookup_table_v2", ins=("Ids", "W"), in_grads=("W",),
                        comment="W@GRAD (dense, W's shape) = for each id, the sum of the Out@GRAD rows that "

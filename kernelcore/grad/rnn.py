@@ -21,7 +21,7 @@ from ..ops.math import leading_sums
 from ..ops.rnn import (MODES, RNN, STEPS_IN_C, RnnError, RnnReserve, lstm_gate_scale, recurrent_product,
                        recurrent_weight, step_matrix)
 from ..ir.registry import In, Out, register_op
-from ..backward import EMPTY_VAR, GradContext, no_grad, rule
+from ..transforms.backward import EMPTY_VAR, GradContext, no_grad, rule
 
 no_grad("shape")  # kernelcore/ops/rnn.py registers it: a shape has no gradient
 

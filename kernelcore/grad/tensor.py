@@ -9,7 +9,7 @@ import numpy as np
 
 from ..ops._infer import normalize_axis
 from ..ops.tensor import _one_int, perm_axes
-from ..backward import EMPTY_VAR, GradContext, no_grad, rule, standard
+from ..transforms.backward import EMPTY_VAR, GradContext, no_grad, rule, standard
 
 
 RESHAPE2_GRAD = standard("reshape2", outs=("XShape",), infer_from={"X@GRAD": ("XShape", True)},

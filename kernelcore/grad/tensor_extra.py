@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..ops.tensor import _host_ints, _one_int
 from ..ops.tensor_extra import cumsum_of, gather_axis, nd_positions, tile_reps
 from ..ops._infer import normalize_axis
-from ..backward import EMPTY_VAR, no_grad, standard, wanted
+from ..transforms.backward import EMPTY_VAR, no_grad, standard, wanted
 from .math import unbroadcast
 
 # -- reshapes through XShape -------------------------------------------------------------------------------

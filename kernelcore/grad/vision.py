@@ -26,7 +26,7 @@ from ..ops._spatial import channel_last
 from ..ops.activation_extra import _sigmoid
 from ..ir.registry import In, Out, get_op_def, has_op, register_op
 
-from ..backward import rule, standard, wanted
+from ..transforms.backward import rule, standard, wanted
 
 
 def _first(xp, x, fmt):

@@ -40,12 +40,12 @@ from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .ir import attrs as attrlib
-from .ir import dtypes
-from .errors import ProgramError
-from .ir.program import Block, Operator, Variable
-from .ir.proto import framework_pb2 as pb
-from .ir.registry import In, Out, get_op_def, register_op
+from ..ir import attrs as attrlib
+from ..ir import dtypes
+from ..errors import ProgramError
+from ..ir.program import Block, Operator, Variable
+from ..ir.proto import framework_pb2 as pb
+from ..ir.registry import In, Out, get_op_def, register_op
 
 GRAD_SUFFIX = "@GRAD"
 EMPTY_VAR = "@EMPTY@"  # Paddle's kEmptyVarName: a position of a duplicable grad slot that needs no grad

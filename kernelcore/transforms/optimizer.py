@@ -11,8 +11,8 @@ op_role=2 (Paddle's Optimize role) and op_role_var=[param, grad].
 """
 from __future__ import annotations
 
-from .errors import ProgramError
-from .ir.program import Program, Variable, default_startup_program
+from ..errors import ProgramError
+from ..ir.program import Program, Variable, default_startup_program
 
 __all__ = ["Optimizer", "SGD", "Momentum", "Adam"]
 
