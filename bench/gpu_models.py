@@ -134,7 +134,7 @@ class Inference:
             self.params = seeded_params(self.prog)
             for n, v in self.params.items():
                 self.scope.var(n).value = place.xp.asarray(v) if place.kind == "gpu" else v
-            feeds = kc.io.feed_target_names(self.prog)
+            feeds = kc.formats.paddle_files.feed_target_names(self.prog)
         else:
             self.prog, self.scope, feeds, _ = kc.load_inference_model(outdir / name, place=place)
             self.params = {n: to_host(self.scope.find_var(n).value) for n in self.scope.local_var_names()

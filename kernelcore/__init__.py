@@ -27,8 +27,8 @@ __all__ = [
 ]
 
 # Files: programs, parameter streams and inference models in Paddle's formats.
-from .io import (load_inference_model, load_params, load_program, save_inference_model,  # noqa: E402
-                 save_params, save_program)
+from .formats.paddle_files import (load_inference_model, load_params, load_program, save_inference_model, save_params,
+                                   save_program)
 __all__ += ["load_inference_model", "load_params", "load_program", "save_inference_model", "save_params",
             "save_program"]
 

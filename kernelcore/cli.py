@@ -145,7 +145,7 @@ def _parser() -> argparse.ArgumentParser:
 
 # ---------------------------------------------------------------------------
 def cmd_show(args) -> int:
-    from .io import load_program
+    from .formats.paddle_files import load_program
     prog = load_program(args.program)
     if args.json:
         print(json.dumps(program_summary(prog, args.program), indent=1))  # JSON escapes controls itself
@@ -161,7 +161,7 @@ def cmd_show(args) -> int:
 def program_summary(prog, path=None) -> dict:
     """What `show --json` prints: blocks, op counts, feeds, fetches and persistables."""
     from .ir import dtypes
-    from .io import feed_target_names, fetch_target_names, persistable_names
+    from .formats.paddle_files import feed_target_names, fetch_target_names, persistable_names
     from .ir.support import unsupported_ops
     blocks = []
     for b in prog.desc.blocks:
@@ -190,7 +190,8 @@ def program_summary(prog, path=None) -> dict:
 # ---------------------------------------------------------------------------
 def cmd_run(args) -> int:
     import kernelcore as kc
-    from .io import feed_target_names, fetch_target_names, load_params, load_program, persistable_names
+    from .formats.paddle_files import (feed_target_names, fetch_target_names, load_params, load_program,
+                                       persistable_names)
 
     prog_path = Path(args.program)
     prog = load_program(prog_path)
@@ -212,7 +213,7 @@ def cmd_run(args) -> int:
             scope.set(n, place.xp.asarray(arr) if place.kind != "cpu" else arr)  # where the kernels run
         lines.append(f"params   {params_path} ({len(names)} tensors)")
     elif names and prog_path.is_dir():  # Paddle 1.x: one file per parameter next to __model__
-        from .io import load_inference_model
+        from .formats.paddle_files import load_inference_model
         prog, scope, _, _ = load_inference_model(prog_path, place=place)
         params_path = prog_path
         lines.append(f"params   {prog_path}/<name> ({len(names)} files)")
@@ -432,7 +433,7 @@ def _few(names, k: int = 5) -> str:
 
 # ---------------------------------------------------------------------------
 def cmd_prune(args) -> int:
-    from .io import load_program, save_program
+    from .formats.paddle_files import load_program, save_program
     try:
         from .transforms.prune import prune
     except ImportError as e:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import io as kio
+from .formats import paddle_files as kio
 from . import layers
 from .transforms import optimizer as optim
 from .errors import LoadError, ProgramError

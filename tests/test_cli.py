@@ -178,7 +178,7 @@ def test_user_errors_print_one_line_and_exit_2(capsys, tmp_path):
 def test_run_a_paddle1_directory_with_one_file_per_parameter(capsys, tmp_path):
     prog, scope, _, _ = kc.load_inference_model(EXAMPLES / "mlp")
     kc.save_program(prog, tmp_path / "__model__")
-    for n in kc.io.persistable_names(prog):
+    for n in kc.formats.paddle_files.persistable_names(prog):
         kc.save_params(tmp_path / n, {n: scope.get(n)})
     code, out, _ = cli(capsys, "run", tmp_path, "--random-feeds")
     assert code == 0, out

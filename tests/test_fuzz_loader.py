@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kernelcore as kc
-from kernelcore import io as kio
+from kernelcore.formats import paddle_files as kio
 from kernelcore.cli import program_summary
 from kernelcore.ir.proto import framework_pb2 as pb
 

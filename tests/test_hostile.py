@@ -12,7 +12,7 @@ import pytest
 
 import kernelcore as kc
 from kernelcore import cli, display
-from kernelcore import io as kio
+from kernelcore.formats import paddle_files as kio
 from kernelcore.ops import control_flow
 from kernelcore.ir.program import MAX_BLOCKS, MAX_NESTING_DEPTH
 from kernelcore.ir.proto import framework_pb2 as pb

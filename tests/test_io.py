@@ -10,7 +10,7 @@ import pytest
 
 import kernelcore as kc
 from kernelcore.ir import dtypes
-from kernelcore import io as kio
+from kernelcore.formats import paddle_files as kio
 from kernelcore.ir.proto import framework_pb2 as pb
 
 ROOT = Path(__file__).resolve().parent.parent

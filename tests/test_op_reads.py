@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import kernelcore as kc
-from kernelcore import io as kio
+from kernelcore.formats import paddle_files as kio
 from kernelcore.ir import op_reads
 from kernelcore.program_parts import ProgramParts
 from kernelcore.ir.proto import framework_pb2 as pb

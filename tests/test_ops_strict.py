@@ -295,13 +295,13 @@ def test_load_inference_model_puts_parameters_on_the_given_place():
     """Device kernels refuse host parameters (found by the strict tier: `kernelcore run --place gpu` fed the
     GPU and left the parameters on the host), so loading for a device copies them there, once."""
     prefix = REPO / "examples" / "programs" / "mlp"
-    prog, scope, feeds, fetches = kc.io.load_inference_model(prefix, place=StrictPlace())
+    prog, scope, feeds, fetches = kc.formats.paddle_files.load_inference_model(prefix, place=StrictPlace())
     params = [n for n in scope.local_var_names()]
     assert params and all(strict_xp.is_device_array(scope.get(n)) for n in params)
     shape = [d if d > 0 else 2 for d in prog.global_block().var(feeds[0]).shape]
     x = np.random.default_rng(1).standard_normal(shape).astype("float32")
     got = kc.Executor(StrictPlace()).run(prog, feed={feeds[0]: x}, scope=scope)
-    _, cpu_scope, _, _ = kc.io.load_inference_model(prefix)
+    _, cpu_scope, _, _ = kc.formats.paddle_files.load_inference_model(prefix)
     want = kc.Executor().run(prog, feed={feeds[0]: x}, scope=cpu_scope)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=CPU_ONLY_ROUNDING)
@@ -364,7 +364,7 @@ def test_training_steps_update_device_parameters_in_place(opt):
     exe.seed(3)
     init = kc.Scope()
     exe.run(startup, scope=init)
-    names = kc.io.persistable_names(main)
+    names = kc.formats.paddle_files.persistable_names(main)
     rng = np.random.default_rng(4)
     feeds = [{"x": rng.standard_normal((5, 6)).astype(np.float32), "label": rng.integers(0, 3, (5, 1))}
              for _ in range(2)]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore import io as kio
+from kernelcore.formats import paddle_files as kio
 
 pytestmark = pytest.mark.paddle
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import kernelcore as kc
-from kernelcore import io as kio
+from kernelcore.formats import paddle_files as kio
 from kernelcore.ir.program import Program
 from kernelcore.ir.proto.framework_pb2 import VarType
 from kernelcore.ir.support import UnsupportedOpsWarning, describe, unsupported_ops

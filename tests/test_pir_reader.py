@@ -17,7 +17,7 @@ import kernelcore as kc
 from kernelcore.errors import LoadError
 from kernelcore.formats.pir_json import is_pir_json, load_pir_program, pir_program_from_bytes
 from kernelcore.formats.pir_ops import PIR_OPS
-from kernelcore.io import feed_target_names, fetch_target_names, load_params
+from kernelcore.formats.paddle_files import feed_target_names, fetch_target_names, load_params
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATOR = ROOT / "tests" / "paddle_oracle" / "make_pir_models.py"

@@ -402,7 +402,7 @@ def test_role_attributes_of_other_types_read_alike_in_parts_and_whole(role_type,
     """op_role stored as another type than Paddle's INT, op_role_var as numbers: the outline (which reads
     the role where an op type kept it) and the whole ProgramJSON agree on every op's role and group, and
     neither fails on the odd program."""
-    from kernelcore import io as kio
+    from kernelcore.formats import paddle_files as kio
     from kernelcore.ir.proto import framework_pb2 as pb
     A = pb.AttrType
     d = pb.ProgramDesc()
@@ -431,7 +431,7 @@ def test_role_attributes_of_other_types_read_alike_in_parts_and_whole(role_type,
 def test_attributes_given_twice_load_and_both_readers_take_the_first_role_copy():
     """Paddle writes some attributes twice (reshape2's mkldnn_data_type): such a program loads. Where a role
     attribute is given twice, the outline and the whole ProgramJSON both take the first copy."""
-    from kernelcore import io as kio
+    from kernelcore.formats import paddle_files as kio
     from kernelcore.ir.proto import framework_pb2 as pb
     A = pb.AttrType
     d = pb.ProgramDesc()

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import kernelcore as kc
-from kernelcore import io as kio
+from kernelcore.formats import paddle_files as kio
 from kernelcore.cli import terminal_safe
 from kernelcore.errors import OpRunError
 from kernelcore.ir.support import UnsupportedOpsWarning, check_supported

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore import io as kio
+from kernelcore.formats import paddle_files as kio
 from kernelcore.cli import main
 from kernelcore.display import program_json
 from kernelcore.ir.op_names import close_op_types, is_paddle_op, paddle_op_types

@@ -27,7 +27,7 @@ def program_pipeline(data: bytes, feed: dict | None = None) -> list[str]:
     """Run `data` through every stage; returns the stages that ended in a kernelcore error. Raises
     anything else."""
     import kernelcore as kc
-    from kernelcore import io as kio
+    from kernelcore.formats import paddle_files as kio
     from kernelcore.cli import program_summary, terminal_safe
     from kernelcore.display import program_json
     from kernelcore.ir.support import UnsupportedOpsWarning

@@ -133,7 +133,7 @@ def _program_from_bytes(data: bytes, source: str):
     from kernelcore.formats.pir_json import is_pir_json, pir_program_from_bytes
     if is_pir_json(data[:4096]):
         return pir_program_from_bytes(data, source=source)
-    return kc.io.program_from_bytes(data, source=source)
+    return kc.formats.paddle_files.program_from_bytes(data, source=source)
 
 
 def _parts_bytes(size: int, nodes: int) -> int:

@@ -28,14 +28,14 @@ from typing import BinaryIO, Iterable, Mapping
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from .ir import dtypes
-from .errors import KernelcoreError, LoadError, ScopeError
-from .formats.pir_json import is_pir_json, load_pir_program
-from .runtime.place import to_host
-from .ir.program import Program, program_from_bytes  # noqa: F401  - program_from_bytes: kio.program_from_bytes
-from .ir.proto import framework_pb2 as pb
-from .ir.registry import feed_fetch_col
-from .runtime.scope import Scope
+from ..ir import dtypes
+from ..errors import KernelcoreError, LoadError, ScopeError
+from .pir_json import is_pir_json, load_pir_program
+from ..runtime.place import to_host
+from ..ir.program import Program, program_from_bytes  # noqa: F401  - program_from_bytes: kio.program_from_bytes
+from ..ir.proto import framework_pb2 as pb
+from ..ir.registry import feed_fetch_col
+from ..runtime.scope import Scope
 
 VT = pb.VarType
 # Variable types that hold no tensor to save (Paddle's is_persistable + the RAW filter of save_combine).
@@ -455,7 +455,7 @@ def save_inference_model(prefix, program: Program, scope: Scope, *, feed_names=N
 def with_feed_fetch(program: Program, feed_names, fetch_names) -> Program:
     """A copy of `program` with feed ops for `feed_names` prepended and fetch ops for
     `fetch_names` appended (and the `feed`/`fetch` holder variables), as Paddle saves them."""
-    from .errors import ProgramError
+    from ..errors import ProgramError
     prog = program.clone()
     block = prog.global_block()
     have_feed, have_fetch = feed_target_names(prog, strict=False), fetch_target_names(prog, strict=False)
