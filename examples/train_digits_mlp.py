@@ -2,7 +2,7 @@
 
 Run:  python examples/train_digits_mlp.py [--epochs 20] [--batch-size 32] [--seed 0]
 
-The network (64 -> 128 relu -> 64 relu -> dropout -> 10) is built with kernelcore.layers into a main and
+The network (64 -> 128 relu -> 64 relu -> dropout -> 10) is built with kernelcore.api.layers into a main and
 a startup program; `kc.optimizer.Adam(...).minimize(loss)` appends the gradient ops and one `adam` op
 per parameter. The startup program runs once (Xavier-uniform weights, zero biases, Adam's accumulators),
 then every mini-batch is one `Executor.run(main, training=True)`. Test accuracy comes from a clone of the

@@ -13,7 +13,7 @@ from .ir.program import Block, Operator, Program, Variable, default_main_program
 from .ir.registry import all_op_defs, get_op_def
 from .runtime.scope import Scope, global_scope
 from . import ops as _ops  # noqa: F401  - registers every op
-from . import opcreators as op
+from .api import opcreators as op
 from .observe.trace import Trace, trace
 from .observe.debug import DebugSession, Frame, Origin, Position, RecordedRun, TimeView, active_session, debug
 
@@ -33,13 +33,13 @@ __all__ += ["load_inference_model", "load_params", "load_program", "save_inferen
             "save_program"]
 
 # Control-flow layers (StaticRNN, IfElse) and the scope forest of a run.
-from . import layers  # noqa: E402
+from .api import layers  # noqa: E402
 from .observe.scope_forest import ScopeForest  # noqa: E402
 __all__ += ["layers", "ScopeForest"]
 
 # Training: optimizers (kc.optimizer.SGD/Momentum/Adam) and seed 003's Model.
 from .transforms import optimizer  # noqa: E402
-from .model import Model  # noqa: E402
+from .api.model import Model  # noqa: E402
 __all__ += ["optimizer", "Model"]
 from .transforms.backward import append_backward, gradients  # noqa: E402,F401  - training programs: gradient ops
 from . import grad as _grad_rules  # noqa: E402,F401  - registers every gradient rule (after the ops they differentiate)

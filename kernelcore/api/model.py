@@ -12,7 +12,7 @@
         loss, = model.run(fetch=[avg_loss])
 
 `model.network` and `model.init_network` are ordinary Programs (the main and startup programs of the
-layers in kernelcore.layers); every layer call builds into them under program_guard.
+layers in kernelcore.api.layers); every layer call builds into them under program_guard.
 """
 from __future__ import annotations
 
@@ -20,14 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .formats import paddle_files as kio
+from ..formats import paddle_files as kio
 from . import layers
-from .transforms import optimizer as optim
-from .errors import LoadError, ProgramError
-from .runtime.executor import Executor
-from .runtime.place import to_host
-from .ir.program import Program, Variable, program_guard
-from .runtime.scope import Scope, global_scope
+from ..transforms import optimizer as optim
+from ..errors import LoadError, ProgramError
+from ..runtime.executor import Executor
+from ..runtime.place import to_host
+from ..ir.program import Program, Variable, program_guard
+from ..runtime.scope import Scope, global_scope
 
 __all__ = ["Model"]
 
@@ -78,7 +78,7 @@ class Model:
 
     def fc_layer(self, input, size: int, bias: bool = True, activation: str | None = None, name: str | None = None,
                  input_dim: int | None = None, param_attr=None) -> Variable:
-        """A fully connected layer (kernelcore.layers.fc). A name string as input is a data variable;
+        """A fully connected layer (kernelcore.api.layers.fc). A name string as input is a data variable;
         input_dim declares it ([-1, input_dim]) when the model has not seen it yet."""
         x = self._input(input, shape=[-1, int(input_dim)] if input_dim is not None else None, what="fc_layer input")
         with self._guard():
@@ -116,7 +116,7 @@ class Model:
     def backward(self, from_var) -> dict[str, str]:
         """Append the gradient ops of `from_var` (a Variable or its name) to the network; remember the
         parameter -> gradient names (seed 003's param_grads) and return them."""
-        from .transforms.backward import append_backward
+        from ..transforms.backward import append_backward
         loss = self._input(from_var, what="backward from")
         if self._loss is not None:
             raise ProgramError("model.backward() was already called")

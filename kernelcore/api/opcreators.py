@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 
-from .errors import OpValidationError
-from .ir.program import Variable, default_main_program
-from .ir.registry import all_op_defs, get_op_def
+from ..errors import OpValidationError
+from ..ir.program import Variable, default_main_program
+from ..ir.registry import all_op_defs, get_op_def
 
 
 def append(op_type: str, *args, out=None, **kwargs):

@@ -7,9 +7,9 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from .errors import ProgramError
-from .ir.program import Block, Variable, default_main_program
-from .ir.proto import framework_pb2 as pb
+from ..errors import ProgramError
+from ..ir.program import Block, Variable, default_main_program
+from ..ir.proto import framework_pb2 as pb
 
 VT = pb.VarType
 
@@ -363,7 +363,7 @@ class IfElse:
 # =========================================================================================================
 import math as _math  # noqa: E402
 
-from .ir.program import default_startup_program as _default_startup  # noqa: E402
+from ..ir.program import default_startup_program as _default_startup  # noqa: E402
 
 __all__ += ["ParamAttr", "Initializer", "ConstantInitializer", "UniformInitializer", "NormalInitializer",
             "XavierInitializer", "data", "create_parameter", "fc", "embedding", "cross_entropy",
