@@ -71,7 +71,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(ROOT)]
 
 import kernelcore as kc  # noqa: E402
-from kernelcore.display import PROGRAM_MIME, program_json  # noqa: E402
+from kernelcore.view.display import PROGRAM_MIME, program_json  # noqa: E402
 from _lab_server import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, LabServer  # noqa: E402,F401  (the benches' shared lab)
 
 STATIC = ROOT / "widgets" / "kernelcore_widgets" / "static"

@@ -10,7 +10,7 @@ Per program, one fresh page, one notebook (its own kernel); the setup cell loads
   widget module and the layout are all inside) -> the graph's SVG painted (the first frame after it is in
   the DOM). Same for `prog_shown` (the MIME renderer, no widget; a second program object loaded from
   the same file, so its first display is cold too). Programs over 2,000 ops are sent in parts
-  (kernelcore/program_parts.py): the first display builds the skeleton (cold); later ones of the same,
+  (kernelcore/view/program_parts.py): the first display builds the skeleton (cold); later ones of the same,
   unchanged program reuse it (the cache is per program object and version).
 - **open**: a click on a folded group (the first repeat; then the first range in it; then a layer in
   that) -> the new SVG painted.
@@ -192,7 +192,7 @@ def _programs(tmp: Path):
 KERNEL_BUILD_JS = r"""
 async () => {
   const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-  const code = "from kernelcore.program_parts import parts_of as _po\n" +
+  const code = "from kernelcore.view.program_parts import parts_of as _po\n" +
                "print(round(_po(prog).build_s, 3), round(_po(prog_shown).build_s, 3))";
   let text = '';
   const future = kernel.requestExecute({ code, silent: false, store_history: false });
@@ -224,12 +224,12 @@ def run(quick: bool = False) -> dict:
     from playwright.sync_api import sync_playwright
 
     from _lab_server import CHROMIUM, CHROMIUM_ARGS, LabServer
-    from kernelcore.display import program_json
+    from kernelcore.view.display import program_json
 
     tmp = Path(tempfile.mkdtemp(prefix="kc_graph_big_"))
     res: dict = {"load_start": os.getloadavg()[0], "programs": {}}
     progs = _programs(tmp)
-    from kernelcore.program_parts import ProgramParts
+    from kernelcore.view.program_parts import ProgramParts
     import kernelcore as kc
     for name, p in progs.items():
         t = time.perf_counter()

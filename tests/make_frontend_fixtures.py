@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import kernelcore as kc  # noqa: E402
-from kernelcore.display import program_json  # noqa: E402
+from kernelcore.view.display import program_json  # noqa: E402
 
 OUT = ROOT / "labextension" / "test" / "data"
 
@@ -44,7 +44,7 @@ def mlp_lazy(layers: int = 20) -> dict:
     (key: `{"g": sorted groups, "l": sorted loaded}` as JSON), "search" (the hits for fc_7.w_0) and
     "pruned" (what a view pruned to fc_9.tmp_0 gets with the skeleton and with each answer); attributes
     left out, as above."""
-    from kernelcore.program_parts import ProgramParts
+    from kernelcore.view.program_parts import ProgramParts
     main = training_mlp(layers)
     parts = ProgramParts(main)
     skel = parts.skeleton("p-fixture")
@@ -62,7 +62,7 @@ def mlp_lazy(layers: int = 20) -> dict:
         replies[key] = parts.contents(0, opened, before + opened)
     # the same view pruned to the tenth layer's matmul (program_parts.PrunedParts): what the skeleton and
     # each answer above carry of it
-    from kernelcore.program_parts import PrunedParts
+    from kernelcore.view.program_parts import PrunedParts
     marks = PrunedParts(parts, kc.prune(main, ["fc_9.tmp_0"]))
     pruned = {"skeleton": marks.for_skeleton(skel), "replies": {k: marks.for_contents(c) for k, c in replies.items()}}
     for o in [o for b in whole["blocks"] + skel["blocks"] for o in b["ops"]] + \
@@ -101,7 +101,7 @@ def subblock_lazy() -> dict:
     """mlp_then_rnn sent in parts: {"skeleton", "whole", "name": the variable block 1 reads from block 0,
     "chain": the groups of block 0 around it, outermost first, "replies": [answers in the order
     labextension/test/subblock-lazy.test.ts opens groups: block 1's group, then each group of the chain]}."""
-    from kernelcore.program_parts import ProgramParts
+    from kernelcore.view.program_parts import ProgramParts
     prog, name = mlp_then_rnn()
     parts = ProgramParts(prog)
     skel = parts.skeleton("p-fixture")

@@ -20,7 +20,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import kernelcore as kc  # noqa: E402
 import kernelcore_widgets as kw  # noqa: E402
-from kernelcore import program_parts  # noqa: E402
+from kernelcore.view import program_parts  # noqa: E402
 from kernelcore_widgets import comm, program_comm  # noqa: E402
 from test_debug_comm import VALIDATOR  # noqa: E402
 from test_widgets import rnn, views  # noqa: E402,F401  - a stub view where the front end is not built

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore.display import TRACE_EVENT_LIMIT, program_json
+from kernelcore.view.display import TRACE_EVENT_LIMIT, program_json
 from test_debug import rnn_program as debug_rnn_program
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,8 +65,8 @@ def test_program_json_of_training_pruned_control_flow_and_unsupported_programs()
 
 
 def test_a_program_in_parts_version_3():
-    """The skeleton, a group's contents, a search and the replies that carry them (kernelcore.program_parts)."""
-    from kernelcore.program_parts import ProgramParts
+    """The skeleton, a group's contents, a search and the replies that carry them (kernelcore.view.program_parts)."""
+    from kernelcore.view.program_parts import ProgramParts
     prog, _, _ = training_program()
     assert program_json(prog)["version"] == 3 and program_json(prog)["lazy"] is None
     parts = ProgramParts(prog, prog.version)

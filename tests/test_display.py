@@ -1,4 +1,4 @@
-"""kernelcore.display: ProgramJSON, its DOT source and the MIME bundles (docs/frontend-contract.md)."""
+"""kernelcore.view.display: ProgramJSON, its DOT source and the MIME bundles (docs/frontend-contract.md)."""
 from __future__ import annotations
 
 import html
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore import display
-from kernelcore.display import PROGRAM_MIME, TRACE_MIME, program_json, program_mimebundle, trace_mimebundle
+from kernelcore.view import display
+from kernelcore.view.display import PROGRAM_MIME, TRACE_MIME, program_json, program_mimebundle, trace_mimebundle
 
 HOSTILE = '<img src=x onerror="window.__pwned=1">'
 ODD_NAMES = [HOSTILE, "back\\slash", "ends\\", "esc\\N\\l", "amp&amp;lt;", "new\nline", "quote\"d", "{rec|ord}"]
@@ -337,7 +337,7 @@ def test_var_kinds_of_a_paddle_inference_model():
 
 def test_static_svg_gives_up_past_its_time_budget():
     import shutil
-    from kernelcore.display import static_svg
+    from kernelcore.view.display import static_svg
     if shutil.which("dot") is None:
         pytest.skip("no system dot binary: the static SVG fallback is off")
     dot = "digraph { " + " ".join(f"n{i} -> n{i + 1};" for i in range(3000)) + " }"

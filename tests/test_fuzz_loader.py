@@ -197,7 +197,7 @@ def test_pdiparams_tensor_headers_with_any_dims(data_type, dims, body):
 
 
 # ---------------------------------------------------------------------------
-# the parts protocol's requests (kernelcore/program_parts.py), as the comm and the server's parts route get them
+# the parts protocol's requests (kernelcore/view/program_parts.py), as the comm and the server's parts route get them
 _JSON = st.recursive(st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70) | st.floats(allow_nan=False)
                      | st.text(max_size=300),
                      lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
@@ -209,7 +209,7 @@ def mlp_parts():
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from make_frontend_fixtures import training_mlp
-    from kernelcore.program_parts import ProgramParts
+    from kernelcore.view.program_parts import ProgramParts
     return ProgramParts(training_mlp(6, width=4))
 
 
@@ -225,7 +225,7 @@ def _group_id_lists(parts):
 def test_parts_requests_with_any_group_ids(mlp_parts, data):
     """Any JSON in a contents request's fields: the comm's `handle` answers (an error or the contents, each
     asked group's ops once), and `answer` raises nothing but PartsRequestError."""
-    from kernelcore.program_parts import PartsRequestError
+    from kernelcore.view.program_parts import PartsRequestError
     msg = {"type": data.draw(st.sampled_from(["contents", "search"]) | _JSON),
            "block": data.draw(st.sampled_from([0, 0, 1, -1]) | _JSON),
            "groups": data.draw(_group_id_lists(mlp_parts)),

@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import kernelcore as kc  # noqa: E402
-from kernelcore import hierarchy  # noqa: E402
-from kernelcore.display import program_json  # noqa: E402
+from kernelcore.view import hierarchy  # noqa: E402
+from kernelcore.view.display import program_json  # noqa: E402
 from test_paddle_parity import ORACLE, PADDLE3, _need, run_paddle  # noqa: E402
 
 LAYERS = 100  # the MLP Paddle writes here: 100 relu fc layers (803 ops)
@@ -169,7 +169,7 @@ def test_program_json_at_two_sizes():
 
 
 def test_mime_text_is_cut_for_big_programs():
-    from kernelcore import display
+    from kernelcore.view import display
     L = kc.layers
     main, startup = kc.Program(), kc.Program()
     with kc.program_guard(main, startup):
@@ -197,7 +197,7 @@ def test_parts_of_paddle_programs_are_the_whole_program(paddle_progs, name, kept
     every file of more than LAZY_ABOVE ops), and are the desc reader's."""
     from test_program_parts import _open_everything
     from kernelcore.ir import op_reads
-    from kernelcore.program_parts import ProgramParts
+    from kernelcore.view.program_parts import ProgramParts
 
     monkeypatch.setattr(op_reads, "LAZY_ABOVE", 0 if kept else 10**9)
     prog = kc.load_program(paddle_progs / f"{name}.main.pb")

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore import cli, display
+from kernelcore import cli
+from kernelcore.view import display
 from kernelcore.formats import paddle_files as kio
 from kernelcore.ops import control_flow
 from kernelcore.ir.program import MAX_BLOCKS, MAX_NESTING_DEPTH

@@ -228,7 +228,7 @@ def test_malformed_parts_requests_are_400(big_root, request_text, words):
 
 
 def test_repeated_group_ids_are_answered_once_and_lists_are_capped(big_root, monkeypatch):
-    import kernelcore.program_parts as pp
+    import kernelcore.view.program_parts as pp
     g = a_group_with_ops(big_root, "models/big.pdmodel")
     once = parts_answer(big_root, "models/big.pdmodel", {"type": "contents", "block": 0, "groups": [g]})[1]
     status, many = parts_answer(big_root, "models/big.pdmodel",

@@ -9,7 +9,7 @@ import pytest
 import kernelcore as kc
 from kernelcore.formats import paddle_files as kio
 from kernelcore.ir import op_reads
-from kernelcore.program_parts import ProgramParts
+from kernelcore.view.program_parts import ProgramParts
 from kernelcore.ir.proto import framework_pb2 as pb
 from kernelcore.ir.proto.wire_twin import parse_checked
 from make_frontend_fixtures import training_mlp

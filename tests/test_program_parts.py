@@ -1,4 +1,4 @@
-"""A big program in parts (kernelcore/program_parts.py, ProgramJSON version 3): the skeleton plus every
+"""A big program in parts (kernelcore/view/program_parts.py, ProgramJSON version 3): the skeleton plus every
 group's contents is exactly the whole ProgramJSON; the merged edges, refs and external edges are what the
 whole program's ops and variables imply; search sees unsent names; ids of displayed programs die with them."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 
 import kernelcore as kc
 from kernelcore.ir import op_reads
-from kernelcore import program_parts
-from kernelcore.display import program_json
-from kernelcore.program_parts import ProgramGone, ProgramParts
+from kernelcore.view import program_parts
+from kernelcore.view.display import program_json
+from kernelcore.view.program_parts import ProgramGone, ProgramParts
 from make_frontend_fixtures import training_mlp
 from test_contract import check
 

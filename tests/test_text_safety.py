@@ -154,6 +154,6 @@ def test_reprs_and_the_text_form_escape_names():
 
 
 def test_a_trace_shows_escaped_op_types():
-    from kernelcore.display import trace_mimebundle
+    from kernelcore.view.display import trace_mimebundle
     body = trace_mimebundle({}, "1 events", {"op" + EVIL: (1, 1000)}, "t")["text/html"]
     assert raw_unsafe(body) == [] and "op" + safe_name(EVIL) in body.replace("&#x27;", "'")

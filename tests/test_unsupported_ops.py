@@ -17,7 +17,7 @@ import pytest
 import kernelcore as kc
 from kernelcore.formats import paddle_files as kio
 from kernelcore.cli import main
-from kernelcore.display import program_json
+from kernelcore.view.display import program_json
 from kernelcore.ir.op_names import close_op_types, is_paddle_op, paddle_op_types
 from kernelcore.ir.support import UnsupportedOpsWarning, check_supported, unsupported_ops
 

@@ -13,7 +13,7 @@ pytest.importorskip("anywidget")
 
 import kernelcore as kc  # noqa: E402
 import kernelcore_widgets as kw  # noqa: E402
-from kernelcore.display import program_json  # noqa: E402
+from kernelcore.view.display import program_json  # noqa: E402
 from kernelcore_widgets import schema, server  # noqa: E402
 from kernelcore_widgets._base import FrontEndNotBuilt  # noqa: E402
 
@@ -204,7 +204,7 @@ def test_side_by_side_sends_a_big_pruned_program_in_parts_too(monkeypatch):
     """Beside a program sent in parts, a big pruned program is sent in parts as well: its pane asks with
     "pane": "pruned" and gets the pruned program's groups; without it, the main program's."""
     from kernelcore.ir import op_reads
-    from kernelcore.program_parts import ProgramParts
+    from kernelcore.view.program_parts import ProgramParts
     prog, _, _, last, _, _ = rnn()
     with kc.program_guard(prog):
         kc.op.scale(prog.global_block().var("x"), scale=3.0)

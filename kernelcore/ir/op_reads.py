@@ -1,4 +1,4 @@
-"""What the outline of a program (kernelcore/program_parts.py) reads of each op, and when it is read.
+"""What the outline of a program (kernelcore/view/program_parts.py) reads of each op, and when it is read.
 
 Per op, one record: (type, input names, output names, sub-block indices, op_role or None, namescope,
 role_var, the names in the `Param` slot or None), the names flat in slot order. hierarchy.block_groups and

@@ -551,7 +551,7 @@ class Program:
         return f"<Program blocks={len(self.desc.blocks)} ops={nops}>"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        from ..program_parts import program_mimebundle
+        from ..view.program_parts import program_mimebundle
         return program_mimebundle(self)
 
 

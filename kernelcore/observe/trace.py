@@ -28,7 +28,7 @@ import math
 
 from ..errors import LoadError, TraceError  # noqa: F401  - LoadError: TraceError's base, kept for callers
 from ..runtime.events import KINDS, RECORD_HEAD, RECORD_HEAD_ONLY, RECORD_METAS, Event, compact, op_run_event
-from ..display import TRACE_EVENT_LIMIT, trace_mimebundle
+from ..view.display import TRACE_EVENT_LIMIT, trace_mimebundle
 from ..runtime.executor import add_observer, remove_observer
 from .perfetto import to_trace_events
 

@@ -12,7 +12,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 import kernelcore as kc
-from kernelcore.display import PROGRAM_MIME, program_json
+from kernelcore.view.display import PROGRAM_MIME, program_json
 
 from lab_helpers import EXAMPLES, ROOT, shot
 

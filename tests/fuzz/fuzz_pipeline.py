@@ -29,7 +29,7 @@ def program_pipeline(data: bytes, feed: dict | None = None) -> list[str]:
     import kernelcore as kc
     from kernelcore.formats import paddle_files as kio
     from kernelcore.cli import program_summary, terminal_safe
-    from kernelcore.display import program_json
+    from kernelcore.view.display import program_json
     from kernelcore.ir.support import UnsupportedOpsWarning
     from kernelcore.ops import control_flow
 
@@ -97,9 +97,9 @@ def _reads_agree(data: bytes, prog) -> None:
 
 
 def _all_parts(prog) -> list:
-    """The program as a big one is sent (kernelcore/program_parts.py): its skeleton, then every group of
+    """The program as a big one is sent (kernelcore/view/program_parts.py): its skeleton, then every group of
     every block opened at once, and a search."""
-    from kernelcore.program_parts import ProgramParts
+    from kernelcore.view.program_parts import ProgramParts
 
     parts = ProgramParts(prog, prog.version)
     out = [parts.skeleton("fuzz")]
@@ -113,7 +113,7 @@ def trace_pipeline(data: bytes) -> bool:
     """Load `data` as a trace file's bytes; True if it loaded, False on a kernelcore error."""
     import kernelcore as kc
     from kernelcore.cli import _trace_text
-    from kernelcore.display import TRACE_EVENT_LIMIT
+    from kernelcore.view.display import TRACE_EVENT_LIMIT
 
     try:
         text = data.decode("utf-8")
@@ -137,7 +137,7 @@ def _main() -> None:
     with atheris.instrument_imports():
         import kernelcore  # noqa: F401
         import kernelcore.cli  # noqa: F401  - imported lazily elsewhere: instrumented only if imported here
-        import kernelcore.display  # noqa: F401
+        import kernelcore.view.display  # noqa: F401
     fn = program_pipeline if target == "program" else trace_pipeline
     atheris.Setup(sys.argv, lambda data: fn(bytes(data)))
     atheris.Fuzz()

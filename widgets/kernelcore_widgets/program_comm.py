@@ -1,8 +1,8 @@
 """The `kernelcore.program` comm: the program renderer (a MIME output, no widget) fetches the parts of a big
-program that the cell result left out (kernelcore.program_parts): a group's ops when it is opened, and
+program that the cell result left out (kernelcore.view.program_parts): a group's ops when it is opened, and
 search hits over every name.
 
-The engine keeps displayed programs weakly by id (`kernelcore.program_parts.lookup`) and imports nothing
+The engine keeps displayed programs weakly by id (`kernelcore.view.program_parts.lookup`) and imports nothing
 from Jupyter; this adapter registers the target when kernelcore_widgets is imported (as the debugger's).
 Messages (JSON):
   browser -> kernel  comm open {"id": program id}; then {"req": int, "type": "contents", "block": int,
@@ -15,7 +15,7 @@ or one the engine fails on in any way, answers ok false with the reason.
 """
 from __future__ import annotations
 
-from kernelcore.program_parts import ProgramGone, lookup
+from kernelcore.view.program_parts import ProgramGone, lookup
 
 from .kernel_targets import register_target
 from .requests import MAX_INT, MAX_STR, RequestError, brief, error_text

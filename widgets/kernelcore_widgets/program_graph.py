@@ -8,8 +8,8 @@ import traitlets as t
 
 import kernelcore as kc
 from kernelcore.observe.debug import active_session, session_hooks
-from kernelcore.display import op_id, parse_node_id, var_id
-from kernelcore.program_parts import program_view_json
+from kernelcore.view.display import op_id, parse_node_id, var_id
+from kernelcore.view.program_parts import program_view_json
 
 from ._base import STATIC, KCWidget
 from .graph_debug import DebugActionsState
@@ -119,7 +119,7 @@ class GraphState(t.HasTraits):
     # -- messages ---------------------------------------------------------------------------------------
     def _graph_parts(self, content) -> None:
         """`{"type": "contents"|"search", "req": n, ...}` -> `{"type": "parts", "req": n, "ok", "error",
-        "result"}` (a custom message; the parts of a big program, kernelcore.program_parts)."""
+        "result"}` (a custom message; the parts of a big program, kernelcore.view.program_parts)."""
         req = request_id(content)
         beside = content.get("pane") == "pruned"
         parts = self._pruned_parts if beside else self._parts

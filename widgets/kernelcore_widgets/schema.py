@@ -16,15 +16,15 @@ from typing import Any, Literal, NotRequired, Optional, TypedDict
 
 import numpy as np
 
-from kernelcore.display import PROGRAM_MIME, TRACE_MIME  # noqa: F401  (re-exported: one place per side)
+from kernelcore.view.display import PROGRAM_MIME, TRACE_MIME  # noqa: F401  (re-exported: one place per side)
 from kernelcore.runtime.place import place_of, to_host
 
 SAMPLE_SIDE = 16  # a sample holds at most SAMPLE_SIDE x SAMPLE_SIDE values
 
 
 # --------------------------------------------------------------------------------------------------------
-# ProgramJSON (schema "kernelcore.program", version 3): kernelcore.display.program_json builds it (and
-# kernelcore.program_parts the skeleton of a big program, whose groups carry nodes/kids/loaded).
+# ProgramJSON (schema "kernelcore.program", version 3): kernelcore.view.display.program_json builds it (and
+# kernelcore.view.program_parts the skeleton of a big program, whose groups carry nodes/kids/loaded).
 class VarJSON(TypedDict):
     id: str                 # "v<block>:<name>", the declaring block
     name: str

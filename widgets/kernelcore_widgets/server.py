@@ -1,7 +1,7 @@
 """The Jupyter server extension: `GET /kernelcore/program?path=<file>` -> the ProgramJSON of a program file
 under the server's root (a `.pdmodel`, `__model__` or kernelcore program), so JupyterLab's file viewer can
 draw files it cannot parse in the browser; for a program of more than 2,000 ops that is its skeleton
-(ProgramJSON 3, kernelcore/program_parts.py), and `GET /kernelcore/program/parts?path=<file>&request=<JSON>`
+(ProgramJSON 3, kernelcore/view/program_parts.py), and `GET /kernelcore/program/parts?path=<file>&request=<JSON>`
 answers the viewer's requests for a group's contents or a search (`{"ok", "error", "result"}`, the parts
 kept for a few files by size and mtime). Errors are JSON 4xx, `{"message": ...}`, naming the problem:
 a path that leaves the root, is hidden, too long or a symlink loop (400/404), a missing file, a file that is
@@ -9,7 +9,7 @@ not a program, a malformed parts request (400), a program, request or reply over
 
 Both routes hold the same budgets (`_load_within_budgets`): a file's size is checked before it is opened,
 its ops and variables before anything is laid out. The parts of big files are cached by estimated bytes
-(PARTS_CACHE_BYTES), and a parts request is checked by kernelcore.program_parts (ids: type, length,
+(PARTS_CACHE_BYTES), and a parts request is checked by kernelcore.view.program_parts (ids: type, length,
 count, repeats answered once; the ops and variables asked for) before its answer is built. The budgets
 can be lowered for one server with `--ServerApp.tornado_settings={'kernelcore_budgets': {'MAX_NODES': n}}`
 (any of BUDGETS).
@@ -31,7 +31,7 @@ import threading
 from pathlib import Path
 
 ROUTE = "/kernelcore/program"
-PARTS_ROUTE = "/kernelcore/program/parts"  # a big program's groups and search (kernelcore.program_parts)
+PARTS_ROUTE = "/kernelcore/program/parts"  # a big program's groups and search (kernelcore.view.program_parts)
 MAX_BYTES = 64 * 1024 * 1024   # the size budget: larger program files are refused (413) before they are read
 MAX_NODES = 200_000            # ops + variables: larger programs are refused (413) before they are laid out
 TIME_BUDGET_S = 30.0           # the time budget of one request's work (413 past it)
@@ -180,7 +180,7 @@ _parts = _PartsCache()
 def _file_parts(full: Path, path: str, loaded=None):
     """The ProgramParts of program file `full` as it is now (built once per size and mtime while the
     cache keeps it). `loaded`: what _load_within_budgets gave for it, when the caller has it."""
-    from kernelcore.program_parts import ProgramParts
+    from kernelcore.view.program_parts import ProgramParts
     st = full.stat()
     key = (str(full), st.st_size, st.st_mtime_ns)
     hit = _parts.get(key)
@@ -212,8 +212,8 @@ def _parts_request(request: str | None) -> dict:
 def program_file_parts(root_dir, path: str | None, request: str | None, *, allow_hidden: bool = False) -> dict:
     """The answer to one parts request (`request`: its JSON, {"type": "contents"|"search", ...}) about the
     big program file `path`: {"ok", "error", "result"} as the kernel's comm answers; a malformed request
-    or one over a cap (kernelcore.program_parts) is ProgramRequestError (400 or 413)."""
-    from kernelcore.program_parts import PartsRequestError
+    or one over a cap (kernelcore.view.program_parts) is ProgramRequestError (400 or 413)."""
+    from kernelcore.view.program_parts import PartsRequestError
     full = resolve_under(root_dir, path, allow_hidden=allow_hidden)
     msg = _parts_request(request)
     parts = _file_parts(full, path)
@@ -229,8 +229,8 @@ def program_file_parts(root_dir, path: str | None, request: str | None, *, allow
 def program_file_json(root_dir, path: str | None, *, allow_hidden: bool = False) -> dict:
     """The ProgramJSON of program file `path` under `root_dir` (what the handler answers): a big program's
     skeleton (ProgramJSON 3, `lazy.id` null: the viewer asks PARTS_ROUTE for the rest)."""
-    from kernelcore.display import program_json
-    from kernelcore.program_parts import is_big
+    from kernelcore.view.display import program_json
+    from kernelcore.view.program_parts import is_big
 
     full = resolve_under(root_dir, path, allow_hidden=allow_hidden)
     loaded = _load_within_budgets(full, path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import traitlets as t
 
 import kernelcore as kc
-from kernelcore.display import TRACE_EVENT_LIMIT
+from kernelcore.view.display import TRACE_EVENT_LIMIT
 
 from ._base import STATIC, KCWidget
 from .requests import int_arg

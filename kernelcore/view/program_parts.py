@@ -2,7 +2,7 @@
 
 A 50,000-op program's whole ProgramJSON is ~60 MB and takes seconds to build, send and parse, while a
 person first sees a few dozen folded groups. So, as Model Explorer does, the first payload carries the
-hierarchy (every group of kernelcore/hierarchy.py, with how many ops and variables sit directly in it),
+hierarchy (every group of kernelcore/view/hierarchy.py, with how many ops and variables sit directly in it),
 the group-to-group edges (merged: one entry per pair of innermost groups, with a count), and the ops and
 variables of what the view shows open at first (block level and the stages); the ops and variables of
 any other group are sent when that group is opened (`ProgramParts.contents`), and search runs here, over
@@ -27,7 +27,7 @@ import time
 import weakref
 
 from . import display, hierarchy
-from .ir import op_reads
+from ..ir import op_reads
 from .display import OPTIMIZE_OPS, op_id, var_id
 from .var_uses import BlockUses
 

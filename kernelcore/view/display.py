@@ -17,13 +17,13 @@ import re
 import shutil
 import subprocess
 
-from .ir import attrs as attrlib
-from .ir.attrs import json_float as _json_float, json_value as _attr_value, jsonable as _jsonable
-from .ir import dtypes
+from ..ir import attrs as attrlib
+from ..ir.attrs import json_float as _json_float, json_value as _attr_value, jsonable as _jsonable
+from ..ir import dtypes
 from . import hierarchy
-from .errors import KernelcoreError
-from .text_safety import safe_name, safe_text
-from .ir.proto import framework_pb2 as pb
+from ..errors import KernelcoreError
+from ..text_safety import safe_name, safe_text
+from ..ir.proto import framework_pb2 as pb
 
 PROGRAM_MIME = "application/vnd.kernelcore.program+json"
 TRACE_MIME = "application/vnd.kernelcore.trace+json"
@@ -72,7 +72,7 @@ def parse_node_id(node_id: str) -> tuple | None:
 
 
 def op_role(op_type: str, role_attr: int | None = None) -> str:
-    """forward | backward | optimize: from Paddle's `op_role` attribute (kernelcore.hierarchy.role_name);
+    """forward | backward | optimize: from Paddle's `op_role` attribute (kernelcore.view.hierarchy.role_name);
     from the op type only where an op carries no such attribute."""
     return hierarchy.role_name(role_attr, op_type, OPTIMIZE_OPS)
 
@@ -237,7 +237,7 @@ _COMMENTS: dict[str, str] = {}
 def op_comment(op_type: str) -> str:
     c = _COMMENTS.get(op_type)
     if c is None:
-        from .ir.registry import get_op_def
+        from ..ir.registry import get_op_def
         try:
             c = get_op_def(op_type).comment
         except KernelcoreError:
@@ -268,7 +268,7 @@ def _var_json(b: int, v, kind: str, group) -> dict:
 
 def op_supported(op_type: str) -> bool:
     """Whether kernelcore defines `op_type` (a program holding one that it does not cannot run here)."""
-    from .ir.registry import has_op
+    from ..ir.registry import has_op
     return has_op(op_type)
 
 
