@@ -46,14 +46,21 @@ def test_bytes_round_trip_and_paddle_field_numbers():
 
 
 def test_generated_module_matches_the_proto_file(tmp_path):
-    protoc = pytest.importorskip("grpc_tools.protoc")
+    pytest.importorskip("grpc_tools.protoc")
     import pathlib
+    from kernelcore.ir.proto import build
     here = pathlib.Path(kc.__file__).parent / "ir" / "proto"
-    assert protoc.main(["protoc", f"-I{here}", f"--python_out={tmp_path}", str(here / "framework.proto")]) == 0
-    fresh = (tmp_path / "framework_pb2.py").read_text()
+    fresh = build.generate(tmp_path).read_text()
     committed = (here / "framework_pb2.py").read_text()
     strip = lambda s: [l for l in s.splitlines() if "Protobuf Python Version" not in l and "_runtime_version" not in l]
     assert strip(fresh) == strip(committed), "regenerate with: python -m kernelcore.ir.proto.build"
+
+
+def test_descriptors_live_in_a_pool_of_their_own():
+    """Paddle registers the same framework.proto in protobuf's default pool: ours must not collide with it."""
+    from google.protobuf import descriptor_pool
+    assert pb.ProgramDesc.DESCRIPTOR.file.pool is not descriptor_pool.Default()
+    assert pb.ProgramDesc.DESCRIPTOR.full_name == "paddle.framework.proto.ProgramDesc"  # the wire's own names
 
 
 def test_find_var_through_parent_blocks_and_unique_names():
