@@ -206,6 +206,28 @@ for _name, _kw in ZOO.items():
                     [(1, 3, _size, _size)])
 
 
+def save_static_cnn(prefix):
+    """The static-graph way in PIR mode: paddle.static layers in a program, `save_inference_model` (it writes .json
+    too in Paddle 3). Returns the InputSpec-like (name, dtype) and feed shape."""
+    paddle.enable_static()
+    try:
+        main_prog, startup = paddle.static.Program(), paddle.static.Program()
+        with paddle.static.program_guard(main_prog, startup):
+            x = paddle.static.data("img", [None, 3, 16, 16], "float32")
+            h = paddle.nn.functional.relu(paddle.nn.Conv2D(3, 4, 3, padding=1)(x))  # static.nn.conv2d: legacy only
+            h = paddle.nn.functional.max_pool2d(h, 2)
+            out = paddle.nn.functional.softmax(paddle.nn.Linear(4 * 8 * 8, 5)(paddle.flatten(h, 1)))
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(startup)
+        paddle.static.save_inference_model(prefix, [x], [out], exe, program=main_prog)
+    finally:
+        paddle.disable_static()
+    return [paddle.static.InputSpec([None, 3, 16, 16], "float32", "img")], [(2, 3, 16, 16)]
+
+
+STATIC_CASES = {"static_cnn": save_static_cnn}
+
+
 def _feed(rng, spec, shape):
     if spec.dtype == paddle.int64:
         return rng.integers(0, 10, shape).astype("int64")
@@ -264,16 +286,21 @@ def main(out, only):
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(0)
     failed, table = {}, {}
-    for case, (make, spec, shapes, *offset) in CASES.items():
+    for case in [*CASES, *STATIC_CASES]:
         if only and case not in only:
             continue
         try:
             paddle.seed(0)
-            layer = make()
-            calibrate_batch_norms(layer, spec, shapes)
-            layer.eval()
             prefix = os.path.join(out, case)
-            paddle.jit.save(layer, prefix, input_spec=spec)
+            offset = ()
+            if case in STATIC_CASES:
+                spec, shapes = STATIC_CASES[case](prefix)
+            else:
+                make, spec, shapes, *offset = CASES[case]
+                layer = make()
+                calibrate_batch_norms(layer, spec, shapes)
+                layer.eval()
+                paddle.jit.save(layer, prefix, input_spec=spec)
             feeds = {s.name: _feed(rng, s, shape) + sum(offset) for s, shape in zip(spec, shapes)}
             names, outs = predict(prefix, feeds)
             np.savez(prefix + ".npz", **feeds, **{f"fetch_{i}": o for i, o in enumerate(outs)})
