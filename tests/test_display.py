@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import pytest
 import kernelcore as kc
 from kernelcore.view import display
 from kernelcore.view.display import PROGRAM_MIME, TRACE_MIME, program_json, program_mimebundle, trace_mimebundle
+from kernelcore.view.notebook import show_in_notebooks
 
 HOSTILE = '<img src=x onerror="window.__pwned=1">'
 ODD_NAMES = [HOSTILE, "back\\slash", "ends\\", "esc\\N\\l", "amp&amp;lt;", "new\nline", "quote\"d", "{rec|ord}"]
@@ -281,6 +283,20 @@ def test_non_finite_attrs_are_strict_json():
     json.dumps(pj, allow_nan=False)
 
 
+def notebook_shows(obj) -> dict:
+    """What a notebook's IPython shows of `obj` once kernelcore's bundles are registered with its formatter."""
+    from IPython.core.formatters import DisplayFormatter
+    formatter = DisplayFormatter()
+    assert show_in_notebooks(SimpleNamespace(display_formatter=formatter))
+    data, _ = formatter.format(obj)
+    return data
+
+
+def test_the_program_and_the_trace_leave_their_notebook_form_to_the_view():
+    assert not hasattr(kc.Program, "_repr_mimebundle_") and not hasattr(kc.Trace, "_repr_mimebundle_")
+    assert show_in_notebooks() is False  # no IPython shell runs under pytest: nothing is registered
+
+
 def test_program_mimebundle(monkeypatch):
     prog, _ = nested_rnn_program()
     monkeypatch.setattr(display.shutil, "which", lambda name: None)
@@ -290,7 +306,7 @@ def test_program_mimebundle(monkeypatch):
     assert mb["text/plain"] == str(prog)
     assert mb["text/html"].startswith('<pre class="kernelcore-program">') and "<svg" not in mb["text/html"]
     assert "<img" not in mb["text/html"] and "&lt;img src=x onerror=&quot;window.__pwned=1&quot;&gt;" in mb["text/html"]
-    assert prog._repr_mimebundle_() == mb
+    assert notebook_shows(prog) == mb
 
 
 @needs_dot
@@ -314,7 +330,7 @@ def _traced_run(prog, retain="shapes"):
 def test_trace_mimebundle_and_truncation():
     prog, _ = nested_rnn_program()
     tr = _traced_run(prog)
-    mb = tr._repr_mimebundle_()
+    mb = notebook_shows(tr)
     assert set(mb) == {TRACE_MIME, "text/plain", "text/html"}
     data = mb[TRACE_MIME]
     assert data == tr.to_json() and "truncated" not in data

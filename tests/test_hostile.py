@@ -17,6 +17,7 @@ from kernelcore.formats import paddle_files as kio
 from kernelcore.ops import control_flow
 from kernelcore.ir.program import MAX_BLOCKS, MAX_NESTING_DEPTH
 from kernelcore.ir.proto import framework_pb2 as pb
+from kernelcore.view.notebook import program_bundle
 
 from fuzz import fuzz_pipeline, hostile_corpus as hc
 
@@ -270,7 +271,7 @@ def test_errors_and_the_text_form_escape_the_corpus_names():
     (name, value), = feed.items()
     with pytest.raises(kc.ProgramError, match="cannot feed") as e:
         kc.Executor().run(prog, feed={name + "?": value}, scope=kc.Scope())
-    for text in (str(e.value), str(prog), prog._repr_mimebundle_()["text/plain"]):
+    for text in (str(e.value), str(prog), program_bundle(prog)["text/plain"]):
         assert "\x1b" not in text and "\x07" not in text and "\\x1b]0;pwned\\x07" in text
 
 

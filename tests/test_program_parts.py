@@ -13,6 +13,7 @@ from kernelcore.ir import op_reads
 from kernelcore.view import program_parts
 from kernelcore.view.display import program_json
 from kernelcore.view.program_parts import ProgramGone, ProgramParts
+from kernelcore.view.notebook import program_bundle
 from make_frontend_fixtures import training_mlp
 from test_contract import check
 
@@ -182,9 +183,9 @@ def test_the_bundle_of_a_big_program_is_its_skeleton_and_its_id_dies_with_it(mon
     from kernelcore_widgets.program_comm import answer
     monkeypatch.setattr(op_reads, "LAZY_ABOVE", 100)
     small = mlp(3)
-    assert small._repr_mimebundle_()["application/vnd.kernelcore.program+json"]["lazy"] is None
+    assert program_bundle(small)["application/vnd.kernelcore.program+json"]["lazy"] is None
     p = mlp(20)
-    pj = p._repr_mimebundle_()["application/vnd.kernelcore.program+json"]
+    pj = program_bundle(p)["application/vnd.kernelcore.program+json"]
     check("ProgramJSON", pj)
     pid = pj["lazy"]["id"]
     g = next(x["id"] for x in pj["blocks"][0]["groups"] if not x["loaded"])
@@ -196,7 +197,7 @@ def test_the_bundle_of_a_big_program_is_its_skeleton_and_its_id_dies_with_it(mon
     assert program_parts.parts_of(p) is program_parts.parts_of(p)  # built once per version
     p.touch()  # an edit: the shown ids may no longer mean what they meant
     assert not answer(pid, {"req": 6, "type": "search", "query": "fc"})["ok"]
-    pj2 = p._repr_mimebundle_()["application/vnd.kernelcore.program+json"]
+    pj2 = program_bundle(p)["application/vnd.kernelcore.program+json"]
     assert answer(pj2["lazy"]["id"], {"req": 7, "type": "search", "query": "fc"})["ok"]
     del p
     gc.collect()

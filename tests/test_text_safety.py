@@ -17,6 +17,7 @@ from kernelcore.cli import terminal_safe
 from kernelcore.errors import OpRunError
 from kernelcore.ir.support import UnsupportedOpsWarning, check_supported
 from kernelcore.text_safety import NAME_CHARS_SHOWN, is_unsafe, quote_name, safe_name, safe_text
+from kernelcore.view.notebook import program_bundle
 
 # one of each kind the rule covers: C0 (ESC, BEL, CR, NUL), DEL, C1 (CSI), bidi (RLO, ALM, LRI, LRM),
 # separators, invisible format characters (ZWSP, ZWJ, BOM, soft hyphen, word joiner, a tag letter), a lone
@@ -144,7 +145,7 @@ def test_reprs_and_the_text_form_escape_names():
     prog = program_with_evil_names()
     g = prog.global_block()
     texts = [str(prog), repr(g.var("v" + EVIL)), str(g.var("v" + EVIL)), repr(g.op(0)), str(g.op(1))]
-    bundle = prog._repr_mimebundle_()
+    bundle = program_bundle(prog)
     texts += [bundle["text/plain"], bundle["text/html"]]
     for text in texts:
         assert raw_unsafe(text) == [], text

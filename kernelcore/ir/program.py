@@ -550,10 +550,6 @@ class Program:
         nops = sum(len(b.ops) for b in self.desc.blocks)
         return f"<Program blocks={len(self.desc.blocks)} ops={nops}>"
 
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        from ..view.program_parts import program_mimebundle
-        return program_mimebundle(self)
-
 
 # Structural limits (docs/ENGINEERING.md, "Limits and guarantees"). Paddle's own programs nest a few blocks
 # deep and hold at most a few hundred; the limits only stop hostile files before a walk or a run meets them.

@@ -28,7 +28,6 @@ import math
 
 from ..errors import LoadError, TraceError  # noqa: F401  - LoadError: TraceError's base, kept for callers
 from ..runtime.events import KINDS, RECORD_HEAD, RECORD_HEAD_ONLY, RECORD_METAS, Event, compact, op_run_event
-from ..view.display import TRACE_EVENT_LIMIT, trace_mimebundle
 from ..runtime.executor import add_observer, remove_observer
 from .perfetto import to_trace_events
 
@@ -204,9 +203,6 @@ class Trace:
                 per_type[e.op_type][0] += 1
                 per_type[e.op_type][1] += e.dur_ns or 0
         return {t: tuple(v) for t, v in per_type.items()}
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        return trace_mimebundle(self.to_json(limit=TRACE_EVENT_LIMIT), self.summary(), self.op_times(), repr(self))
 
     # -- files -------------------------------------------------------------------
     def to_json(self, limit: int | None = None) -> dict:

@@ -27,7 +27,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from ..ir.attrs import T_BLOCK, T_BLOCKS, T_VAR, T_VARS
-from ..view.display import op_id, var_id
+from ..ir.node_ids import op_id, var_id
 from ..errors import ProgramError
 from ..ir.program import Program, Variable, check_structure
 from ..ir.proto import framework_pb2 as pb

@@ -1,7 +1,7 @@
 """What notebooks show of programs and traces: ProgramJSON, DOT and MIME bundles.
 
 This is the engine side of the front end's contract (docs/frontend-contract.md). It imports nothing
-from Jupyter: `Program._repr_mimebundle_` and `Trace._repr_mimebundle_` call in here, and the widgets
+from Jupyter: view/notebook.py hands a Program's and a Trace's bundles to IPython, and the widgets
 (kernelcore_widgets) build their state from `program_json`.
 
 Every string here may come from a file the user did not write. The JSON carries names as data (the
@@ -13,7 +13,6 @@ from __future__ import annotations
 import collections
 import heapq
 import html
-import re
 import shutil
 import subprocess
 
@@ -23,6 +22,7 @@ from ..ir import dtypes
 from . import hierarchy
 from ..errors import KernelcoreError
 from ..text_safety import safe_name, safe_text
+from ..ir.node_ids import op_id, var_id
 from ..ir.proto import framework_pb2 as pb
 
 PROGRAM_MIME = "application/vnd.kernelcore.program+json"
@@ -41,34 +41,6 @@ OPTIMIZE_OPS = frozenset({"sgd", "momentum", "adam", "adamw", "adamax", "adagrad
                           "lars_momentum", "ftrl", "decayed_adagrad", "dpsgd", "merged_adam", "merged_momentum"})
 # Attributes left out of the JSON: a Python stack per op says nothing about the program and is long.
 HIDDEN_ATTRS = frozenset({"op_callstack"})
-
-
-# ---------------------------------------------------------------------------------------------------------
-# ids
-def op_id(block: int, idx: int) -> str:
-    return f"o{block}:{idx}"
-
-
-def var_id(block: int, name: str) -> str:
-    return f"v{block}:{name}"
-
-
-_OP_ID = re.compile(r"o(\d+):(\d+)\Z")
-_VAR_ID = re.compile(r"v(\d+):(.+)\Z", re.S)
-
-
-def parse_node_id(node_id: str) -> tuple | None:
-    """("op", block, index) for an op id, ("var", block, name) for a var id, None for anything else:
-    the only reader of the ids op_id and var_id write."""
-    if not isinstance(node_id, str):
-        return None
-    m = _OP_ID.match(node_id)
-    if m:
-        return "op", int(m.group(1)), int(m.group(2))
-    m = _VAR_ID.match(node_id)
-    if m:
-        return "var", int(m.group(1)), m.group(2)
-    return None
 
 
 def op_role(op_type: str, role_attr: int | None = None) -> str:

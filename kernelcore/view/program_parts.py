@@ -12,11 +12,11 @@ What it reads of each op for the skeleton is only what the hierarchy needs (type
 role_var, slots); attributes, comments and callsites are read per opened group. The parts of a program
 are built once per program version and cached (weakly: dropping the program drops them).
 
-`program_mimebundle` is what `Program._repr_mimebundle_` returns: programs of at most op_reads.LAZY_ABOVE ops carry
-everything (a saved notebook and the file viewer draw them with no kernel); bigger ones carry the skeleton
-and a program id, which the front end gives back over the `kernelcore.program` comm (registered by
-kernelcore_widgets; this engine module imports nothing from Jupyter) to fetch group contents. Displayed
-programs are held weakly by id (`lookup`).
+`program_mimebundle` is what a notebook shows of a Program (view/notebook.py): programs of at most
+op_reads.LAZY_ABOVE ops carry everything (a saved notebook and the file viewer draw them with no kernel); bigger
+ones carry the skeleton and a program id, which the front end gives back over the `kernelcore.program` comm
+(registered by kernelcore_widgets; this engine module imports nothing from Jupyter) to fetch group contents.
+Displayed programs are held weakly by id (`lookup`).
 """
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ import weakref
 
 from . import display, hierarchy
 from ..ir import op_reads
-from .display import OPTIMIZE_OPS, op_id, var_id
+from ..ir.node_ids import op_id, var_id
+from .display import OPTIMIZE_OPS
 from .var_uses import BlockUses
 
 SEARCH_LIMIT = 500   # search hits answered at most
@@ -509,8 +510,8 @@ def program_view_json(program, pruned=None) -> tuple[dict, "ProgramParts | None"
 
 
 def program_mimebundle(program) -> dict:
-    """Program._repr_mimebundle_: display.program_mimebundle, with the skeleton in place of the whole
-    ProgramJSON for programs of more than op_reads.LAZY_ABOVE ops."""
+    """A Program in a notebook (view/notebook.py): display.program_mimebundle, with the skeleton in place of the
+    whole ProgramJSON for programs of more than op_reads.LAZY_ABOVE ops."""
     if not is_big(program):
         return display.program_mimebundle(program)
     pj, _parts_, _marks = program_view_json(program)

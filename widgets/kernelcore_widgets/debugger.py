@@ -12,7 +12,7 @@ import weakref
 import traitlets as t
 
 import kernelcore as kc
-from kernelcore.view.display import op_id
+from kernelcore.ir.node_ids import op_id
 
 from ._base import STATIC, KCWidget
 from .graph_debug import DebugActionsState

@@ -8,7 +8,7 @@ import traitlets as t
 
 import kernelcore as kc
 from kernelcore.observe.debug import active_session, session_hooks
-from kernelcore.view.display import op_id, parse_node_id, var_id
+from kernelcore.ir.node_ids import op_id, parse_node_id, var_id
 from kernelcore.view.program_parts import program_view_json
 
 from ._base import STATIC, KCWidget

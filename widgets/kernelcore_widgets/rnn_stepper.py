@@ -26,7 +26,7 @@ import weakref
 import traitlets as t
 
 import kernelcore as kc
-from kernelcore.view.display import parse_node_id
+from kernelcore.ir.node_ids import parse_node_id
 
 from ._base import STATIC, KCWidget
 from .schema import scope_json
