@@ -329,3 +329,17 @@ def test_pir_fuzz_smoke_mutated_documents_end_in_a_program_or_load_error(pir_zoo
         outcome = pir_pipeline(json.dumps(doc).encode())
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
     assert "load" in outcomes and len(outcomes) > 1, outcomes  # both refusals and programs were exercised
+
+
+@pytest.mark.paddle
+def test_pir_graph_groups_ops_by_the_layers_paddle_recorded(pir_zoo):
+    """dy2static records each op's Layer path (struct_name); it becomes op_namescope, so the graph's groups are
+    ResNet's blocks rather than ranges of op indices."""
+    from kernelcore.view.display import program_json
+    prog, _ = _load(pir_zoo, "resnet18")
+    groups = program_json(prog, dot=False)["blocks"][0]["groups"]
+    labels = [g["label"] for g in groups]
+    assert "BasicBlock" in labels and "BasicBlock_1" in labels, labels
+    assert not any(g["kind"] == "range" for g in groups), labels
+    conv = next(op for op in prog.global_block().ops if op.type == "conv2d")
+    assert conv.attr("op_namescope").startswith("/")

@@ -381,6 +381,11 @@ class _Reader:
         pir_attrs = _attrs(op, self)
         if spec.operands_take_dtype:
             self.retype_constants(name, by_operand.values(), _dtype_attr(pir_attrs.get("dtype")))
+        scope = pir_attrs.get("struct_name")
+        if isinstance(scope, str) and scope:
+            # the Layer path dy2static records (/Sequential_6/InvertedResidual_1/Conv2D/) is what Paddle's legacy
+            # programs call op_namescope: the graph groups ops into layers by it
+            legacy_attrs["op_namescope"] = scope
         for attr_name, value in pir_attrs.items():
             legacy = spec.attrs.get(attr_name)
             if legacy is None:
