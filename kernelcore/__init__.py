@@ -31,6 +31,9 @@ from .formats.paddle_files import (load_inference_model, load_params, load_progr
                                    save_program)
 __all__ += ["load_inference_model", "load_params", "load_program", "save_inference_model", "save_params",
             "save_program"]
+# A live Paddle model (a Layer or a function) captured with Paddle's own jit machinery; Paddle stays optional.
+from .api.from_paddle import PaddleCaptureError, from_paddle  # noqa: E402
+__all__ += ["from_paddle", "PaddleCaptureError"]
 
 # Control-flow layers (StaticRNN, IfElse) and the scope forest of a run.
 from .api import layers  # noqa: E402

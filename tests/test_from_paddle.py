@@ -76,3 +76,4 @@ def test_from_paddle_without_paddle_says_how_to_get_it(monkeypatch):
     with pytest.raises(PaddleCaptureError, match="pip install paddlepaddle"):
         from_paddle(object(), [1])
     assert issubclass(PaddleCaptureError, kc.KernelcoreError)
+    assert kc.from_paddle is from_paddle and kc.PaddleCaptureError is PaddleCaptureError
