@@ -343,3 +343,16 @@ def test_pir_graph_groups_ops_by_the_layers_paddle_recorded(pir_zoo):
     assert not any(g["kind"] == "range" for g in groups), labels
     conv = next(op for op in prog.global_block().ops if op.type == "conv2d")
     assert conv.attr("op_namescope").startswith("/")
+
+
+def test_a_json_that_is_not_pir_is_refused_saying_what_it_is(tmp_path):
+    """The old refusal ('save the model with FLAGS_enable_pir_api=0') is gone: a PIR file reads, other JSON says
+    it is not one."""
+    other = tmp_path / "config.json"
+    other.write_text('{"cells": [], "metadata": {}}')
+    with pytest.raises(LoadError, match="not a Paddle 3 PIR program") as e:
+        kc.load_program(other)
+    assert "enable_pir_api" not in str(e.value)
+    pir = tmp_path / "m.json"
+    pir.write_bytes(_bytes(_minimal()))
+    assert fetch_target_names(kc.load_program(pir)) == ["relu_0.out"]

@@ -840,10 +840,12 @@ def _return_freed_heap() -> None:
 
 
 def _format_hint(data: bytes, source: str) -> str:
-    head = data[:64].lstrip()
+    head = data[:4096].lstrip()
     if head.startswith(b"{"):
-        return ("; it looks like JSON: Paddle 3's PIR programs (.json) are not ProgramDescs, save the "
-                "model with FLAGS_enable_pir_api=0 to get a .pdmodel")
+        if b'"magic"' in head and b'"pir"' in head:
+            return ("; it is a Paddle 3 PIR program (.json): kc.load_program and kc.load_inference_model read "
+                    "both formats")
+        return "; it looks like JSON, but not a Paddle 3 PIR program (it names no \"magic\": \"pir\")"
     if source.endswith((".pdiparams", "__params__")):
         return "; this looks like a parameter file: programs are the .pdmodel files"
     return ""
