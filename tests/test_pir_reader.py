@@ -94,6 +94,7 @@ def test_pir_files_of_each_paddle3_release_run_with_its_outputs(release_zoo, ver
         test_pir_program_runs_with_paddle_inference_outputs(zoo, case)
         ran.append(case)
     assert len(ran) >= len(RELEASE_CASES) - 2, (version, pir_version, failed.keys())
+    check_tooling(zoo)
     sigs = json.loads((zoo / "signatures.json").read_text())
     for name, spec in PIR_OPS.items():
         if sigs.get(name):
@@ -155,6 +156,40 @@ def test_pir_values_get_readable_names_and_parameters_keep_paddles(pir_zoo):
     bn = next(op for op in prog.global_block().ops if op.type == "batch_norm")
     assert bn.output("MeanOut") == bn.input("Mean")  # running statistics written in place, as legacy files do
     assert all(not n.endswith(".out") or "_" in n for n in names)
+
+
+def check_tooling(zoo: Path) -> None:
+    """What a person does with a loaded file beyond running it: draw it, prune it, step into a while body and an
+    LSTM's timesteps, show it with the kernelcore command."""
+    from kernelcore.view.display import program_json
+    prog, scope = _load(zoo, "resnet18")
+    assert len(program_json(prog, dot=False)["blocks"][0]["ops"]) == len(prog.global_block().ops)
+    fetches = fetch_target_names(prog)
+    pruned = kc.prune(prog, fetches)
+    assert pruned.program.global_block().ops
+    prog, scope = _load(zoo, "lstm")
+    data = np.load(zoo / "lstm.npz")
+    sess = kc.debug(prog, feed={"x": data["x"]}, fetch_list=fetch_target_names(prog), scope=scope)
+    sess.break_on("lstm_cell")
+    sess.cont()
+    assert (sess.position.innermost.op_type, sess.position.innermost.timestep) == ("lstm_cell", 0)
+    sess.step_timestep()
+    assert sess.position.innermost.timestep == 1
+    prog, scope = _load(zoo, "if_while_true")
+    x = np.full((2, 3), 3.0, np.float32)  # a positive mean: the true branch, then the loop
+    sess = kc.debug(prog, feed={"x": x}, fetch_list=fetch_target_names(prog), scope=scope)
+    sess.break_on("tanh")
+    sess.cont()
+    assert [f.op_type for f in sess.position.frames] == ["while", "tanh"]
+    exe = ROOT / ".venv" / "bin" / "kernelcore"
+    if exe.exists():
+        r = subprocess.run([str(exe), "show", str(zoo / "mlp.json")], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "matmul_v2" in r.stdout, r.stderr
+
+
+@pytest.mark.paddle
+def test_pir_files_can_be_drawn_pruned_stepped_and_shown(pir_zoo):
+    check_tooling(pir_zoo)
 
 
 @pytest.mark.paddle
