@@ -1,7 +1,8 @@
 /**
  * The JupyterLab plugins of @kernelcore/labextension:
  *  - `:plugin`: a viewer for program files (.pdmodel, __model__, .kcprog) that asks the server extension for
- *    the ProgramJSON and draws the graph;
+ *    the ProgramJSON and draws the graph; the same viewer for Paddle 3's PIR `.json` programs, offered for
+ *    every `.json` and chosen by content when the file browser opens one (pirfile.ts);
  *  - `:debugger-model`: provides IKernelcoreDebuggerModel (tokens.ts): the active notebook kernel's debug
  *    session over the `kernelcore.debugger` comm (typed messages, protocol.ts; no code is executed);
  *  - `:debugger`: the right-sidebar "Kernelcore debugger" panel over that model, and the commands
@@ -11,6 +12,7 @@
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, MainAreaWidget } from '@jupyterlab/apputils';
+import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { setDebuggerModel } from './debugactions';
@@ -18,6 +20,7 @@ import { DebuggerModel } from './debugmodel';
 import { PROGRAM_FACTORY, PROGRAM_FILE_TYPE, ProgramFileFactory } from './fileviewer';
 import { sharedLayout } from './layout';
 import { setKernelLookup } from './parts';
+import { IOpeningListing, isPirFile, JSON_FILE_TYPE, PIR_FACTORY, routePirOpenings } from './pirfile';
 import { Command } from './protocol';
 import { KernelcoreSidebar, MOVE_KEYS } from './sidebar';
 import { TensorPanel } from './tensorpanel';
@@ -62,7 +65,8 @@ const viewerPlugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
   description: 'kernelcore: program file viewer.',
   autoStart: true,
-  activate: (app: JupyterFrontEnd) => {
+  optional: [IDefaultFileBrowser],
+  activate: (app: JupyterFrontEnd, browser: IDefaultFileBrowser | null) => {
     const settings = app.serviceManager.serverSettings;
 
     // Program files: binary protobuf, drawn from the server's ProgramJSON.
@@ -89,6 +93,23 @@ const viewerPlugin: JupyterFrontEndPlugin<void> = {
         settings
       )
     );
+    // PIR programs: JSON text, drawn from the same ProgramJSON (the server tells the formats apart by content)
+    app.docRegistry.addWidgetFactory(
+      new ProgramFileFactory(
+        { name: PIR_FACTORY, label: 'Kernelcore Graph', modelName: 'text', fileTypes: [JSON_FILE_TYPE], readOnly: true },
+        settings
+      )
+    );
+    // the file browser's listing and its handleOpen are protected (open to subclasses); without them a PIR
+    // file still opens through "Open With"
+    const listing = (browser as unknown as { listing?: Partial<IOpeningListing> } | null)?.listing;
+    if (listing && typeof listing.handleOpen === 'function') {
+      routePirOpenings(listing as IOpeningListing, {
+        fileTypeOf: path => app.docRegistry.getFileTypesForPath(path)[0]?.name ?? null,
+        isPir: item => isPirFile(app.serviceManager.contents, item.path, item.size),
+        openAsGraph: path => void app.commands.execute('docmanager:open', { path, factory: PIR_FACTORY })
+      });
+    }
   }
 };
 
