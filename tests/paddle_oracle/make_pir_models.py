@@ -204,6 +204,11 @@ for _name, _kw in ZOO.items():
     _ctor = _name.removesuffix("_bn")
     CASES[_name] = (lambda n=_ctor, kw=_kw: _vision(n, **kw), [InputSpec([None, 3, _size, _size], "float32", "x")],
                     [(1, 3, _size, _size)])
+# bench/pir_models.py only: full-size models at 224x224, batch 1, as a deployed classifier runs them (no test reads
+# these; they take longer to write and to run than the cases above)
+for _name in ("resnet18", "mobilenet_v3_large", "densenet121"):
+    CASES[f"bench_{_name}_224"] = (lambda n=_name: _vision(n), [InputSpec([None, 3, 224, 224], "float32", "x")],
+                                   [(1, 3, 224, 224)])
 
 
 def save_static_cnn(prefix):
