@@ -9,10 +9,19 @@ import { cancelLayout, layoutEngine, LayoutError } from './layout';
 let paneCounter = 0;
 /** Above this many drawn nodes there is no overview (copying a huge drawing costs more than it shows). */
 const MINIMAP_MAX_NODES = 1000;
+/** A canvas narrower or lower than this has no overview: the 180x130 px box would cover much of the graph. */
+export const MINIMAP_MIN_CANVAS = { width: 540, height: 300 };
 /** Screen pixels per Graphviz point below which a graph opens zoomed in (10pt labels stay readable). */
 const MIN_SCALE = 0.6;
 /** Fit shows the whole graph only where labels stay this readable (screen px per Graphviz point). */
 const FIT_MIN = 0.35;
+/** A graph opens no smaller than this (screen px per Graphviz point): its 10pt labels read at 11 CSS px. */
+export const OPEN_MIN_SCALE = 1.1;
+/**
+ * Opening and Fit enlarge a small graph no further than this: a few ops (or a program folded to a few
+ * groups) are not blown up to fill the canvas with 20-pixel labels.
+ */
+export const MAX_SCALE = 1.5;
 
 type Box = { x: number; y: number; w: number; h: number };
 type Hit = { type: 'node'; id: string } | { type: 'cluster'; cid: string };
@@ -442,11 +451,17 @@ export class GraphPane {
       return;
     }
     const all = b.x <= b0.x && b.y <= b0.y && b.x + b.w >= b0.x + b0.w && b.y + b.h >= b0.y + b0.h;
-    this.minimap.classList.toggle('jp-Kernelcore-hidden', all);
+    this.minimap.classList.toggle('jp-Kernelcore-hidden', all || this._cramped());
     this._miniRect.setAttribute('x', String(b.x));
     this._miniRect.setAttribute('y', String(b.y));
     this._miniRect.setAttribute('width', String(b.w));
     this._miniRect.setAttribute('height', String(b.h));
+  }
+
+  /** Whether the canvas is too small to give part of it to the overview (an unmeasured one is not). */
+  private _cramped(): boolean {
+    const r = this.canvas.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && (r.width < MINIMAP_MIN_CANVAS.width || r.height < MINIMAP_MIN_CANVAS.height);
   }
 
   private _onMini = (ev: PointerEvent) => {
@@ -471,7 +486,8 @@ export class GraphPane {
   }
 
   /**
-   * The whole graph when it fits at a readable scale; else, at MIN_SCALE, the program's first op near the
+   * The whole graph when it fits at a readable scale (OPEN_MIN_SCALE; centered at MAX_SCALE when it would be
+   * drawn larger); else, at OPEN_MIN_SCALE, the program's first op near the
    * top and centered across (along an axis that fits: the whole of it). The top-left corner is no anchor:
    * a wide drawing (ResNet's parameters fanned out over its top rank) has only a stray variable there.
    * "Fit" shows it all.
@@ -481,12 +497,19 @@ export class GraphPane {
     if (!b0) {
       return null;
     }
-    const r = this.canvas.getBoundingClientRect();
-    if (!r.width || !r.height || Math.min(r.width / b0.w, r.height / b0.h) >= MIN_SCALE) {
+    const r = this._drawingArea();
+    if (!r.width || !r.height) {
       return { ...b0 };
     }
-    const w = r.width / MIN_SCALE;
-    const h = r.height / MIN_SCALE;
+    const whole = Math.min(r.width / b0.w, r.height / b0.h);
+    if (whole > MAX_SCALE) {
+      return this._centeredAt(MAX_SCALE, r);
+    }
+    if (whole >= OPEN_MIN_SCALE) {
+      return { ...b0 };
+    }
+    const w = r.width / OPEN_MIN_SCALE;
+    const h = r.height / OPEN_MIN_SCALE;
     const first = this._firstOpAt();
     const within = (lo: number, want: number, size: number, span: number) => Math.max(lo, Math.min(want, lo + span - size));
     return {
@@ -495,6 +518,23 @@ export class GraphPane {
       w,
       h
     };
+  }
+
+  /** The canvas's inside (its border excluded: the drawing's scale is the inside's over the view box). */
+  private _drawingArea(): { width: number; height: number } {
+    const inside = { width: this.canvas.clientWidth, height: this.canvas.clientHeight };
+    return inside.width && inside.height ? inside : this.canvas.getBoundingClientRect();
+  }
+
+  /** The whole graph at `scale` px per point, centered in a canvas of size `r` that it does not fill. */
+  private _centeredAt(scale: number, r: { width: number; height: number }): Box | null {
+    const b0 = this._vb0;
+    if (!b0) {
+      return null;
+    }
+    const w = r.width / scale;
+    const h = r.height / scale;
+    return { x: b0.x + (b0.w - w) / 2, y: b0.y + (b0.h - h) / 2, w, h };
   }
 
   /** Where the program's first drawn op (or the folded group holding it) sits, in SVG user units. */
@@ -513,7 +553,8 @@ export class GraphPane {
   }
 
   /**
-   * Fit: the whole graph when its labels stay readable at that scale (FIT_MIN px per point); else its
+   * Fit: the whole graph when its labels stay readable at that scale (FIT_MIN px per point), at most
+   * MAX_SCALE px per point (a small graph centered); else its
    * whole width when that is readable, else its top at a readable scale. Fit again right after: the whole
    * graph whatever the scale.
    */
@@ -522,10 +563,12 @@ export class GraphPane {
     if (!b0) {
       return;
     }
-    const r = this.canvas.getBoundingClientRect();
+    const r = this._drawingArea();
     const whole = Math.min(r.width / b0.w, r.height / b0.h);
     const again = this._lastFit !== null && this._vb !== null && this._lastFit === `${this._vb.x},${this._vb.y},${this._vb.w}`;
-    if (!r.width || !r.height || whole >= FIT_MIN || again) {
+    if (r.width && r.height && whole > MAX_SCALE) {
+      this._vb = this._centeredAt(MAX_SCALE, r);
+    } else if (!r.width || !r.height || whole >= FIT_MIN || again) {
       this._vb = { ...b0 };
     } else if (r.width / b0.w >= FIT_MIN) {
       const k = r.width / b0.w;

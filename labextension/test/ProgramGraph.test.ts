@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import ProgramGraphWidget, { ProgramGraphView } from '../src/views/ProgramGraph';
 import { dotQuote, ProgramGraphModel } from '../src/graph';
+import { MAX_SCALE, OPEN_MIN_SCALE } from '../src/graphpane';
 import { vizLayout } from '../src/vizdirect';
 import { chain, HOSTILE, HOSTILE_OP, mlp, withSubBlock } from './fixtures';
 import { container, FakeModel, flush, texts } from './fake-model';
@@ -207,7 +208,24 @@ describe('ProgramGraph (real Graphviz WASM)', () => {
     expect(x).toBeLessThan(vb.x + vb.w);
     expect(y).toBeGreaterThan(vb.y);
     expect(y).toBeLessThan(vb.y + vb.h);
-    expect(vb.w).toBeCloseTo(600 / 0.6); // at the readable scale, not the whole width
+    expect(vb.w).toBeCloseTo(600 / OPEN_MIN_SCALE); // at the readable scale, not the whole width
+    view.dispose();
+  });
+
+  it('opens and fits a small program no larger than MAX_SCALE, centered', async () => {
+    const el = container();
+    const view = new ProgramGraphView(model(chain(1) as any), el);
+    const rect = { left: 0, top: 0, width: 1200, height: 900, right: 1200, bottom: 900, x: 0, y: 0, toJSON: () => ({}) };
+    view.left.canvas.getBoundingClientRect = () => rect;
+    await view.ready;
+    for (const when of ['opened', 'fitted']) {
+      if (when === 'fitted') {
+        view.left.fit();
+      }
+      const vb = view.left.viewBox!;
+      expect(vb.w, when).toBeCloseTo(1200 / MAX_SCALE);
+      expect(vb.h, when).toBeCloseTo(900 / MAX_SCALE);
+    }
     view.dispose();
   });
 
