@@ -85,6 +85,8 @@ export class TimeAxis {
   private _drag: { x: number; v: [number, number]; moved: boolean } | null = null;
   /** how many slices the last draw put in the page */
   drawn = 0;
+  /** the width (px) the last draw was made for */
+  private _drawnWidth = 0;
 
   constructor() {
     this.el = document.createElement('div');
@@ -92,6 +94,14 @@ export class TimeAxis {
     this._svg = document.createElementNS(SVGNS, 'svg') as SVGSVGElement;
     this._svg.setAttribute('class', 'jp-Kernelcore-timeSvg');
     this.el.appendChild(this._svg);
+    // the first draw may come before the axis is laid out (at a guessed width): draw again at its own
+    if (typeof ResizeObserver !== 'undefined') {
+      new ResizeObserver(() => {
+        if (Math.round(this._width()) !== this._drawnWidth) {
+          this.draw();
+        }
+      }).observe(this.el);
+    }
     this.el.addEventListener('wheel', this._onWheel, { passive: false });
     this.el.addEventListener('pointerdown', ev => {
       this._drag = { x: ev.clientX, v: [...this._view] as [number, number], moved: false };
@@ -178,6 +188,7 @@ export class TimeAxis {
     const svg = this._svg;
     clear(svg);
     const w = this._width();
+    this._drawnWidth = Math.round(w);
     const { slices, depth, maxDur } = this._data;
     const hgt = AXIS + Math.max(1, depth) * ROW + 4;
     svg.setAttribute('width', String(w));
@@ -187,7 +198,9 @@ export class TimeAxis {
     const x = (t: number) => ((t - a) / (b - a)) * w;
     // axis
     const step = tickStep(b - a, Math.max(2, Math.floor(w / 110)));
-    for (let t = Math.ceil(a / step) * step; t <= b; t += step) {
+    // ticks count from the run's start (0), none before it: the view's margin holds no negative times
+    const start = this._data.t0;
+    for (let t = start + Math.max(0, Math.ceil((a - start) / step)) * step; t <= b; t += step) {
       const line = document.createElementNS(SVGNS, 'line');
       line.setAttribute('class', 'jp-Kernelcore-tick');
       line.setAttribute('x1', String(x(t)));

@@ -1,5 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { slicesOf, tickStep } from '../src/timeaxis';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { slicesOf, tickStep, TimeAxis } from '../src/timeaxis';
 import { TraceTimelineView } from '../src/views/TraceTimeline';
 import type { TraceEvent } from '../src/schema';
 import { container, FakeModel } from './fake-model';
@@ -67,5 +67,44 @@ describe('trace time axis', () => {
     expect(m.get('selected_event')).toBe(seq);
     expect(el.querySelector('rect.jp-Kernelcore-slice.jp-Kernelcore-selected')!.getAttribute('data-seq')).toBe(String(seq));
     view.dispose();
+  });
+
+  it('labels ticks from the run\'s start, never before it, however large the clock', () => {
+    // a monotonic clock far from zero, as the kernel's perf_counter_ns gives
+    const base = 5_123_456_789_017;
+    const events = rnnEvents().map(e => ({ ...e, t_ns: (e.t_ns as number) + base }));
+    const axis = new TimeAxis();
+    axis.setEvents(events);
+    const labels = () => [...axis.el.querySelectorAll('text.jp-Kernelcore-tickLabel')].map(t => t.textContent!);
+    expect(labels()[0]).toBe('0 ns');
+    expect(labels().every(l => !l.startsWith('-'))).toBe(true);
+    // panned to before the start: still no negative time
+    const [a, b] = axis.view;
+    (axis as any)._view = [a - (b - a) / 2, b - (b - a) / 2];
+    axis.draw();
+    expect(labels().length).toBeGreaterThan(0);
+    expect(labels().every(l => !l.startsWith('-'))).toBe(true);
+  });
+
+  it('draws again at its own width once laid out', () => {
+    const observed: Array<() => void> = [];
+    vi.stubGlobal('ResizeObserver', class {
+      constructor(private cb: () => void) {}
+      observe() {
+        observed.push(this.cb);
+      }
+      disconnect() {}
+    });
+    try {
+      const axis = new TimeAxis();
+      axis.setEvents(rnnEvents());
+      const svg = axis.el.querySelector('svg')!;
+      expect(svg.getAttribute('width')).toBe('800'); // not laid out yet: a guess
+      axis.el.getBoundingClientRect = () => ({ width: 1140, height: 60, left: 0, top: 0, right: 1140, bottom: 60, x: 0, y: 0, toJSON: () => ({}) });
+      observed.forEach(cb => cb());
+      expect(svg.getAttribute('width')).toBe('1140');
+    } finally {
+      vi.unstubAllGlobals();
+    }
   });
 });
