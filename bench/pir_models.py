@@ -158,7 +158,7 @@ def time_runs(model: KernelcoreModel, server: PredictorServer, name: str, n: int
 
 
 def ms(ts) -> str:
-    return f"{min(ts) * 1e3:.1f}/{statistics.median(ts) * 1e3:.1f}"
+    return ms_pair([t * 1e3 for t in ts])
 
 
 def main() -> None:
@@ -240,7 +240,8 @@ def print_table(rows: list[dict], info: dict) -> None:
 
 
 def ms_pair(values_ms) -> str:
-    return f"{min(values_ms):.1f}/{statistics.median(values_ms):.1f}"
+    """best/median, two decimals below 10 ms (a small program's run is a fraction of a millisecond)."""
+    return "/".join(f"{v:.2f}" if v < 10 else f"{v:.1f}" for v in (min(values_ms), statistics.median(values_ms)))
 
 
 def target_lines(rows: list[dict]) -> list[str]:
