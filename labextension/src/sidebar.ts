@@ -125,6 +125,8 @@ export class KernelcoreSidebar extends Widget {
   private _reply: HTMLElement;
   private _stack: HTMLElement;
   private _vars: HTMLElement;
+  /** what the Variables list is narrowed to (part of a name, any case); kept across re-renders */
+  private _varFilter: HTMLInputElement;
   private _prov: HTMLElement;
   /** The session the panels show, and a count of its changes (provenance replies from an older one are dropped). */
   private _sessionId: number | null = null;
@@ -176,6 +178,11 @@ export class KernelcoreSidebar extends Widget {
     this._reply = h('div', { cls: 'jp-Kernelcore-reply' });
     this._stack = h('div', { cls: 'jp-Kernelcore-callstack' });
     this._vars = h('div', { cls: 'jp-Kernelcore-variables' });
+    this._varFilter = h('input', {
+      cls: 'jp-Kernelcore-varFilter',
+      attrs: { type: 'search', placeholder: 'filter variables', 'aria-label': 'filter variables' }
+    });
+    this._varFilter.addEventListener('input', () => this._applyVarFilter());
     this._prov = h('div', { cls: 'jp-Kernelcore-provenance' });
     this._bps = h('div', { cls: 'jp-Kernelcore-breakpoints' });
     this._hits = h('div', { cls: 'jp-Kernelcore-hits' });
@@ -226,7 +233,7 @@ export class KernelcoreSidebar extends Widget {
       this._reason,
       this._reply,
       section('Callstack', this._stack),
-      section('Variables', this._vars),
+      section('Variables', this._vars, [this._varFilter]),
       section('Provenance', this._prov),
       section('Breakpoints', this._bps, [adders]),
       section('Hits', this._hits),
@@ -323,6 +330,28 @@ export class KernelcoreSidebar extends Widget {
       }
       this._vars.appendChild(box);
     }
+    this._applyVarFilter();
+  }
+
+  /**
+   * Shows only the variables whose name holds the filter's text (any case), and only the scopes with one
+   * of them; a scope with a match opens. An empty filter shows every variable and leaves the scopes as
+   * they were drawn.
+   */
+  private _applyVarFilter(): void {
+    const want = this._varFilter.value.trim().toLowerCase();
+    this._vars.querySelectorAll<HTMLDetailsElement>('details.jp-Kernelcore-scopeVars').forEach(box => {
+      let shown = 0;
+      box.querySelectorAll<HTMLElement>('.jp-Kernelcore-var').forEach(row => {
+        const hit = !want || (row.dataset.name ?? '').toLowerCase().includes(want);
+        row.classList.toggle('jp-Kernelcore-hidden', !hit);
+        shown += hit ? 1 : 0;
+      });
+      box.classList.toggle('jp-Kernelcore-hidden', !!want && shown === 0);
+      if (want && shown > 0) {
+        box.open = true;
+      }
+    });
   }
 
   /**

@@ -129,6 +129,30 @@ describe('debugger sidebar', () => {
     expect(sb.node.querySelectorAll('.jp-Kernelcore-hit').length).toBe(s.hits.length);
   });
 
+  it('filters the Variables list by part of a name, across re-renders', () => {
+    const { kernel, sb } = sidebar();
+    const last = STATES[STATES.length - 1];
+    kernel.comm.deliver(last);
+    const all = last.state.session!.variables.flatMap(sc => sc.vars.map(v => v.name));
+    const name = all.find(n => all.filter(m => m.toLowerCase().includes(n.toLowerCase())).length < all.length)!;
+    const want = all.filter(n => n.toLowerCase().includes(name.toLowerCase()));
+    const visible = () =>
+      [...sb.node.querySelectorAll<HTMLElement>('.jp-Kernelcore-var')]
+        .filter(r => !r.classList.contains('jp-Kernelcore-hidden') && !r.closest('details')!.classList.contains('jp-Kernelcore-hidden'))
+        .map(r => r.dataset.name);
+    expect(visible().length).toBe(all.length);
+    const filter = sb.node.querySelector('input.jp-Kernelcore-varFilter') as HTMLInputElement;
+    filter.value = name.toUpperCase();
+    filter.dispatchEvent(new Event('input'));
+    expect(visible().sort()).toEqual([...want].sort());
+    expect(want.length).toBeLessThan(all.length);
+    kernel.comm.deliver(last); // a new state keeps the filter
+    expect(visible().sort()).toEqual([...want].sort());
+    filter.value = '';
+    filter.dispatchEvent(new Event('input'));
+    expect(visible().length).toBe(all.length);
+  });
+
   it('every control sends its command; a variable click asks for provenance, whose links move the cursor', async () => {
     const { kernel, sb } = sidebar();
     for (const [cmd] of MOVES) {
