@@ -143,3 +143,30 @@ def pytest_runtest_makereport(item, call):
     setattr(item, f"rep_{rep.when}", rep)
 
 
+
+
+PADDLE_PY = ROOT / ".venv-paddle" / "bin" / "python"
+PADDLE_KERNEL = "kernelcore-paddle"
+
+
+@pytest.fixture(scope="session")
+def paddle_kernel(lab):
+    """A kernelspec in the test Lab's own data dir whose kernel runs in .venv-paddle (Paddle 3 and kernelcore's
+    runtime and widget dependencies, installed there by `./dev test`) with this checkout on its path; its name."""
+    if not PADDLE_PY.is_file():
+        pytest.skip(f"{PADDLE_PY} is missing: `./dev test` sets up the Paddle environment")
+    probe = subprocess.run([str(PADDLE_PY), "-c", "import paddle, ipykernel, anywidget, ipywidgets"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"{PADDLE_PY} lacks a kernel's packages (`./dev test` installs them): {probe.stderr[-300:]}")
+    spec_dir = lab.root.parent / "data" / "kernels" / PADDLE_KERNEL  # the lab fixture's JUPYTER_PATH entry
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [str(PADDLE_PY), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (Paddle + kernelcore)", "language": "python",
+        # kernelcore_widgets is a top-level package of the wheel; in the checkout it sits under widgets/
+        "env": {"PYTHONPATH": os.pathsep.join((str(ROOT), str(ROOT / "widgets"))), "PYTHONUNBUFFERED": "1"}}))
+    status, specs = lab.get("api/kernelspecs")
+    if status != 200 or PADDLE_KERNEL not in specs.get("kernelspecs", {}):
+        pytest.fail(f"the Lab does not list the {PADDLE_KERNEL} kernelspec written to {spec_dir}: {status} {specs}")
+    return PADDLE_KERNEL
