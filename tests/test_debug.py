@@ -166,8 +166,10 @@ def test_next_steps_over_the_recurrent_op_and_finish_leaves_a_step_block():
     assert s.finished  # the program's only op ran whole
     s, _, _ = start_rnn()
     s.step()
-    s.finish()
-    assert s.finished
+    s.finish()  # to the end of timestep 0's block
+    assert s.position.innermost.at_end and s.timestep == 0
+    s.finish()  # out of it: before timestep 1
+    assert s.timestep == 1 and s.position.innermost.op == 0
 
 
 def test_write_breakpoint_inside_a_timestep_names_the_timestep():

@@ -23,7 +23,8 @@ def test_finish_then_back_shows_the_cursor_timestep():
     d.step()
     d.step_timestep()
     assert d.timestep == 1
-    d.finish()  # leaves the loop
+    while sess.position.depth > 1:
+        d.finish()  # to the end of this timestep, then out of it; after the last one, out of the loop
     d.back()  # the end of the last timestep, rebuilt
     assert d.timestep == T - 1 == sess.timestep and d.mode == "replay"
     assert by_role(d.step_scope)["h_new"]["preview"]["sample"] == sample_of(hs[T - 1])

@@ -24,6 +24,7 @@ from ..errors import KernelcoreError, OpRunError, ProgramError, UnknownNameError
 from ..runtime.executor import ExecContext, Executor
 from ..runtime.place import CPUPlace, to_host
 from ..ir.program import Program
+from ..ops.rnn import CellStep
 from ..runtime.scope import Scope, global_scope
 from .trace import Trace
 from ..runtime.values import nonfinite
@@ -74,6 +75,7 @@ class Frame(NamedTuple):  # a NamedTuple, not a frozen dataclass: one is made pe
     op_type: str
     timestep: int | None  # the timestep this block runs for (None outside loops)
     scope: int
+    detail: str | None = None  # which pass of a kernel's own steps: the fused rnn's "layer 1 bwd"
 
     @property
     def at_end(self) -> bool:
@@ -81,13 +83,15 @@ class Frame(NamedTuple):  # a NamedTuple, not a frozen dataclass: one is made pe
 
     def to_json(self) -> dict:
         return {"block": self.block, "op": self.op, "op_type": self.op_type, "timestep": self.timestep,
-                "scope": self.scope, "end": self.at_end}
+                "scope": self.scope, "end": self.at_end, "detail": self.detail}
 
     def __str__(self) -> str:
-        t = f" t={self.timestep}" if self.timestep is not None else ""
-        if self.at_end:
-            return f"block {self.block} end{t}"
-        return f"block {self.block} op #{self.op} {self.op_type}{t}"
+        return frame_text(self.block, self.op, self.op_type, self.timestep, self.detail)
+
+    __repr__ = __str__  # a frame shown as a cell's value reads as the sidebar shows it
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(str(self))
 
 
 class Position(NamedTuple):  # one is made at every pause
@@ -116,6 +120,21 @@ class Position(NamedTuple):  # one is made at every pause
     def __str__(self) -> str:
         return " > ".join(map(str, self.frames)) if self.frames else "end of the run"
 
+    __repr__ = __str__  # `sess.position` as a cell's value: the text the sidebar and widgets show
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(str(self))
+
+
+def frame_text(block: int, op: int, op_type: str, timestep: int | None = None, detail: str | None = None) -> str:
+    """The one way a place in a run is written (sidebar, widgets, reprs, stop reasons): block, op, the
+    pass of a kernel's own steps, timestep ("block 0 op #3 lstm_cell layer 1 fwd t=0")."""
+    t = f" t={timestep}" if timestep is not None else ""
+    if op_type == END_OF_BLOCK:
+        return f"block {block} end{t}"
+    d = f" {detail}" if detail else ""
+    return f"block {block} op #{op} {op_type}{d}{t}"
+
 
 _tuple_new = tuple.__new__  # builds a NamedTuple from its fields without its Python-level __new__
 
@@ -127,12 +146,19 @@ def _position(ctx: ExecContext | None) -> Position:
         op = ctx.op
         if op is None:
             n = len(ctx.program.desc.blocks[ctx.block].ops)
-            frames.append(_tuple_new(Frame, (ctx.block, n, END_OF_BLOCK, ctx.timestep, ctx.scope.id)))
+            frames.append(_tuple_new(Frame, (ctx.block, n, END_OF_BLOCK, ctx.timestep, ctx.scope.id, None)))
         else:
-            frames.append(_tuple_new(Frame, (ctx.block, op.idx, op.type, ctx.timestep, ctx.scope.id)))
+            detail = op.detail if type(op) is CellStep else None
+            frames.append(_tuple_new(Frame, (ctx.block, op.idx, op.type, ctx.timestep, ctx.scope.id, detail)))
         ctx = ctx.parent
     frames.reverse()
     return _tuple_new(Position, (tuple(frames),))
+
+
+def _block_run(frame: Frame) -> tuple:
+    """What tells one run of a block from the next: a loop runs its block once per timestep, each in its own
+    step scope (a while may reuse one scope: its timestep still differs)."""
+    return frame.block, frame.scope, frame.timestep
 
 
 class Pause(NamedTuple):
@@ -913,9 +939,21 @@ class DebugSession:
         return self._forward(lambda p: p.depth <= d, "next")
 
     def finish(self) -> DebugSession:
-        """Run to the end of the current sub-block; stop at the next op of the enclosing block."""
-        d = self.position.depth
-        return self._forward(lambda p: p.depth < d, "finish")
+        """Run to the end of this run of the current block, as a debugger's "finish" leaves only its frame: a
+        loop's timestep stops at that timestep's end (its results still there), before the next timestep; a
+        sub-block at its end. From a block's end (or from a step with no end of its own: a fused rnn op's
+        cell), stop at the next pause outside it: the next timestep's first op, or the enclosing block."""
+        frames = self.position.frames
+        d = len(frames)
+        if d == 0:
+            return self._forward(lambda p: False, "finish")
+        here = _block_run(frames[-1])
+
+        def done(p: Position) -> bool:
+            if p.depth < d or _block_run(p.frames[d - 1]) != here:
+                return True  # this block's run is over: the next timestep, or back in the enclosing block
+            return p.depth == d and p.frames[-1].at_end
+        return self._forward(done, "finish")
 
     def step_timestep(self) -> DebugSession:
         """Run to the start of the next timestep of the innermost recurrent/while op (from a recurrent op's
@@ -1047,7 +1085,20 @@ class DebugSession:
         i = next((i for i, p in enumerate(self._pauses) if p.index >= k), None)
         if i is None:
             raise KernelcoreError(f"no pause follows event {k} yet")
-        return self._to(i, f"after event {k}")
+        return self._to(i, f"after {self._event_text(k)} (event {k})")
+
+    def _event_text(self, k: int) -> str:
+        """Event k's op as a position is written: the frame of the pause before it when that pause was before
+        this op (it knows a fused rnn step's pass), else the event's own fields."""
+        ev = self.trace.events[k]
+        if ev.kind != "op_run":
+            return ev.kind
+        j = bisect.bisect_left([p.index for p in self._pauses], k) - 1
+        inner = self._pauses[j].position.innermost if j >= 0 else None
+        if inner is not None and (inner.block, inner.op, inner.op_type, inner.timestep) == \
+                (ev.block, ev.op, ev.op_type, ev.timestep):
+            return str(inner)
+        return frame_text(ev.block, ev.op, ev.op_type, ev.timestep)
 
     def present(self) -> DebugSession:
         """Move the cursor back to the present (where the run waits)."""

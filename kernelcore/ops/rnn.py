@@ -121,10 +121,11 @@ class CellStep:
     """How one timestep of an rnn op shows itself to the debugger and the trace: the fields of a prepared op
     that pauses and op_run events read. Its block and index are the rnn op's (it has no block of its own)."""
 
-    __slots__ = ("type", "block", "idx", "kernel_name", "in_names", "out_names", "in_pairs", "out_pairs")
+    __slots__ = ("type", "block", "idx", "kernel_name", "in_names", "out_names", "in_pairs", "out_pairs", "detail")
 
     def __init__(self, op, mode: str, masked: bool, place_kind: str):
         self.type, self.block, self.idx = CELL_TYPES[mode], op.block, op.idx
+        self.detail = None  # the pass running now ("layer 1 bwd"): a position names it, as layers repeat t
         self.kernel_name = f"rnn.{self.type}[{place_kind}]"
         lstm = mode == "LSTM"
         ins = [("XProj", "x_proj"), ("HPrev", "h_prev")] + ([("CPrev", "c_prev")] if lstm else []) + \
@@ -391,6 +392,7 @@ def rnn(ctx, ins, attrs):
                     continue
                 scale_shift = (lstm_gate_scale(xp, dt, H), lstm_gate_shift(xp, dt, H)) if lstm else None
                 what = f"rnn step (layer {layer}, {'backward' if di else 'forward'})"
+                step.detail = f"layer {layer} {'bwd' if di else 'fwd'}"
                 kept_pass = [None] * T if reserve is not None else None
                 prev = None
                 for i in range(T):
