@@ -6,11 +6,37 @@ ValueError) so generic handlers keep working.
 """
 from __future__ import annotations
 
+import os
+import traceback
+
 from .text_safety import NAME_CHARS_SHOWN, quote_name, short_name
+
+# IPython shows a KernelcoreError without kernelcore's own frames (see KernelcoreError._render_traceback_);
+# True shows the whole traceback again, for working on kernelcore itself
+SHOW_INTERNAL_FRAMES = False
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_IPYTHON_RUNNER = os.path.join("IPython", "core", "interactiveshell.py")  # the frame that exec()s a cell
 
 
 class KernelcoreError(Exception):
     """Base of every error kernelcore raises on purpose."""
+
+    def _render_traceback_(self) -> list[str]:
+        """The traceback IPython shows for this error (it asks an exception for this before formatting one
+        itself): the caller's frames, then the message. Kernelcore's own frames are left out: they only say
+        where a check sits, and pushed the one line that says what is wrong below three or four of them."""
+        return short_traceback(self)
+
+
+def short_traceback(error: BaseException) -> list[str]:
+    """`error`'s traceback as lines, without the frames inside kernelcore (and IPython's cell runner)."""
+    if SHOW_INTERNAL_FRAMES:
+        return [line.rstrip("\n") for line in traceback.format_exception(type(error), error, error.__traceback__)]
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not f.filename.startswith(_PACKAGE_DIR) and not f.filename.endswith(_IPYTHON_RUNNER)]
+    lines = ["Traceback (most recent call last, kernelcore's own frames left out):"] if frames else []
+    lines += [entry.rstrip("\n") for entry in traceback.format_list(frames)]
+    return lines + [f"{type(error).__name__}: {error}"]
 
 
 class ProgramError(KernelcoreError, ValueError):

@@ -5,6 +5,7 @@ import pathlib
 
 import anywidget
 
+from .kernel_targets import pin_to_main_shell
 from .requests import MAX_ERROR, brief, error_text
 
 STATIC = pathlib.Path(__file__).parent / "static"
@@ -47,6 +48,10 @@ class KCWidget(anywidget.AnyWidget):
             else:
                 setattr(self, key, "")
         super().__init__(**kw)
+        # JupyterLab sends a widget's messages over a kernel subshell and deletes that subshell when the comm
+        # reconnects: the messages still queued there were lost, and asyncio printed "Task was destroyed but
+        # it is pending!" under the next cell. On the main shell they run in order with the cells instead.
+        pin_to_main_shell(getattr(self, "comm", None))
         self.on_msg(self._on_custom_msg)
 
     def _on_custom_msg(self, _widget, content, _buffers) -> None:

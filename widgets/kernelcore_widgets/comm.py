@@ -28,7 +28,7 @@ from kernelcore.observe.debug import active_session, session_hooks
 
 from kernelcore.runtime.place import place_of
 
-from .kernel_targets import register_target
+from .kernel_targets import pin_to_main_shell, register_target
 from .requests import (MAX_INT, MAX_NAME, MAX_STR, NameTaken, RequestError, bool_arg, brief, choice_arg, error_text,
                        int_arg, int_list_arg, num_arg, opt_int_arg, opt_str_arg, str_arg)
 from .schema import value_preview
@@ -352,26 +352,6 @@ _open_comms: list = []  # (comm, channel): kept alive while open
 def _on_new_session(_sess) -> None:
     for ch in list(_channels):
         ch.push()
-
-
-def pin_to_main_shell(comm, when: Callable[[dict], bool] | None = None) -> None:
-    """Have the kernel run `comm`'s messages from the browser (those `when(data)` accepts; all by default) on
-    its main shell, in order with the cells.
-
-    JupyterLab 4.6 sends comm messages over kernel subshells (one per comm target), and ipykernel 7 routes a
-    comm's messages to the subshell that last sent on that comm (`_reply_subshell_for`): a breakpoint added
-    from a ProgramGraph widget's handler, or a subshell JupyterLab deleted when the comm reconnected, left the
-    sidebar's next request waiting forever. And a debug session is a generator that cells drive too: one
-    thread must drive it. A no-op with kernels that have no such routing."""
-    route = getattr(comm, "_reply_subshell_for", None)
-    if route is None:
-        return
-
-    def main_shell(data, default, route=route):
-        if when is None or when(data):
-            return None  # the main shell
-        return route(data, default)
-    comm._reply_subshell_for = main_shell
 
 
 def _open(comm, open_msg) -> None:

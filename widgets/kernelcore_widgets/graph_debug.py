@@ -63,7 +63,7 @@ class DebugActionsState(t.HasTraits):
         """`drives(data)`: the widget's other messages that move the session (besides "debug")."""
         self._session_fn = session_fn
         # the debug actions drive the session: on the main shell, in order with the cells and the sidebar
-        # (selecting nodes stays on the widgets' subshell, answered while a cell runs)
+        # (every KCWidget's messages go there already; this keeps them there whatever the base does)
         when = is_debug_message if drives is None else (lambda data: is_debug_message(data) or drives(data))
         pin_to_main_shell(getattr(self, "comm", None), when)
         self._say_debug()

@@ -1,6 +1,9 @@
-"""Registering a comm target in the running IPython kernel: the one place that knows how (the debugger's and the
-program parts' targets both go through it)."""
+"""Registering a comm target in the running IPython kernel, and running a comm's messages on the kernel's main
+shell: the one place that knows how (the debugger's and the program parts' targets, and every widget, go
+through it)."""
 from __future__ import annotations
+
+from typing import Callable
 
 _registered: set[str] = set()
 
@@ -21,3 +24,23 @@ def register_target(target: str, opener) -> bool:
         return False
     _registered.add(target)
     return True
+
+
+def pin_to_main_shell(comm, when: Callable[[dict], bool] | None = None) -> None:
+    """Have the kernel run `comm`'s messages from the browser (those `when(data)` accepts; all by default) on
+    its main shell, in order with the cells.
+
+    JupyterLab 4.6 sends comm messages over kernel subshells (one per comm target), and ipykernel 7 routes a
+    comm's messages to the subshell that last sent on that comm (`_reply_subshell_for`): a breakpoint added
+    from a ProgramGraph widget's handler, or a subshell JupyterLab deleted when the comm reconnected, left the
+    sidebar's next request waiting forever. And a debug session is a generator that cells drive too: one
+    thread must drive it. A no-op with kernels that have no such routing."""
+    route = getattr(comm, "_reply_subshell_for", None)
+    if route is None:
+        return
+
+    def main_shell(data, default, route=route):
+        if when is None or when(data):
+            return None  # the main shell
+        return route(data, default)
+    comm._reply_subshell_for = main_shell
