@@ -11,7 +11,7 @@ from lab_helpers import shot
 
 LAYERS = 60
 SETUP = f"""import kernelcore as kc
-from kernelcore import op_reads
+from kernelcore.ir import op_reads
 from kernelcore_widgets import ProgramGraph
 op_reads.LAZY_ABOVE = 200   # this {LAYERS * 8}-op program is sent in parts, as a 50,000-op one is
 L = kc.layers

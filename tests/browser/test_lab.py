@@ -168,6 +168,9 @@ def test_program_graph_has_one_node_per_op_and_var_and_a_click_shows_details(pag
         assert len(ops) == n_ops and len(names) == n_vars
     widget = code_cell(page, widget_cells(cells)[0]).locator(".jp-Kernelcore-ProgramGraph").first
     shot(widget, "program_graph_widget")
+    # the graph opens at its first ops at a legible zoom: the search brings the last op into view
+    widget.locator("input.jp-Kernelcore-search").fill("softmax")
+    widget.locator("input.jp-Kernelcore-search").press("Enter")
     softmax = widget.locator("svg g.node.jp-Kernelcore-op", has_text="softmax")
     softmax.click()
     details = widget.locator(".jp-Kernelcore-details")
