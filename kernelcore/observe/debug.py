@@ -1112,7 +1112,8 @@ class DebugSession:
     def break_on(self, op_type: str | None = None, *, block: int | None = None, op: int | None = None,
                  write: str | None = None, nan: bool = False) -> Breakpoint:
         """Stop before an op of a type, before op #op of a block, after a write to a variable,
-        or after the first op that produces NaN/Inf."""
+        or after the first op that produces NaN/Inf. Asking for a breakpoint the session has gives that one back
+        (enabled)."""
         if sum(x is not None for x in (op_type, write)) + (op is not None) + nan != 1:
             raise ValueError("give exactly one of op_type=, (block=, op=), write= or nan=True")
         if op_type is not None:
@@ -1124,6 +1125,12 @@ class DebugSession:
             bp.block = 0
         if op is not None:
             self._check_op_exists(bp.block, op)
+        for old in self.breakpoints:  # "Break here" twice is one breakpoint: the same one, enabled again
+            if (old.op_type, old.block, old.op, old.write, old.nan) == (bp.op_type, bp.block, bp.op, bp.write, bp.nan):
+                if not old.enabled:
+                    old.enabled = True
+                    self._notify()
+                return old
         self.breakpoints.append(bp)
         self._notify()
         return bp
