@@ -54,13 +54,27 @@ def outputs(client, seconds: float) -> tuple[list[str], list[str]]:
     return texts, comms
 
 
-def execute(client, code: str, subshell: str | None = None) -> None:
+def execute(client, code: str, subshell: str | None = None) -> str:
+    """Send `code` to run (on `subshell`, else the main shell); its message id."""
     msg = client.session.msg("execute_request", {"code": code, "silent": False, "store_history": False,
                                                  "user_expressions": {}, "allow_stdin": False,
                                                  "stop_on_error": True})
     if subshell is not None:
         msg["header"]["subshell_id"] = subshell
     client.shell_channel.send(msg)
+    return msg["header"]["msg_id"]
+
+
+def wait_for_reply(client, msg_id: str, seconds: float = 30) -> None:
+    """Wait for the shell's reply to `msg_id`, setting aside the replies to others."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            if client.get_shell_msg(timeout=0.1)["parent_header"].get("msg_id") == msg_id:
+                return
+        except queue.Empty:
+            continue
+    raise TimeoutError(f"no reply to {msg_id} in {seconds} s")
 
 
 def test_widget_messages_on_a_subshell_jupyterlab_deletes_leave_no_asyncio_warning(kernel):  # noqa: F811
@@ -75,11 +89,13 @@ def test_widget_messages_on_a_subshell_jupyterlab_deletes_leave_no_asyncio_warni
         got, comms = outputs(kernel, 1.0)
         texts += got
         widget = comms[-1]  # the last comm opened: the widget (anywidget opens its layout's first)
-        execute(kernel, "import time; time.sleep(1)", sub)  # the subshell is busy: the view's messages queue
-        for _ in range(20):
+        busy = execute(kernel, "import time; time.sleep(1)", sub)  # the subshell is busy: the view's messages
+        for _ in range(20):                                          # would queue behind it there
             msg = kernel.session.msg("comm_msg", {"comm_id": widget, "data": {"method": "custom", "content": data}})
             msg["header"]["subshell_id"] = sub
             kernel.shell_channel.send(msg)
+        # JupyterLab deletes an idle subshell: deleting one still running a cell drops that cell's own task
+        wait_for_reply(kernel, busy)
         assert control(kernel, "delete_subshell_request", {"subshell_id": sub})["status"] == "ok"
         texts += outputs(kernel, 0.5)[0]
     execute(kernel, "import gc; gc.collect()")  # a pending task left behind is reported when collected
