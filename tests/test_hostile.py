@@ -15,7 +15,7 @@ from kernelcore import cli
 from kernelcore.view import display
 from kernelcore.formats import paddle_files as kio
 from kernelcore.ops import control_flow
-from kernelcore.ir.program import MAX_BLOCKS, MAX_NESTING_DEPTH
+from kernelcore.ir.structure import MAX_BLOCKS, MAX_NESTING_DEPTH
 from kernelcore.ir.proto import framework_pb2 as pb
 from kernelcore.view.notebook import program_bundle
 

@@ -79,3 +79,16 @@ FLOATS = frozenset({VT.FP16, VT.FP32, VT.FP64, VT.BF16})
 
 # The variable types that hold tensors (a program's data, as opposed to feed/fetch lists, step scopes, readers)
 TENSOR_TYPES = frozenset({pb.VarType.LOD_TENSOR, pb.VarType.SELECTED_ROWS, pb.VarType.LOD_TENSOR_ARRAY})
+
+
+def tensor_desc(var_desc: pb.VarDesc):
+    """The TensorDesc (dims, data type) a VarDesc declares, or None for a type that holds no tensor or one
+    declared without it."""
+    t = var_desc.type
+    if t.type == pb.VarType.LOD_TENSOR:
+        return t.lod_tensor.tensor if t.HasField("lod_tensor") else None
+    if t.type == pb.VarType.LOD_TENSOR_ARRAY:
+        return t.tensor_array.tensor if t.HasField("tensor_array") else None
+    if t.type == pb.VarType.SELECTED_ROWS:
+        return t.selected_rows if t.HasField("selected_rows") else None
+    return None

@@ -1,35 +1,28 @@
 """Program, Block, Variable and Operator: thin views over the protobuf descs.
 
 The ProgramDesc message is the only state; the Python objects read and write
-it (seed 001's SymbolTable: create vars and ops, find a var through the parent
-blocks, unique names). Ops are validated against their OpProto when appended,
-and their outputs' shapes and dtypes are inferred then.
+it (create vars and ops, find a var through the parent blocks, unique names).
+Ops are validated against their OpProto when appended, and their outputs'
+shapes and dtypes are inferred then. The structure checks live in structure.py,
+the text form in program_text.py, parsing bytes in program_bytes.py.
 """
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import contextvars
-import warnings
-from typing import Iterable, Iterator
-
-from google.protobuf.descriptor import FieldDescriptor
-from google.protobuf.message import DecodeError
-
+from typing import Iterator
 
 from . import attrs as attrlib
-from . import dtypes, op_reads
-from ..errors import AttrError, KernelcoreError, LoadError, OpValidationError, ProgramError
+from . import dtypes
+from ..errors import OpValidationError, ProgramError
+from .program_bytes import parse_program_desc
+from .program_text import op_text, program_text, var_text
 from .proto import framework_pb2 as pb
-from .proto.wire_twin import parse_checked
-from .registry import COMMON_ATTRS, get_op_def
-from ..text_safety import safe_name
-from .support import UnsupportedOpsWarning, describe, unsupported_ops
+from .registry import get_op_def
+from .structure import check_structure  # noqa: F401  - the executor and prune check built programs with it
 
 VT = pb.VarType
 A = pb.AttrType
-# Attributes left out of the text form: long and machine-specific.
-HIDDEN_IN_TEXT = frozenset({"op_callstack", "op_namescope", "op_device", "with_quant_attr"})
 
 
 # ---------------------------------------------------------------------------
@@ -49,14 +42,7 @@ class Variable:
 
     @property
     def _tensor(self):
-        t = self.desc.type
-        if t.type == VT.LOD_TENSOR:
-            return t.lod_tensor.tensor if t.HasField("lod_tensor") else None
-        if t.type == VT.LOD_TENSOR_ARRAY:
-            return t.tensor_array.tensor if t.HasField("tensor_array") else None
-        if t.type == VT.SELECTED_ROWS:
-            return t.selected_rows if t.HasField("selected_rows") else None
-        return None
+        return dtypes.tensor_desc(self.desc)
 
     @property
     def shape(self) -> tuple[int, ...] | None:
@@ -551,207 +537,6 @@ class Program:
         return f"<Program blocks={len(self.desc.blocks)} ops={nops}>"
 
 
-# Structural limits (docs/ENGINEERING.md, "Limits and guarantees"). Paddle's own programs nest a few blocks
-# deep and hold at most a few hundred; the limits only stop hostile files before a walk or a run meets them.
-MAX_BLOCKS = 65_536
-MAX_NESTING_DEPTH = 100  # both the parent chain and the chain of ops running blocks that run blocks
-
-
-def block_refs(op_desc) -> list[tuple[str, int]]:
-    """(attribute name, block index) of each block an op's BLOCK/BLOCKS attributes name."""
-    out = []
-    for a in op_desc.attrs:
-        if a.type == A.BLOCK:
-            out.append((a.name, a.block_idx))
-        elif a.type == A.BLOCKS:
-            out.extend((a.name, j) for j in a.blocks_idx)
-    return out
-
-
-def check_structure(desc: pb.ProgramDesc, source: str = "program", error=LoadError, attr_types=None) -> None:
-    """Reject a ProgramDesc whose blocks do not form a tree, name blocks that are absent, nest deeper than
-    MAX_NESTING_DEPTH, number more than MAX_BLOCKS, run each other in a cycle (an op running its own
-    block, or 1 -> 2 -> 1), or give a block attribute (sub_block) of a known op another attribute type.
-
-    Linear in the program's size and without recursion; `error` is the exception type raised (LoadError
-    for files, ProgramError for programs built in Python). `attr_types` (per block, per op: its attributes'
-    types, as op_reads.attr_types reads them from a file's twin parse): the attributes of an op are looked
-    at only where a block attribute may be (an op type that takes one, or a BLOCK/BLOCKS type among them),
-    instead of every attribute of every op."""
-    n = len(desc.blocks)
-    if n == 0:
-        raise error(f"{source}: the program has no blocks")
-    if n > MAX_BLOCKS:
-        raise error(f"{source}: the program has {n} blocks; kernelcore accepts at most {MAX_BLOCKS}")
-    depth = [0] * n
-    runs: list[list[int]] = [[] for _ in range(n)]  # block -> the blocks its ops run
-    for i, b in enumerate(desc.blocks):
-        if b.idx != i:
-            raise error(f"{source}: block at position {i} says its idx is {b.idx}")
-        if i == 0 and b.parent_idx != -1:
-            raise error(f"{source}: block 0 must have parent -1, has {b.parent_idx}")
-        if i > 0:
-            if not 0 <= b.parent_idx < i:
-                raise error(f"{source}: block {i} has parent {b.parent_idx}; a parent must be an earlier block")
-            depth[i] = depth[b.parent_idx] + 1
-            if depth[i] > MAX_NESTING_DEPTH:
-                raise error(f"{source}: block {i} is nested {depth[i]} blocks deep; kernelcore accepts at most "
-                            f"{MAX_NESTING_DEPTH}")
-        block_attrs_of: dict[str, dict] = {}  # op type -> its block attributes' names -> their type
-        types_of = attr_types[i] if attr_types is not None else None
-        for k, op in enumerate(b.ops):
-            must = block_attrs_of.get(op.type)
-            if must is None:
-                must = block_attrs_of[op.type] = _block_attr_types(op.type)
-            if types_of is not None and not must:
-                ts = types_of[k]
-                if _A_BLOCK not in ts and _A_BLOCKS not in ts:
-                    continue  # nothing here names a block, nor must
-            for a in op.attrs:
-                name = a.name
-                t = a.type
-                if t == _A_BLOCK:
-                    idxs = [a.block_idx]
-                elif t == _A_BLOCKS:
-                    idxs = list(a.blocks_idx)
-                else:
-                    if must and name in must:
-                        # a known op's block attribute stored as another type (an INT 0 would run block 0)
-                        raise error(f"{source}: op {op.type!r} (block {i}, op #{k}) attribute {name!r} must be "
-                                    f"of type {attrlib.type_name(must[name])}, got {attrlib.type_name(t)}")
-                    continue
-                for j in idxs:
-                    if not 0 < j < n:
-                        raise error(f"{source}: op {op.type!r} (block {i}, op #{k}) attribute "
-                                    f"{a.name!r} names block {j}, but the program has {n} blocks")
-                    if j == i:
-                        raise error(f"{source}: op {op.type!r} (block {i}, op #{k}) attribute {a.name!r} "
-                                    f"runs block {i}, the block that holds the op: it would run itself forever")
-                    runs[i].append(j)
-    _check_run_graph(desc, runs, source, error)
-
-
-_A_BLOCK, _A_BLOCKS = attrlib.T_BLOCK, attrlib.T_BLOCKS
-
-
-def _block_attr_types(op_type: str) -> dict:
-    """The attributes a known op type takes as blocks (name -> BLOCK or BLOCKS); {} for an unknown type
-    (the executor reports it when it meets the op)."""
-    try:
-        op_def = get_op_def(op_type)
-    except KernelcoreError:
-        return {}
-    specs = {**COMMON_ATTRS, **op_def.attrs}  # as OpDef.attr_spec: the op's own first
-    return {n: s.type for n, s in specs.items() if s.type in (_A_BLOCK, _A_BLOCKS)}
-
-
-def _check_run_graph(desc, runs: list[list[int]], source: str, error) -> None:
-    """No cycle among 'an op of block i runs block j', and no chain of such runs longer than
-    MAX_NESTING_DEPTH (Kahn's algorithm: linear, iterative)."""
-    n = len(runs)
-    indeg = [0] * n
-    for js in runs:
-        for j in js:
-            indeg[j] += 1
-    ready = [b for b in range(n) if indeg[b] == 0]
-    chain = [0] * n
-    done = 0
-    while ready:
-        b = ready.pop()
-        done += 1
-        for j in runs[b]:
-            if chain[b] + 1 > chain[j]:
-                chain[j] = chain[b] + 1
-                if chain[j] > MAX_NESTING_DEPTH:
-                    raise error(f"{source}: block {j} is run through a chain of {chain[j]} ops that run "
-                                f"blocks; kernelcore accepts at most {MAX_NESTING_DEPTH}")
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                ready.append(j)
-    if done < n:
-        cyc = _one_cycle(runs, [b for b in range(n) if indeg[b] > 0])
-        where = []
-        for b, j in zip(cyc, cyc[1:]):
-            k, op = next((k, op) for k, op in enumerate(desc.blocks[b].ops)
-                         if any(x == j for _, x in block_refs(op)))
-            where.append(f"op {op.type!r} (block {b}, op #{k}) runs block {j}")
-        raise error(f"{source}: blocks run each other in a cycle ({' -> '.join(map(str, cyc))}): "
-                    f"{'; '.join(where)}")
-
-
-def _one_cycle(runs, left: list[int]) -> list[int]:
-    """A cycle among the blocks Kahn's algorithm could not order, as [b0, b1, ..., b0]. Each of them has
-    a predecessor among them, so walking predecessors must come back to a block already seen."""
-    inside = set(left)
-    pred = {}
-    for b in left:
-        for j in runs[b]:
-            if j in inside:
-                pred.setdefault(j, b)
-    b, seen, path = left[0], {}, []
-    while b not in seen:
-        seen[b] = len(path)
-        path.append(b)
-        b = pred[b]
-    cyc = path[seen[b]:] + [b]
-    cyc.reverse()
-    return cyc
-
-
-# ---------------------------------------------------------------------------
-# The deterministic text form: what print(program) shows and tests compare.
-def var_text(d: pb.VarDesc) -> str:
-    t = d.type
-    kind = VT.Type.Name(t.type) if t.type in VT.Type.values() else str(t.type)
-    v = Variable.__new__(Variable)
-    v.desc = d
-    td = v._tensor
-    if td is not None:
-        dims = ", ".join(str(x) for x in td.dims)
-        body = f"{dtypes.type_name(td.data_type)}[{dims}]"
-        if kind != "LOD_TENSOR":
-            body = f"{kind}<{body}>"
-    else:
-        body = kind
-    flags = [f for f, on in (("persistable", d.persistable), ("parameter", d.is_parameter),
-                             ("stop_gradient", d.stop_gradient)) if on]
-    return f"{safe_name(d.name)}: {body}" + (f" ({', '.join(flags)})" if flags else "")
-
-
-def _attr_value_text(a) -> str:
-    v = attrlib.read(a)
-    if a.type == A.BLOCK:
-        return f"block {v}"
-    if a.type == A.BLOCKS:
-        return "blocks " + repr(v)
-    if isinstance(v, float):
-        return repr(float(f"{v:.7g}"))  # float32 storage: print what was meant
-    if isinstance(v, list) and v and isinstance(v[0], float):
-        return "[" + ", ".join(repr(float(f"{x:.7g}")) for x in v) + "]"
-    return repr(v)
-
-
-def op_text(d: pb.OpDesc) -> str:
-    def slots(vs):
-        return ", ".join(f"{safe_name(v.parameter)}=[{', '.join(map(safe_name, v.arguments))}]" for v in vs)
-    attrs = sorted((a for a in d.attrs if a.name not in HIDDEN_IN_TEXT), key=lambda a: a.name)
-    text = f"{safe_name(d.type)}({slots(d.inputs)}) -> ({slots(d.outputs)})"
-    if attrs:
-        text += " {" + ", ".join(f"{safe_name(a.name)}={_attr_value_text(a)}" for a in attrs) + "}"
-    return text
-
-
-def program_text(desc: pb.ProgramDesc) -> str:
-    lines = []
-    for b in desc.blocks:
-        lines.append(f"block {b.idx} (parent {b.parent_idx}):")
-        for v in sorted(b.vars, key=lambda v: v.name):
-            lines.append(f"  var {var_text(v)}")
-        for i, op in enumerate(b.ops):
-            lines.append(f"  op #{i} {op_text(op)}")
-    return "\n".join(lines)
-
-
 # ---------------------------------------------------------------------------
 # The current program, for op creators and layers.
 _default_main = Program()
@@ -780,113 +565,9 @@ def program_guard(main: Program, startup: Program | None = None) -> Iterator[Pro
         _current.reset(token)
 
 
-def as_names(items: Iterable) -> list[str]:
-    return [i.name if isinstance(i, Variable) else i for i in items]
-
-
-# ---------------------------------------------------------------------------------------------------------
-# bytes -> a checked program: the IR parses and validates itself (io.py owns files and parameter streams)
 def program_from_bytes(data: bytes, source: str = "bytes") -> Program:
     """Parse and check a serialized ProgramDesc; LoadError unless it is a well-formed program."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise LoadError(f"{source}: expected bytes, got {type(data).__name__}")
-    data = bytes(data)
-    if not data:
-        raise LoadError(f"{source}: the file is empty (expected a serialized ProgramDesc)")
-    desc = pb.ProgramDesc()
-    try:
-        desc.ParseFromString(data)
-    except (DecodeError, RuntimeError, ValueError) as e:
-        raise LoadError(f"{source}: not a serialized ProgramDesc ({e}){_format_hint(data, source)}") from None
-    if not desc.IsInitialized():
-        # upb parses a message that lacks required fields (or holds an unknown enum value, which
-        # proto2 drops) without complaint; everything downstream assumes they are there.
-        missing = desc.FindInitializationErrors()
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise LoadError(f"{source}: not a complete ProgramDesc: required fields missing or holding "
-                        f"unknown enum values: {shown}{_format_hint(data, source)}")
-    twin = parse_checked(data)
-    if twin is None:
-        # proto2 does not check UTF-8 on parse; upb then hands back bytes where str is expected. The
-        # check runs in the parser (proto/wire_twin.py); the walk that names the field only on failure.
-        bad = _first_non_utf8(desc, "")
-        raise LoadError(f"{source}: field {bad or '(a string field)'} is not valid UTF-8 text")
-    if not desc.blocks:
-        raise LoadError(f"{source}: the program has no blocks{_format_hint(data, source)}")
-    big = sum(len(b.ops) for b in desc.blocks) > op_reads.LAZY_ABOVE
-    check_structure(desc, source, attr_types=op_reads.attr_types(twin) if big else None)
-    _check_names(desc, source)
-    unsupported = unsupported_ops(desc)
-    if unsupported:  # it loads (to be shown, pruned, edited) but cannot run: say so now, not mid-run
-        warnings.warn(UnsupportedOpsWarning(f"{source}: {describe(unsupported)}"), stacklevel=2)
+    desc, outline_reads = parse_program_desc(data, source)
     program = Program(desc)
-    if big:
-        # a big program is shown in parts, whose outline reads every op: read them now from the twin, where
-        # slots are flat (op_reads.py), rather than walk the desc's wrappers at the first display
-        program._outline_reads = op_reads.read_program(twin, desc)
-        del twin
-        _return_freed_heap()
+    program._outline_reads = outline_reads
     return program
-
-
-def _return_freed_heap() -> None:
-    """Hand the pages of the freed twin parse back to the system: glibc keeps free pages that lie below
-    objects made later (the records) unless asked, ~170 MB of resident memory for a 104 MB file. Elsewhere
-    (no glibc) the memory stays the process's, to reuse."""
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError, TypeError):  # no C library to open by None (Windows), no malloc_trim
-        pass
-
-
-def _format_hint(data: bytes, source: str) -> str:
-    head = data[:4096].lstrip()
-    if head.startswith(b"{"):
-        if b'"magic"' in head and b'"pir"' in head:
-            return ("; it is a Paddle 3 PIR program (.json): kc.load_program and kc.load_inference_model read "
-                    "both formats")
-        return "; it looks like JSON, but not a Paddle 3 PIR program (it names no \"magic\": \"pir\")"
-    if source.endswith((".pdiparams", "__params__")):
-        return "; this looks like a parameter file: programs are the .pdmodel files"
-    return ""
-
-
-def _first_non_utf8(msg, where: str) -> str | None:
-    """The path of the first string field that did not decode as UTF-8, else None."""
-    for fd, value in msg.ListFields():
-        name = f"{where}.{fd.name}" if where else fd.name
-        if fd.type == FieldDescriptor.TYPE_STRING:
-            values = value if _is_repeated(fd) else (value,)
-            for i, v in enumerate(values):
-                if type(v) is not str:
-                    return f"{name}[{i}]" if _is_repeated(fd) else name
-        elif fd.type == FieldDescriptor.TYPE_MESSAGE:
-            if _is_repeated(fd):
-                for i, m in enumerate(value):
-                    bad = _first_non_utf8(m, f"{name}[{i}]")
-                    if bad:
-                        return bad
-            else:
-                bad = _first_non_utf8(value, name)
-                if bad:
-                    return bad
-    return None
-
-
-def _is_repeated(fd) -> bool:
-    rep = getattr(fd, "is_repeated", None)  # protobuf >= 5.28; `label` is deprecated there
-    return rep if rep is not None else fd.label == FieldDescriptor.LABEL_REPEATED
-
-
-def _check_names(desc: pb.ProgramDesc, source: str) -> None:
-    for b in desc.blocks:
-        seen = set()
-        for v in b.vars:
-            if not v.name:
-                raise LoadError(f"{source}: block {b.idx} declares a variable with an empty name")
-            if v.name in seen:
-                raise LoadError(f"{source}: block {b.idx} declares variable {v.name!r} twice")
-            seen.add(v.name)
-        for k, op in enumerate(b.ops):
-            if not op.type:
-                raise LoadError(f"{source}: op #{k} of block {b.idx} has an empty type")

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from ..ir.attrs import T_BLOCK, T_BLOCKS, T_VAR, T_VARS
 from ..ir.node_ids import op_id, var_id
 from ..errors import ProgramError
-from ..ir.program import Program, Variable, check_structure
+from ..ir.program import Program, Variable
+from ..ir.structure import check_structure
 from ..ir.proto import framework_pb2 as pb
 
 

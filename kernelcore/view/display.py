@@ -63,7 +63,7 @@ def _sub_block_idxs(op_desc) -> list[int]:
 def _declaring_block(desc, declared: list[set], block: int, name: str) -> int | None:
     """The block that declares `name` as seen from `block` (it, or the nearest parent)."""
     b = block
-    while b >= 0:  # a parent is an earlier block (program.check_structure): this ends
+    while b >= 0:  # a parent is an earlier block (structure.check_structure): this ends
         if name in declared[b]:
             return b
         b = desc.blocks[b].parent_idx
@@ -443,7 +443,7 @@ def program_dot(blocks: list[dict], removed_ops=frozenset(), removed_vars=frozen
             lines.append(f"\t{_node_name(op['id'])} [label={label} {_attr_list(attrs)}]")
         return lines
 
-    kids = collections.defaultdict(list)  # a parent is an earlier block (program.check_structure)
+    kids = collections.defaultdict(list)  # a parent is an earlier block (structure.check_structure)
     for b in blocks[1:]:
         kids[b["parent"]].append(b["idx"])
 

@@ -12,7 +12,7 @@ declared as one (singular) message whose fields are all repeated. The wire is th
 repeated occurrences of a singular message field, so `op.inputs.arguments` is every input name of the op
 in slot order, `op.inputs.parameter` every slot name and `op.attrs.type` every attribute's type, each one
 call, where the real schema costs a wrapper per slot or attribute (kernelcore/ir/op_reads.py reads a big
-program's outline from it, and program.check_structure which of its ops carry block attributes). Which
+program's outline from it, and structure.check_structure which of its ops carry block attributes). Which
 names sit in which slot, and which value belongs to which attribute, is not kept; that is read from the
 real desc where it matters.
 
