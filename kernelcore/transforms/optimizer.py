@@ -1,4 +1,4 @@
-"""Optimizers (seed 003's `optimize`): one optimizer op per (parameter, gradient) pair.
+"""Optimizers: one optimizer op per (parameter, gradient) pair.
 
     opt = kc.optimizer.Adam(learning_rate=1e-3)
     params_grads = opt.minimize(avg_loss)            # append_backward, then the update ops
@@ -12,11 +12,10 @@ op_role=2 (Paddle's Optimize role) and op_role_var=[param, grad].
 from __future__ import annotations
 
 from ..errors import ProgramError
+from ..ir import op_roles
 from ..ir.program import Program, Variable, default_startup_program
 
 __all__ = ["Optimizer", "SGD", "Momentum", "Adam"]
-
-OPTIMIZE_ROLE = 2  # Paddle's OpRole.Optimize
 
 
 class Optimizer:
@@ -79,7 +78,7 @@ class Optimizer:
 
     @staticmethod
     def _role(param, grad) -> dict:
-        return {"op_role": OPTIMIZE_ROLE, "op_role_var": [param.name, grad.name]}
+        return {"op_role": op_roles.OPTIMIZE, "op_role_var": [param.name, grad.name]}
 
 
 def _persistable(program: Program, startup: Program, name: str, shape, dtype, value: float) -> Variable:

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import re
 
-ROLE_BACKWARD, ROLE_OPTIMIZE, ROLE_LRSCHED = 1, 2, 16
+from ..ir import op_roles
+
 STAGES = ("forward", "backward", "optimize")
 CHUNK = 48          # at most this many children (ops and groups) shown when a group opens
 REPEAT_MIN = 3      # this many identical consecutive siblings make a repeat group
@@ -40,9 +41,9 @@ def role_name(role_attr: int | None, op_type: str, optimize_types) -> str:
         if op_type.endswith("_grad"):
             return "backward"
         return "optimize" if op_type in optimize_types else "forward"
-    if role_attr & ROLE_BACKWARD:
+    if role_attr & op_roles.BACKWARD:
         return "backward"
-    if role_attr & (ROLE_OPTIMIZE | ROLE_LRSCHED):
+    if role_attr & (op_roles.OPTIMIZE | op_roles.LRSCHED):
         return "optimize"
     return "forward"
 
