@@ -222,7 +222,7 @@ class StaticRNN:
 
 # ---------------------------------------------------------------------------------------------------------
 class IfElse:
-    """Per-instance if-else over a batch (seed 001's IfElseOp):
+    """Per-instance if-else over a batch:
 
         cond = ...                                   # bool [N, 1]: one entry per row
         ie = kc.layers.IfElse(cond)

@@ -1,4 +1,4 @@
-"""The high-level Model of seed 003: a scope, an init network, a network, and layer calls that build both.
+"""The high-level Model: a scope, an init network, a network, and layer calls that build both.
 
     model = kc.Model()
     hidden = model.fc_layer(input="img", size=200, activation="sigmoid", input_dim=64)
@@ -115,7 +115,7 @@ class Model:
     # -- training ------------------------------------------------------------------------------------
     def backward(self, from_var) -> dict[str, str]:
         """Append the gradient ops of `from_var` (a Variable or its name) to the network; remember the
-        parameter -> gradient names (seed 003's param_grads) and return them."""
+        parameter -> gradient names and return them."""
         from ..transforms.backward import append_backward
         loss = self._input(from_var, what="backward from")
         if self._loss is not None:

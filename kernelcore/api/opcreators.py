@@ -1,4 +1,4 @@
-"""Python op creators, derived from the registry (seed 003's generated ops.py).
+"""Python op creators, derived from the registry (one function per registered op type).
 
 `kc.op.elementwise_add(x, y, axis=0)` appends an `elementwise_add` op to the
 current block of the current program and returns its output Variable(s).

@@ -204,25 +204,3 @@ def json_value(a):
         if t in _J_LISTS:
             value = list(value)
     return jsonable(value, single=t in _J_FLOATISH)
-
-
-def guess_type(value) -> int:
-    """The attribute type for a Python value when no spec says (extra attributes)."""
-    if isinstance(value, bool):
-        return A.BOOLEAN
-    if _is_int(value):
-        return A.INT if INT32_MIN <= value <= INT32_MAX else A.LONG
-    if _is_real(value):
-        return A.FLOAT
-    if isinstance(value, str):
-        return A.STRING
-    if isinstance(value, (list, tuple)):
-        if all(isinstance(v, bool) for v in value) and value:
-            return A.BOOLEANS
-        if all(_is_int(v) for v in value):
-            return A.INTS if all(INT32_MIN <= v <= INT32_MAX for v in value) else A.LONGS
-        if all(_is_real(v) for v in value):
-            return A.FLOATS
-        if all(isinstance(v, str) for v in value):
-            return A.STRINGS
-    raise TypeError(f"cannot store {type(value).__name__} {value!r:.60} as an attribute")

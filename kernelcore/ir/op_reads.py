@@ -7,7 +7,7 @@ var_uses.BlockUses take these records.
 Two readers make the same records:
   * `read_ops` from the desc's OpDescs (a program built or edited in Python);
   * `read_loaded` from the twin parse that loading makes anyway to check UTF-8 (proto/wire_twin.py), where
-    an op's slot names are one flat list each: 0.16 s instead of 0.3 s for 51,230 ops. A program of more
+    an op's slot names are one flat list each, so reading them skips the desc's wrappers. A program of more
     than LAZY_ABOVE ops read from a file keeps these records (Program.outline_reads) until it is edited, so
     the first display of a big program does not walk its OpDescs again.
 """
@@ -19,10 +19,9 @@ import gc
 from . import attrs as attrlib
 
 # Ops in all blocks above which the MIME bundle, the widget and the file viewer send the skeleton only
-# (and loading keeps the outline's records). Measured (docs/benchmarks.md): the whole JSON of a 2,000-op
-# training MLP is 1.5 MB and 0.08 s of Python, and the 5,123-op one's 3.8-5.6 MB made 170-300 ms
-# main-thread tasks in the browser; at 2,000 ops the whole JSON stays well inside the 200 ms task budget,
-# and saved notebooks of such programs still draw every group with no kernel.
+# (and loading keeps the outline's records): past it the whole JSON made main-thread tasks in the browser
+# longer than its task budget (docs/benchmarks.md has the measurements); below it the whole JSON fits the
+# budget, and saved notebooks of such programs still draw every group with no kernel.
 LAZY_ABOVE = 2_000
 
 _ROLE_NAMES = {"op_role": 0, "op_namescope": 1, "op_role_var": 2}
@@ -38,7 +37,7 @@ def no_gc(lasting: bool = False):
 
     `lasting`: what is made here lives as long as the program (the outline). Re-enabled as it was, the
     collector would walk all of it once more at the next allocation (a young generation of millions of
-    objects: 0.15-0.2 s for a 50,000-op program), so it goes straight to the oldest generation instead:
+    objects), so it goes straight to the oldest generation instead:
     freeze moves every tracked object to the permanent generation and unfreeze hands them all to the
     oldest, neither walking them. So that only what was made here is moved, the young generations are
     collected first (they are small: a collection of them is cheap), and whatever the process had there is
@@ -68,7 +67,7 @@ def _value(a):
 
 def _scan_attrs(op, want_subs: bool):
     """Every attribute of `op` looked at: (role, namescope, role_var, sub-block indices, positions of the
-    three role attributes (-1: absent)). The three are read as display._read_op reads them: the first copy
+    three role attributes (-1: absent)). The three are read as display.read_op reads them: the first copy
     of each, by its value (an integer role: an INT, a LONG, a BOOLEAN; a string namescope; a role_var of
     strings; a value of another type counts as absent)."""
     role = ns = None
@@ -78,7 +77,7 @@ def _scan_attrs(op, want_subs: bool):
     for k, a in enumerate(op.attrs):
         name = a.name
         if name in _ROLE_NAMES and pos[_ROLE_NAMES[name]] >= 0:
-            continue  # the first copy counts (display._read_op)
+            continue  # the first copy counts (display.read_op)
         if name == "op_role":
             v = _value(a)
             role = v if isinstance(v, int) else None

@@ -1,4 +1,4 @@
-"""The op registry (seed 003): one entry per op type.
+"""The op registry: one entry per op type.
 
 An entry holds the op's OpProto (inputs, outputs, attributes with comments,
 defaults and checks), its shape/dtype inference, its gradient rule and its
@@ -17,7 +17,6 @@ A kernel written as a generator (control-flow ops) runs sub-blocks with
 from __future__ import annotations
 
 import difflib
-import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -249,10 +248,6 @@ class OpDef:
         return self.bind({v.parameter: tuple(v.arguments) for v in desc.inputs},
                          {v.parameter: tuple(v.arguments) for v in desc.outputs},
                          values, where, attr_types=types, ignore_unknown_attrs=True)
-
-    @property
-    def is_generator(self) -> bool:
-        return any(inspect.isgeneratorfunction(k) for k in self.kernels.values())
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The scope forest of a run (seed 001's scope hierarchy) as data.
+"""The scope forest of a run (the hierarchy of scopes it made) as data.
 
 `ScopeForest(scope)` snapshots the tree under `scope`: one node per scope with its id, its parent's id,
 its origin (which op in which block made it, for which timestep; "recurrent step", "while iteration",

@@ -107,11 +107,6 @@ def make_watch(wid: int, var: str | None, cond: str, op_type: str | None, lo, hi
     return Watch(wid, cond, var, op_type, None if lo is None else float(lo), None if hi is None else float(hi))
 
 
-def _is_float(value) -> bool:
-    dt = getattr(value, "dtype", None)
-    return dt is not None and getattr(dt, "kind", "") in "fc"
-
-
 def check(w: Watch, xp, value, previous) -> str | None:
     """Why `value` trips `w`, or None. `previous()` returns the value this name held before (or None)."""
     if getattr(value, "dtype", None) is None:

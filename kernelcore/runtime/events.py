@@ -48,16 +48,6 @@ class Event(NamedTuple):
             d[f] = [_io_json(x) for x in v] if f in _TUPLES else v
         return d
 
-    @classmethod
-    def from_json(cls, d: dict) -> Event:
-        kw = {k: d[k] for k in cls._fields if k in d and k != "values"}
-        for f in ("inputs", "outputs"):
-            if f in kw:
-                kw[f] = tuple((s, n, tuple(sh) if sh is not None else None, dt) for s, n, sh, dt in kw[f])
-        if "names" in kw:
-            kw["names"] = tuple(kw["names"])
-        return cls(**kw)
-
 
 # -- one constructor per kind: the only way events are made. Some fire per timestep, so each builds the
 # whole 18-field tuple itself (tuple.__new__), skipping the NamedTuple's Python-level __new__.

@@ -77,7 +77,7 @@ class Variable:
 
 
 class Scope:
-    """A name->Variable map with a parent; the runtime's stack frame (seed 001)."""
+    """A name->Variable map with a parent; the runtime's stack frame."""
 
     def __init__(self, parent: Scope | None = None, *, origin: dict | None = None):
         self.id = next(_ids)

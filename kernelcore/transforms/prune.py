@@ -1,4 +1,4 @@
-"""prune: the minimal program that computes some target variables (seed 001's Prune/Eval).
+"""prune: the minimal program that computes some target variables.
 
 `prune(program, targets, feeds)` walks block 0's ops backwards from the targets and keeps
 an op iff it writes a variable still needed at that point; the op's inputs become needed.

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 
 from ..ir import attrs as attrlib
-from ..ir.attrs import json_float as _json_float, json_value as _attr_value, jsonable as _jsonable
+from ..ir.attrs import json_value
 from ..ir import dtypes
 from . import hierarchy
 from ..errors import KernelcoreError
@@ -41,12 +41,6 @@ OPTIMIZE_OPS = frozenset({"sgd", "momentum", "adam", "adamw", "adamax", "adagrad
                           "lars_momentum", "ftrl", "decayed_adagrad", "dpsgd", "merged_adam", "merged_momentum"})
 # Attributes left out of the JSON: a Python stack per op says nothing about the program and is long.
 HIDDEN_ATTRS = frozenset({"op_callstack"})
-
-
-def op_role(op_type: str, role_attr: int | None = None) -> str:
-    """forward | backward | optimize: from Paddle's `op_role` attribute (kernelcore.view.hierarchy.role_name);
-    from the op type only where an op carries no such attribute."""
-    return hierarchy.role_name(role_attr, op_type, OPTIMIZE_OPS)
 
 
 def _sub_block_idxs(op_desc) -> list[int]:
@@ -191,18 +185,6 @@ def kinds_from_meetings(desc, first: list[dict[str, str]]) -> list[dict[str, str
 _A_BLOCK, _A_BLOCKS = attrlib.T_BLOCK, attrlib.T_BLOCKS
 
 
-def attrs_json(op_desc) -> dict:
-    out = {}
-    for a in op_desc.attrs:
-        if a.name in HIDDEN_ATTRS:
-            continue
-        try:
-            out[a.name] = _attr_value(a)
-        except (TypeError, ValueError) as e:
-            out[a.name] = f"<unreadable: {e}>"
-    return out
-
-
 _COMMENTS: dict[str, str] = {}
 
 
@@ -222,7 +204,7 @@ _VT_NAMES = {int(v): k for k, v in VT.Type.items()}
 _VT_LOD, _VT_ARRAY, _VT_ROWS = int(VT.LOD_TENSOR), int(VT.LOD_TENSOR_ARRAY), int(VT.SELECTED_ROWS)
 
 
-def _var_json(b: int, v, kind: str, group) -> dict:
+def var_json(b: int, v, kind: str, group) -> dict:
     t = v.type
     tt = t.type
     td = None
@@ -248,7 +230,7 @@ def _flat(slots) -> list[str]:
     return [nm for _slot, names in slots for nm in names]
 
 
-def _read_op(op):
+def read_op(op):
     """One pass over an OpDesc: (type, role attr or None, namescope, inputs, outputs, role_var, attrs JSON,
     sub-block indices, callsite)."""
     attrs = {}
@@ -268,7 +250,7 @@ def _read_op(op):
         elif t == _A_BLOCKS:
             subs.extend(a.blocks_idx)
         try:
-            value = _attr_value(a)
+            value = json_value(a)
         except (TypeError, ValueError) as e:
             value = f"<unreadable: {e}>"
         attrs[name] = value
@@ -298,7 +280,7 @@ def program_json(program, pruned=None, dot: bool | None = None) -> dict:
     (default: only for programs of at most SVG_NODE_LIMIT nodes; the browser builds its own)."""
     desc = program.desc
     declared = [{v.name for v in b.vars} for b in desc.blocks]
-    reads = [[_read_op(op) for op in block.ops] for block in desc.blocks]
+    reads = [[read_op(op) for op in block.ops] for block in desc.blocks]
     # what the kinds and the hierarchy read of each op (hierarchy.block_groups: the names flat)
     recs = [[(r[0], _flat(r[3]), _flat(r[4]), r[7], r[1], r[2], r[5],
               [nm for slot, names in r[3] if slot == "Param" for nm in names] or None) for r in read] for read in reads]
@@ -335,7 +317,7 @@ def program_json(program, pruned=None, dot: bool | None = None) -> dict:
         for v in block.vars:
             kind = kinds[(b, v.name)]
             i = first_op.get(v.name)
-            vars_json.append(_var_json(b, v, kind, inner[i] if i is not None and kind != "data" else None))
+            vars_json.append(var_json(b, v, kind, inner[i] if i is not None and kind != "data" else None))
         nodes += len(ops_json) + len(vars_json)
         blocks.append({"idx": b, "parent": block.parent_idx, "vars": vars_json, "ops": ops_json,
                        "groups": groups})

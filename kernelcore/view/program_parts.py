@@ -1,7 +1,7 @@
 """A big program's ProgramJSON in parts (contract version 3): the skeleton first, a group's ops on demand.
 
-A 50,000-op program's whole ProgramJSON is ~60 MB and takes seconds to build, send and parse, while a
-person first sees a few dozen folded groups. So, as Model Explorer does, the first payload carries the
+A program of tens of thousands of ops has a whole ProgramJSON of tens of megabytes, slow to build, send and
+parse, while a person first sees a few dozen folded groups. So, as Model Explorer does, the first payload carries the
 hierarchy (every group of kernelcore/view/hierarchy.py, with how many ops and variables sit directly in it),
 the group-to-group edges (merged: one entry per pair of innermost groups, with a count), and the ops and
 variables of what the view shows open at first (block level and the stages); the ops and variables of
@@ -200,7 +200,7 @@ class ProgramParts:
     def op_json(self, b: int, i: int) -> dict:
         """The ProgramJSON op entry of op `i` of block `b` (attributes read now)."""
         blk = self.blocks[b]
-        typ, _role, _ns, ins, outs, _rv, attrs, subs, site = display._read_op(self.desc.blocks[b].ops[i])
+        typ, _role, _ns, ins, outs, _rv, attrs, subs, site = display.read_op(self.desc.blocks[b].ops[i])
         o = {"id": op_id(b, i), "idx": i, "type": typ, "role": blk.roles[i], "inputs": dict(ins),
              "outputs": dict(outs), "attrs": attrs, "sub_blocks": subs, "comment": display.op_comment(typ),
              "unsupported": not display.op_supported(typ), "group": blk.inner[i]}
@@ -214,7 +214,7 @@ class ProgramParts:
         blk = self.blocks[b]
         if name not in blk.vgroup:
             return None
-        return display._var_json(b, self._var_desc(b, name), self.kinds[b][name], blk.vgroup[name])
+        return display.var_json(b, self._var_desc(b, name), self.kinds[b][name], blk.vgroup[name])
 
     def _var_desc(self, b: int, name: str):
         return self.desc.blocks[b].vars[self.blocks[b].var_index[name]]
@@ -276,7 +276,7 @@ class ProgramParts:
             for i in blk.ops_in.get(g, ()):
                 ops.append(self.op_json(b, i))
             for nm in blk.vars_in.get(g, ()):
-                vars_.append(display._var_json(b, vdescs[vindex[nm]], self.kinds[b][nm], blk.vgroup[nm]))
+                vars_.append(display.var_json(b, vdescs[vindex[nm]], self.kinds[b][nm], blk.vgroup[nm]))
         refs: dict = {}
         vgroup = blk.vgroup
         for g in in_order:

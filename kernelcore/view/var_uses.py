@@ -1,10 +1,10 @@
 """Where a block's variables are used, as arrays: how a run first meets each one, which group each sits in,
 and the edges between groups that the uses imply (the outline of a big program, program_parts.py).
 
-A 50,000-op program uses its variables ~185,000 times. Walked name by name in Python, placing variables and
-counting edges cost ~0.1 s and the first meetings another ~0.1 s; here each use becomes an entry of a few
-integer arrays (variable, op, input or output) once, and the rest is NumPy. The per-group lists the views
-fetch (a group's edges to ops elsewhere) are made when a group is asked for, not for all 19,000 groups.
+A big program uses its variables a few times per op. Walked name by name in Python, placing variables,
+counting edges and finding the first meetings each cost a pass of Python per use; here each use becomes an
+entry of a few integer arrays (variable, op, input or output) once, and the rest is NumPy. The per-group lists
+the views fetch (a group's edges to ops elsewhere) are made when a group is asked for, not for every group.
 """
 from __future__ import annotations
 
