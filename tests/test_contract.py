@@ -133,7 +133,27 @@ def test_the_rnn_steppers_step_scope_and_memory_flow():
     assert replay.memory_flow
 
 
-def test_the_generated_typescript_types_are_up_to_date():
+def test_every_generated_file_of_the_contract_is_up_to_date():
+    """The TypeScript types and move table, the Python TypedDicts and the debug protocol schema's generated
+    parts, made again in memory, equal the files in the checkout."""
+    from kernelcore_widgets.contract import generate
+    for path, text in generate.outputs().items():
+        assert path.read_text(encoding="utf-8") == text, \
+            f"{path.relative_to(ROOT)} is stale: run python labextension/scripts/gen_contract.py"
+
+
+def test_a_command_added_to_the_table_makes_the_generated_files_stale(monkeypatch):
+    """The check above can fail: one more row in the command table changes the schema, the TypeScript and the
+    Python types."""
+    from kernelcore_widgets.contract import commands, debug_schema, gen_moves_ts, generate
+    extra = commands.COMMANDS + (commands.Command("rewind", "back to the start", (commands.Arg("to", "int"),)),)
+    monkeypatch.setattr(debug_schema, "COMMANDS", extra)
+    monkeypatch.setattr(gen_moves_ts, "COMMANDS", extra)
+    stale = {p.name for p in generate.stale()}
+    assert {"debug_protocol.schema.json", "protocol.generated.ts"} <= stale
+
+
+def test_the_check_script_says_which_file_is_stale():
     r = subprocess.run([sys.executable, str(ROOT / "labextension" / "scripts" / "gen_contract.py"), "--check"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

@@ -14,15 +14,11 @@
  */
 import { button, clear, h } from './dom';
 import { WidgetModel } from './model';
-import { Breakpoint, Watch, WatchCond } from './protocol';
+import { Breakpoint, DebugAction, GRAPH_ACTIONS, Watch, WatchCond, WATCH_CONDS } from './protocol';
 import { ProgramJSON } from './schema';
 import { IKernelcoreDebuggerModel } from './tokens';
 
-export type DebugAction =
-  | { action: 'break_op'; block: number; op: number }
-  | { action: 'run_to'; block: number; op: number }
-  | { action: 'break_write'; var: string }
-  | { action: 'watch'; var: string; cond: WatchCond; lo: number | null; hi: number | null };
+export type { DebugAction };
 
 export interface DebugActions {
   /** A live session takes the actions now. */
@@ -36,7 +32,7 @@ export interface DebugActions {
   onChange(cb: () => void): () => void;
 }
 
-export const WATCH_CONDS: WatchCond[] = ['nan', 'overflow', 'zero', 'range', 'unchanged', 'grad_norm', 'update_ratio'];
+export { WATCH_CONDS };
 
 /** The ProgramGraph widget's actions: messages to its Python side, answered in the `debug` trait. */
 export class WidgetDebugActions implements DebugActions {
@@ -122,15 +118,9 @@ export class ModelDebugActions implements DebugActions {
   }
 
   act(a: DebugAction): void {
-    const req: [Parameters<IKernelcoreDebuggerModel['request']>[0], Record<string, unknown>] =
-      a.action === 'break_op'
-        ? ['break_add', { kind: 'op', block: a.block, op: a.op }]
-        : a.action === 'run_to'
-          ? ['run_to', { block: a.block, op: a.op }]
-          : a.action === 'break_write'
-            ? ['break_add', { kind: 'write', var: a.var }]
-            : ['watch_add', { var: a.var, cond: a.cond, lo: a.lo, hi: a.hi }];
-    void this._dbg.request(req[0], req[1]).then(r => {
+    const { action, ...sent } = a;
+    const spec = GRAPH_ACTIONS[action];
+    void this._dbg.request(spec.command, { ...sent, ...spec.fixed }).then(r => {
       this._seen = this._dbg.session?.id ?? null;
       if (!r.ok) {
         this._last = { text: `not done: ${r.error ?? 'failed'}`, ok: false };

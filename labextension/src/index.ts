@@ -5,9 +5,9 @@
  *    every `.json` and chosen by content when the file browser opens one (pirfile.ts);
  *  - `:debugger-model`: provides IKernelcoreDebuggerModel (tokens.ts): the active notebook kernel's debug
  *    session over the `kernelcore.debugger` comm (typed messages, protocol.ts; no code is executed);
- *  - `:debugger`: the right-sidebar "Kernelcore debugger" panel over that model, and the commands
- *    kernelcore:step / next / finish / step-timestep / continue / back / back-timestep / reverse-continue /
- *    run-n / open-debugger with their shortcuts (in notebooks and in the panel).
+ *  - `:debugger`: the right-sidebar "Kernelcore debugger" panel over that model, a command with its shortcut
+ *    for each move of the command table (MOVES: kernelcore:step, kernelcore:next, ...; in notebooks and in
+ *    the panel), and kernelcore:run-n / open-debugger / view-tensor.
  * The MIME renderers (outputs and *.kctrace.json files) are the separate mimeExtension in mime.ts.
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -21,8 +21,8 @@ import { PROGRAM_FACTORY, PROGRAM_FILE_TYPE, ProgramFileFactory } from './filevi
 import { sharedLayout } from './layout';
 import { setKernelLookup } from './parts';
 import { IOpeningListing, isPirFile, JSON_FILE_TYPE, PIR_FACTORY, routePirOpenings } from './pirfile';
-import { Command } from './protocol';
-import { KernelcoreSidebar, MOVE_KEYS } from './sidebar';
+import { MOVES } from './protocol';
+import { KernelcoreSidebar } from './sidebar';
 import { TensorPanel } from './tensorpanel';
 import { IKernelcoreDebuggerModel } from './tokens';
 
@@ -30,29 +30,9 @@ export const PLUGIN_ID = '@kernelcore/labextension:plugin';
 
 export namespace CommandIDs {
   export const openDebugger = 'kernelcore:open-debugger';
-  export const step = 'kernelcore:step';
-  export const next = 'kernelcore:next';
-  export const finish = 'kernelcore:finish';
-  export const stepTimestep = 'kernelcore:step-timestep';
-  export const cont = 'kernelcore:continue';
-  export const back = 'kernelcore:back';
-  export const backTimestep = 'kernelcore:back-timestep';
-  export const reverseCont = 'kernelcore:reverse-continue';
   export const runN = 'kernelcore:run-n';
   export const viewTensor = 'kernelcore:view-tensor';
 }
-
-/** [command id, protocol command, label, shortcut] */
-export const MOVE_COMMANDS: Array<[string, Command, string, string]> = [
-  [CommandIDs.step, 'step', 'Kernelcore: Step (into sub-blocks)', MOVE_KEYS.step],
-  [CommandIDs.next, 'next', 'Kernelcore: Next (over sub-blocks)', MOVE_KEYS.next],
-  [CommandIDs.finish, 'finish', 'Kernelcore: Finish (to the end of this block)', MOVE_KEYS.finish],
-  [CommandIDs.stepTimestep, 'step_timestep', 'Kernelcore: Step to the next timestep', MOVE_KEYS.step_timestep],
-  [CommandIDs.cont, 'cont', 'Kernelcore: Continue', MOVE_KEYS.cont],
-  [CommandIDs.back, 'back', 'Kernelcore: Back one op', MOVE_KEYS.back],
-  [CommandIDs.backTimestep, 'back_timestep', 'Kernelcore: Back to the previous timestep', MOVE_KEYS.back_timestep],
-  [CommandIDs.reverseCont, 'reverse_cont', 'Kernelcore: Reverse continue', MOVE_KEYS.reverse_cont]
-];
 
 // A static icon (no data in it): a graph of three nodes.
 export const kernelcoreIcon = new LabIcon({
@@ -242,15 +222,15 @@ const debuggerPlugin: JupyterFrontEndPlugin<void> = {
         model.reconnect();
       }
     });
-    for (const [id, cmd, label, keys] of MOVE_COMMANDS) {
-      app.commands.addCommand(id, {
-        label,
-        caption: `sends "${cmd}" to the kernel's debug session`,
+    for (const { commandId, name, palette, keys } of MOVES) {
+      app.commands.addCommand(commandId, {
+        label: palette,
+        caption: `sends "${name}" to the kernel's debug session`,
         isEnabled: () => !!model.session,
-        execute: () => sidebar.run(cmd)
+        execute: () => sidebar.run(name)
       });
       for (const selector of ['.jp-Notebook', '.jp-Kernelcore-sidebar']) {
-        app.commands.addKeyBinding({ command: id, keys: [keys], selector });
+        app.commands.addKeyBinding({ command: commandId, keys: [keys], selector });
       }
     }
     app.commands.addCommand(CommandIDs.runN, {
@@ -262,7 +242,7 @@ const debuggerPlugin: JupyterFrontEndPlugin<void> = {
 
     if (palette) {
       const category = 'Kernelcore';
-      [CommandIDs.openDebugger, ...MOVE_COMMANDS.map(m => m[0]), CommandIDs.runN].forEach(command => palette.addItem({ command, category }));
+      [CommandIDs.openDebugger, ...MOVES.map(m => m.commandId), CommandIDs.runN].forEach(command => palette.addItem({ command, category }));
     }
   }
 };

@@ -7,7 +7,7 @@ export function isValuePreview(x: unknown): x is ValuePreview {
 }
 
 /** A sample cell as a number: "NaN"/"Infinity"/"-Infinity" strings and null become NaN/+-Inf. */
-export function sampleNumber(v: SampleValue): number {
+export function sampleNumber(v: SampleValue | string | null | unknown): number {
   if (typeof v === 'number') {
     return v;
   }
@@ -30,7 +30,7 @@ export function sampleRows(p: ValuePreview): number[][] {
     return [];
   }
   if (!Array.isArray(s[0])) {
-    return [(s as SampleValue[]).map(sampleNumber)];
+    return [(s as unknown as SampleValue[]).map(sampleNumber)];
   }
   return (s as SampleValue[][]).map(r => (Array.isArray(r) ? r.map(sampleNumber) : [sampleNumber(r as SampleValue)]));
 }

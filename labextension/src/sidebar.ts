@@ -15,7 +15,7 @@ import { button, clear, formatNumber, formatShape, h } from './dom';
 import { CommPartsSource, KernelLike } from './parts';
 import { programModel } from './render';
 import { isProgramJSON, PROGRAM_MIME, TRACE_MIME } from './schema';
-import { Command, Origin, OriginNode, Session, WatchCond } from './protocol';
+import { Command, Move, MOVES, Origin, OriginNode, Session, WATCH_CONDS } from './protocol';
 import { IKernelcoreDebuggerModel } from './tokens';
 import { ProgramGraphView } from './views/ProgramGraph';
 
@@ -53,18 +53,6 @@ export function findLastKernelcoreOutput(nb: NotebookLike | null | undefined): F
   return null;
 }
 
-/** The moves' shortcuts, in Lumino's keystroke syntax (the plugin binds these; the titles name them). */
-export const MOVE_KEYS: Record<string, string> = {
-  step: 'Accel Shift F11',
-  next: 'Accel Shift F10',
-  finish: 'Accel Shift F12',
-  step_timestep: 'Accel Shift F8',
-  cont: 'Accel Shift F9',
-  back: 'Alt Shift F10',
-  back_timestep: 'Alt Shift F8',
-  reverse_cont: 'Alt Shift F9'
-};
-
 const MAC_GLYPHS: Record<string, string> = { Accel: '\u2318', Cmd: '\u2318', Ctrl: '\u2303', Alt: '\u2325', Shift: '\u21e7' };
 
 /** Is this a Mac (where Accel is Cmd and shortcuts are written as glyphs)? */
@@ -77,20 +65,6 @@ export function formatShortcut(keys: string, mac = isMac()): string {
   const parts = keys.split(/\s+/).filter(Boolean);
   return mac ? parts.map(k => MAC_GLYPHS[k] ?? k).join('') : parts.map(k => (k === 'Accel' ? 'Ctrl' : k)).join('+');
 }
-
-/** The sidebar's moves: [command, label, what it does]; the title adds its shortcut. */
-export const MOVES: Array<[Command, string, string]> = [
-  ['step', 'Step', 'kernelcore:step: one op, into sub-blocks'],
-  ['next', 'Next', 'kernelcore:next: one op of this block, over sub-blocks'],
-  ['finish', 'Finish', 'kernelcore:finish: to the end of this block'],
-  ['step_timestep', 'Step t', 'kernelcore:step-timestep: to the next timestep'],
-  ['cont', 'Continue', 'kernelcore:continue: to the next breakpoint or watch hit'],
-  ['back', 'Back', 'kernelcore:back: one op back, nothing runs'],
-  ['back_timestep', 'Back t', 'kernelcore:back-timestep: to the start of the previous timestep'],
-  ['reverse_cont', 'Reverse', 'kernelcore:reverse-continue: back to the previous hit']
-];
-
-const CONDS: WatchCond[] = ['nan', 'overflow', 'zero', 'range', 'unchanged', 'grad_norm', 'update_ratio'];
 
 function num(input: HTMLInputElement): number | null {
   const v = input.value.trim();
@@ -140,7 +114,7 @@ export class KernelcoreSidebar extends Widget {
   private _graphData: unknown = undefined;
   private _opTypes: HTMLSelectElement;
   private _shownScope: number | null = null;
-  readonly buttons = new Map<Command, HTMLButtonElement>();
+  readonly buttons = new Map<Move, HTMLButtonElement>();
   /** Opens the tensor viewer for a variable (the plugin puts it in the main area); none: no "View" action. */
   onViewTensor: ((name: string, scope: number) => void) | null = null;
 
@@ -159,8 +133,8 @@ export class KernelcoreSidebar extends Widget {
     n.appendChild(h('div', { cls: 'jp-Kernelcore-sidebarTitle', text: 'Kernelcore debugger' }));
     this._status = h('div', { cls: 'jp-Kernelcore-dbgStatus' });
     const controls = h('div', { cls: 'jp-Kernelcore-toolbar jp-Kernelcore-dbgControls' });
-    for (const [cmd, label, what] of MOVES) {
-      const title = `${what} (${formatShortcut(MOVE_KEYS[cmd])})`;
+    for (const { name: cmd, label, help, commandId, keys } of MOVES) {
+      const title = `${commandId}: ${help} (${formatShortcut(keys)})`;
       const b = button(label, () => void this.run(cmd), { cls: `jp-Kernelcore-cmd-${cmd}`, title });
       this.buttons.set(cmd, b);
       controls.appendChild(b);
@@ -193,7 +167,7 @@ export class KernelcoreSidebar extends Widget {
     this._opTypes = h('select', { cls: 'jp-Kernelcore-bpOpType', attrs: { 'aria-label': 'op type' } });
     const writeVar = h('input', { cls: 'jp-Kernelcore-bpVar', attrs: { type: 'text', placeholder: 'variable', 'aria-label': 'variable' } });
     const cond = h('select', { cls: 'jp-Kernelcore-watchCond', attrs: { 'aria-label': 'watch condition' } });
-    for (const c of CONDS) {
+    for (const c of WATCH_CONDS) {
       cond.appendChild(h('option', { text: c, attrs: { value: c } }));
     }
     const lo = h('input', { cls: 'jp-Kernelcore-watchLo', attrs: { type: 'text', placeholder: 'lo', size: '5', 'aria-label': 'lo' } });
@@ -271,7 +245,7 @@ export class KernelcoreSidebar extends Widget {
       [this._stack, this._vars, this._bps, this._hits].forEach(clear);
       return;
     }
-    const backwards = new Set<Command>(['back', 'back_timestep', 'reverse_cont']);
+    const backwards = new Set<Move>(MOVES.filter(m => m.backwards).map(m => m.name));
     this.buttons.forEach((b, cmd) => (b.disabled = s.finished && s.at_present && !backwards.has(cmd)));
     this._where.textContent = s.position_text + (s.at_present ? '' : `  (past: pause ${s.pause} of ${s.pauses - 1})`);
     this._reason.textContent = s.stop_reason;

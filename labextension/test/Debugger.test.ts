@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import DebuggerWidget, { DebuggerView } from '../src/views/Debugger';
 import { frameOps } from '../src/schema';
+import { MOVES } from '../src/protocol';
 import { forest, mlp, trace } from './fixtures';
 import { container, FakeModel } from './fake-model';
 
@@ -51,7 +52,7 @@ describe('Debugger', () => {
     const el = container();
     const m = new FakeModel(state());
     const cleanup = await DebuggerWidget.render({ model: m, el });
-    const all = ['step', 'next', 'finish', 'step_timestep', 'cont', 'back', 'back_timestep', 'reverse_cont'];
+    const all = MOVES.map(m => m.name);
     for (const action of all) {
       (el.querySelector(`.jp-Kernelcore-action-${action}`) as HTMLButtonElement).click();
     }

@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CommLike, DebuggerModel, KernelLike } from '../src/debugmodel';
 import { COMM_TARGET, ServerMessage, StateMessage } from '../src/protocol';
-import { formatShortcut, isMac, KernelcoreSidebar, MOVES } from '../src/sidebar';
+import { MOVES } from '../src/protocol';
+import { formatShortcut, isMac, KernelcoreSidebar } from '../src/sidebar';
 import { texts } from './fake-model';
 
 // Real messages from the kernel side (tests/test_debug_comm.py writes and checks this file).
@@ -155,10 +156,10 @@ describe('debugger sidebar', () => {
 
   it('every control sends its command; a variable click asks for provenance, whose links move the cursor', async () => {
     const { kernel, sb } = sidebar();
-    for (const [cmd] of MOVES) {
+    for (const { name: cmd } of MOVES) {
       sb.buttons.get(cmd)!.click();
     }
-    expect(kernel.comm.sent.map(m => m.command)).toEqual(MOVES.map(m => m[0]));
+    expect(kernel.comm.sent.map(m => m.command)).toEqual(MOVES.map(m => m.name));
     const reply = MESSAGES.find(m => m.type === 'reply' && m.command === 'provenance')!;
     (sb.node.querySelector('.jp-Kernelcore-var') as HTMLElement).click();
     const req = kernel.comm.sent[kernel.comm.sent.length - 1];

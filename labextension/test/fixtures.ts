@@ -1,12 +1,34 @@
 /** Small ProgramJSON / trace / forest values shaped as docs/frontend-contract.md says. */
-import type { ProgramJSON, ScopeForestJSON, TraceJSON } from '../src/schema';
+import type { BlockJSON, OpJSON, ProgramJSON, ScopeForestJSON, TraceJSON, VarJSON } from '../src/schema';
+
+type Loose<T, K extends keyof T> = Partial<T> & Pick<T, K> & Record<string, unknown>;
+interface LooseBlock {
+  idx: number;
+  parent: number;
+  vars: Array<Loose<VarJSON, 'id' | 'name'>>;
+  ops: Array<Loose<OpJSON, 'id' | 'idx' | 'type'>>;
+  groups?: BlockJSON['groups'];
+}
+
+/** A ProgramJSON from the fields a test cares about: the rest as Python writes them when they say nothing. */
+export function program(blocks: LooseBlock[], extra: Partial<ProgramJSON> = {}): ProgramJSON {
+  // no groups given: a version 1 program, whose groups the view makes itself
+  const full = (b: LooseBlock): BlockJSON => ({
+    idx: b.idx,
+    parent: b.parent,
+    groups: b.groups as BlockJSON['groups'],
+    vars: b.vars.map(v => ({ type: 'LOD_TENSOR', dtype: null, shape: null, persistable: false, parameter: false, kind: 'other', group: null, ...v }) as VarJSON),
+    ops: b.ops.map(o => ({ role: 'forward', inputs: {}, outputs: {}, attrs: {}, sub_blocks: [], comment: '', unsupported: false, group: null, ...o }) as OpJSON)
+  });
+  return { schema: 'kernelcore.program', version: 1, pruned: null, dot: null, ...extra, blocks: blocks.map(full) };
+}
 
 export const HOSTILE = '<img src=x onerror=alert(1)>';
 export const HOSTILE_OP = '<script>alert(2)</script>';
 
 /** A 2-layer MLP with a backward and an sgd op, and one hostile variable name. */
 export function mlp(): ProgramJSON {
-  const v = (name: string, kind: string, extra: object = {}) => ({
+  const v = (name: string, kind: VarJSON['kind'], extra: object = {}) => ({
     id: `v0:${name}`,
     name,
     type: 'LOD_TENSOR',
@@ -17,10 +39,8 @@ export function mlp(): ProgramJSON {
     kind,
     ...extra
   });
-  return {
-    schema: 'kernelcore.program',
-    version: 1,
-    blocks: [
+  return program(
+    [
       {
         idx: 0,
         parent: -1,
@@ -34,17 +54,13 @@ export function mlp(): ProgramJSON {
         ]
       }
     ],
-    pruned: null,
-    dot: 'digraph { "o0:0" }'
-  };
+    { dot: 'digraph { "o0:0" }' }
+  );
 }
 
 /** A program with an RNN-like sub-block. */
 export function withSubBlock(): ProgramJSON {
-  return {
-    schema: 'kernelcore.program',
-    version: 1,
-    blocks: [
+  return program([
       {
         idx: 0,
         parent: -1,
@@ -68,22 +84,20 @@ export function withSubBlock(): ProgramJSON {
           { id: 'o1:1', idx: 1, type: 'tanh', role: 'forward', inputs: { X: ['h'] }, outputs: { Out: ['h'] }, attrs: {} }
         ]
       }
-    ],
-    pruned: null
-  };
+  ]);
 }
 
 /** A chain of n ops in block 0 (a big program). */
 export function chain(n: number): ProgramJSON {
-  const vars = [];
-  const ops = [];
+  const vars: LooseBlock['vars'] = [];
+  const ops: LooseBlock['ops'] = [];
   for (let i = 0; i <= n; i++) {
     vars.push({ id: `v0:t${i}`, name: `t${i}`, dtype: 'float32', shape: [2], kind: i === 0 ? 'data' : 'tmp' });
   }
   for (let i = 0; i < n; i++) {
     ops.push({ id: `o0:${i}`, idx: i, type: 'relu', role: 'forward', inputs: { X: [`t${i}`] }, outputs: { Out: [`t${i + 1}`] }, attrs: {} });
   }
-  return { schema: 'kernelcore.program', version: 1, blocks: [{ idx: 0, parent: -1, vars, ops }], pruned: null };
+  return program([{ idx: 0, parent: -1, vars, ops }]);
 }
 
 export function trace(): TraceJSON {

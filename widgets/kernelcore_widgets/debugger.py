@@ -15,6 +15,8 @@ import kernelcore as kc
 from kernelcore.ir.node_ids import op_id
 
 from ._base import STATIC, KCWidget
+from .contract.commands import BY_NAME, MOVE_NAMES
+from .dispatch import run_command
 from .graph_debug import DebugActionsState
 from .program_graph import GraphState
 from .requests import brief
@@ -23,7 +25,7 @@ from .scope_forest import ForestState
 from .trace_timeline import TimelineState
 
 _active: weakref.ref | None = None
-COMMANDS = ("step", "next", "finish", "step_timestep", "cont", "back", "back_timestep", "reverse_cont")
+COMMANDS = MOVE_NAMES  # the step controls: the moves of the command table (contract/commands.py)
 
 
 def _moves_session(data) -> bool:
@@ -63,9 +65,8 @@ class Stop:
 class Debugger(GraphState, DebugActionsState, ForestState, StepperState, TimelineState, KCWidget):
     """`Debugger(session)`: a kc.DebugSession (`kc.debug(program, feed=..., scope=...)`).
 
-    A thin view over the session: every command is a session move (messages `{"type": "step" | "next" |
-    "finish" | "step_timestep" | "cont" | "back" | "back_timestep" | "reverse_cont"}`, or Python
-    `dbg.step()`), and the views follow the session's cursor, whoever moved it (the sidebar, Python code):
+    A thin view over the session: every command is a session move (a message `{"type": <move>}` for each
+    move of contract/commands.py, or Python `dbg.step()`, `dbg.next()`, ...), and the views follow the session's cursor, whoever moved it (the sidebar, Python code):
     the widget listens to the session. In the past (after "back") the graph, forest and timesteps show the
     state rebuilt from the record; forward moves replay the record and then run on.
     The views' own messages work here too: `select` (with "id": the graph; with "seq": the timeline),
@@ -187,35 +188,11 @@ class Debugger(GraphState, DebugActionsState, ForestState, StepperState, Timelin
     def _run(self, command: str) -> Stop:
         s = self.session
         try:
-            getattr(s, command)()  # the session tells its listeners: this widget refreshes
+            run_command(s, command, run_errors_in_state=False)  # the session tells its listeners: we refresh
         except kc.KernelcoreError as e:  # the run failed: the session has ended and says why
             self.refresh()
             self.stop_reason = f"error: {e}"
         return Stop(self.position, self.stop_reason, self.finished, list(self.frames))
-
-    def step(self) -> Stop:
-        return self._run("step")
-
-    def next(self) -> Stop:
-        return self._run("next")
-
-    def finish(self) -> Stop:
-        return self._run("finish")
-
-    def step_timestep(self) -> Stop:
-        return self._run("step_timestep")
-
-    def cont(self) -> Stop:
-        return self._run("cont")
-
-    def back(self) -> Stop:
-        return self._run("back")
-
-    def back_timestep(self) -> Stop:
-        return self._run("back_timestep")
-
-    def reverse_cont(self) -> Stop:
-        return self._run("reverse_cont")
 
     def command(self, name: str) -> Stop:
         """Run one command by name."""
@@ -237,3 +214,15 @@ class Debugger(GraphState, DebugActionsState, ForestState, StepperState, Timelin
 
     def _unknown_message(self, content) -> None:
         self.stop_reason = f"unknown message {brief(content)}"
+
+
+def _move_method(name: str):
+    def move(self) -> Stop:
+        return self._run(name)
+    move.__name__ = move.__qualname__ = name
+    move.__doc__ = f"{BY_NAME[name].doc[:1].upper()}{BY_NAME[name].doc[1:]}."
+    return move
+
+
+for _name in MOVE_NAMES:  # dbg.step(), dbg.next(), ...: one method per move of the table
+    setattr(Debugger, _name, _move_method(_name))

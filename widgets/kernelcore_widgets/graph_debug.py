@@ -17,8 +17,9 @@ import traitlets as t
 
 import kernelcore as kc
 
-from .comm import pin_to_main_shell
-from .requests import RequestError, brief, error_text, int_arg, num_arg, str_arg
+from .dispatch import run_graph_action
+from .kernel_targets import pin_to_main_shell
+from .requests import RequestError, brief, error_text
 
 
 def program_mismatch(shown, running) -> str | None:
@@ -91,27 +92,16 @@ class DebugActionsState(t.HasTraits):
 
     def debug_action(self, action: str, **args) -> str:
         """What the graph's buttons do (a `{"type": "debug", "action": ...}` message): "break_op" (block, op),
-        "run_to" (block, op), "break_write" (var), "watch" (var, cond, lo?, hi?), on the widget's session.
-        The session tells its listeners (the sidebar updates). Returns the sentence the widget shows."""
+        "run_to" (block, op), "break_write" (var), "watch" (var, cond, lo?, hi?), on the widget's session, run
+        by the debug commands' one dispatcher. The session tells its listeners (the sidebar updates). Returns
+        the sentence the widget shows."""
         sess, why = self._live()
         if why is not None:
             raise kc.KernelcoreError(why)
-        if action == "break_op":
-            b = sess.break_on(block=_int_arg(args, "block"), op=_int_arg(args, "op"))
-            return f"added breakpoint {b}"
-        if action == "run_to":
-            sess.run_to(_int_arg(args, "block"), _int_arg(args, "op"))
+        command, result = run_graph_action(sess, action, args)
+        if command == "run_to":
             return f"ran to {sess.position} ({sess.stop_reason})"
-        if action not in ("break_write", "watch"):
-            raise RequestError(f"unknown debug action {brief(action)}: expected break_op, run_to, "
-                               f"break_write or watch")
-        var = str_arg(args, "var")
-        if action == "break_write":
-            b = sess.break_on(write=var)
-            return f"added breakpoint {b}"
-        w = sess.watch(var, str_arg(args, "cond", default="nan"), lo=num_arg(args, "lo"),
-                       hi=num_arg(args, "hi"))  # overflow: hi is the bound
-        return f"added watch {w}"
+        return f"added {'watch' if command == 'watch_add' else 'breakpoint'} {result}"
 
     def _debug_action(self, content) -> None:
         args = {k: v for k, v in content.items() if k not in ("type", "action")}
@@ -133,6 +123,3 @@ def is_debug_message(data) -> bool:
     content = data.get("content") if isinstance(data, dict) else None
     return isinstance(content, dict) and content.get("type") == "debug"
 
-
-def _int_arg(args: dict, key: str) -> int:
-    return int_arg(args, key)

@@ -1,8 +1,8 @@
 """The shapes of the data between Python and the browser (docs/frontend-contract.md), Python side.
 
 The one description of these shapes is kernelcore/contract.schema.json (tests/test_contract.py checks
-real output against it; the TypeScript types are generated from it). The TypedDicts below are Python's
-reading aid; every string is rendered as text in the browser, never as HTML.
+real output against it); the TypeScript types and the TypedDicts re-exported here (contract/wire_types.py)
+are generated from it. Every string is rendered as text in the browser, never as HTML.
 
 Besides the shapes, this module builds the two values the widgets compute themselves:
 `value_preview` (ValuePreview: stats, NaN/Inf counts and a <=16x16 sample of a tensor; a GPU array
@@ -12,136 +12,20 @@ preview is asked for) and `scope_json` (ScopeJSON: a scope's variables with prev
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, NotRequired, Optional, TypedDict
+from typing import Any, Literal
 
 import numpy as np
 
 from kernelcore.view.display import PROGRAM_MIME, TRACE_MIME  # noqa: F401  (re-exported: one place per side)
 from kernelcore.runtime.place import place_of, to_host
 
+from .contract.wire_types import (BlockJSON, ForestVarJSON, GroupJSON, MemoryFlowJSON, OpJSON,  # noqa: F401
+                                  ProgramJSON, PrunedJSON, ScopeJSON, StepVarJSON, ValuePreview, VarJSON)
+
 SAMPLE_SIDE = 16  # a sample holds at most SAMPLE_SIDE x SAMPLE_SIDE values
 
 
-# --------------------------------------------------------------------------------------------------------
-# ProgramJSON (schema "kernelcore.program", version 3): kernelcore.view.display.program_json builds it (and
-# kernelcore.view.program_parts the skeleton of a big program, whose groups carry nodes/kids/loaded).
-class VarJSON(TypedDict):
-    id: str                 # "v<block>:<name>", the declaring block
-    name: str
-    type: str               # VarType name: LOD_TENSOR, STEP_SCOPES, ...
-    dtype: Optional[str]
-    shape: Optional[list]
-    persistable: bool
-    parameter: bool
-    kind: Literal["data", "param", "grad", "tmp", "other"]
-    group: Optional[str]    # the innermost GroupJSON holding it (its first op's), None: block level
-
-
-class OpJSON(TypedDict):
-    id: str                 # "o<block>:<index>"
-    idx: int
-    type: str
-    role: Literal["forward", "backward", "optimize"]
-    inputs: dict            # slot -> [var names]
-    outputs: dict
-    attrs: dict
-    sub_blocks: list
-    comment: str            # the OpProto comment from the registry ("" for ops kernelcore lacks)
-    unsupported: bool       # kernelcore has no definition (so no kernel) for this op type: shown, cannot run
-    group: Optional[str]    # the innermost GroupJSON holding it, None: block level
-    forward: NotRequired[str]   # backward ops: the id of the forward op it differentiates
-    callsite: NotRequired[str]  # "file:line in fn: code" from Paddle's op_callstack (the user's frame)
-
-
-class GroupJSON(TypedDict):
-    id: str                 # "group_<block>_<k>"
-    kind: Literal["stage", "layer", "repeat", "range"]
-    label: str              # "forward", "fc_3", "encoder", "fc ×640", "fc_0 … fc_47 (48)"
-    parent: Optional[str]   # the enclosing group, None: the block itself
-    first: int              # the smallest and largest op index inside
-    last: int
-    ops: int                # ops inside, all levels
-    count: NotRequired[int]  # repeat: how many alike siblings it holds
-
-
-class BlockJSON(TypedDict):
-    idx: int
-    parent: int
-    vars: list              # [VarJSON]
-    ops: list               # [OpJSON]
-    groups: list            # [GroupJSON], parents before kids
-
-
-class PrunedJSON(TypedDict):
-    removed_ops: list       # op ids of the original program
-    removed_vars: list      # var ids of the original program
-    kept_map: dict          # pruned program's op id -> original op id
-    groups: NotRequired[dict]   # a program in parts: group id -> "all" | "some" (the groups sent so far)
-    counts: NotRequired[dict]   # a program in parts: {"ops", "vars"} removed in the whole program
-
-
-class ProgramJSON(TypedDict):
-    schema: str
-    version: int
-    blocks: list            # [BlockJSON]
-    pruned: Optional[PrunedJSON]
-    dot: Optional[str]      # None above SVG_NODE_LIMIT nodes (the browser builds its own DOT)
-
-
-# --------------------------------------------------------------------------------------------------------
-# Values and scopes
 PreviewKind = Literal["heatmap", "sparkline", "scalar"]
-
-
-class ValuePreview(TypedDict):
-    shape: list
-    dtype: str
-    place: str
-    min: Optional[float]    # over the finite values; None when there are none
-    max: Optional[float]
-    mean: Optional[float]
-    std: Optional[float]
-    nan: int
-    inf: int
-    sample: list            # rows of values, at most 16 x 16; NaN/Inf as the strings "NaN", "Infinity", "-Infinity"
-    kind: PreviewKind
-
-
-Role = Literal["x_t", "h_prev", "h_new", "output"]
-
-
-class StepVarJSON(TypedDict, total=False):
-    name: str
-    kind: str               # as kernelcore.observe.scope_forest.VarInfo: tensor, empty, step_scopes, ...
-    dtype: str
-    shape: list
-    place: str
-    preview: Optional[ValuePreview]
-    role: Optional[Role]    # the first of `roles`
-    roles: list             # every role the variable plays in the step (a name may play two)
-
-
-class ScopeJSON(TypedDict):
-    id: int
-    parent: Optional[int]
-    depth: int
-    origin: dict
-    kids: list
-    vars: list              # [StepVarJSON]
-
-
-# One carried memory into timestep t: t, "from" (the variable of the step run before it that holds the new
-# state, states[k]; at the first step run, the outer initial state initial_states[k]) and "to" (the memory
-# variable step t reads, ex_states[k]). Variable names, as in the program.
-MemoryFlowJSON = TypedDict("MemoryFlowJSON", {"t": int, "from": str, "to": str})
-
-# --------------------------------------------------------------------------------------------------------
-# Messages, browser -> Python ({"type": ...}); Python answers by setting traits.
-PROGRAM_GRAPH_MESSAGES = ("select",)                     # {"type": "select", "id": str}
-SCOPE_FOREST_MESSAGES = ("open",)                        # {"type": "open", "scope": int, "name": str}
-RNN_STEPPER_MESSAGES = ("goto", "next", "prev")          # {"type": "goto", "t": int}
-TRACE_TIMELINE_MESSAGES = ("select",)                    # {"type": "select", "seq": int}
-DEBUGGER_MESSAGES = ("step", "next", "finish", "step_timestep", "cont", "back")
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 /**
  * Debugger: a paused run with the four views over one model (see docs/frontend-contract.md,
- * "Debugger is one model"), and step controls sending `{type: step|next|finish|step_timestep|cont|back}`.
+ * "Debugger is one model"), and step controls sending `{type: <move>}` for each move of the command table
+ * (MOVES, generated from kernelcore_widgets/contract/commands.py).
  * The ops named in `position` ("block B op #I > ...") are marked in the graph; selecting a timeline
  * event selects its op in the graph and reveals its scope in the forest.
  *
@@ -15,23 +16,13 @@
 import { WidgetDebugActions } from '../debugactions';
 import { button, clear, h } from '../dom';
 import { Listeners, RenderProps, WidgetModel } from '../model';
-import { DebugFrame, DebuggerAction, frameOps, TraceEvent } from '../schema';
+import { Move, MOVES } from '../protocol';
+import { DebugFrame, frameOps, TraceEvent } from '../schema';
 import { ProgramGraphView } from './ProgramGraph';
 import { RNNStepperView } from './RNNStepper';
 import { ScopeForestView } from './ScopeForest';
 import { TraceTimelineView } from './TraceTimeline';
 import { withKernelNotice } from '../restart';
-
-export const ACTIONS: Array<[DebuggerAction, string, string]> = [
-  ['step', 'Step', 'run to the next op, into sub-blocks'],
-  ['next', 'Next', 'run to the next op of this block, over sub-blocks'],
-  ['finish', 'Finish', 'run until this block ends'],
-  ['step_timestep', 'Step t', 'run to the next timestep of the loop'],
-  ['cont', 'Continue', 'run to the next breakpoint or the end'],
-  ['back', 'Back', 'go back one op (time travel: nothing runs)'],
-  ['back_timestep', 'Back t', 'go back to the start of the previous timestep'],
-  ['reverse_cont', 'Reverse', 'go back to the previous breakpoint or watch hit']
-];
 
 export class DebuggerView {
   readonly root: HTMLElement;
@@ -39,7 +30,7 @@ export class DebuggerView {
   readonly forest: ScopeForestView;
   readonly stepper: RNNStepperView;
   readonly timeline: TraceTimelineView;
-  readonly buttons = new Map<DebuggerAction, HTMLButtonElement>();
+  readonly buttons = new Map<Move, HTMLButtonElement>();
   private _listeners: Listeners;
   private _position: HTMLElement;
   private _reason: HTMLElement;
@@ -53,9 +44,9 @@ export class DebuggerView {
     this._listeners = new Listeners(model);
     this.root = h('div', { cls: 'jp-Kernelcore-Debugger jp-Kernelcore-view' });
     const controls = h('div', { cls: 'jp-Kernelcore-toolbar jp-Kernelcore-debugControls' });
-    for (const [action, label, title] of ACTIONS) {
-      const b = button(label, () => this.model.send({ type: action }), { cls: `jp-Kernelcore-action-${action}`, title });
-      this.buttons.set(action, b);
+    for (const { name, label, help } of MOVES) {
+      const b = button(label, () => this.model.send({ type: name }), { cls: `jp-Kernelcore-action-${name}`, title: help });
+      this.buttons.set(name, b);
       controls.appendChild(b);
     }
     this._position = h('span', { cls: 'jp-Kernelcore-position' });
@@ -114,8 +105,8 @@ export class DebuggerView {
     const reason = String(this.model.get('stop_reason') ?? '');
     this._position.textContent = position + (past ? ' (past)' : '');
     this._reason.textContent = reason === position ? '' : reason;
-    const backwards = new Set<DebuggerAction>(['back', 'back_timestep', 'reverse_cont']);
-    this.buttons.forEach((b, action) => (b.disabled = finished && !past && !backwards.has(action)));
+    const backwards = new Set(MOVES.filter(m => m.backwards).map(m => m.name));
+    this.buttons.forEach((b, move) => (b.disabled = finished && !past && !backwards.has(move)));
     this.graph.setCurrent(frameOps(frames));
     this.root.classList.toggle('jp-Kernelcore-finished', finished && !past);
   }
