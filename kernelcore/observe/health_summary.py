@@ -1,0 +1,104 @@
+"""A tensor's health in a few numbers: how many elements are negative, zero, positive, NaN, +Inf and -Inf, and the
+min, max, mean and L2 norm of its finite elements. What the flight recorder keeps of every op output.
+
+A value with no NaN/Inf (the usual case) costs min, max, a sum, a dot product and at most two counts: the counts
+of zeros and negatives are skipped wherever min and max already decide them (a ReLU's output, a positive
+variance). Only a value holding NaN or Inf takes the slower path that classifies every element.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ..runtime.values import health
+
+
+class Summary(NamedTuple):
+    numel: int
+    negative: int
+    zero: int
+    positive: int
+    nan: int
+    pos_inf: int
+    neg_inf: int
+    min: float    # of the finite elements (NaN when there are none)
+    max: float
+    mean: float
+    l2: float
+
+    @property
+    def nonfinite(self) -> int:
+        return self.nan + self.pos_inf + self.neg_inf
+
+
+_NAN = float("nan")
+
+
+def array_module(value):
+    """NumPy for a host array, CuPy for a device array, None for what is no numeric tensor."""
+    if isinstance(value, np.ndarray):
+        return np if value.dtype.kind in "biuf" else None
+    if hasattr(value, "__cuda_array_interface__") and getattr(value.dtype, "kind", "") in "biuf":
+        import cupy
+        return cupy
+    return None
+
+
+def summarize(value) -> Summary | None:
+    """The value's Summary, or None when it is no numeric tensor (a list, a string tensor, complex numbers)."""
+    xp = array_module(value)
+    if xp is None:
+        return None
+    n = int(value.size)
+    if n == 0:
+        return Summary(0, 0, 0, 0, 0, 0, 0, _NAN, _NAN, _NAN, 0.0)
+    if value.dtype.kind == "b":
+        value = value.view(np.uint8) if xp is np else value.astype(np.uint8)
+    lo, hi = float(value.min()), float(value.max())
+    if math.isfinite(lo) and math.isfinite(hi):  # NaN anywhere makes min and max NaN
+        return _finite(xp, value, n, lo, hi)
+    return _with_nonfinite(xp, value, n)
+
+
+def _finite(xp, value, n: int, lo: float, hi: float) -> Summary:
+    flat = value.reshape(-1)
+    if flat.dtype.kind != "f" or flat.dtype.itemsize < 4:
+        flat = flat.astype(np.float64 if flat.dtype.kind in "iu" else np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = float(flat.sum())
+        sq = float(flat @ flat)
+    if not math.isfinite(sq) or not math.isfinite(total):  # float32 sums overflow before the values do
+        wide = flat.astype(np.float64)
+        total, sq = float(wide.sum()), float(wide @ wide)
+    negative, zero, positive = _signs(xp, value, n, lo, hi)
+    return Summary(n, negative, zero, positive, 0, 0, 0, lo, hi, total / n, math.sqrt(sq))
+
+
+def _signs(xp, value, n: int, lo: float, hi: float) -> tuple[int, int, int]:
+    """(negative, zero, positive) of a finite value, counting only what min and max leave open."""
+    if lo > 0:
+        return 0, 0, n
+    if hi < 0:
+        return n, 0, 0
+    nonzero = int(xp.count_nonzero(value))
+    if lo >= 0:
+        return 0, n - nonzero, nonzero
+    if hi <= 0:
+        return nonzero, n - nonzero, 0
+    negative = int(xp.count_nonzero(value < 0))
+    return negative, n - nonzero, nonzero - negative
+
+
+def _with_nonfinite(xp, value, n: int) -> Summary:
+    c = health(xp, value)
+    finite = value[xp.isfinite(value)].astype(np.float64)
+    if finite.size:
+        lo, hi, mean, l2 = float(finite.min()), float(finite.max()), float(finite.mean()), float(
+            xp.sqrt(finite @ finite))
+    else:
+        lo = hi = mean = _NAN
+        l2 = 0.0
+    return Summary(n, c["negative"], c["zero"], c["positive"], c["nan"], c["pos_inf"], c["neg_inf"], lo, hi, mean,
+                   l2)

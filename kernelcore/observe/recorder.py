@@ -1,0 +1,283 @@
+"""The flight recorder of a training loop: a health summary of every op output (gradients included) of every
+iteration, full values of the last few, and watch conditions judged on the summaries as they arrive.
+
+    with kc.record(main, scope) as rec:          # every run of `main` in `scope` is one iteration
+        for step in range(10_000):
+            exe.run(main, feed=batch(step), fetch_list=[loss], scope=scope, training=True)
+    rec.hit                     # the first watch hit (by default: the first NaN/Inf an op wrote), or None
+    sess = rec.session          # a debug session paused right after that op, in that iteration
+    rec.summaries.save("run.parquet")            # one row per op output per iteration (pandas, Polars, DuckDB)
+
+The first hit stops the loop: the run it happened in raises RecordingStopped, which leaves the `with` block
+(the loop with it) and is swallowed there. `rec.session` runs that iteration again from the state it started
+from (the scope's values when its first op ran, and what that op read), paused right after the op the hit names,
+with the usual moves and time travel; the rest of the iteration runs on from there. The last `keep_last`
+finished iterations keep their values: `rec.run(i)` is iteration i as a RecordedRun (time travel, compare_runs).
+
+The recorder is an executor observer (kernelcore/observe/trace.py shows the protocol): it asks for the values
+ops write, so the executor hands each op record over holding them by reference, and nothing is copied.
+"""
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass
+
+from ..errors import KernelcoreError
+from ..ir.node_ids import op_id
+from ..ir.program import Program
+from ..runtime.events import RECORD_HEAD, RECORD_VALUES
+from ..runtime.executor import Executor, add_observer, remove_observer
+from ..runtime.place import CPUPlace
+from ..runtime.scope import Scope, global_scope
+from .health_summary import Summary, summarize
+from .summary_table import SummaryTable
+from .summary_watch import check, every_output
+from .trace import Trace
+from .watch import Watch, make_watch
+
+
+class RecordingStopped(KernelcoreError):
+    """A watch hit stopped the recorded loop (raised out of the run it happened in; the recorder's `with` block
+    swallows it)."""
+
+
+@dataclass(frozen=True)
+class RecorderHit:
+    watch: int
+    iteration: int
+    order: int            # the op record's position in its iteration (0: the first op that ran)
+    block: int
+    op: int
+    op_type: str
+    timestep: int | None
+    var: str
+    message: str
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+class Iteration:
+    """One run of the recorded program: the values it started from and (while kept) its trace."""
+
+    def __init__(self, index: int, scope_id: int, keep: bool):
+        self.index, self.scope_id = index, scope_id
+        self.initial: dict | None = None  # name -> value when its first op ran (what that op read included)
+        self.trace = Trace(retain="references") if keep else None
+        self.first_event = 0
+        self.ops = 0
+
+
+class Recorder:
+    """See the module docstring. Make one with kc.record(...)."""
+
+    def __init__(self, program: Program | None = None, scope: Scope | None = None, *, keep_last: int = 2,
+                 nan: bool = True, stop: bool = True, training: bool = True, executor: Executor | None = None):
+        if not isinstance(keep_last, int) or keep_last < 0:
+            raise KernelcoreError(f"keep_last is how many iterations keep their values (>= 0), got {keep_last!r}")
+        self.program, self.scope = program, scope if scope is not None else global_scope()
+        self.keep_last, self.stop, self.training = keep_last, stop, training
+        self.executor = executor if executor is not None else Executor(CPUPlace())
+        self.summaries = SummaryTable()
+        self.watches: list[Watch] = []
+        self.hits: list[RecorderHit] = []
+        self.iterations = 0  # finished iterations
+        self.kept: collections.deque[Iteration] = collections.deque(maxlen=keep_last or 1)
+        self._current: Iteration | None = None
+        self._stopped: Iteration | None = None
+        self._last_summary: dict[str, Summary] = {}
+        self._session = None
+        self._token = None
+        self._next_id = 1
+        if nan:
+            self.watch(cond="nan")
+
+    # -- what the executor asks of an observer --------------------------------------------------------------
+    keep_values = True   # the records carry references to the values (RECORD_VALUES)
+    keep_shapes = True
+
+    def op_recorder(self, record_mode: str):
+        if record_mode is not RECORD_VALUES:
+            raise KernelcoreError("the flight recorder needs the op records' values")
+        return self._take
+
+    def plain_recorder(self):
+        return self
+
+    def __call__(self, ev) -> None:
+        if ev.kind == "run_begin":
+            self._begin(ev)
+            return
+        it = self._current
+        if it is None:
+            return
+        if it.trace is not None:
+            it.trace(ev)
+        if ev.kind == "run_end":
+            self._end(it)
+
+    # -- iterations --------------------------------------------------------------------------------------------
+    def _begin(self, ev) -> None:
+        if self._stopped is not None or ev.scope != self.scope.id:
+            self._current = None  # another scope's run (an evaluation, a startup program): not an iteration
+            return
+        it = self._current = Iteration(self.iterations, ev.scope, self.keep_last > 0)
+        if it.trace is not None:
+            it.trace(ev)
+            it.first_event = 1
+
+    def _end(self, it: Iteration) -> None:
+        self._current = None
+        if it.initial is None:
+            return  # a run with no op (or refused before its first): nothing happened
+        self.iterations += 1
+        if self.keep_last:
+            self.kept.append(it)
+
+    def _take(self, rec) -> None:
+        it = self._current
+        if it is None:
+            return
+        op = rec[3]
+        n_in = len(op.in_pairs)
+        if it.initial is None and not self._first_op(it, op, rec[RECORD_HEAD:RECORD_HEAD + n_in]):
+            return
+        if it.trace is not None:
+            it.trace.record_op(rec)
+        order = it.ops
+        it.ops += 1
+        timestep = rec[5]
+        outs = rec[RECORD_HEAD + n_in:]
+        for (slot, name), value in zip(op.out_pairs, outs):
+            s = summarize(value)
+            if s is None:
+                continue
+            site = self.summaries.site(op.block, op.idx, op.type, name, timestep)
+            self.summaries.append(it.index, order, site, s)
+            if self.watches:
+                self._check(it, order, op, rec, n_in, name, value, s, timestep)
+            self._last_summary[name] = s
+
+    def _first_op(self, it: Iteration, op, in_values) -> bool:
+        """At a run's first op: is it the recorded program's? Then keep the state the iteration started from."""
+        if self.program is not None:
+            try:
+                same = self.program.block(op.block).op(op.idx).type == op.type
+            except KernelcoreError:
+                same = False
+            if not same:
+                self._current = None
+                return False
+        initial = {}
+        s = self.scope
+        while s is not None:  # outermost last, so an inner scope's value wins
+            for v in s.local_vars():
+                initial.setdefault(v.name, v.value)
+            s = s.parent
+        for (_, name), value in zip(op.in_pairs, in_values):  # what the first op read (it may write the same)
+            initial[name] = value
+        it.initial = initial
+        return True
+
+    # -- watches -----------------------------------------------------------------------------------------------
+    def watch(self, var: str | None = None, cond: str = "nan", *, op_type: str | None = None,
+              lo: float | None = None, hi: float | None = None, bound: float | None = None) -> Watch:
+        """A watch condition on `var`, on the outputs of `op_type` ops, or (neither) on every output; the seven
+        conditions of sess.watch, judged on summaries (kernelcore/observe/summary_watch.py)."""
+        wid = self._next_id
+        self._next_id += 1
+        if var is None and op_type is None:
+            w = every_output(wid, cond, lo, hi, bound)
+        else:
+            w = make_watch(wid, var, cond, op_type, lo, hi, bound)
+        self.watches.append(w)
+        return w
+
+    def _check(self, it, order, op, rec, n_in, name, value, s, timestep) -> None:
+        for w in self.watches:
+            if not w.enabled or not w.matches(op.type, name):
+                continue
+            old = None
+            if w.cond == "update_ratio":
+                old = next((v for (_, n), v in zip(op.in_pairs, rec[RECORD_HEAD:RECORD_HEAD + n_in]) if n == name),
+                           None)
+            why = check(w, s, self._last_summary.get(name), old, value)
+            if why is None:
+                continue
+            t = f" at timestep {timestep}" if timestep is not None else ""
+            hit = RecorderHit(w.id, it.index, order, op.block, op.idx, op.type, timestep, name,
+                              f"iteration {it.index}: {w}: {name!r} written by op {op.type!r} (block {op.block}, "
+                              f"op #{op.idx}){t} {why}")
+            w.hits.append(hit)
+            self.hits.append(hit)
+            if self.stop:
+                self._stopped = it
+                self._current = None
+                raise RecordingStopped(hit.message)
+
+    @property
+    def hit(self) -> RecorderHit | None:
+        """The first watch hit (the one that stopped the loop)."""
+        return self.hits[0] if self.hits else None
+
+    # -- after the loop ----------------------------------------------------------------------------------------
+    @property
+    def session(self):
+        """A debug session paused right after the op of the first hit, in the iteration it happened in (made on
+        first use: it runs that iteration again up to there)."""
+        if self._session is None:
+            if self._stopped is None or self.program is None:
+                raise KernelcoreError("no watch stopped this recording" if self._stopped is None else
+                                      "kc.record(program, ...) needs the program to replay the stopped iteration")
+            from .replay import replay_to
+            self._session = replay_to(self, self._stopped, self.hit)
+        return self._session
+
+    def run(self, iteration: int):
+        """Iteration `iteration` as a RecordedRun, while it is among the last `keep_last` (time travel, provenance,
+        compare_runs)."""
+        from .recorded_run import RecordedRun
+        it = next((i for i in self.kept if i.index == iteration), None)
+        if it is None:
+            kept = [i.index for i in self.kept]
+            raise KernelcoreError(f"iteration {iteration} kept no values; the recorder keeps the last "
+                                  f"{self.keep_last}: {kept}")
+        return RecordedRun(it.trace, [(it.scope_id, {}, dict(it.initial))], it.first_event, self.program)
+
+    def numbers(self, iteration: int, metric: str = "l2") -> dict[str, float]:
+        """{op id: the largest `metric` over its outputs} in one iteration: the per-node figures of an overlay."""
+        cols = self.summaries.columns()
+        if metric not in cols or metric in ("iteration", "order", "block", "op", "op_type", "var", "timestep"):
+            raise KernelcoreError(f"unknown summary column {metric!r}")
+        out: dict[str, float] = {}
+        keep = cols["iteration"] == iteration
+        for b, o, x in zip(cols["block"][keep], cols["op"][keep], cols[metric][keep]):
+            key = op_id(int(b), int(o))
+            out[key] = max(out.get(key, x), x)
+        return {k: float(v) for k, v in out.items()}
+
+    @property
+    def bytes_per_row(self) -> int:
+        return self.summaries.nbytes // max(len(self.summaries), 1)
+
+    def __repr__(self) -> str:
+        what = f"stopped: {self.hit.message}" if self._stopped is not None else "no hit"
+        return (f"<Recorder {self.iterations} iterations, {len(self.summaries)} summaries "
+                f"({self.summaries.nbytes} bytes); {what}>")
+
+    # -- the with block ---------------------------------------------------------------------------------------
+    def __enter__(self) -> Recorder:
+        self._token = add_observer(self)
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        remove_observer(self._token)
+        self._token = None
+        return isinstance(exc, RecordingStopped) and self._stopped is not None
+
+
+def record(program: Program | None = None, scope: Scope | None = None, **kw) -> Recorder:
+    """The flight recorder (see kernelcore/observe/recorder.py): `with kc.record(main, scope) as rec: ...`.
+    Keywords: keep_last (iterations that keep full values, 2), nan (watch every output for NaN/Inf, True),
+    stop (a hit stops the loop, True), training (the replay's training flag, True), executor (the replay's)."""
+    return Recorder(program, scope, **kw)

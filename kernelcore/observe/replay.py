@@ -1,0 +1,28 @@
+"""A recorded iteration run again in a debug session, from the state it started from, up to the op a recorder hit
+names: how the flight recorder's stop becomes a pause with time travel."""
+from __future__ import annotations
+
+from ..runtime.scope import Scope
+from .session import DebugSession
+
+
+def replay_to(recorder, iteration, hit) -> DebugSession:
+    """A session over a fresh scope holding `iteration`'s starting values, stepped until as many ops have run as
+    had when `hit` was recorded (its op's record is then the trace's last op_run)."""
+    scope = Scope()
+    for name, value in iteration.initial.items():
+        scope.var(name).value = value
+    sess = DebugSession(recorder.program, scope=scope, training=recorder.training, executor=recorder.executor)
+    ran = read = 0
+    while ran <= hit.order and not sess.finished:
+        sess.step()
+        events = sess.trace.events
+        ran += sum(1 for e in events[read:] if e.kind == "op_run")
+        read = len(events)
+    last = next((e for e in reversed(sess.trace.events) if e.kind == "op_run"), None)
+    same = last is not None and (last.block, last.op, last.op_type, last.timestep) == \
+        (hit.block, hit.op, hit.op_type, hit.timestep)
+    sess.stop_reason = f"recorder: {hit.message}" if same else \
+        f"recorder: {hit.message} (the replay ran another op there: the iteration is not deterministic)"
+    sess.recorder_hit = hit
+    return sess

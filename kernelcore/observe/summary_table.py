@@ -1,0 +1,101 @@
+"""The flight recorder's columns: one row per op output per iteration, its health summary beside where it was
+written. Rows gather in NumPy chunks (a structured array each, no Python object per row once a chunk is full);
+the places an output can be written (block, op, op type, variable, timestep) are kept once in a site table and
+each row names its site by number.
+
+`to_arrow()` gives an Apache Arrow table (pyarrow, the "record" extra: `pip install kernelcore[record]`), `save`
+writes it as Parquet, which pandas, Polars and DuckDB read; `columns()` gives the same columns as NumPy arrays
+without pyarrow.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import KernelcoreError
+
+ROW = np.dtype([("iteration", "<i4"), ("order", "<i4"), ("site", "<i4"), ("numel", "<i8"), ("negative", "<i8"),
+                ("zero", "<i8"), ("positive", "<i8"), ("nan", "<i8"), ("pos_inf", "<i8"), ("neg_inf", "<i8"),
+                ("min", "<f8"), ("max", "<f8"), ("mean", "<f8"), ("l2", "<f8")])
+SITE_COLUMNS = ("block", "op", "op_type", "var", "timestep")
+CHUNK_ROWS = 4096
+
+
+class SummaryTable:
+    def __init__(self):
+        self._chunks: list[np.ndarray] = []
+        self._pending: list[tuple] = []
+        self._site_ids: dict[tuple, int] = {}
+        self.sites: list[tuple] = []  # (block, op, op_type, var, timestep), by site number
+
+    def site(self, block: int, op: int, op_type: str, var: str, timestep: int | None) -> int:
+        key = (block, op, op_type, var, timestep)
+        sid = self._site_ids.get(key)
+        if sid is None:
+            sid = self._site_ids[key] = len(self.sites)
+            self.sites.append(key)
+        return sid
+
+    def append(self, iteration: int, order: int, site: int, summary: tuple) -> None:
+        self._pending.append((iteration, order, site, *summary))
+        if len(self._pending) >= CHUNK_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._chunks.append(np.array(self._pending, dtype=ROW))
+            self._pending = []
+
+    def __len__(self) -> int:
+        return sum(len(c) for c in self._chunks) + len(self._pending)
+
+    @property
+    def nbytes(self) -> int:
+        """What the rows hold in memory (full chunks, and the pending rows at the row size they will take)."""
+        return sum(c.nbytes for c in self._chunks) + len(self._pending) * ROW.itemsize
+
+    def rows(self) -> np.ndarray:
+        """Every row as one structured array."""
+        self._flush()
+        return np.concatenate(self._chunks) if self._chunks else np.zeros(0, ROW)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """{column: NumPy array}: the summary columns and the site's columns (timestep -1 outside loops)."""
+        rows = self.rows()
+        out = {name: rows[name] for name in ROW.names if name != "site"}
+        sites = rows["site"]
+        for i, name in enumerate(SITE_COLUMNS):
+            values = [s[i] for s in self.sites]
+            if name == "timestep":
+                values = [-1 if v is None else v for v in values]
+            out[name] = np.asarray(values, dtype=object if name in ("op_type", "var") else np.int32)[sites] \
+                if self.sites else np.zeros(0, np.int32)
+        return out
+
+    def to_arrow(self):
+        """The rows as a pyarrow Table; op type and variable as dictionary columns (each name stored once)."""
+        pa = _pyarrow()
+        rows = self.rows()
+        sites = pa.array(rows["site"])
+        cols = {name: pa.array(rows[name]) for name in ROW.names if name != "site"}
+        for i, name in enumerate(SITE_COLUMNS):
+            values = [s[i] for s in self.sites]
+            if name in ("op_type", "var"):
+                cols[name] = pa.DictionaryArray.from_arrays(sites, pa.array(values, pa.string()))
+            else:
+                cols[name] = pa.array(values, pa.int32()).take(sites)
+        return pa.table(cols)
+
+    def save(self, path) -> None:
+        """Write the rows as a Parquet file."""
+        table = self.to_arrow()  # refuses clearly without pyarrow
+        import pyarrow.parquet as pq
+        pq.write_table(table, str(path))
+
+
+def _pyarrow():
+    try:
+        import pyarrow
+    except ImportError:
+        raise KernelcoreError("the recorder's Arrow and Parquet output needs pyarrow: pip install "
+                              "'kernelcore[record]' (columns() gives the same columns as NumPy arrays)") from None
+    return pyarrow

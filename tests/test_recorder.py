@@ -1,0 +1,231 @@
+"""The flight recorder (kernelcore/observe/recorder.py): health summaries of every op output and gradient per
+iteration, watches judged on them, the stop that becomes a paused debug session, the columns and their Parquet
+file. Expected places come from plain traced runs of the same loop scanned with NumPy, never from the recorder."""
+import math
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import kernelcore as kc
+from kernelcore.errors import KernelcoreError
+from kernelcore.observe.health_summary import summarize
+from kernelcore.observe.recorder import RecordingStopped, record
+from kernelcore.runtime.executor import add_observer, remove_observer
+
+L = kc.layers
+RAISE_AT, HIGH_LR = 5, 50.0
+
+
+def _mlp():
+    main, startup = kc.Program(), kc.Program()
+    with kc.program_guard(main, startup):
+        x, y = L.data("x", [-1, 8]), L.data("y", [-1, 1])
+        err = kc.op.elementwise_sub(L.fc(L.fc(x, 16, act="tanh"), 1), y)
+        loss = L.mean(kc.op.elementwise_mul(err, err))
+        kc.optimizer.SGD(learning_rate=0.05).minimize(loss)
+    scope = kc.Scope()
+    kc.Executor().run(startup, scope=scope)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((32, 8)).astype("float32")
+    return main, scope, loss, {"x": x, "y": x.sum(1, keepdims=True).astype("float32")}
+
+
+def _copy_scope(scope):
+    out = kc.Scope()
+    for v in scope.local_vars():
+        out.set(v.name, np.array(v.value, copy=True))
+    return out
+
+
+def _train(main, scope, loss, feed, iterations, observe=None):
+    exe = kc.Executor()
+    for it in range(iterations):
+        if it == RAISE_AT:
+            scope.set("learning_rate_0", np.array(HIGH_LR, "float32"))
+        if observe is None:
+            exe.run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+        else:
+            with kc.trace(retain="references") as tr:
+                exe.run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+            if observe(it, tr):
+                return it
+    return None
+
+
+def _first_nonfinite(tr):
+    for e in tr.events:
+        if e.kind == "op_run":
+            for name, v in e.values:
+                if np.asarray(v).dtype.kind == "f" and not np.isfinite(v).all():
+                    return e, name
+    return None
+
+
+def test_a_raised_learning_rate_stops_at_the_first_non_finite_op_of_the_right_iteration():
+    main, scope, loss, feed = _mlp()
+    oracle_scope = _copy_scope(scope)
+    found = {}
+
+    def first_bad(it, tr):
+        bad = _first_nonfinite(tr)
+        if bad:
+            found["it"], found["event"], found["var"] = it, *bad
+        return bad is not None
+    assert _train(main, oracle_scope, loss, feed, 60, first_bad) is not None
+    assert found["it"] > RAISE_AT  # the blow-up takes a few iterations after the raise
+
+    with record(main, scope) as rec:
+        _train(main, scope, loss, feed, 60)
+    hit = rec.hit
+    assert (hit.iteration, hit.block, hit.op, hit.var) == (found["it"], found["event"].block, found["event"].op,
+                                                           found["var"])
+    assert rec.iterations == found["it"]  # the loop stopped inside that iteration
+
+    sess = rec.session
+    assert sess.stop_reason.startswith("recorder:") and "not deterministic" not in sess.stop_reason
+    last = next(e for e in reversed(sess.trace.events) if e.kind == "op_run")
+    assert (last.block, last.op) == (hit.block, hit.op)
+    assert not np.isfinite(sess.value(hit.var)).all()
+    before = sess.goto(sess.pauses[sess.pause_index - 1].index)  # time travel: just before that op ran
+    inputs = [n for _, n, _, _ in last.inputs]
+    assert all(np.isfinite(before.value(n)).all() for n in inputs if n != hit.var)
+    sess.cont()  # the rest of the iteration runs on from the pause
+    assert sess.finished
+
+
+def test_summaries_match_numpy_for_every_output_and_gradient_of_kept_iterations():
+    main, scope, loss, feed = _mlp()
+    with record(main, scope, keep_last=2, nan=False) as rec:
+        kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+        kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    cols = rec.summaries.columns()
+    assert any("@GRAD" in v for v in cols["var"])
+    for it in (0, 1):
+        run = rec.run(it)
+        ops = [e for e in run.events if e.kind == "op_run"]
+        rows = np.flatnonzero(cols["iteration"] == it)
+        assert len(rows) == sum(len(e.values) for e in ops)
+        values = [(order, name, v) for order, e in enumerate(ops) for name, v in e.values]
+        for r, (order, name, v) in zip(rows, values):
+            a = np.asarray(v, np.float64).ravel()
+            assert (cols["order"][r], cols["var"][r]) == (order, name)
+            assert cols["numel"][r] == a.size
+            assert (cols["negative"][r], cols["zero"][r], cols["positive"][r]) == \
+                ((a < 0).sum(), (a == 0).sum(), (a > 0).sum())
+            assert cols["min"][r] == a.min() and cols["max"][r] == a.max()
+            assert cols["mean"][r] == pytest.approx(a.mean(), rel=1e-5, abs=1e-6)
+            assert cols["l2"][r] == pytest.approx(np.linalg.norm(a), rel=1e-5)
+
+
+finite_or_not = st.sampled_from([0.0, -0.0, 1.5, -2.0, 3e38, -3e38, 1e-40, np.nan, np.inf, -np.inf])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(finite_or_not, min_size=0, max_size=40), st.sampled_from(["float16", "float32", "float64"]))
+def test_summary_of_any_float_array_counts_like_numpy(xs, dtype):
+    with np.errstate(over="ignore"):
+        a = np.array(xs, dtype=dtype)
+    s = summarize(a)
+    f = a.astype(np.float64)
+    assert s.numel == a.size and s.nan == np.isnan(f).sum()
+    assert (s.pos_inf, s.neg_inf) == (np.isposinf(f).sum(), np.isneginf(f).sum())
+    fin = f[np.isfinite(f)]
+    assert (s.negative, s.zero, s.positive) == ((fin < 0).sum(), (fin == 0).sum(), (fin > 0).sum())
+    if fin.size:
+        assert s.min == fin.min() and s.max == fin.max()
+        assert s.l2 == pytest.approx(math.sqrt((fin ** 2).sum()), rel=1e-6)
+    else:
+        assert math.isnan(s.min) and s.l2 == 0.0
+
+
+def test_integer_and_bool_outputs_are_summarised_and_other_values_skipped():
+    s = summarize(np.array([[-3, 0, 4]], dtype=np.int64))
+    assert (s.negative, s.zero, s.positive, s.min, s.max, s.l2) == (1, 1, 1, -3.0, 4.0, 5.0)
+    assert summarize(np.array([True, False, True])).positive == 2
+    assert summarize([1, 2]) is None and summarize(np.array(["a"])) is None
+
+
+def test_a_gradient_norm_watch_stops_where_numpy_finds_the_norm_first_above_the_bound():
+    main, scope, loss, feed = _mlp()
+    oracle_scope = _copy_scope(scope)
+    grad = "fc_0.w_0@GRAD"
+    bound = 1e3
+    found = {}
+
+    def over(it, tr):
+        for e in tr.events:
+            for name, v in (e.values or ()) if e.kind == "op_run" else ():
+                if name == grad and np.linalg.norm(np.asarray(v, np.float64)) > bound:
+                    found["it"] = it
+                    return True
+        return False
+    assert _train(main, oracle_scope, loss, feed, 60, over) is not None
+    with record(main, scope, nan=False) as rec:
+        rec.watch(grad, "grad_norm", hi=bound)
+        _train(main, scope, loss, feed, 60)
+    assert rec.hit is not None and (rec.hit.iteration, rec.hit.var) == (found["it"], grad)
+    assert "explosion" in rec.hit.message
+
+
+def test_other_scopes_runs_are_no_iterations_and_only_the_last_k_keep_values():
+    main, scope, loss, feed = _mlp()
+    other = _copy_scope(scope)
+    exe = kc.Executor()
+    with record(main, scope, keep_last=1) as rec:
+        for _ in range(3):
+            exe.run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+            exe.run(main, feed=feed, fetch_list=[loss], scope=other, training=True)
+    assert rec.iterations == 3 and set(rec.summaries.columns()["iteration"]) == {0, 1, 2}
+    assert [i.index for i in rec.kept] == [2]
+    with pytest.raises(KernelcoreError, match="iteration 0 kept no values"):
+        rec.run(0)
+    with pytest.raises(KernelcoreError, match="no watch stopped"):
+        rec.session
+    ops = len(main.global_block().ops)
+    assert rec.summaries.nbytes / (rec.iterations * ops) <= 256  # the issue's budget per op per iteration
+    numbers = rec.numbers(2, "l2")
+    assert set(numbers) == {kc.ir.node_ids.op_id(0, i) for i in range(ops) if main.global_block().ops[i].output_arg_names}
+
+
+def test_summaries_save_as_parquet_with_the_same_columns(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    main, scope, loss, feed = _mlp()
+    with record(main, scope, nan=False) as rec:
+        kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    rec.summaries.save(tmp_path / "run.parquet")
+    table = pq.read_table(tmp_path / "run.parquet")
+    cols = rec.summaries.columns()
+    assert set(table.column_names) == set(cols)
+    for name, want in cols.items():
+        got = table.column(name).to_pylist()
+        if name == "timestep":  # null in Arrow outside loops, -1 in the NumPy columns
+            got = [-1 if t is None else t for t in got]
+        assert got == list(want), name
+
+
+def test_without_pyarrow_the_columns_stay_and_arrow_output_is_refused_clearly(monkeypatch):
+    main, scope, loss, feed = _mlp()
+    with record(main, scope, nan=False) as rec:
+        kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(KernelcoreError, match=r"kernelcore\[record\]"):
+        rec.summaries.save("never.parquet")
+    assert len(rec.summaries.columns()["l2"]) == len(rec.summaries)
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(KernelcoreError, match="keep_last"):
+        record(keep_last=-1)
+    with pytest.raises(KernelcoreError, match="unknown watch condition"):
+        record().watch("x", "explodes")
+    main, scope, loss, feed = _mlp()
+    rec = record(main, scope)
+    rec.watch(cond="range", lo=-0.1, hi=0.1)
+    token = add_observer(rec)  # observed outside the recorder's own with block: the stop reaches the caller
+    try:
+        with pytest.raises(RecordingStopped, match="leave"):
+            kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    finally:
+        remove_observer(token)
