@@ -16,6 +16,8 @@ from . import ops as _ops  # noqa: F401  - registers every op
 from .api import opcreators as op
 from .observe.trace import Trace, trace
 from .observe.debug import DebugSession, Frame, Origin, Position, RecordedRun, TimeView, active_session, debug
+from .observe.compare import compare_runs
+from .observe.recorder import record
 
 __all__ = [
     "AttrError", "DtypeError", "FeedError", "TraceError", "Block", "DebugSession", "Frame", "Origin", "Position",
@@ -24,6 +26,7 @@ __all__ = [
     "OpValidationError", "Operator", "PlaceError", "Program", "ProgramError", "Scope", "ScopeError",
     "ShapeError", "Trace", "UnknownNameError", "UnknownOpError", "Variable", "all_op_defs", "default_main_program",
     "default_startup_program", "get_op_def", "global_scope", "gpu_available", "op", "program_guard", "trace",
+    "compare_runs", "record",
 ]
 
 # Files: programs, parameter streams and inference models in Paddle's formats.
@@ -46,6 +49,7 @@ from .api.model import Model  # noqa: E402
 __all__ += ["optimizer", "Model"]
 from .transforms.backward import append_backward, gradients  # noqa: E402,F401  - training programs: gradient ops
 from . import grad as _grad_rules  # noqa: E402,F401  - registers every gradient rule (after the ops they differentiate)
+from .native import kernels as _fast_kernels  # noqa: E402,F401  - the C variants the executor may choose (runtime/fast_paths.py)
 
 # Notebooks: a Program or a Trace as a cell's result shows through the view's MIME bundles (a no-op without IPython).
 from .view import notebook as _notebook  # noqa: E402
