@@ -162,6 +162,18 @@ def test_targets_as_variables_and_the_input_is_untouched():
     assert r.program is not p and r.program.desc is not p.desc
 
 
+def test_a_pruned_program_numbers_new_names_on_from_its_source():
+    """A name made in the pruned program does not repeat one made in the program it came from, even where
+    pruning removed the variable that name was given to."""
+    p = diamond()
+    made = [p.unique_name("tmp") for _ in range(3)]
+    p.global_block().create_var(made[-1], [1])
+    r = kc.prune(p, "g")
+    assert not r.program.global_block().has_var(made[-1])
+    assert r.program.unique_name("tmp") not in made
+    assert p.clone().unique_name("tmp") not in made
+
+
 def test_kept_maps_new_ops_to_identical_old_ops():
     p = diamond()
     r = kc.prune(p, ["f", "g"])

@@ -1,4 +1,4 @@
-"""Scope semantics (seeds 000 and 002)."""
+"""Scope semantics: variables found through the parents, kids, dropping, threads."""
 import gc
 import threading
 import weakref
@@ -117,3 +117,21 @@ def test_walk_and_depth():
     c = root.new_scope()
     assert [s.id for s in root.walk()] == [root.id, a.id, b.id, c.id]
     assert (root.depth, a.depth, b.depth) == (0, 1, 2)
+
+
+def test_a_scope_answers_for_its_own_names_without_asking_its_parents():
+    """What the executor binds with: a local variable or None, whether a name is local, and a version that
+    moves when the set of local names changes (and only then)."""
+    root = kc.Scope()
+    kid = root.new_scope()
+    w = root.var("w")
+    assert kid.local_var("w") is None and not kid.holds("w") and kid.find_var("w") is w
+    assert root.local_var("w") is w and root.holds("w")
+    before = kid.version
+    x = kid.var("x")
+    assert kid.version > before and kid.local_var("x") is x and kid.holds("x")
+    after_create = kid.version
+    kid.set("x", np.ones(2, np.float32))  # a new value, the same names
+    assert kid.version == after_create
+    kid.erase(["x"])
+    assert kid.version > after_create and kid.local_var("x") is None

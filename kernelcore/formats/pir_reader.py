@@ -382,9 +382,9 @@ class Reader:
     def assemble(self) -> Program:
         prog = Program()
         blocks = [prog.global_block()]
-        for parent in self.parents[1:]:
-            blocks.append(prog.create_block(parent))
-        prog._current = 0
+        with prog.block_guard(blocks[0]):  # the program stays current at block 0, as a loaded one is
+            for parent in self.parents[1:]:
+                blocks.append(prog.create_block(parent))
         block = blocks[0]
         declared = set()
         for name, shape, dtype, persistable in self.params:

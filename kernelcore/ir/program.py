@@ -482,6 +482,11 @@ class Program:
                 self._name_counts[prefix] = n
                 return name
 
+    def continue_names_of(self, other: Program) -> None:
+        """Number unique names on from where `other` stopped: this program was derived from it (a pruned copy),
+        and a name made here should not repeat one a user saw made there."""
+        self._name_counts = dict(other._name_counts)
+
     # -- edits and identity ----------------------------------------------
     def _touch(self) -> None:
         self._version += 1
@@ -503,7 +508,7 @@ class Program:
         d = pb.ProgramDesc()
         d.CopyFrom(self.desc)
         p = Program(d)
-        p._name_counts = dict(self._name_counts)
+        p.continue_names_of(self)
         return p
 
     def to_bytes(self) -> bytes:

@@ -115,6 +115,14 @@ class Scope:
             s = s.parent
         return None
 
+    def local_var(self, name: str) -> Variable | None:
+        """The variable `name` if this scope itself holds it (its parents are not asked); None otherwise."""
+        return self._vars.get(name)
+
+    def holds(self, name: str) -> bool:
+        """Whether this scope itself holds `name`."""
+        return name in self._vars
+
     def find_scope_of(self, name: str) -> Scope | None:
         s = self
         while s is not None:
@@ -178,6 +186,11 @@ class Scope:
                     parent.kids.remove(self)
                 except ValueError:
                     pass
+
+    @property
+    def version(self) -> int:
+        """Bumped whenever the set of local names changes: a lookup cached with it is still right while it holds."""
+        return self._version
 
     @property
     def dropped(self) -> bool:

@@ -325,7 +325,7 @@ def _build(program: Program, kept0: list[int], kept_blocks: set, used0: set) -> 
                     a.blocks_idx[:] = [block_map[j] for j in a.blocks_idx]
     _dense_cols(new.blocks[0])
     pruned = Program(new)
-    pruned._name_counts = dict(program._name_counts)
+    pruned.continue_names_of(program)
     res.program = pruned
     return res
 
