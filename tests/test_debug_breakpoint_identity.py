@@ -1,5 +1,5 @@
-"""Issue 34 #7: 'Break here' twice added two identical breakpoints (the sidebar listed both, and removing one left
-the other firing)."""
+"""A breakpoint asked for twice is one breakpoint: 'Break here' twice must not list two, of which removing one
+would leave the other firing; asking again for a disabled one enables it."""
 import numpy as np
 
 import kernelcore as kc

@@ -1,5 +1,6 @@
-"""The Debugger widget as a thin view over the engine's session: each reported inconsistency, fixed and kept
-fixed. Handlers are driven as the comm would (handle_message)."""
+"""The Debugger widget as a thin view over the engine's session: what it shows of the cursor, the timestep and
+the live values agrees with the session after finish, back and step moves. Handlers are driven as the comm
+would (handle_message)."""
 from __future__ import annotations
 
 import numpy as np
