@@ -7,6 +7,7 @@ import collections
 from dataclasses import dataclass
 
 from ..errors import KernelcoreError
+from .forks import EDIT_OP_TYPE
 
 
 @dataclass(eq=False)
@@ -17,7 +18,8 @@ class Origin:
     answer grows with the writes it names, not with the paths to them."""
     name: str
     kind: str                  # "op": an op wrote it; "bound": a loop op bound it in a step scope;
-    #                            "initial": it was there before the run (fed or set); "unknown": not recorded
+    #                            "initial": it was there before the run (fed or set); "unknown": not recorded;
+    #                            "set": replaced at a pause (DebugSession.set_value)
     event: int | None = None
     block: int | None = None
     op: int | None = None
@@ -169,6 +171,8 @@ class ProvenanceWalk:
             for slot, n, _, _ in e.inputs:
                 firsts.setdefault(n, slot)
             return o, [(n, e.scope, i - 1, f"input {slot}") for n, slot in firsts.items()]
+        if e.op_type == EDIT_OP_TYPE:
+            return Origin(name, "set", i, scope=e.scope, note="set by set_value at a pause", inputs=[]), []
         return self._bound(name, e.scope, i)
 
     def _bound(self, name, step_scope, i):

@@ -29,6 +29,7 @@ from .program_names import check_known, program_names
 from .breakpoints import Breakpoint, has_non_finite, non_finite_text
 from .provenance import DEFAULT_PROVENANCE_NODES, Origin
 from .recorded_run import RecordedRun, TimeView, snapshot_chain
+from .forks import Fork, edit_event, new_value, twin_scope
 
 _sessions: list = []       # the sessions started in this process, latest last (weak: see active_session)
 session_hooks: list[Callable] = []  # called with each new session (a front end adapter subscribes here)
@@ -49,9 +50,13 @@ class DebugSession:
 
     def __init__(self, program: Program, feed: dict | None = None, fetch_list=None, scope: Scope | None = None,
                  place=None, *, training: bool = False, retain: str = "references", max_bytes: int | None = None,
-                 executor: Executor | None = None):
+                 executor: Executor | None = None, begin: int = 0):
         import weakref
         self.program = program
+        # what a fork's twin needs to start the same run again (kernelcore/observe/forks.py)
+        self._start = {"feed": feed, "fetch_list": fetch_list, "training": training, "retain": retain,
+                       "max_bytes": max_bytes}
+        self.forks: list[Fork] = []
         self.scope = scope if scope is not None else global_scope()
         if isinstance(place, Executor):
             executor, place = place, None
@@ -70,7 +75,7 @@ class DebugSession:
         self._cur = 0
         self._view_cache: TimeView | None = None
         self._next_id = 1
-        self._gen = self.executor.run_iter(program, feed, fetch_list, self.scope, training=training,
+        self._gen = self.executor.run_iter(program, feed, fetch_list, self.scope, training=training, begin=begin,
                                            pausing=True, observers=[self.trace])
         self._advance()
         # values that existed before the first op (feeds, parameters): the base of time travel
@@ -543,6 +548,37 @@ class DebugSession:
         self.watches.append(w)
         self._notify()
         return w
+
+    # -- interventions --------------------------------------------------------------------------------------
+    def set_value(self, name: str, value) -> Fork:
+        """Replace `name`'s value where the run waits and go on from there: the run forks (see
+        kernelcore/observe/forks.py). The edit is an event of the trace; the returned Fork holds the old and new
+        values and, at a block 0 pause, `twin`: a session on the unedited branch, paused before the same op."""
+        if not self.at_present or self._ctx is None:
+            raise KernelcoreError("set_value edits the run where it waits: move the cursor to the present "
+                                  "(sess.present()) of a run that has not finished")
+        ctx = self._ctx
+        var = ctx.scope.find_var(name)
+        if var is None:
+            check_known(name, self._known()[0], "variable")
+            raise KernelcoreError(f"no variable {name!r} is visible from {self.position}")
+        old = var.value
+        new = new_value(name, old, value, self.executor.place.xp)
+        inner = self.position.innermost
+        twin = None
+        if self.position.depth == 1 and not inner.at_end:
+            twin = DebugSession(self.program, scope=twin_scope(ctx.scope), executor=self.executor, begin=inner.op,
+                                **self._start)
+        var.value = new
+        self.trace(edit_event(ctx, var.scope_id, name, new))
+        k = len(self.trace) - 1
+        self._pauses[self._cur] = Pause(k, self.position)  # the cursor's view shows the edit
+        fork = Fork(name, k, self._cur, old, new, twin, self)
+        self.forks.append(fork)
+        self.stop_marks[k] = f"set {name!r}"
+        self.stop_reason = f"set {name!r}" + (" (forked: fork.twin runs on without the edit)" if twin else "")
+        self._notify()
+        return fork
 
     # -- time travel and provenance ------------------------------------------------------------------------
     def goto(self, event_index: int) -> TimeView:
