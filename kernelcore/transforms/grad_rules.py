@@ -187,8 +187,8 @@ def is_float(dtype_enum) -> bool:
     return dtype_enum in dtypes.FLOATS or dtype_enum in (dtypes.VT.COMPLEX64, dtypes.VT.COMPLEX128)
 
 
-# Variables that can carry a gradient (a tensor array's gradient flows through the ops that read it)
-DIFFERENTIABLE_TYPES = (pb.VarType.LOD_TENSOR, pb.VarType.SELECTED_ROWS)
+# Variables that can carry a gradient (a tensor array's: a list of its entries' gradients, summed entry by entry)
+DIFFERENTIABLE_TYPES = (pb.VarType.LOD_TENSOR, pb.VarType.SELECTED_ROWS, pb.VarType.LOD_TENSOR_ARRAY)
 
 
 class NoGradientError(ProgramError, NotImplementedError):
