@@ -227,6 +227,9 @@ CASES = [
 from vision_grad_cases import CASES as _VISION  # noqa: E402  - conv, pool, norm, resize, ... (vision ops)
 
 CASES += [GCase(**c) for c in _VISION]
+from array_clip_grad_cases import CASES as _ARRAY_CLIP, IN_PROGRAMS as _ARRAY_PROGRAMS  # noqa: E402
+
+CASES += [GCase(**c) for c in _ARRAY_CLIP]
 if kc.ir.registry.has_op("dropout"):
     CASES += [
         GCase("dropout", {"X": f64(4, 5)}, {"dropout_prob": 0.4, "fix_seed": True, "seed": 3}, training=True,
@@ -297,7 +300,7 @@ def test_every_op_is_marked_differentiable_or_not():
               "fetch", "increment"):
         assert grad_rule(t) is NO_GRAD, t
     # checked by finite differences in tests/test_backward_control_flow.py, inside the programs they belong to
-    in_programs = {"recurrent", "while", "conditional_block", "select_input", "split_lod_tensor"}
+    in_programs = {"recurrent", "while", "conditional_block", "select_input", "split_lod_tensor"} | _ARRAY_PROGRAMS
     from test_backward_transformer import CASES as TRANSFORMER_CASES  # the Transformer/BERT ops' cases
     differentiable = {c.op for c in CASES + TRANSFORMER_CASES} | in_programs
     assert differentiable == {t for t, r in GRAD_RULES.items() if r is not NO_GRAD and kc.ir.registry.has_op(t)}
