@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..ir import dtypes
 from ..ir.proto.framework_pb2 import AttrType as A
-from ..ir.registry import Attr, In, Out, register_op
+from ..ir.registry import Attr, In, Out, get_op_def, register_op
 from ._infer import normalize_axis
 from .tensor import _one_int
 
@@ -167,3 +167,28 @@ def tensor_array_to_tensor(ctx, ins, attrs):
         sizes = [int(e.shape[axis]) for e in entries]
         out = xp.concatenate(entries, axis=axis)
     return out, xp.asarray(sizes, dtype="int32")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# sum over tensor arrays: Paddle's sum kernel also adds LoDTensorArrays, entry by entry (an entry missing from
+# some arrays is the sum of the others'); backward sums an array's gradient contributions with it. The math
+# family's sum takes tensors, so the array case is added around its kernel here, where arrays are defined.
+_SUM = get_op_def("sum")
+_sum_tensors = _SUM.find_kernel("cpu", None)
+
+
+def sum_arrays(xp, arrays: list) -> list:
+    length = max(len(a) for a in arrays)
+    out = []
+    for k in range(length):
+        parts = [a[k] for a in arrays if k < len(a) and a[k] is not None]
+        out.append(None if not parts else parts[0] if len(parts) == 1 else sum(parts[1:], parts[0]))
+    return out
+
+
+@_SUM.kernel()
+def sum_with_arrays(ctx, ins, attrs):
+    xs = ins[0]
+    if any(isinstance(x, list) for x in xs):
+        return (sum_arrays(ctx.xp, [as_array(x, "each X") for x in xs]),)
+    return _sum_tensors(ctx, ins, attrs)

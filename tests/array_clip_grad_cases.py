@@ -1,0 +1,14 @@
+"""Gradient cases of gradient clipping (squared_l2_norm) for tests/test_backward.py's one-op tier (finite
+differences on the CPU, the CPU's gradients on the strict GPU stand-in), and the tensor-array ops, whose
+values are lists and so are checked inside the programs they belong to (tests/test_tensor_array.py)."""
+import numpy as np
+
+rng = np.random.default_rng(33)
+
+CASES = [
+    dict(op="squared_l2_norm", inputs={"X": rng.standard_normal((3, 4))}, id="squared_l2_norm"),
+    dict(op="squared_l2_norm", inputs={"X": rng.standard_normal((5,))}, id="squared_l2_norm_1d"),
+]
+
+# differentiable, checked by finite differences through whole programs in tests/test_tensor_array.py
+IN_PROGRAMS = {"write_to_array", "read_from_array", "tensor_array_to_tensor"}
