@@ -4,7 +4,7 @@ while.
 * Central finite differences in float64 for every input, initial state and parameter: the analytic gradients
   come from one training run of the program append_backward wrote (recurrent_grad / conditional_block_grad and
   their grad sub-blocks); the numeric ones from two inference runs of the forward program per element.
-* Scopes (seed 002): the forward run keeps one step scope per timestep, the gradient op frees them, newest
+* Scopes: the forward run keeps one step scope per timestep, the gradient op frees them, newest
   first; after the backward run no kid scope is left, and the trace shows the backward timesteps in reverse.
 * Paddle 2.6.2: the backward programs Paddle's own append_backward writes run here and give Paddle's numbers;
   on Paddle's forward programs kernelcore writes Paddle's grad ops (cond and while_loop: op for op; recurrent:
@@ -23,6 +23,7 @@ import pytest
 import kernelcore as kc
 from kernelcore.transforms.backward import GRAD_RULES, NoGradientError
 from kernelcore.runtime.executor import add_observer, remove_observer
+from static_rnn_case import build_tanh_rnn
 
 L = kc.layers
 REPO = Path(__file__).resolve().parent.parent
@@ -95,27 +96,13 @@ T, B, D, H = 4, 2, 3, 3
 
 def tanh_rnn(reverse=False):
     """h_t = tanh(x_t W + h_{t-1} U + b), h_{-1} = h0; loss = weighted sum of all h_t."""
-    prog = kc.Program()
+    case = build_tanh_rnn(T, B, D, H, reverse=reverse, bias=True, dtype="float64")
+    prog = case.program
     with kc.program_guard(prog):
-        g = prog.global_block()
-        x = g.create_var("x", [T, B, D], "float64")
-        h0 = g.create_var("h0", [B, H], "float64")
-        w = g.create_parameter("w", [D, H], "float64")
-        u = g.create_parameter("u", [H, H], "float64")
-        b = g.create_parameter("b", [H], "float64")
-        rnn = L.StaticRNN(reverse=reverse)
-        with rnn.step():
-            x_t = rnn.step_input(x)
-            h = rnn.memory(init=h0)
-            pre = kc.op.elementwise_add(kc.op.elementwise_add(kc.op.matmul_v2(x_t, w), kc.op.matmul_v2(h, u)), b)
-            h_new = kc.op.tanh(pre)
-            rnn.update_memory(h, h_new)
-            rnn.step_output(h_new)
-        out = rnn()
-        loss, feed = weighted_loss(g, [out])
+        loss, feed = weighted_loss(prog.global_block(), [case.out])
     feed.update(x=rng.standard_normal((T, B, D)), h0=rng.standard_normal((B, H)), w=rng.standard_normal((D, H)) * 0.6,
                 u=rng.standard_normal((H, H)) * 0.6, b=rng.standard_normal(H) * 0.3)
-    return prog, loss, feed, rnn
+    return prog, loss, feed, case.rnn
 
 
 @pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])

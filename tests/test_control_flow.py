@@ -1,6 +1,6 @@
 """Control flow: recurrent, while, conditional_block, IfElse, against NumPy loops and Paddle 2.6.2.
 
-References are NumPy loops written from the ops' descriptions (seed 001's C++ equivalents), and Paddle's own
+References are NumPy loops written from the ops' descriptions, and Paddle's own
 outputs for the programs Paddle wrote (tests/paddle_oracle/NOTES.md).
 """
 import gc
@@ -17,6 +17,7 @@ import kernelcore as kc
 from kernelcore.runtime.executor import add_observer, remove_observer
 from kernelcore.ops import control_flow
 from kernelcore.ir.registry import has_op
+from static_rnn_case import build_tanh_rnn, tanh_rnn_states
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 ORACLE = REPO / "tests" / "paddle_oracle"
@@ -25,23 +26,9 @@ ORACLE = REPO / "tests" / "paddle_oracle"
 # ---------------------------------------------------------------------------------------------------------
 # helpers
 def rnn_program(T, B, H, reverse=False):
-    """h_t = tanh(x_t * w + h_{t-1} * u) (elementwise), out_t = h_t, built with StaticRNN."""
-    prog = kc.Program()
-    with kc.program_guard(prog):
-        blk = prog.global_block()
-        x = blk.create_var("x", [T, B, H])
-        h0 = blk.create_var("h0", [B, H])
-        w = blk.create_var("w", [H])
-        u = blk.create_var("u", [H])
-        rnn = kc.layers.StaticRNN(reverse=reverse)
-        with rnn.step():
-            x_t = rnn.step_input(x)
-            h = rnn.memory(init=h0)
-            h_new = kc.op.tanh(kc.op.elementwise_add(kc.op.elementwise_mul(x_t, w), kc.op.elementwise_mul(h, u)))
-            rnn.update_memory(h, h_new)
-            rnn.step_output(h_new)
-        out = rnn()
-    return prog, out, rnn
+    """The shared StaticRNN, element by element: h_t = tanh(x_t * w + h_{t-1} * u), out_t = h_t, w and u fed."""
+    case = build_tanh_rnn(T, B, H, H, reverse=reverse, elementwise=True, params=False)
+    return case.program, case.out, case.rnn
 
 
 def rnn_feed(T, B, H, seed=0):
@@ -53,12 +40,10 @@ def rnn_feed(T, B, H, seed=0):
 
 
 def rnn_numpy(feed, reverse=False):
-    x, h = feed["x"].astype(np.float64), feed["h0"].astype(np.float64)
-    out = np.zeros_like(x)
-    for t in (range(len(x) - 1, -1, -1) if reverse else range(len(x))):
-        h = np.tanh(x[t] * feed["w"] + h * feed["u"])
-        out[t] = h
-    return out
+    x = feed["x"].astype(np.float64)
+    states = tanh_rnn_states(x, feed["h0"].astype(np.float64), feed["w"], feed["u"], reverse=reverse,
+                             elementwise=True)
+    return np.stack([states[t] for t in range(len(x))])
 
 
 class ScopeCounter:
@@ -547,7 +532,7 @@ def test_conditional_block_scalar_condition_must_be_one_element():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# IfElse (seed 001): per-instance split, two conditional_blocks, merge
+# IfElse: per-instance split, two conditional_blocks, merge
 def ifelse_program():
     prog = kc.Program()
     with kc.program_guard(prog):

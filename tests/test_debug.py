@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
+from static_rnn_case import build_tanh_rnn
 
 X = np.array([[1.0, -2.0, 3.0], [0.5, 0.0, -1.0]], np.float32)
 Y = np.array([0.5, 2.0, -4.0], np.float32)  # a[0, 1] == 0: relu(a) / a is NaN there
@@ -117,20 +118,10 @@ def test_back_shows_the_state_before_the_last_ops():
 
 
 def rnn_program(T=4, B=2, D=3, H=3):
-    prog = kc.Program()
-    with kc.program_guard(prog):
-        g = prog.global_block()
-        x = g.create_var("x", [T, B, D])
-        h0 = g.create_var("h0", [B, H])
-        w = g.create_parameter("w", [D, H])
-        rnn = kc.layers.StaticRNN()
-        with rnn.step():
-            x_t = rnn.step_input(x)
-            h = rnn.memory(init=h0)
-            h_new = kc.op.tanh(kc.op.elementwise_add(kc.op.matmul_v2(x_t, w), h))
-            rnn.update_memory(h, h_new)
-            rnn.step_output(h_new)
-        out = rnn()
+    """The shared StaticRNN whose state is added as it is (h_t = tanh(x_t @ w + h_{t-1})), h0 zeros:
+    (program, feed, out, h_new)."""
+    case = build_tanh_rnn(T, B, D, H, recurrent=False)
+    prog, out, h_new = case.program, case.out, case.h_new
     rng = np.random.default_rng(1)
     feed = {"x": rng.standard_normal((T, B, D)).astype(np.float32), "h0": np.zeros((B, H), np.float32)}
     return prog, feed, out, h_new

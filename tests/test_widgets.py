@@ -16,6 +16,7 @@ import kernelcore_widgets as kw  # noqa: E402
 from kernelcore.view.display import program_json  # noqa: E402
 from kernelcore_widgets import schema, server  # noqa: E402
 from kernelcore_widgets._base import FrontEndNotBuilt  # noqa: E402
+from static_rnn_case import build_tanh_rnn, tanh_rnn_states  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDGETS = (kw.ProgramGraph, kw.ScopeForest, kw.RNNStepper, kw.TraceTimeline, kw.Debugger, kw.TensorViewer)
@@ -33,31 +34,17 @@ def views(tmp_path, monkeypatch):
 
 
 def rnn(reverse=False):
-    prog = kc.Program()
+    case = build_tanh_rnn(T, B, D, H, reverse=reverse)
+    prog = case.program
     with kc.program_guard(prog):
-        g = prog.global_block()
-        x = g.create_var("x", [T, B, D])
-        h0 = g.create_var("h0", [B, H])
-        w = g.create_parameter("w", [D, H])
-        u = g.create_parameter("u", [H, H])
-        r = kc.layers.StaticRNN(reverse=reverse)
-        with r.step():
-            x_t = r.step_input(x)
-            h_prev = r.memory(init=h0)
-            h_new = kc.op.tanh(kc.op.elementwise_add(kc.op.matmul_v2(x_t, w), kc.op.matmul_v2(h_prev, u)))
-            r.update_memory(h_prev, h_new)
-            r.step_output(h_new)
-        last = kc.op.reduce_sum(r(), dim=[0])
+        last = kc.op.reduce_sum(case.out, dim=[0])
     rng = np.random.default_rng(1)
     scope = kc.Scope()
     scope.set("w", rng.standard_normal((D, H)).astype(np.float32))
     scope.set("u", rng.standard_normal((H, H)).astype(np.float32) * 0.5)
     feed = {"x": rng.standard_normal((T, B, D)).astype(np.float32),
             "h0": rng.standard_normal((B, H)).astype(np.float32)}
-    hs, h = {}, feed["h0"]
-    for t in (range(T - 1, -1, -1) if reverse else range(T)):
-        h = np.tanh(feed["x"][t] @ scope.get("w") + h @ scope.get("u"))
-        hs[t] = h
+    hs = tanh_rnn_states(feed["x"], feed["h0"], scope.get("w"), scope.get("u"), reverse=reverse)
     op = prog.global_block().op(0)
     names = {"x_t": "x", "h_prev": op.attr("ex_states")[0], "h_new": op.attr("states")[0],
              "output": op.output("outputs")[0]}
