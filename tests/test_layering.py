@@ -42,9 +42,6 @@ PRIVATE_ALLOWED: dict[tuple[str, str, str], str] = {
         ("grad.vision", "ops.activation_extra", "_sigmoid"),
         ("grad.vision", "ops.activation_extra", "_maxout_geometry"),
         ("grad.vision", "ops.activation_extra", "_alpha_shape"),
-        ("grad.vision", "ops.norm", "_channel_axis"),
-        ("grad.vision", "ops.norm", "_f32"),
-        ("grad.vision", "ops.norm", "_f32_vector"),
         ("grad.vision", "ops.tensor", "_host_ints"),
         ("grad.vision", "ops.vision_tensor", "_pad_widths"),
     ]

@@ -17,13 +17,21 @@ from threadpoolctl import threadpool_limits
 import kernelcore as kc
 from kernelcore.runtime import cpu_parts
 from kernelcore import native
-from kernelcore.grad import vision as V
 from kernelcore.ops import conv as C
-from kernelcore.ops import norm as N
+from kernelcore.runtime import fast_paths
 
 rng = np.random.default_rng(11)
 HAVE = native.library() is not None
 needs_library = pytest.mark.skipif(not HAVE, reason=f"the C kernels are not loaded: {native.native_state()}")
+
+
+def prepared(op_type):
+    """The kernel the executor prepares for a float32 `op_type` on the CPU: its C variant (kernelcore/native),
+    which runs the reference kernel where the variant's gate says no (`_numpy_path` below makes it say no)."""
+    reference = kc.get_op_def(op_type).find_kernel("cpu", "float32")
+    kernel = fast_paths.choose(op_type, "cpu", "float32", reference)
+    assert kernel is not reference, f"{op_type} has no fast variant"
+    return kernel
 
 
 def test_the_library_is_built_wherever_a_c_compiler_is():
@@ -79,9 +87,9 @@ def test_batch_norm_in_c_equals_the_numpy_kernel(shape, training, monkeypatch):
     x, scale, bias, mean, var = _bn_inputs(shape)
     ins = (x, scale, bias, mean, var, None)
     _Ctx.training = training
-    got = N.batch_norm(_Ctx, ins, _bn_attrs(training))
+    got = prepared("batch_norm")(_Ctx, ins, _bn_attrs(training))
     _numpy_path(monkeypatch)
-    want = N.batch_norm(_Ctx, ins, _bn_attrs(training))
+    want = prepared("batch_norm")(_Ctx, ins, _bn_attrs(training))
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
         _close(g, w)
@@ -93,7 +101,8 @@ def test_batch_norms_variance_does_not_cancel_far_from_zero():
     """A channel at 1000 +- 0.01: E[x^2] - E[x]^2 in float32 would lose every digit of the variance; the C kernel
     sums squared deviations from the mean, as the NumPy one does."""
     x, scale, bias, mean, var = _bn_inputs((8, 4, 16, 16), offset=1000.0, spread=0.01)
-    y, _, _, saved_mean, saved_inv, _ = N.batch_norm(_Ctx, (x, scale, bias, mean, var, None), _bn_attrs(True))
+    y, _, _, saved_mean, saved_inv, _ = prepared("batch_norm")(_Ctx, (x, scale, bias, mean, var, None),
+                                                               _bn_attrs(True))
     xd = x.astype(np.float64)
     want_var = xd.var(axis=(0, 2, 3))
     np.testing.assert_allclose(saved_mean, xd.mean(axis=(0, 2, 3)), rtol=1e-6)
@@ -120,9 +129,9 @@ def test_batch_norm_grad_in_c_equals_the_numpy_kernel(shape, global_stats, want_
         def output_names(slot):
             return [slot] if (want_dx or slot != "X@GRAD") else []
     ins = (x, scale, bias, bmean, inv, mean, var, None, g)
-    got = V.batch_norm_grad(Ctx, ins, attrs)
+    got = prepared("batch_norm_grad")(Ctx, ins, attrs)
     _numpy_path(monkeypatch)
-    want = V.batch_norm_grad(Ctx, ins, attrs)
+    want = prepared("batch_norm_grad")(Ctx, ins, attrs)
     assert (got[0] is None) == (not want_dx) == (want[0] is None)
     for a, b in zip(got, want):
         if b is not None:
@@ -422,9 +431,8 @@ def test_hard_swish_and_its_gradient_in_c_equal_numpys_bits(shape, attrs, monkey
     got = {}
     for threads in (1, 2, 3):
         with threadpool_limits(threads):
-            got[threads] = (AE._hard_swish(np, x, attrs), V._hard_swish_grad_in_c(np, x, g, attrs))
-    _numpy_path(monkeypatch)
-    assert V._hard_swish_grad_in_c(np, x, g, attrs) is None
+            got[threads] = (prepared("hard_swish")(_Ctx, [x], attrs)[0],
+                            prepared("hard_swish_grad")(_Ctx, [x, g], attrs)[0])
     with np.errstate(invalid="ignore"):
         want = (AE._hard_swish(np, x, attrs), g * V._d_hard_swish(np, x, attrs))
     for threads, pair in got.items():
@@ -456,14 +464,11 @@ def test_relu_gradients_in_c_equal_numpys(op, hi, shape):
 def test_relu_and_relu6_in_c_equal_numpys(op, attrs, shape, monkeypatch):
     """The ops' outputs bit for bit, NaN and the signs of zeros included (relu gives +0 for -0 as NumPy's maximum
     does, relu6 and brelu keep -0 as NumPy's clip does), at 1 and 2 threads."""
-    from kernelcore.ops import activation, activation_extra
     x = (rng.standard_normal(shape) * 4).astype(np.float32)
     x.reshape(-1)[:7] = [np.nan, -0.0, np.inf, -np.inf, 6.0, 0.0, attrs.get("t_min", 0.0)]
 
-    def run():  # the op's body, as its kernel calls it
-        if op == "relu":
-            return activation.UNARY["relu"][1](np, x)
-        return activation_extra.EXTRA[op][2](np, x, attrs)
+    def run():  # the op's kernel, as the executor prepares it
+        return prepared(op)(_Ctx, [x], attrs)[0]
     got, calls = {}, []
     real = native.clip
     monkeypatch.setattr(native, "clip", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -566,7 +571,6 @@ def test_relu_of_a_numpy_scalar_and_a_nan_bound_stay_numpys():
     """A NumPy scalar in the scope (no buffer for C) and a NaN threshold (which NumPy's clip spreads to every
     element) take the NumPy path, with NumPy's results."""
     import kernelcore as kc
-    from kernelcore.ops import activation_extra
     prog = kc.Program()
     b = prog.global_block()
     b.create_var("y", [])
@@ -577,7 +581,7 @@ def test_relu_of_a_numpy_scalar_and_a_nan_bound_stay_numpys():
     assert float(z) == 0.0
     x = np.array([-3.0, -0.0, 0.5, 7.0], np.float32)
     with np.errstate(invalid="ignore"):
-        got = activation_extra.EXTRA["relu6"][2](np, x, {"threshold": float("nan")})
+        got = prepared("relu6")(_Ctx, [x], {"threshold": float("nan")})[0]
     assert np.isnan(got).all()
 
 
@@ -593,15 +597,14 @@ def _softmax_reference(x):
 def test_softmax_in_c_is_the_shifted_formula(shape, spread):
     """Within a few float32 ulps of float64's exp(x - max) / sum, on logits far apart (rows where most terms
     underflow) and rows of one element; and its gradient out * (g - sum(g * out))."""
-    from kernelcore.ops.activation import softmax_of
     x = (rng.standard_normal(shape) * spread).astype(np.float32)
     with threadpool_limits(2):
-        got = softmax_of(np, x)
+        got = prepared("softmax")(_Ctx, [x], {"axis": -1})[0]
     want = _softmax_reference(x)
     # x - max is rounded to float32 before exp (as in NumPy's kernel): ulp(20) / 2 is 1e-6 of exp(-20)
     np.testing.assert_allclose(got, want, rtol=4e-6, atol=1e-30)
     g = rng.standard_normal(shape).astype(np.float32)
-    dx = native.softmax_rows_grad(got, g)
+    dx = prepared("softmax_grad")(_Ctx, [got, g], {"axis": -1})[0]
     gd, od = g.astype(np.float64), got.astype(np.float64)
     want_dx = od * (gd - (gd * od).sum(axis=-1, keepdims=True))
     # sum(g * out) in float32 (as NumPy's einsum): ~1e-7 of its terms' size, times out
@@ -612,10 +615,9 @@ def test_softmax_in_c_is_the_shifted_formula(shape, spread):
 def test_softmax_in_c_handles_nan_and_infinities_as_numpy():
     """A NaN or +inf makes its row NaN, -inf entries give 0, a row of -inf only is NaN (as NumPy's shifted
     formula), and an exp that underflows gives 0."""
-    from kernelcore.ops.activation import softmax_of
     x = np.array([[0.0, np.nan, 1.0], [np.inf, 0.0, 1.0], [-np.inf, 0.0, 0.0], [-np.inf, -np.inf, -np.inf],
                   [0.0, -200.0, -90.0]], np.float32)
-    got = softmax_of(np, x)
+    got = prepared("softmax")(_Ctx, [x], {"axis": -1})[0]
     with np.errstate(invalid="ignore"):
         want = _softmax_reference(x)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
@@ -629,8 +631,6 @@ def test_softmax_in_c_handles_nan_and_infinities_as_numpy():
 def test_layer_norm_in_c_equals_the_numpy_kernels(shape, axis, affine, monkeypatch):
     """Forward (Y, Mean, Variance) and every gradient, with and without Scale and Bias (dispensable), against the
     NumPy kernels; the large case is shared over threads."""
-    from kernelcore.grad import math_extra as GM
-    from kernelcore.ops import norm_seq as NS
     right = int(np.prod(shape[axis:]))
     x = (rng.standard_normal(shape) * 3 + 1).astype(np.float32)
     scale = rng.uniform(0.5, 1.5, right).astype(np.float32) if affine else None
@@ -639,8 +639,8 @@ def test_layer_norm_in_c_equals_the_numpy_kernels(shape, axis, affine, monkeypat
     attrs = dict(begin_norm_axis=axis, epsilon=1e-5)
 
     def both():
-        y, mean, var = NS.layer_norm(_Ctx, (x, scale, bias), attrs)
-        return (y, mean, var), GM.layer_norm_grad(_Ctx, (x, scale, bias, mean, var, g), attrs)
+        y, mean, var = prepared("layer_norm")(_Ctx, (x, scale, bias), attrs)
+        return (y, mean, var), prepared("layer_norm_grad")(_Ctx, (x, scale, bias, mean, var, g), attrs)
     with threadpool_limits(2):
         got_fwd, got_grad = both()
     _numpy_path(monkeypatch)
@@ -664,7 +664,8 @@ def test_gelu_in_c_equals_the_numpy_kernels(shape, monkeypatch):
     x.reshape(-1)[:3] = [np.nan, np.inf, -np.inf]
     g = rng.standard_normal(shape).astype(np.float32)
     with threadpool_limits(2), np.errstate(invalid="ignore"):
-        got, got_dx = M.gelu_of(np, x, False), GM._gelu_grad(np, x, g, {"approximate": False})
+        exact = {"approximate": False}
+        got, got_dx = prepared("gelu")(_Ctx, [x], exact)[0], prepared("gelu_grad")(_Ctx, [x, g], exact)[0]
         _numpy_path(monkeypatch)
         want, want_dx = M.gelu_of(np, x, False), GM._gelu_grad(np, x, g, {"approximate": False})
     for a, b in ((got, want), (got_dx, want_dx)):

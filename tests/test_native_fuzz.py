@@ -23,6 +23,7 @@ from kernelcore import native
 from kernelcore.grad import vision as V
 from kernelcore.ops import conv as C
 from kernelcore.ops import norm as N
+from kernelcore.runtime import fast_paths
 
 pytestmark = pytest.mark.skipif(native.library() is None,
                                 reason=f"the C kernels are not loaded: {native.native_state()}")
@@ -314,14 +315,15 @@ def saved_stats(x):
 
 
 def run_bn(ins, mode):
-    return N.batch_norm(Ctx, ins, bn_attrs(mode))
+    return fast_paths.choose("batch_norm", "cpu", "float32", N.batch_norm)(Ctx, ins, bn_attrs(mode))
 
 
 def run_bn_grad(x, scale, bias, mean, var, g, mode, want_dx):
     smean, sinv = saved_stats(np.where(np.isfinite(x), x, 0).astype(np.float32))
     Ctx.want_dx = want_dx
     try:
-        return V.batch_norm_grad(Ctx, (x, scale, bias, smean, sinv, mean, var, None, g), bn_attrs(mode))
+        kernel = fast_paths.choose("batch_norm_grad", "cpu", "float32", V.batch_norm_grad)
+        return kernel(Ctx, (x, scale, bias, smean, sinv, mean, var, None, g), bn_attrs(mode))
     finally:
         Ctx.want_dx = True
 

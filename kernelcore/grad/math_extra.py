@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 
-from .. import native
 from ..ops.math import align, leading_sums, reduce_axes
 from ..ops.math_extra import clip_bounds, normal_cdf
 from ..ops.norm_seq import layer_norm_rows, row_means
@@ -23,8 +22,6 @@ def _gelu_grad(xp, x, g, attrs):
         k, c = t(math.sqrt(2 / math.pi)), t(0.044715)
         th = xp.tanh(k * (x + c * x * x * x))
         return g * (t(0.5) * (1 + th) + t(0.5) * x * (1 - th * th) * k * (1 + 3 * c * x * x))
-    if x.size and x.shape == g.shape and native.ready(xp, x, g):
-        return native.gelu_grad(x, g)  # kernelcore/native/gelu.c: the operations below in one pass
     d = x * x  # Phi(x) + x phi(x), in place on fresh arrays of ours
     d *= t(-0.5)
     xp.exp(d, out=d)
@@ -167,16 +164,6 @@ def layer_norm_grad(ctx, ins, attrs):
     axis = attrs["begin_norm_axis"]
     left, right = math.prod(x.shape[:axis]), math.prod(x.shape[axis:])
     x2 = x.reshape(left, right)
-    if mean is not None and var is not None and mean.size == var.size == left and g.size == x.size and x.size \
-            and native.ready(xp, x, g, mean, var, *(t for t in (scale,) if t is not None)) \
-            and (scale is None or scale.size == right):
-        # kernelcore/native/layer_norm.c: a row at a time, then the column sums
-        dx, dscale, dbias = native.layer_norm_grad(
-            x2, scale, mean, var, g.reshape(left, right), attrs["epsilon"], wanted(ctx, "X@GRAD"),
-            scale is not None and wanted(ctx, "Scale@GRAD"), bias is not None and wanted(ctx, "Bias@GRAD"))
-        return (None if dx is None else dx.reshape(x.shape),
-                None if dscale is None else dscale.reshape(scale.shape),
-                None if dbias is None else dbias.reshape(bias.shape).astype(bias.dtype, copy=False))
     if mean is None or var is None:  # recompute what the forward op would have saved
         _, m, v, inv = layer_norm_rows(xp, x, axis, attrs["epsilon"])
     else:

@@ -23,6 +23,7 @@ from ..ops import pool as P
 from .. import native
 from ..runtime.cpu_parts import by_images_in_parts, chunks, cpu_parts, run_parts
 from ..ops._spatial import channel_last
+from ..ops.norm import batch_norm_grad_factors, uses_global_stats
 from ..ops.activation_extra import _sigmoid
 from ..ir.registry import In, Out, get_op_def, has_op, register_op
 
@@ -408,25 +409,14 @@ def batch_norm_grad(ctx, ins, attrs):
     statistics: X@GRAD = k * (g - Bias@GRAD / N - xc * inv^2 * sum(g * xc) / N), in four passes over one fresh
     array (xhat and the closed form's means are per-channel factors here, never full-size temporaries).
     float16 input is worked in float32 (as Paddle's MPType): its sums over a batch overflow float16."""
-    from ..ops.norm import _channel_axis, _f32, _f32_vector, channel_dot, channel_sum, per_channel
+    from ..ops.norm import channel_axis, channel_dot, channel_sum, per_channel, stats_dtype
     xp = ctx.xp
     x_in, scale, _bias, saved_mean, saved_inv, mean, var, _reserve, g = ins
-    ct = _f32(x_in.dtype)
+    ct = stats_dtype(x_in.dtype)
     x, g = x_in.astype(ct, copy=False), g.astype(ct, copy=False)
-    axis = _channel_axis(x.ndim, attrs["data_layout"])
-    inference = attrs["is_test"] or not ctx.training
-    global_stats = attrs["use_global_stats"] or (inference and not attrs["trainable_statistics"])
-    if global_stats:
-        m, inv = mean, 1.0 / xp.sqrt(var + var.dtype.type(attrs["epsilon"]))
-    else:
-        m, inv = saved_mean, saved_inv
-    m, inv = m.astype(ct), inv.astype(ct)
-    sc = scale.astype(ct)
-    if axis == 1 and x.ndim > 2 and native.ready(xp, x_in, g):  # the C kernel (kernelcore/native/batch_norm.c)
-        dx, dscale, dbias = native.batch_norm_grad(x_in, g, *(_f32_vector(v) for v in (m, inv, sc)),
-                                                   wanted(ctx, "X@GRAD"), not global_stats)
-        return (dx, dscale.astype(scale.dtype) if wanted(ctx, "Scale@GRAD") else None,
-                dbias.astype(scale.dtype) if wanted(ctx, "Bias@GRAD") else None)
+    axis = channel_axis(x.ndim, attrs["data_layout"])
+    global_stats = uses_global_stats(ctx, attrs)
+    m, inv, sc = batch_norm_grad_factors(xp, ins, attrs, global_stats, ct)
     xc = x - per_channel(xp, m, x.shape, axis)  # ours
     dbias = channel_sum(xp, g, axis)
     dscale = inv * channel_dot(xp, g, xc, axis)
@@ -551,30 +541,9 @@ OUT_DERIVATIVES = {
 }
 
 
-def _relu6_grad_in_c(xp, out, g, attrs):
-    """relu6_grad in one pass (kernelcore/native/activation_grad.c), None where the C kernel does not apply."""
-    if out.shape == g.shape and native.ready(xp, out, g):
-        return native.masked_grad(out, g, 0.0, attrs["threshold"])
-    return None
-
-
-def _hard_swish_grad_in_c(xp, x, g, attrs):
-    """hard_swish_grad in one pass (kernelcore/native/hard_swish.c), None where the C kernel does not apply."""
-    if x.shape == g.shape and x.size and native.ready(xp, x, g):
-        return native.hard_swish_grad(x, g, attrs["offset"], attrs["threshold"], attrs["scale"])
-    return None
-
-
-IN_C = {"relu6": _relu6_grad_in_c, "hard_swish": _hard_swish_grad_in_c}
-
-
-def _act_kernel(deriv, reads_out_too=False, in_c=None):
+def _act_kernel(deriv, reads_out_too=False):
     def kernel(ctx, ins, attrs):
         x, g = (ins[0], ins[2]) if reads_out_too else ins
-        if in_c is not None:
-            dx = in_c(ctx.xp, x, g, attrs)
-            if dx is not None:
-                return (dx,)
         return (g * deriv(ctx.xp, x, attrs),)
     return kernel
 
@@ -587,7 +556,7 @@ for _table, _slots in ((DERIVATIVES, dict(ins=("X",))), (DERIVATIVES_READING_OUT
         _reads = " and ".join(_slots.get("ins", ()) + _slots.get("outs", ()))
         _d = standard(_t, comment=f"The gradient of {_t}: X@GRAD = Out@GRAD * {_t}'(X), as Paddle's {_t}_grad "
                                   f"computes it (reading {_reads}).", **_slots)
-        _k = _act_kernel(_deriv, _table is DERIVATIVES_READING_OUT_TOO, IN_C.get(_t))
+        _k = _act_kernel(_deriv, _table is DERIVATIVES_READING_OUT_TOO)
         _k.__name__ = f"{_t}_grad"
         _d.kernel()(_k)
 

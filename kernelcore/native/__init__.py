@@ -36,10 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..runtime import cpu_parts
+from ..runtime import cpu_parts, fast_paths
 from . import build
 
-ENV = "KERNELCORE_NATIVE"
+ENV = fast_paths.ENV
 LIBRARY = build.library_path(Path(__file__).parent, None)  # the baseline build, which holds the level probe
 # x86-64 levels by number (kc_native_cpu_level) and name (build.X86_LEVELS, KERNELCORE_NATIVE=<name>)
 LEVELS = {1: "x86-64", 2: "x86-64-v2", 3: "x86-64-v3", 4: "x86-64-v4"}
@@ -94,7 +94,7 @@ def switch() -> str:
     (x86-64, x86-64-v3, x86-64-v4) for the highest library built at or below it, else (unset, "on") the highest
     this CPU runs."""
     value = os.environ.get(ENV, "").strip().lower()
-    return "off" if value in ("off", "0", "no", "false") else value
+    return "off" if value in fast_paths.OFF_VALUES else value
 
 
 def _bind(lib: ctypes.CDLL) -> None:
@@ -179,8 +179,9 @@ def native_state() -> str:
 
 def enabled(xp) -> bool:
     """Whether the C kernels may run on `xp`'s arrays at all: NumPy's, with a library loaded (not switched off,
-    built, of these sources). Every C path's gate (`ready`, `gemm_ready`) asks this first."""
-    return xp is np and library() is not None
+    built, of these sources) and fast paths not switched off (kernelcore/runtime/fast_paths.py). Every C path's
+    gate (`ready`, `gemm_ready`) asks this first."""
+    return xp is np and fast_paths.enabled() and library() is not None
 
 
 def ready(xp, *arrays) -> bool:

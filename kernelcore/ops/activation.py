@@ -5,7 +5,6 @@ import math
 
 import numpy as np
 
-from .. import native
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.registry import Attr, In, Out, register_op
 from ._infer import normalize_axis, same_as
@@ -45,8 +44,6 @@ def softmax_of(xp, x, axis: int = -1):
     (Paddle's CPU kernel also clips X - max at -64, so no output falls below ~1.6e-28; not done here.)"""
     if x.ndim == 0:
         return xp.ones_like(x)
-    if axis in (-1, x.ndim - 1) and x.shape[-1] > 0 and x.size and native.ready(xp, x):
-        return native.softmax_rows(x)  # kernelcore/native/softmax.c: a row at a time, in cache
     if xp is np and axis in (-1, x.ndim - 1) and x.dtype in _EXP_ROOM:
         e = _softmax_rows_unshifted(x)
         if e is not None:
@@ -63,18 +60,9 @@ def _softmax_last(xp, x):
     return softmax_of(xp, x, -1)
 
 
-def clip_in_c(xp, x, lo: float, hi: float) -> bool:
-    """Whether relu, relu6 and brelu take kernelcore/native/clip.c for x (a float32 host array): one pass shared
-    over the cores, where NumPy's maximum and clip run on one. Not with a NaN bound, which NumPy's clip spreads to
-    every element."""
-    return x.size > 0 and lo == lo and hi == hi and native.ready(xp, x)
-
-
 # op type -> (formula for the OpProto comment, body(xp, x))
 UNARY = {
-    "relu": ("Out = max(X, 0)",
-             lambda xp, x: native.clip(x, 0.0, math.inf, lo_on_ties=True) if clip_in_c(xp, x, 0.0, math.inf)
-             else xp.maximum(x, 0)),
+    "relu": ("Out = max(X, 0)", lambda xp, x: xp.maximum(x, 0)),
     "sigmoid": ("Out = 1 / (1 + exp(-X))", _sigmoid),
     "tanh": ("Out = tanh(X)", lambda xp, x: xp.tanh(x)),
     "exp": ("Out = exp(X)", lambda xp, x: xp.exp(x)),

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import math
 
-from .. import native
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.registry import Attr, Check, In, Out, register_op
 from ._infer import same_as
 from ._spatial import attr_or
-from .activation import clip_in_c
 
 
 def _c(x, v):
@@ -31,8 +29,6 @@ def _softplus(xp, x, beta, threshold):
 
 
 def _hard_swish(xp, x, a):
-    if x.size and native.ready(xp, x):  # kernelcore/native/hard_swish.c: one pass, these bits
-        return native.hard_swish(x, a["offset"], a["threshold"], a["scale"])
     return x * xp.minimum(xp.maximum(x + _c(x, a["offset"]), _c(x, 0)), _c(x, a["threshold"])) / _c(x, a["scale"])
 
 
@@ -48,8 +44,7 @@ def _elu(xp, x, a):
 EXTRA = {
     "relu6": ("Out = min(max(X, 0), threshold)",
               [Attr("threshold", A.FLOAT, "the upper clip", 6.0)],
-              lambda xp, x, a: native.clip(x, 0.0, a["threshold"]) if clip_in_c(xp, x, 0.0, a["threshold"])
-              else xp.clip(x, _c(x, 0), _c(x, a["threshold"]))),
+              lambda xp, x, a: xp.clip(x, _c(x, 0), _c(x, a["threshold"]))),
     "leaky_relu": ("Out = X if X >= 0 else alpha * X",
                    [Attr("alpha", A.FLOAT, "the slope for negative X", 0.02)],
                    lambda xp, x, a: xp.where(x >= 0, x, x * _c(x, a["alpha"]))),
@@ -75,8 +70,7 @@ EXTRA = {
     # the rest of paddle.nn's activations, with the op types, attributes and defaults Paddle's ops declare
     "brelu": ("Out = min(max(X, t_min), t_max) (paddle.nn.Hardtanh)",
               [Attr("t_min", A.FLOAT, "the lower clip", 0.0), Attr("t_max", A.FLOAT, "the upper clip", 24.0)],
-              lambda xp, x, a: native.clip(x, a["t_min"], a["t_max"]) if clip_in_c(xp, x, a["t_min"], a["t_max"])
-              else xp.clip(x, _c(x, a["t_min"]), _c(x, a["t_max"]))),
+              lambda xp, x, a: xp.clip(x, _c(x, a["t_min"]), _c(x, a["t_max"]))),
     "celu": ("Out = max(0, X) + min(0, alpha * (exp(X / alpha) - 1))",
              [Attr("alpha", A.FLOAT, "the negative saturation and scale", 1.0)],
              lambda xp, x, a: xp.maximum(x, _c(x, 0)) + xp.minimum(

@@ -17,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.proto.framework_pb2 import AttrType as A
-from .. import native
 from ..ir.registry import Attr, Check, In, Out, register_op
 from ._spatial import attr_or
 from .math import leading_sums, row_sums
@@ -25,7 +24,7 @@ from .math import leading_sums, row_sums
 LAYOUTS = ("NCHW", "NHWC", "NCDHW", "NDHWC", "NC", "NCL", "NLC", "AnyLayout")
 
 
-def _channel_axis(ndim, layout):
+def channel_axis(ndim, layout):
     return ndim - 1 if layout in ("NHWC", "NDHWC", "NLC") and ndim > 2 else 1
 
 
@@ -46,12 +45,12 @@ def per_channel(xp, v, shape, axis):
     return v.reshape(out)
 
 
-def _f32(dtype):
+def stats_dtype(dtype):
     """The dtype statistics are computed in: float32 for float16 inputs, else the input's."""
     return np.float32 if dtype == np.float16 else dtype.type
 
 
-def _f32_vector(v):
+def f32_vector(v):
     """A per-channel vector as the C kernels take it: float32, contiguous (usually `v` itself)."""
     return np.ascontiguousarray(v, dtype=np.float32)
 
@@ -124,7 +123,7 @@ def _bn_infer(ic):
     x = ic.shape("X")
     if not 2 <= len(x) <= 5:
         ic.fail(f"X must be 2-D to 5-D, got shape {list(x)}")
-    c = x[_channel_axis(len(x), attr_or(ic, "data_layout", "NCHW"))]
+    c = x[channel_axis(len(x), attr_or(ic, "data_layout", "NCHW"))]
     for slot in ("Scale", "Bias", "Mean", "Variance"):
         s = ic.shape(slot)
         if len(s) != 1 or (c >= 0 and s[0] >= 0 and s[0] != c):
@@ -139,46 +138,37 @@ def _bn_infer(ic):
 BATCH_NORM.infer_shape = _bn_infer
 
 
-@BATCH_NORM.kernel()
-def batch_norm(ctx, ins, attrs):
-    x, scale, bias, mean, var, mom_t = ins
-    xp = ctx.xp
+def batch_norm_channel_axis(x, scale, bias, mean, var, data_layout: str) -> int:
+    """The channel axis of X, after checking X's rank and that each statistic holds one value per channel."""
     if not 2 <= x.ndim <= 5:
         raise ValueError(f"X must be 2-D to 5-D, got shape {list(x.shape)}")
-    axis = _channel_axis(x.ndim, attrs["data_layout"])
+    axis = channel_axis(x.ndim, data_layout)
     c = x.shape[axis]
     for name, v in (("Scale", scale), ("Bias", bias), ("Mean", mean), ("Variance", var)):
         if v.shape != (c,):
             raise ValueError(f"{name} must have shape [{c}] (X's channels), got {list(v.shape)}")
-    eps = attrs["epsilon"]
+    return axis
+
+
+def uses_global_stats(ctx, attrs) -> bool:
+    """Whether batch_norm normalises with the running statistics (inference) rather than the batch's."""
     inference = attrs["is_test"] or not ctx.training
-    global_stats = attrs["use_global_stats"] or (inference and not attrs["trainable_statistics"])
-    ct = _f32(x.dtype)
-    fused = axis == 1 and x.ndim > 2 and native.ready(xp, x)  # the C kernels (kernelcore/native/batch_norm.c)
-    if global_stats:
-        # (X - Mean) first, as Paddle does: folding Mean into the offset (X * k + (Bias - Mean * k)) cancels
-        # badly where X is close to Mean, i.e. everywhere once the running statistics fit the data
-        # astype(copy=False): float32 statistics are read as they are (on a GPU each copy is a kernel launch)
-        k = scale.astype(ct, copy=False) / xp.sqrt(var.astype(ct, copy=False) + ct(eps))
-        zeros = xp.zeros_like(mean)
-        if fused:
-            y = native.batch_norm_affine(x, *(_f32_vector(v) for v in (mean, k, bias)))
-            return y, mean.copy(), var.copy(), zeros, xp.zeros_like(var), xp.zeros((0,), dtype=x.dtype)
-        y = x - per_channel(xp, mean.astype(x.dtype, copy=False), x.shape, axis)
-        y *= per_channel(xp, k.astype(x.dtype, copy=False), x.shape, axis)  # `y` is a fresh array of ours
-        y += per_channel(xp, bias.astype(x.dtype, copy=False), x.shape, axis)
-        return y, mean.copy(), var.copy(), zeros, xp.zeros_like(var), xp.zeros((0,), dtype=x.dtype)
-    if fused:
-        y, bmean, bvar, inv = native.batch_norm_train(x, _f32_vector(scale), _f32_vector(bias), eps)
-    else:
-        xc = x.astype(ct, copy=False)  # a float32 input is read as it is, not copied
-        bmean = channel_sum(xp, xc, axis) / ct(x.size // c)
-        centred = xc - per_channel(xp, bmean, x.shape, axis)
-        bvar = channel_dot(xp, centred, centred, axis) / ct(x.size // c)  # no squared temporary: 1.2x the op
-        inv = 1.0 / xp.sqrt(bvar + ct(eps))
-        y = centred  # ours: scaled and shifted in place
-        y *= per_channel(xp, inv * scale.astype(ct, copy=False), x.shape, axis)
-        y += per_channel(xp, bias.astype(ct, copy=False), x.shape, axis)
+    return attrs["use_global_stats"] or (inference and not attrs["trainable_statistics"])
+
+
+def global_scale(xp, scale, var, eps: float, ct):
+    """Scale / sqrt(Variance + epsilon), in the compute dtype `ct` (float32 statistics read as they are: on a GPU
+    each copy is a kernel launch)."""
+    return scale.astype(ct, copy=False) / xp.sqrt(var.astype(ct, copy=False) + ct(eps))
+
+
+def global_stats_outputs(xp, x, mean, var) -> tuple:
+    """batch_norm's outputs beside Y under the running statistics: the statistics unchanged, no batch ones."""
+    return mean.copy(), var.copy(), xp.zeros_like(mean), xp.zeros_like(var), xp.zeros((0,), dtype=x.dtype)
+
+
+def batch_stats_outputs(xp, x, y, mean, var, mom_t, bmean, bvar, inv, attrs) -> tuple:
+    """batch_norm's outputs from the batch's statistics: the running ones moved towards them by `momentum`."""
     if mom_t is not None:
         m = mom_t.reshape(-1)[:1].astype(mean.dtype)  # stays on the device: no host sync
     else:
@@ -188,6 +178,44 @@ def batch_norm(ctx, ins, attrs):
     var_out = var * m + bvar.astype(var.dtype) * (one - m)
     return (y.astype(x.dtype, copy=False), mean_out, var_out, bmean.astype(mean.dtype), inv.astype(var.dtype),
             xp.zeros((0,), dtype=x.dtype))
+
+
+def batch_norm_grad_factors(xp, ins, attrs, global_stats: bool, ct) -> tuple:
+    """(mean, inv, Scale) batch_norm_grad works with, in the compute dtype `ct`: the running statistics' under
+    global statistics, else those the forward op saved."""
+    _x, scale, _bias, saved_mean, saved_inv, mean, var, _reserve, _g = ins
+    if global_stats:
+        m, inv = mean, 1.0 / xp.sqrt(var + var.dtype.type(attrs["epsilon"]))
+    else:
+        m, inv = saved_mean, saved_inv
+    return m.astype(ct), inv.astype(ct), scale.astype(ct)
+
+
+@BATCH_NORM.kernel()
+def batch_norm(ctx, ins, attrs):
+    x, scale, bias, mean, var, mom_t = ins
+    xp = ctx.xp
+    axis = batch_norm_channel_axis(x, scale, bias, mean, var, attrs["data_layout"])
+    c = x.shape[axis]
+    eps = attrs["epsilon"]
+    ct = stats_dtype(x.dtype)
+    if uses_global_stats(ctx, attrs):
+        # (X - Mean) first, as Paddle does: folding Mean into the offset (X * k + (Bias - Mean * k)) cancels
+        # badly where X is close to Mean, i.e. everywhere once the running statistics fit the data
+        k = global_scale(xp, scale, var, eps, ct)
+        y = x - per_channel(xp, mean.astype(x.dtype, copy=False), x.shape, axis)
+        y *= per_channel(xp, k.astype(x.dtype, copy=False), x.shape, axis)  # `y` is a fresh array of ours
+        y += per_channel(xp, bias.astype(x.dtype, copy=False), x.shape, axis)
+        return (y, *global_stats_outputs(xp, x, mean, var))
+    xc = x.astype(ct, copy=False)  # a float32 input is read as it is, not copied
+    bmean = channel_sum(xp, xc, axis) / ct(x.size // c)
+    centred = xc - per_channel(xp, bmean, x.shape, axis)
+    bvar = channel_dot(xp, centred, centred, axis) / ct(x.size // c)  # no squared temporary: 1.2x the op
+    inv = 1.0 / xp.sqrt(bvar + ct(eps))
+    y = centred  # ours: scaled and shifted in place
+    y *= per_channel(xp, inv * scale.astype(ct, copy=False), x.shape, axis)
+    y += per_channel(xp, bias.astype(ct, copy=False), x.shape, axis)
+    return batch_stats_outputs(xp, x, y, mean, var, mom_t, bmean, bvar, inv, attrs)
 
 
 # ---------------------------------------------------------------------------
@@ -244,7 +272,7 @@ def group_norm(ctx, ins, attrs):
     n, c = xc.shape[:2]
     if c % g:
         raise ValueError(f"X's {c} channels must divide by groups={g}")
-    ct = _f32(x.dtype)
+    ct = stats_dtype(x.dtype)
     xg = xc.astype(ct).reshape(n, g, -1)
     mean = xg.mean(axis=2)
     centred = xg - mean[:, :, None]
@@ -288,7 +316,7 @@ def instance_norm(ctx, ins, attrs):
     xp = ctx.xp
     if x.ndim < 3:
         raise ValueError(f"X must be at least 3-D ([N, C, spatial...]), got shape {list(x.shape)}")
-    ct = _f32(x.dtype)
+    ct = stats_dtype(x.dtype)
     n, c = x.shape[:2]
     xf = x.astype(ct).reshape(n, c, -1)
     mean = xf.mean(axis=2)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 
-from .. import native
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.registry import Attr, Check, In, Out, register_op
 from ._infer import prod
@@ -83,10 +82,6 @@ def layer_norm(ctx, ins, attrs):
     for slot, t in (("Scale", scale), ("Bias", bias)):
         if t is not None and t.size != right:
             raise ValueError(f"{slot} has {t.size} elements but X {list(x.shape)} normalises {right} per row")
-    if x.size and native.ready(ctx.xp, x, *(t for t in (scale, bias) if t is not None)):
-        # kernelcore/native/layer_norm.c: a row at a time
-        y, mean, var = native.layer_norm(x.reshape(-1, right), scale, bias, attrs["epsilon"])
-        return y.reshape(x.shape), mean, var
     x2, mean, var, inv = layer_norm_rows(ctx.xp, x, axis, attrs["epsilon"])
     y = (x2 - mean) * inv
     if scale is not None:

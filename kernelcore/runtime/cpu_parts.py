@@ -15,7 +15,8 @@ fused RNN without the C kernels, whose many small per-step products then gain fr
 and would lose to the hand-off of parts) runs with the BLAS held at one thread, and its ops split
 into as many parts as the BLAS's thread limit allowed when the run began (so `threadpoolctl.threadpool_limits(1)`
 or OPENBLAS_NUM_THREADS=1 keeps a run on one core); their matrix products split too (`matmul`). Other runs, and
-runs a debugger pauses, are left as they were: one part per op, the BLAS's own threads.
+runs a debugger pauses, are left as they were: one part per op, the BLAS's own threads. With fast paths switched
+off (kernelcore/runtime/fast_paths.py) no run splits and no op runs in parts.
 
 Every part sums the same terms for its share of the output as the whole op would (the parts split the batch, the
 output channels or the elements, never a sum). The last bits may differ from the whole op's, as they already
@@ -32,6 +33,8 @@ from functools import partial
 from typing import Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
+
+from . import fast_paths
 
 T = TypeVar("T")
 
@@ -85,7 +88,7 @@ def split_run(xp, wanted: bool) -> Iterator[None]:
     """Around one run: with `wanted`, on NumPy, where the BLAS may use more than one thread and no split run is
     under way, the BLAS is held at one thread and ops may split into that many parts; the limit comes back in
     `finally`. Otherwise nothing changes."""
-    blas = _numpy_blas() if (wanted and xp is np and _parts_allowed.get() == 1) else None
+    blas = _numpy_blas() if (wanted and xp is np and _parts_allowed.get() == 1 and fast_paths.enabled()) else None
     limit = blas.num_threads if blas is not None else 1
     if limit < 2:
         yield
@@ -103,7 +106,7 @@ def cpu_parts(xp, work: int) -> int:
     """How many parts an op of this much work (MIN_SPLIT_WORK's units) on `xp` should run in: inside a split run
     on NumPy, the BLAS's thread limit when the run began; 1 for small ops, elsewhere, or while another op is
     split."""
-    if xp is not np or work < MIN_SPLIT_WORK or _split_lock.locked():
+    if xp is not np or work < MIN_SPLIT_WORK or _split_lock.locked() or not fast_paths.enabled():
         return 1
     return _parts_allowed.get()
 

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import cpu_parts
+from . import cpu_parts, fast_paths
 from ..ir import dtypes
 from .host_memory import keep_freed_memory
 from ..errors import (DtypeError, FeedError, KernelcoreError, NonFiniteError, OpRunError, PlaceError, ProgramError,
@@ -82,7 +82,7 @@ class PreparedOp:
             have = sorted({p for p, _ in opdef.kernels})
             raise PlaceError(f"{where}: no kernel for {place} (dtype {dtype_name}); "
                              f"kernels exist for {have or 'no place'}{'. ' + opdef.no_kernel_reason if opdef.no_kernel_reason else ''}")
-        self.kernel = kernel
+        self.kernel = fast_paths.choose(desc.type, place.kind, dtype_name, kernel)
         self.kernel_name = f"{kernel.__module__.rsplit('.', 1)[-1]}.{kernel.__name__}[{place.kind}]"
         self.is_gen = getattr(kernel, "_kc_generator", None)
         if self.is_gen is None:
@@ -788,13 +788,15 @@ class Executor:
         if mine is None:
             mine = cache[self] = {}
         hit = mine.get(block_idx)
-        if hit is not None and hit[0] == program._version:
+        # prepared again when fast paths were switched on or off since: the kernels chosen differ
+        version = (program._version, fast_paths.enabled())
+        if hit is not None and hit[0] == version:
             return hit[1]
         if block_idx == 0:  # block tree, limits, no blocks running each other in a cycle (once per version)
             check_structure(program.desc, "program", ProgramError)
             check_supported(program)  # every op kernelcore lacks, in one error, before the first is met
         prepared = PreparedBlock(program, block_idx, self.place)
-        mine[block_idx] = (program._version, prepared)
+        mine[block_idx] = (version, prepared)
         return prepared
 
     def prepare(self, program: Program, block: int = 0) -> PreparedBlock:
