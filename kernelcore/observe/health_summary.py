@@ -67,7 +67,7 @@ def _finite(xp, value, n: int, lo: float, hi: float) -> Summary:
     if flat.dtype.kind != "f" or flat.dtype.itemsize < 4:
         flat = flat.astype(np.float64 if flat.dtype.kind in "iu" else np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
-        total = float(flat.sum())
+        total = float(flat @ _ones(xp, flat.dtype, n))  # a BLAS dot: twice as fast as sum()'s pairwise adds
         sq = float(flat @ flat)
     if not math.isfinite(sq) or not math.isfinite(total):  # float32 sums overflow before the values do
         wide = flat.astype(np.float64)
@@ -76,19 +76,30 @@ def _finite(xp, value, n: int, lo: float, hi: float) -> Summary:
     return Summary(n, negative, zero, positive, 0, 0, 0, lo, hi, total / n, math.sqrt(sq))
 
 
+_ONES: dict = {}  # (array module, dtype) -> the longest vector of ones asked for so far
+
+
+def _ones(xp, dtype, n: int):
+    ones = _ONES.get((xp, dtype))
+    if ones is None or len(ones) < n:
+        ones = _ONES[(xp, dtype)] = xp.ones(n, dtype)
+    return ones[:n]
+
+
 def _signs(xp, value, n: int, lo: float, hi: float) -> tuple[int, int, int]:
-    """(negative, zero, positive) of a finite value, counting only what min and max leave open."""
+    """(negative, zero, positive) of a finite value, counting only what min and max leave open. (Counting a
+    comparison's booleans is several times faster than count_nonzero of the floats themselves.)"""
     if lo > 0:
         return 0, 0, n
     if hi < 0:
         return n, 0, 0
-    nonzero = int(xp.count_nonzero(value))
+    zero = int(xp.count_nonzero(value == 0))
     if lo >= 0:
-        return 0, n - nonzero, nonzero
+        return 0, zero, n - zero
     if hi <= 0:
-        return nonzero, n - nonzero, 0
+        return n - zero, zero, 0
     negative = int(xp.count_nonzero(value < 0))
-    return negative, n - nonzero, nonzero - negative
+    return negative, zero, n - zero - negative
 
 
 def _with_nonfinite(xp, value, n: int) -> Summary:

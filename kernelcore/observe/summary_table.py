@@ -13,9 +13,13 @@ import numpy as np
 
 from ..errors import KernelcoreError
 
-ROW = np.dtype([("iteration", "<i4"), ("order", "<i4"), ("site", "<i4"), ("numel", "<i8"), ("negative", "<i8"),
-                ("zero", "<i8"), ("positive", "<i8"), ("nan", "<i8"), ("pos_inf", "<i8"), ("neg_inf", "<i8"),
-                ("min", "<f8"), ("max", "<f8"), ("mean", "<f8"), ("l2", "<f8")])
+# 80 bytes a row: the iteration is kept once per iteration (rows arrive in iteration order), "positive" is what
+# the other counts leave of numel, and mean and L2 norm (a health reading, not a checksum) are float32
+ROW = np.dtype([("order", "<i4"), ("site", "<i4"), ("numel", "<i8"), ("negative", "<i8"), ("zero", "<i8"),
+                ("nan", "<i8"), ("pos_inf", "<i8"), ("neg_inf", "<i8"), ("min", "<f8"), ("max", "<f8"),
+                ("mean", "<f4"), ("l2", "<f4")])
+COLUMNS = ("iteration", "order", "numel", "negative", "zero", "positive", "nan", "pos_inf", "neg_inf", "min",
+           "max", "mean", "l2")
 SITE_COLUMNS = ("block", "op", "op_type", "var", "timestep")
 CHUNK_ROWS = 4096
 
@@ -24,7 +28,9 @@ class SummaryTable:
     def __init__(self):
         self._chunks: list[np.ndarray] = []
         self._pending: list[tuple] = []
+        self._flushed = 0  # rows in the chunks
         self._site_ids: dict[tuple, int] = {}
+        self._iterations: list[tuple[int, int]] = []  # (iteration, its first row), in order
         self.sites: list[tuple] = []  # (block, op, op_type, var, timestep), by site number
 
     def site(self, block: int, op: int, op_type: str, var: str, timestep: int | None) -> int:
@@ -35,18 +41,23 @@ class SummaryTable:
             self.sites.append(key)
         return sid
 
-    def append(self, iteration: int, order: int, site: int, summary: tuple) -> None:
-        self._pending.append((iteration, order, site, *summary))
+    def append(self, iteration: int, order: int, site: int, s: tuple) -> None:
+        """One row: `s` is a health_summary.Summary (numel, negative, zero, positive, nan, pos_inf, neg_inf, min,
+        max, mean, l2)."""
+        if not self._iterations or self._iterations[-1][0] != iteration:
+            self._iterations.append((iteration, len(self)))
+        self._pending.append((order, site, s[0], s[1], s[2], s[4], s[5], s[6], s[7], s[8], s[9], s[10]))
         if len(self._pending) >= CHUNK_ROWS:
             self._flush()
 
     def _flush(self) -> None:
         if self._pending:
             self._chunks.append(np.array(self._pending, dtype=ROW))
+            self._flushed += len(self._pending)
             self._pending = []
 
     def __len__(self) -> int:
-        return sum(len(c) for c in self._chunks) + len(self._pending)
+        return self._flushed + len(self._pending)
 
     @property
     def nbytes(self) -> int:
@@ -58,10 +69,21 @@ class SummaryTable:
         self._flush()
         return np.concatenate(self._chunks) if self._chunks else np.zeros(0, ROW)
 
+    def _summary_columns(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        starts = [first for _, first in self._iterations] + [len(rows)]
+        out = {"iteration": np.repeat(np.asarray([i for i, _ in self._iterations], np.int32), np.diff(starts))}
+        for name in COLUMNS[1:]:
+            if name == "positive":
+                out[name] = rows["numel"] - rows["negative"] - rows["zero"] - rows["nan"] - rows["pos_inf"] - \
+                    rows["neg_inf"]
+            else:
+                out[name] = rows[name]
+        return out
+
     def columns(self) -> dict[str, np.ndarray]:
         """{column: NumPy array}: the summary columns and the site's columns (timestep -1 outside loops)."""
         rows = self.rows()
-        out = {name: rows[name] for name in ROW.names if name != "site"}
+        out = self._summary_columns(rows)
         sites = rows["site"]
         for i, name in enumerate(SITE_COLUMNS):
             values = [s[i] for s in self.sites]
@@ -76,7 +98,7 @@ class SummaryTable:
         pa = _pyarrow()
         rows = self.rows()
         sites = pa.array(rows["site"])
-        cols = {name: pa.array(rows[name]) for name in ROW.names if name != "site"}
+        cols = {name: pa.array(values) for name, values in self._summary_columns(rows).items()}
         for i, name in enumerate(SITE_COLUMNS):
             values = [s[i] for s in self.sites]
             if name in ("op_type", "var"):
