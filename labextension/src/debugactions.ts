@@ -14,6 +14,7 @@
  */
 import { button, clear, h } from './dom';
 import { WidgetModel } from './model';
+import type { ProgramGraphTraits } from './widgets.generated';
 import { Breakpoint, DebugAction, GRAPH_ACTIONS, Watch, WatchCond, WATCH_CONDS } from './protocol';
 import { ProgramJSON } from './schema';
 import { IKernelcoreDebuggerModel } from './tokens';
@@ -36,7 +37,7 @@ export { WATCH_CONDS };
 
 /** The ProgramGraph widget's actions: messages to its Python side, answered in the `debug` trait. */
 export class WidgetDebugActions implements DebugActions {
-  constructor(private _model: WidgetModel) {}
+  constructor(private _model: WidgetModel<Pick<ProgramGraphTraits, 'debug'>>) {}
 
   private get _state(): { live?: boolean; text?: string; ok?: boolean } {
     const d = this._model.get('debug');

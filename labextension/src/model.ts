@@ -5,10 +5,16 @@
 
 export type Callback = (...args: unknown[]) => void;
 
-/** The subset of anywidget's AnyModel (0.11) the views touch. */
-export interface WidgetModel {
-  get(key: string): any;
-  set(key: string, value: unknown): void;
+/** A model's traits: what `get` and `set` may name (widgets.generated.ts has each widget's, from Python). */
+export type Traits = object;
+
+/**
+ * The subset of anywidget's AnyModel<T> (0.11) the views touch, typed by the widget's traits `T` (generated
+ * from the Python widget: widgets.generated.ts), as AnyModel<T> is.
+ */
+export interface WidgetModel<T extends Traits = Record<string, any>> {
+  get<K extends keyof T & string>(key: K): T[K];
+  set<K extends keyof T & string>(key: K, value: T[K]): void;
   on(event: string, callback: Callback): void;
   off(event?: string | null, callback?: Callback | null): void;
   send(content: any, callbacks?: unknown, buffers?: unknown): void;
@@ -16,8 +22,8 @@ export interface WidgetModel {
 }
 
 /** What anywidget passes to render(). */
-export interface RenderProps {
-  model: WidgetModel;
+export interface RenderProps<T extends Traits = Record<string, any>> {
+  model: WidgetModel<T>;
   el: HTMLElement;
 }
 
@@ -25,21 +31,21 @@ export interface RenderProps {
  * A model kept in the browser. `set` fires `change:<key>` (and `change`) like Backbone does;
  * `send` hands the message to `onSend` (by default it is dropped: there is no kernel to answer).
  */
-export class LocalModel implements WidgetModel {
+export class LocalModel<T extends Traits = Record<string, any>> implements WidgetModel<T> {
   private _state: Record<string, unknown>;
   private _handlers = new Map<string, Set<Callback>>();
-  onSend: ((content: any, model: LocalModel) => void) | null = null;
+  onSend: ((content: any, model: LocalModel<T>) => void) | null = null;
   readonly sent: any[] = [];
 
-  constructor(state: Record<string, unknown> = {}) {
+  constructor(state: Partial<T> = {}) {
     this._state = { ...state };
   }
 
-  get(key: string): any {
-    return this._state[key];
+  get<K extends keyof T & string>(key: K): T[K] {
+    return this._state[key] as T[K];
   }
 
-  set(key: string, value: unknown): void {
+  set<K extends keyof T & string>(key: K, value: T[K]): void {
     const old = this._state[key];
     this._state[key] = value;
     if (old !== value) {
@@ -95,12 +101,12 @@ export class LocalModel implements WidgetModel {
 }
 
 /** Model listeners that a view removes all at once when it is disposed. */
-export class Listeners {
+export class Listeners<T extends Traits = Record<string, any>> {
   private _items: Array<[string, Callback]> = [];
-  constructor(private _model: WidgetModel) {}
+  constructor(private _model: WidgetModel<T>) {}
 
   /** Call `cb` on a change of any of `keys`. */
-  onChange(keys: string[], cb: () => void): void {
+  onChange(keys: Array<keyof T & string>, cb: () => void): void {
     for (const key of keys) {
       const fn: Callback = () => cb();
       this._model.on(`change:${key}`, fn);
@@ -117,7 +123,7 @@ export class Listeners {
 }
 
 /** Set a trait and sync it to Python. */
-export function setTrait(model: WidgetModel, key: string, value: unknown): void {
+export function setTrait<T extends Traits, K extends keyof T & string>(model: WidgetModel<T>, key: K, value: T[K]): void {
   model.set(key, value);
   model.save_changes();
 }

@@ -165,25 +165,31 @@ export interface TensorView {
   index: number[];
   diff: boolean;
   has_previous: boolean;
-  slice: null | {
-    rows: number;
-    cols: number;
-    row_step: number;
-    col_step: number;
-    data: unknown[][];
-    min: unknown;
-    max: unknown;
-  };
-  health: null | {
-    negative: number;
-    zero: number;
-    positive: number;
-    nan: number;
-    pos_inf: number;
-    neg_inf: number;
-    total: number;
-  };
+  slice: null | TensorSlice;
+  health: null | TensorHealth;
   status: string;
+}
+
+/** a 2-D slice of the value, sampled every row_step rows and col_step columns; min and max over its finite values */
+export interface TensorSlice {
+  rows: number;
+  cols: number;
+  row_step: number;
+  col_step: number;
+  data: SampleValue[][];
+  min: number | null;
+  max: number | null;
+}
+
+/** how many elements are negative, zero, positive, NaN and infinite (kernelcore.runtime.values.health) */
+export interface TensorHealth {
+  negative: number;
+  zero: number;
+  positive: number;
+  nan: number;
+  pos_inf: number;
+  neg_inf: number;
+  total: number;
 }
 
 /** tensor_send's result: the value (or slice) of variable `name` is bound to `sent`; `overwritten`: the name was defined before and the request confirmed replacing it */

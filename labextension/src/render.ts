@@ -6,6 +6,7 @@
 import { modelActions } from './debugactions';
 import { h } from './dom';
 import { LocalModel } from './model';
+import type { ProgramGraphTraits, TraceTimelineTraits } from './widgets.generated';
 import { CommPartsSource, PartsSource } from './parts';
 import { isProgramJSON, isTraceJSON, ProgramJSON, TraceJSON } from './schema';
 import { ProgramGraphView } from './views/ProgramGraph';
@@ -15,12 +16,12 @@ export interface Disposable {
   dispose(): void;
 }
 
-export function programModel(program: ProgramJSON): LocalModel {
-  return new LocalModel({ program, pruned_program: null, selected: '', details: {}, search: '', collapsed: [] });
+export function programModel(program: ProgramJSON): LocalModel<ProgramGraphTraits> {
+  return new LocalModel<ProgramGraphTraits>({ program, pruned_program: null, selected: '', details: {}, search: '', collapsed: [] });
 }
 
-export function traceModel(trace: TraceJSON): LocalModel {
-  return new LocalModel({ events: trace.events, filter: {}, selected_event: -1 });
+export function traceModel(trace: TraceJSON): LocalModel<TraceTimelineTraits> {
+  return new LocalModel<TraceTimelineTraits>({ events: trace.events, filter: {}, selected_event: -1 });
 }
 
 export function traceNote(trace: TraceJSON): string | undefined {

@@ -11,7 +11,7 @@ export const DEAD_CLASS = 'jp-Kernelcore-disconnected';
 export const DEAD_TEXT = 'Kernel restarted: this view is no longer connected to Python. Re-run the cell to show it again.';
 
 /** Watch `model` and put the notice on `root` when its comm dies. Returns the unwatch function. */
-export function watchKernel(model: WidgetModel, root: HTMLElement): () => void {
+export function watchKernel(model: WidgetModel<object>, root: HTMLElement): () => void {
   let shown = false;
   const dead = () => {
     if (shown || (model as any).comm_live === true) {
@@ -34,8 +34,8 @@ export function watchKernel(model: WidgetModel, root: HTMLElement): () => void {
 }
 
 /** An anywidget `render` that also shows the kernel-restarted notice on its element (same return type). */
-export function withKernelNotice<R extends (() => void) | Promise<() => void>>(render: (props: RenderProps) => R): (props: RenderProps) => R {
-  return (props: RenderProps) => {
+export function withKernelNotice<T extends object, R extends (() => void) | Promise<() => void>>(render: (props: RenderProps<T>) => R): (props: RenderProps<T>) => R {
+  return (props: RenderProps<T>) => {
     const unwatch = watchKernel(props.model, props.el);
     const done = render(props);
     const cleanup = (inner: () => void) => () => {

@@ -6,6 +6,7 @@
  */
 import type { GroupJSON, OpJSON, ProgramJSON, SearchResultJSON, StepVarJSON, TraceJSON, ValuePreview, VarJSON } from './contract.generated';
 import type { Frame, Move } from './protocol.generated';
+import type { TraceTimelineTraits } from './widgets.generated';
 
 export const PROGRAM_MIME = 'application/vnd.kernelcore.program+json';
 export const TRACE_MIME = 'application/vnd.kernelcore.trace+json';
@@ -27,11 +28,8 @@ export type SearchHitJSON = SearchResultJSON['hits'][number];
 export const ROLES: readonly Role[] = ['forward', 'backward', 'optimize'];
 export const VAR_KINDS: readonly VarKind[] = ['data', 'param', 'grad', 'tmp', 'other'];
 
-export interface TraceFilter {
-  kind?: string;
-  op_type?: string;
-  scope?: number | null;
-}
+/** What a TraceTimeline shows of the events (its `filter` trait). */
+export type TraceFilter = TraceTimelineTraits['filter'];
 
 /** Messages, browser -> Python. */
 export type OutgoingMessage =

@@ -8,12 +8,13 @@
 import { Widget } from '@lumino/widgets';
 import { h } from './dom';
 import { LocalModel } from './model';
+import type { TensorViewerTraits } from './widgets.generated';
 import { NameTaken, TensorSent, TensorView } from './protocol';
 import { IKernelcoreDebuggerModel } from './tokens';
 import { TensorViewerView } from './views/TensorViewer';
 
 export class TensorPanel extends Widget {
-  readonly local: LocalModel;
+  readonly local: LocalModel<TensorViewerTraits>;
   readonly view: TensorViewerView;
   private _where: HTMLElement;
   private _asked: string | null = null; // the cursor (session id, pause) the shown value is from
@@ -32,7 +33,7 @@ export class TensorPanel extends Widget {
     this.title.caption = `${varName}: its value at the kernelcore debugger's cursor`;
     this._where = h('div', { cls: 'jp-Kernelcore-tpWhere jp-Kernelcore-muted' });
     this.node.appendChild(this._where);
-    this.local = new LocalModel({ name: varName, shape: [], dtype: '', place: '', axes: [0, 1], index: [], diff: false, has_previous: false, slice: {}, health: {}, name_taken: {}, status: 'asking the kernel\u2026' });
+    this.local = new LocalModel<TensorViewerTraits>({ name: varName, shape: [], dtype: '', place: '', axes: [0, 1], index: [], diff: false, has_previous: false, slice: {}, health: {}, name_taken: {}, status: 'asking the kernel\u2026' });
     this.local.onSend = content => this._fromView(content);
     this.view = new TensorViewerView(this.local, this.node);
     this._dbg.changed.connect(this._follow, this);

@@ -78,11 +78,12 @@ class Debugger(GraphState, DebugActionsState, ForestState, StepperState, Timelin
     _css = STATIC / "Debugger.css"
 
     position = t.Unicode("").tag(sync=True)       # for display only: str(session.position)
-    frames = t.List().tag(sync=True)              # the cursor as frames: [{block, op, op_type, timestep, scope, end}]
+    frames = t.List().tag(sync=True, ts="Frame[]")  # the cursor as frames, outermost first
     stop_reason = t.Unicode("").tag(sync=True)
     finished = t.Bool(False).tag(sync=True)       # the run has ended
     time_travel = t.Int(-1).tag(sync=True)        # the pause shown when the cursor is in the past; -1: the present
-    breakpoints = t.List().tag(sync=True)         # the session's breakpoints and watches: [{id, kind, text, enabled}]
+    # the session's breakpoints and watches
+    breakpoints = t.List().tag(sync=True, ts="Array<{ id: number; kind: string; text: string; enabled: boolean }>")
 
     def __init__(self, session, **kw):
         if not isinstance(session, kc.DebugSession):

@@ -55,7 +55,7 @@ class DebugActionsState(t.HasTraits):
 
     # the session as the graph's "Break here" / "Break on write" / "Watch" actions see it:
     # {"live": bool (actions enabled), "text": a sentence for the widget, "ok": whether the last action worked}
-    debug = t.Dict().tag(sync=True)
+    debug = t.Dict().tag(sync=True, ts="{ live: boolean; text: string; ok: boolean } | Record<string, never>")
 
     _debug_idle_text = ("live debug session (the one the sidebar drives): breakpoints added here show in its "
                         "Breakpoints panel")

@@ -51,8 +51,8 @@ def _add_value(d: dict, scope, name: str) -> None:
 class GraphState(t.HasTraits):
     """The ProgramGraph traits and what Python answers to them (shared with the Debugger, one model)."""
 
-    program = t.Dict().tag(sync=True)
-    pruned_program = t.Dict(allow_none=True, default_value=None).tag(sync=True)
+    program = t.Dict().tag(sync=True, ts="ProgramJSON")
+    pruned_program = t.Dict(allow_none=True, default_value=None).tag(sync=True, ts="ProgramJSON | null")
     selected = t.Unicode("").tag(sync=True)
     details = t.Dict().tag(sync=True)
     search = t.Unicode("").tag(sync=True)

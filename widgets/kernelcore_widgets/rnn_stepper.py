@@ -69,8 +69,8 @@ class StepperState(t.HasTraits):
     mode = t.Unicode("replay").tag(sync=True)       # "live" | "replay"
     num_steps = t.Int(0).tag(sync=True)             # 0: no recurrent op (the Debugger hides the panel)
     timestep = t.Int(-1).tag(sync=True)             # -1: no timestep shown (the op has not started)
-    step_scope = t.Dict().tag(sync=True)            # ScopeJSON with previews and roles; {} when none
-    memory_flow = t.List().tag(sync=True)           # [{t, from, to, from_t}]
+    step_scope = t.Dict().tag(sync=True, ts="ScopeJSON | Record<string, never>")  # ScopeJSON with previews and roles; {} when none
+    memory_flow = t.List().tag(sync=True, ts="MemoryFlowJSON[]")  # [{t, from, to, from_t}]
     status = t.Unicode("").tag(sync=True)
     rnn_op = t.Unicode("").tag(sync=True)           # which recurrent op, "o<block>:<index>"
 

@@ -26,7 +26,7 @@ def as_forest(source) -> kc.ScopeForest:
 class ForestState(t.HasTraits):
     """The ScopeForest traits and what Python answers to them (shared with the Debugger, one model)."""
 
-    forest = t.Dict().tag(sync=True)
+    forest = t.Dict().tag(sync=True, ts="ScopeForestJSON")
     opened = t.Dict().tag(sync=True)
 
     def update_forest(self, scope_or_forest) -> None:

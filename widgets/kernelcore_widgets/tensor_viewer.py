@@ -145,15 +145,16 @@ class TensorViewer(KCWidget):
     _css = STATIC / "TensorViewer.css"
 
     name = t.Unicode("").tag(sync=True)
-    shape = t.List().tag(sync=True)
+    shape = t.List().tag(sync=True, ts="number[]")
     dtype = t.Unicode("").tag(sync=True)
     place = t.Unicode("").tag(sync=True)
-    axes = t.List([0, 1]).tag(sync=True)         # [rows axis, cols axis]
-    index = t.List().tag(sync=True)              # one entry per axis; the shown axes' entries are ignored
+    axes = t.List([0, 1]).tag(sync=True, ts="number[]")  # [rows axis, cols axis]
+    index = t.List().tag(sync=True, ts="number[]")  # one entry per axis; the shown axes' entries are ignored
     diff = t.Bool(False).tag(sync=True)          # show value - previous
     has_previous = t.Bool(False).tag(sync=True)
-    slice = t.Dict().tag(sync=True)              # {"rows", "cols", "row_step", "col_step", "data": [[...]], "min", "max"}
-    health = t.Dict().tag(sync=True)             # kernelcore.runtime.values.health of the value (or of the diff)
+    slice = t.Dict().tag(sync=True, ts="TensorSlice | Record<string, never>")
+    # kernelcore.runtime.values.health of the value (or of the diff)
+    health = t.Dict().tag(sync=True, ts="TensorHealth | Record<string, never>")
     status = t.Unicode("").tag(sync=True)
     # the last send's name was taken: {"taken", "proposed", "what"} (the view offers the proposed name and an
     # Overwrite button); {} otherwise

@@ -13,8 +13,8 @@ from .requests import int_arg
 class TimelineState(t.HasTraits):
     """The TraceTimeline traits and what Python answers to them (shared with the Debugger, one model)."""
 
-    events = t.List().tag(sync=True)
-    filter = t.Dict().tag(sync=True)
+    events = t.List().tag(sync=True, ts="TraceEvent[]")
+    filter = t.Dict().tag(sync=True, ts="{ kind?: string; op_type?: string; scope?: number | null }")
     selected_event = t.Int(-1).tag(sync=True)
     truncated = t.Int(0).tag(sync=True)
 

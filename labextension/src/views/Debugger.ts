@@ -16,6 +16,7 @@
 import { WidgetDebugActions } from '../debugactions';
 import { button, clear, h } from '../dom';
 import { Listeners, RenderProps, WidgetModel } from '../model';
+import type { DebuggerTraits } from '../widgets.generated';
 import { Move, MOVES } from '../protocol';
 import { DebugFrame, frameOps, TraceEvent } from '../schema';
 import { ProgramGraphView } from './ProgramGraph';
@@ -31,14 +32,14 @@ export class DebuggerView {
   readonly stepper: RNNStepperView;
   readonly timeline: TraceTimelineView;
   readonly buttons = new Map<Move, HTMLButtonElement>();
-  private _listeners: Listeners;
+  private _listeners: Listeners<DebuggerTraits>;
   private _position: HTMLElement;
   private _reason: HTMLElement;
   private _rnnBox: HTMLElement;
   private _bpList: HTMLElement;
 
   constructor(
-    readonly model: WidgetModel,
+    readonly model: WidgetModel<DebuggerTraits>,
     el: HTMLElement
   ) {
     this._listeners = new Listeners(model);
@@ -146,7 +147,7 @@ export class DebuggerView {
   }
 }
 
-async function render({ model, el }: RenderProps): Promise<() => void> {
+async function render({ model, el }: RenderProps<DebuggerTraits>): Promise<() => void> {
   const view = new DebuggerView(model, el);
   await view.ready;
   return () => view.dispose();

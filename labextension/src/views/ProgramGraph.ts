@@ -18,6 +18,7 @@ import { localDetails, renderNodeDetails } from '../details';
 import { DRAW_LIMIT, EXPAND_BUDGET, ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from '../graph';
 import { GraphPane, HEAT_LEVELS } from '../graphpane';
 import { Listeners, RenderProps, setTrait, WidgetModel } from '../model';
+import type { ProgramGraphTraits } from '../widgets.generated';
 import { ModelPartsSource, PartsSource, RERUN, SearchResult } from '../parts';
 import { addGroups, loadedOf, mergeable, mergeContents } from '../skeleton';
 import { GroupContentsJSON, GroupJSON, isProgramJSON, ProgramJSON, PrunedJSON } from '../schema';
@@ -48,7 +49,7 @@ export class ProgramGraphView {
   prunedGraph: ProgramGraphModel | null = null;
   /** Resolves when the latest render has finished. */
   ready: Promise<void> = Promise.resolve();
-  private _listeners: Listeners;
+  private _listeners: Listeners<ProgramGraphTraits>;
   private _search: HTMLInputElement;
   private _count: HTMLElement;
   private _status: HTMLElement;
@@ -98,7 +99,7 @@ export class ProgramGraphView {
   private _renderGen = 0;
 
   constructor(
-    readonly model: WidgetModel,
+    readonly model: WidgetModel<ProgramGraphTraits>,
     el: HTMLElement,
     readonly options: ProgramGraphOptions = {}
   ) {
@@ -1013,7 +1014,7 @@ export class ProgramGraphView {
 }
 
 /** anywidget entry point. */
-async function render({ model, el }: RenderProps): Promise<() => void> {
+async function render({ model, el }: RenderProps<ProgramGraphTraits>): Promise<() => void> {
   const view = new ProgramGraphView(model, el, { debug: new WidgetDebugActions(model) });
   await view.ready;
   return () => view.dispose();

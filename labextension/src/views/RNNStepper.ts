@@ -8,6 +8,7 @@
  */
 import { button, clear, formatShape, h } from '../dom';
 import { Listeners, RenderProps, WidgetModel } from '../model';
+import type { RNNStepperTraits } from '../widgets.generated';
 import { isValuePreview, renderPreview } from '../preview';
 import { MemoryFlowJSON, ScopeJSON, StepVarJSON } from '../schema';
 import { withKernelNotice } from '../restart';
@@ -28,7 +29,7 @@ export interface RNNStepperOptions {
 
 export class RNNStepperView {
   readonly root: HTMLElement;
-  private _listeners: Listeners;
+  private _listeners: Listeners<RNNStepperTraits>;
   private _slider: HTMLInputElement;
   private _label: HTMLElement;
   private _mode: HTMLElement;
@@ -40,7 +41,7 @@ export class RNNStepperView {
   private _op: HTMLElement;
 
   constructor(
-    readonly model: WidgetModel,
+    readonly model: WidgetModel<RNNStepperTraits>,
     el: HTMLElement,
     readonly options: RNNStepperOptions = {}
   ) {
@@ -193,7 +194,7 @@ export class RNNStepperView {
   }
 }
 
-function render({ model, el }: RenderProps): () => void {
+function render({ model, el }: RenderProps<RNNStepperTraits>): () => void {
   const view = new RNNStepperView(model, el);
   return () => view.dispose();
 }

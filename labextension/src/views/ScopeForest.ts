@@ -7,6 +7,7 @@
  */
 import { button, clear, formatShape, h } from '../dom';
 import { Listeners, RenderProps, WidgetModel } from '../model';
+import type { ScopeForestTraits } from '../widgets.generated';
 import { isValuePreview, renderPreview } from '../preview';
 import { ForestVarJSON, ScopeForestJSON, ScopeNodeJSON } from '../schema';
 import { withKernelNotice } from '../restart';
@@ -50,7 +51,7 @@ export function describeVar(v: ForestVarJSON): string {
 export class ScopeForestView {
   readonly root: HTMLElement;
   private _tree: HTMLElement;
-  private _listeners: Listeners;
+  private _listeners: Listeners<ScopeForestTraits>;
   private _nodes = new Map<number, ScopeNodeJSON>();
   private _expanded = new Set<number>();
   private _shown = new Map<number, number>(); // scope -> how many kids shown
@@ -60,7 +61,7 @@ export class ScopeForestView {
   private _initialized = false;
 
   constructor(
-    readonly model: WidgetModel,
+    readonly model: WidgetModel<ScopeForestTraits>,
     el: HTMLElement,
     readonly options: ScopeForestOptions = {}
   ) {
@@ -230,7 +231,7 @@ export class ScopeForestView {
   }
 }
 
-function render({ model, el }: RenderProps): () => void {
+function render({ model, el }: RenderProps<ScopeForestTraits>): () => void {
   const view = new ScopeForestView(model, el);
   return () => view.dispose();
 }

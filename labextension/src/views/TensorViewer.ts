@@ -14,29 +14,12 @@
  */
 import { button, clear, formatNumber, formatShape, h } from '../dom';
 import { Listeners, RenderProps, WidgetModel } from '../model';
+import type { TensorHealth as Health, TensorSlice } from '../protocol';
+import type { TensorViewerTraits } from '../widgets.generated';
 import { rampColor, sampleNumber } from '../preview';
-import { SampleValue } from '../schema';
 import { withKernelNotice } from '../restart';
 
-export interface TensorSlice {
-  rows: number;
-  cols: number;
-  row_step: number;
-  col_step: number;
-  data: SampleValue[][];
-  min: number | null;
-  max: number | null;
-}
-
-export interface Health {
-  negative: number;
-  zero: number;
-  positive: number;
-  nan: number;
-  pos_inf: number;
-  neg_inf: number;
-  total: number;
-}
+export type { Health, TensorSlice };
 
 /** A send whose name was taken: nothing was bound; `proposed` is free (null: none found). */
 export interface NameTaken {
@@ -102,7 +85,7 @@ export function cellColor(v: number, lo: number, hi: number, diverging: boolean)
 
 export class TensorViewerView {
   readonly root: HTMLElement;
-  private _listeners: Listeners;
+  private _listeners: Listeners<TensorViewerTraits>;
   private _head: HTMLElement;
   private _controls: HTMLElement;
   private _health: HTMLElement;
@@ -113,7 +96,7 @@ export class TensorViewerView {
   private _taken: HTMLElement;
 
   constructor(
-    readonly model: WidgetModel,
+    readonly model: WidgetModel<TensorViewerTraits>,
     el: HTMLElement
   ) {
     this._listeners = new Listeners(model);
@@ -339,7 +322,7 @@ export class TensorViewerView {
   }
 }
 
-function render({ model, el }: RenderProps): () => void {
+function render({ model, el }: RenderProps<TensorViewerTraits>): () => void {
   const view = new TensorViewerView(model, el);
   return () => view.dispose();
 }

@@ -8,6 +8,7 @@
  */
 import { clear, formatNs, formatShape, h, short } from '../dom';
 import { Listeners, RenderProps, setTrait, WidgetModel } from '../model';
+import type { TraceTimelineTraits } from '../widgets.generated';
 import { TraceEvent, TraceFilter } from '../schema';
 import { TimeAxis } from '../timeaxis';
 import { withKernelNotice } from '../restart';
@@ -59,7 +60,7 @@ export function matchesFilter(e: TraceEvent, f: TraceFilter | null | undefined):
 
 export class TraceTimelineView {
   readonly root: HTMLElement;
-  private _listeners: Listeners;
+  private _listeners: Listeners<TraceTimelineTraits>;
   private _kind: HTMLSelectElement;
   private _op: HTMLSelectElement;
   private _scope: HTMLSelectElement;
@@ -78,7 +79,7 @@ export class TraceTimelineView {
   readonly axis = new TimeAxis();
 
   constructor(
-    readonly model: WidgetModel,
+    readonly model: WidgetModel<TraceTimelineTraits>,
     el: HTMLElement,
     readonly options: TraceTimelineOptions = {}
   ) {
@@ -335,7 +336,7 @@ export class TraceTimelineView {
   }
 }
 
-function render({ model, el }: RenderProps): () => void {
+function render({ model, el }: RenderProps<TraceTimelineTraits>): () => void {
   const view = new TraceTimelineView(model, el);
   return () => view.dispose();
 }

@@ -5,9 +5,10 @@ tests/test_contract.py compares each with the file in the checkout."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
-from . import debug_schema, gen_moves_ts, gen_py, gen_ts
+from . import debug_schema, gen_moves_ts, gen_py, gen_traits_ts, gen_ts
 
 PACKAGE = Path(__file__).resolve().parents[1]
 ROOT = PACKAGE.parents[1]  # the checkout (the generator runs from a source tree, not from a wheel)
@@ -63,11 +64,34 @@ def wire_types_py() -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+def _exported(ts: str) -> set[str]:
+    return set(re.findall(r"^export (?:interface|type) (\w+)", ts, re.M))
+
+
+def traits_ts() -> str:
+    from .. import Debugger, ProgramGraph, RNNStepper, ScopeForest, TensorViewer, TraceTimeline
+    classes = (ProgramGraph, ScopeForest, RNNStepper, TraceTimeline, Debugger, TensorViewer)
+    used = gen_traits_ts.names_used(classes)
+    out = ["// " + HEADER.format("the synced traits of the kernelcore_widgets classes")]
+    for module, text in (("./contract.generated", contract_ts()), ("./protocol.generated", protocol_ts())):
+        names = sorted(used & _exported(text))
+        used -= set(names)
+        if names:
+            out.append(f"import type {{ {', '.join(names)} }} from '{module}';")
+    if used:
+        raise ValueError(f"trait types name {sorted(used)}, which no generated module exports")
+    out.append("")
+    for cls in classes:
+        out += gen_traits_ts.interface(cls)
+    return "\n".join(out)
+
+
 def outputs() -> dict[Path, str]:
     """path -> the text it must hold."""
     src = ROOT / "labextension" / "src"
     return {DEBUG_SCHEMA: debug_schema_text(), src / "contract.generated.ts": contract_ts(),
-            src / "protocol.generated.ts": protocol_ts(), PACKAGE / "contract" / "wire_types.py": wire_types_py()}
+            src / "protocol.generated.ts": protocol_ts(), src / "widgets.generated.ts": traits_ts(),
+            PACKAGE / "contract" / "wire_types.py": wire_types_py()}
 
 
 def stale() -> list[Path]:

@@ -367,9 +367,31 @@ class TensorView(TypedDict):
     index: list[int]
     diff: bool
     has_previous: bool
-    slice: None | dict[str, Any]
-    health: None | dict[str, Any]
+    slice: None | TensorSlice
+    health: None | TensorHealth
     status: str
+
+
+class TensorSlice(TypedDict):
+    """a 2-D slice of the value, sampled every row_step rows and col_step columns; min and max over its finite values"""
+    rows: int
+    cols: int
+    row_step: int
+    col_step: int
+    data: list[list[SampleValue]]
+    min: float | None
+    max: float | None
+
+
+class TensorHealth(TypedDict):
+    """how many elements are negative, zero, positive, NaN and infinite (kernelcore.runtime.values.health)"""
+    negative: int
+    zero: int
+    positive: int
+    nan: int
+    pos_inf: int
+    neg_inf: int
+    total: int
 
 
 class TensorSent(TypedDict):

@@ -1,0 +1,28 @@
+// Type-level: a view's model is typed by its widget's traits, generated from the Python widget
+// (src/widgets.generated.ts); `npm run typecheck` fails if a misspelt trait or a value of the wrong type
+// compiles. The runtime part reads a LocalModel through the same types.
+import { expect, it } from 'vitest';
+import { LocalModel, WidgetModel } from '../src/model';
+import type { Frame } from '../src/protocol';
+import type { ProgramJSON } from '../src/schema';
+import type { DebuggerTraits, ProgramGraphTraits } from '../src/widgets.generated';
+import { mlp } from './fixtures';
+
+function readsTyped(m: WidgetModel<ProgramGraphTraits>): ProgramJSON {
+  // @ts-expect-error: `frames` is a Debugger trait, not a ProgramGraph one
+  m.get('frames');
+  // @ts-expect-error: `selected` holds a node id (a string)
+  m.set('selected', 3);
+  return m.get('program');
+}
+
+function debuggerIsAGraph(m: WidgetModel<DebuggerTraits>): Frame[] {
+  readsTyped(m); // the Debugger's model carries the graph's traits
+  return m.get('frames');
+}
+
+it('a typed local model gives back what was set', () => {
+  const m = new LocalModel<DebuggerTraits>({ program: mlp(), frames: [] });
+  expect(readsTyped(m).blocks.length).toBe(1);
+  expect(debuggerIsAGraph(m)).toEqual([]);
+});
