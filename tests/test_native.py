@@ -385,6 +385,12 @@ def _pool_ops(xs, ks, strides, pads):
     return P, V, outs
 
 
+def _max_pool_attrs(ks, strides, pads):
+    return dict(pooling_type="max", ksize=list(ks), strides=list(strides), paddings=[p for pair in pads for p in pair],
+                global_pooling=False, adaptive=False, ceil_mode=False, exclusive=True, data_format="NCHW",
+                padding_algorithm="EXPLICIT")
+
+
 @needs_library
 @pytest.mark.parametrize("xs, ks, strides, pads", POOL_CASES)
 def test_max_pooling_in_c_equals_the_numpy_kernels(xs, ks, strides, pads, monkeypatch):
@@ -392,9 +398,10 @@ def test_max_pooling_in_c_equals_the_numpy_kernels(xs, ks, strides, pads, monkey
     goes to the first in row-major order, as Paddle's), against the per-offset NumPy paths."""
     P, V, outs = _pool_ops(xs, ks, strides, pads)
     x = np.round(rng.standard_normal(xs) * 2).astype(np.float32)         # ties
-    got = P.pool_forward(np, x, "max", list(ks), list(strides), list(pads), outs, False, True)
+    attrs = _max_pool_attrs(ks, strides, pads)
+    got = prepared("pool2d")(_Ctx, [x], attrs)[0]
     g = rng.standard_normal(got.shape).astype(np.float32)
-    got_dx = native.max_pool2d_grad(x, got, g, ks, strides, [lo for lo, _ in pads])
+    got_dx = prepared("pool2d_grad")(_Ctx, [x, got, g], attrs)[0]
     want = P._max_by_offsets(np, x, ksize=list(ks), strides=list(strides), pads=list(pads), outs=outs)
     want_dx = V._max_grad_offsets(np, x, want, g, list(ks), list(strides), list(pads), outs)
     np.testing.assert_array_equal(got, want)
@@ -407,7 +414,7 @@ def test_max_pooling_in_c_propagates_nan_as_numpys_maximum():
     x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
     x[0, 0, 0, 1] = np.nan
     x[0, 0, 3, 3] = -np.inf
-    y = P.pool_forward(np, x, "max", [2, 2], [2, 2], [(0, 0), (0, 0)], outs, False, True)
+    y = prepared("pool2d")(_Ctx, [x], _max_pool_attrs((2, 2), (2, 2), ((0, 0), (0, 0))))[0]
     want = P._max_by_offsets(np, x, ksize=[2, 2], strides=[2, 2], pads=[(0, 0), (0, 0)], outs=outs)
     np.testing.assert_array_equal(y, want)
     assert np.isnan(y[0, 0, 0, 0]) and y[0, 0, 1, 1] == 14

@@ -322,8 +322,6 @@ def _pool_grad(fwd_type, nd):
         elif adaptive or list(ksize) == list(x.shape[2:]):
             _, mask = P.max_pool_with_index(xp, x, ksize, strides, pads, outs, adaptive)
             dx = _scatter_max(xp, x, mask, g)
-        elif nd == 2 and out.shape == g.shape == (*x.shape[:2], *outs) and native.ready(xp, x, out, g):
-            dx = native.max_pool2d_grad(x, out, g, ksize, strides, [lo for lo, _ in pads])  # native/max_pool.c
         else:
             body = partial(_max_grad_offsets, xp, ksize=ksize, strides=strides, pads=pads, outs=outs)
             work = GRAD_OVER_FORWARD * P.max_pool_work(x.shape, ksize, outs)

@@ -22,7 +22,6 @@ import numpy as np
 
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.proto.framework_pb2 import VarType as VT
-from .. import native
 from ..runtime.cpu_parts import by_images_in_parts
 from ..ir.registry import Attr, Check, In, Out, register_op
 from ._spatial import attr_or, channel_last, check_ints, pairs, update_padding
@@ -94,8 +93,6 @@ def pool_forward(xp, x, kind, ksize, strides, pads, outs, adaptive, exclusive):
         if kind == "avg":
             return _mean_of_maps(xp, x)
         return x.max(axis=tuple(range(2, 2 + nd)), keepdims=True)
-    if kind == "max" and not adaptive and nd == 2 and native.ready(xp, x):  # kernelcore/native/max_pool.c
-        return native.max_pool2d(x, ksize, strides, [lo for lo, _ in pads], outs)
     if kind == "max" and not adaptive:
         body = partial(_max_by_offsets, xp, ksize=ksize, strides=strides, pads=pads, outs=outs)
         return by_images_in_parts(xp, body, (x,), (*x.shape[:2], *outs), max_pool_work(x.shape, ksize, outs))
