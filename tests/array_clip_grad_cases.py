@@ -1,4 +1,4 @@
-"""Gradient cases of gradient clipping (squared_l2_norm) for tests/test_backward.py's one-op tier (finite
+"""Gradient cases of gradient clipping (squared_l2_norm), argsort for tests/test_backward.py's one-op tier (finite
 differences on the CPU, the CPU's gradients on the strict GPU stand-in), and the tensor-array ops, whose
 values are lists and so are checked inside the programs they belong to (tests/test_tensor_array.py)."""
 import numpy as np
@@ -8,6 +8,9 @@ rng = np.random.default_rng(33)
 CASES = [
     dict(op="squared_l2_norm", inputs={"X": rng.standard_normal((3, 4))}, id="squared_l2_norm"),
     dict(op="squared_l2_norm", inputs={"X": rng.standard_normal((5,))}, id="squared_l2_norm_1d"),
+    dict(op="argsort", inputs={"X": rng.standard_normal((3, 5))}, id="argsort"),
+    dict(op="argsort", inputs={"X": rng.standard_normal((4, 3))}, attrs={"axis": 0, "descending": True},
+         id="argsort_axis0_descending"),
 ]
 
 # differentiable, checked by finite differences through whole programs in tests/test_tensor_array.py

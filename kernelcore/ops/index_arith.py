@@ -47,3 +47,37 @@ if not has_op("size"):
         "size", "Out = the number of elements of Input, an int64 0-D tensor (paddle.numel).",
         inputs=[In("Input", "any tensor")], outputs=[Out("Out", "int64, 0-D")],
         infer_shape=_size_infer).kernel()(_size)
+
+
+def _argsort_infer(ic):
+    ic.set_output("Out", ic.shape("X"), ic.dtype("X"))
+    ic.set_output("Indices", ic.shape("X"), dtypes.VT.INT64)
+
+
+def _argsort(ctx, ins, attrs):
+    x = ins[0]
+    xp = ctx.xp
+    if x.ndim == 0:
+        return x, xp.zeros((), dtype="int64")
+    axis = attrs["axis"] + x.ndim if attrs["axis"] < 0 else attrs["axis"]
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"axis {attrs['axis']} is out of range for a {x.ndim}-d X")
+    # stable both ways: equal values keep their order, as Paddle's comparator sort leaves them
+    key = x
+    if attrs["descending"]:
+        key = -x if x.dtype.kind in "fi" else -x.astype("int64")  # bool and unsigned: negated in a wider type
+    idx = xp.argsort(key, axis=axis, kind="stable")
+    return xp.take_along_axis(x, idx, axis=axis), idx.astype("int64")
+
+
+if not has_op("argsort"):
+    register_op(
+        "argsort",
+        "Sort X along `axis` (descending: largest first); equal values keep their order. Out: the sorted values; "
+        "Indices (int64): where each came from in X.",
+        inputs=[In("X", "the tensor to sort")],
+        outputs=[Out("Out", "sorted values, X's shape"), Out("Indices", "int64, X's shape")],
+        attrs=[Attr("axis", A.INT, "the axis to sort along", -1),
+               Attr("descending", A.BOOLEAN, "largest first", False),
+               Attr("stable", A.BOOLEAN, "a stable sort (kernelcore's always is)", False)],
+        infer_shape=_argsort_infer).kernel()(_argsort)

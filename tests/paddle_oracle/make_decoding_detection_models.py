@@ -134,7 +134,58 @@ def make_train_clip_adamw(outdir):
         json.dump(meta, f, indent=1, sort_keys=True)
 
 
-INFERENCE_CASES = {"beam_search": build_beam_search}
+# -- a YOLO-style head with NMS --------------------------------------------------------------------------------
+ANCHORS, CLASSES = [10, 13, 16, 30, 33, 23], 3
+
+
+def _multiclass_nms3(bboxes, scores, **attrs):
+    """paddle.vision.ops has no multiclass_nms in 2.6; PaddleDetection appends the op itself, as here."""
+    from paddle.base.layer_helper import LayerHelper
+    helper = LayerHelper("multiclass_nms3")
+    out = helper.create_variable_for_type_inference(bboxes.dtype)
+    index = helper.create_variable_for_type_inference("int32")
+    count = helper.create_variable_for_type_inference("int32")
+    helper.append_op(type="multiclass_nms3", inputs={"BBoxes": bboxes, "Scores": scores}, attrs=attrs,
+                     outputs={"Out": out, "Index": index, "NmsRoisNum": count})
+    return out, index, count
+
+
+def build_yolo_head(variant):
+    """conv -> yolo_box -> NMS over two images of different sizes. `nms`: clipped pixel boxes and
+    multiclass_nms3 (normalized=false, eta < 1); `matrix`: an iou-aware head with scale_x_y, unclipped boxes,
+    matrix_nms with gaussian decay; `plain`: paddle.vision.ops.nms over image 0's best class."""
+    x = paddle.static.data("x", [2, 8, 16, 16], "float32")
+    img = paddle.static.data("img_size", [2, 2], "int32")
+    iou_aware = variant == "matrix"
+    a = len(ANCHORS) // 2
+    head = nn.Conv2D(8, a * (5 + CLASSES) + (a if iou_aware else 0), 3, stride=2, padding=1)
+    boxes, scores = paddle.vision.ops.yolo_box(
+        # plain: every box kept (conf_thresh 0), so no two scores tie in argsort, which Paddle leaves unstable
+        head(x), img, anchors=ANCHORS, class_num=CLASSES, conf_thresh=0.0 if variant == "plain" else 0.45,
+        downsample_ratio=8,
+        clip_bbox=variant != "matrix", scale_x_y=1.05 if iou_aware else 1.0, iou_aware=iou_aware,
+        iou_aware_factor=0.4)
+    per_class = paddle.transpose(scores, [0, 2, 1])
+    if variant == "nms":
+        outs = _multiclass_nms3(boxes, per_class, background_label=0, score_threshold=0.2, nms_top_k=40,
+                                keep_top_k=12, nms_threshold=0.45, nms_eta=0.9, normalized=False)
+    elif variant == "matrix":
+        out, count, index = paddle.vision.ops.matrix_nms(
+            boxes, per_class, score_threshold=0.2, post_threshold=0.15, nms_top_k=40, keep_top_k=10,
+            use_gaussian=True, gaussian_sigma=2.0, background_label=-1, normalized=False, return_index=True,
+            return_rois_num=True)
+        outs = (out, index, count)
+    else:
+        outs = (paddle.vision.ops.nms(boxes[0], 0.4, scores=paddle.max(scores[0], axis=1)),)
+    feeds = {"x": np.random.default_rng(5).standard_normal((2, 8, 16, 16)).astype("float32"),
+             "img_size": np.array([[64, 80], [48, 64]], dtype="int32")}
+    return ["x", "img_size"], [boxes, scores, *outs], feeds
+
+
+INFERENCE_CASES = {"beam_search": build_beam_search,
+                   "yolo_nms": lambda: build_yolo_head("nms"),
+                   "yolo_matrix_nms": lambda: build_yolo_head("matrix"),
+                   "yolo_plain_nms": lambda: build_yolo_head("plain")}
 
 
 def main(outdir):
