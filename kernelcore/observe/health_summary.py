@@ -64,16 +64,17 @@ def summarize(value) -> Summary | None:
 
 def _finite(xp, value, n: int, lo: float, hi: float) -> Summary:
     flat = value.reshape(-1)
-    if flat.dtype.kind != "f" or flat.dtype.itemsize < 4:
-        flat = flat.astype(np.float64 if flat.dtype.kind in "iu" else np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = float(flat @ _ones(xp, flat.dtype, n))  # a BLAS dot: twice as fast as sum()'s pairwise adds
-        sq = float(flat @ flat)
-    if not math.isfinite(sq) or not math.isfinite(total):  # float32 sums overflow before the values do
-        wide = flat.astype(np.float64)
-        total, sq = float(wide.sum()), float(wide @ wide)
+    big = max(-lo, hi)
+    if flat.dtype.kind != "f" or flat.dtype.itemsize < 4 or big * big * n > _SAFE_SQUARES[flat.dtype.itemsize]:
+        flat = flat.astype(np.float64)  # integers, float16, and values whose sum of squares would overflow
+    total = float(xp.dot(flat, _ones(xp, flat.dtype, n)))  # a BLAS dot: twice as fast as sum()'s pairwise adds
+    sq = float(xp.dot(flat, flat))
     negative, zero, positive = _signs(xp, value, n, lo, hi)
     return Summary(n, negative, zero, positive, 0, 0, 0, lo, hi, total / n, math.sqrt(sq))
+
+
+# the largest n * max|x|^2 a float32 / float64 dot product sums without overflow (with room for rounding)
+_SAFE_SQUARES = {4: 1e37, 8: 1e307}
 
 
 _ONES: dict = {}  # (array module, dtype) -> the longest vector of ones asked for so far

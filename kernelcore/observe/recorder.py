@@ -31,7 +31,7 @@ from ..runtime.place import CPUPlace
 from ..runtime.scope import Scope, global_scope
 from .health_summary import Summary, summarize
 from .summary_table import SummaryTable
-from .summary_watch import check, every_output
+from .summary_watch import EveryOutput, check, every_output
 from .trace import Trace
 from .watch import Watch, make_watch
 
@@ -66,6 +66,7 @@ class Iteration:
         self.trace = Trace(retain="references") if keep else None
         self.first_event = 0
         self.ops = 0
+        self.summaries: dict[int, tuple] = {}  # id of an array summarised in this iteration -> (it, its summary)
 
 
 class Recorder:
@@ -131,6 +132,7 @@ class Recorder:
         if it.initial is None:
             return  # a run with no op (or refused before its first): nothing happened
         self.iterations += 1
+        it.summaries = {}  # the arrays it held: released with the iteration
         if self.keep_last:
             self.kept.append(it)
 
@@ -148,15 +150,42 @@ class Recorder:
         it.ops += 1
         timestep = rec[5]
         outs = rec[RECORD_HEAD + n_in:]
+        nan_only, keep_last_summary = self._nan_only, self._keep_last_summary
         for (slot, name), value in zip(op.out_pairs, outs):
-            s = summarize(value)
+            s = self._summarize(it, value)
             if s is None:
                 continue
             site = self.summaries.site(op.block, op.idx, op.type, name, timestep)
             self.summaries.append(it.index, order, site, s)
-            if self.watches:
+            if self.watches and (not nan_only or s[4] or s[5] or s[6]):  # s[4:7]: NaN, +Inf, -Inf counts
                 self._check(it, order, op, rec, n_in, name, value, s, timestep)
-            self._last_summary[name] = s
+            if keep_last_summary:
+                self._last_summary[name] = s
+
+    @property
+    def _nan_only(self) -> bool:
+        """Whether the only watches are NaN/Inf watches on every output (the default): then an output with no
+        NaN/Inf needs no check."""
+        return all(type(w) is EveryOutput and w.cond == "nan" for w in self.watches)
+
+    @property
+    def _keep_last_summary(self) -> bool:
+        return any(w.cond == "unchanged" for w in self.watches)
+
+    @staticmethod
+    def _summarize(it: Iteration, value) -> Summary | None:
+        """The value's summary; a view holding every element of an array summarised in this iteration (a
+        reshape's or a transpose's output) takes that array's, the same elements in another order."""
+        root = value
+        base = getattr(value, "base", None)
+        if base is not None and type(base) is type(value) and base.size == value.size and base.dtype == value.dtype:
+            root = base
+        known = it.summaries.get(id(root))
+        if known is not None and known[0] is root:
+            return known[1]
+        s = summarize(value)
+        it.summaries[id(root)] = (root, s)  # the value is held: its id stays its own for the iteration
+        return s
 
     def _first_op(self, it: Iteration, op, in_values) -> bool:
         """At a run's first op: is it the recorded program's? Then keep the state the iteration started from."""
