@@ -15,7 +15,7 @@
 import { button, clear, h } from './dom';
 import { WidgetModel } from './model';
 import type { ProgramGraphTraits } from './widgets.generated';
-import { Breakpoint, DebugAction, GRAPH_ACTIONS, Watch, WatchCond, WATCH_CONDS } from './protocol';
+import { Breakpoint, Command, CommandArgs, DebugAction, GRAPH_ACTIONS, Watch, WatchCond, WATCH_CONDS } from './protocol';
 import { ProgramJSON } from './schema';
 import { IKernelcoreDebuggerModel } from './tokens';
 
@@ -121,7 +121,7 @@ export class ModelDebugActions implements DebugActions {
   act(a: DebugAction): void {
     const { action, ...sent } = a;
     const spec = GRAPH_ACTIONS[action];
-    void this._dbg.request(spec.command, { ...sent, ...spec.fixed }).then(r => {
+    void this._dbg.request<Command>(spec.command, { ...sent, ...spec.fixed } as CommandArgs[Command]).then(r => {
       this._seen = this._dbg.session?.id ?? null;
       if (!r.ok) {
         this._last = { text: `not done: ${r.error ?? 'failed'}`, ok: false };

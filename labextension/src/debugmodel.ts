@@ -4,7 +4,7 @@
  * opens again) and about kernels that have not imported kernelcore_widgets (the comm closes at once).
  */
 import { ISignal, Signal } from '@lumino/signaling';
-import { COMM_TARGET, Command, isServerMessage, Reply, Session } from './protocol';
+import { COMM_TARGET, Command, CommandArgs, isServerMessage, Reply, Session } from './protocol';
 import { ConnectionStatus, IKernelcoreDebuggerModel } from './tokens';
 
 /** The part of a comm we use (@jupyterlab/services Kernel.IComm). */
@@ -90,7 +90,7 @@ export class DebuggerModel implements IKernelcoreDebuggerModel {
     }
   }
 
-  request(command: Command, args: Record<string, unknown> = {}): Promise<Reply> {
+  request<C extends Command>(command: C, args: CommandArgs[C] = {} as CommandArgs[C]): Promise<Reply> {
     const id = this._next++;
     const comm = this._comm;
     if (!comm || this._status !== 'connected') {

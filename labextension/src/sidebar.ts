@@ -15,7 +15,7 @@ import { button, clear, formatNumber, formatShape, h } from './dom';
 import { CommPartsSource, KernelLike } from './parts';
 import { programModel } from './render';
 import { isProgramJSON, PROGRAM_MIME, TRACE_MIME } from './schema';
-import { Command, Move, MOVES, Origin, OriginNode, Session, WATCH_CONDS } from './protocol';
+import { Command, CommandArgs, Move, MOVES, Origin, OriginNode, Session, WatchCond, WATCH_CONDS } from './protocol';
 import { IKernelcoreDebuggerModel } from './tokens';
 import { ProgramGraphView } from './views/ProgramGraph';
 
@@ -191,7 +191,7 @@ export class KernelcoreSidebar extends Widget {
           () => {
             const v = writeVar.value.trim();
             const onOp = v === '' ? this._opTypes.value : null;
-            void this.run('watch_add', { var: v || null, op_type: onOp, cond: cond.value, lo: num(lo), hi: num(hi) });
+            void this.run('watch_add', { var: v || null, op_type: onOp, cond: cond.value as WatchCond, lo: num(lo), hi: num(hi) });
           },
           { cls: 'jp-Kernelcore-addWatch', title: 'watch the variable above (or, if empty, every output of the selected op type)' }
         )
@@ -218,7 +218,7 @@ export class KernelcoreSidebar extends Widget {
   }
 
   /** Send a request and show its error, if any. */
-  async run(command: Command, args: Record<string, unknown> = {}): Promise<void> {
+  async run<C extends Command>(command: C, args: CommandArgs[C] = {} as CommandArgs[C]): Promise<void> {
     this._reply.textContent = '';
     const askedIn = this._sessionEpoch;
     const r = await this.model.request(command, args);

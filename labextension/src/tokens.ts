@@ -5,7 +5,7 @@
  */
 import { Token } from '@lumino/coreutils';
 import { ISignal } from '@lumino/signaling';
-import { Command, Reply, Session } from './protocol';
+import { Command, CommandArgs, Reply, Session } from './protocol';
 
 /** Where the model stands with the active notebook's kernel. */
 export type ConnectionStatus =
@@ -25,7 +25,7 @@ export interface IKernelcoreDebuggerModel {
   /** Emitted when the session or the status changes. */
   readonly changed: ISignal<IKernelcoreDebuggerModel, void>;
   /** Send one request; resolves with the kernel's reply (the new state arrives through `changed`). */
-  request(command: Command, args?: Record<string, unknown>): Promise<Reply>;
+  request<C extends Command>(command: C, args?: CommandArgs[C]): Promise<Reply>;
   /** Open the comm again (after a restart, once a cell imported kernelcore_widgets). */
   reconnect(): void;
 }

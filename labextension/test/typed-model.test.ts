@@ -5,6 +5,7 @@ import { expect, it } from 'vitest';
 import { LocalModel, WidgetModel } from '../src/model';
 import type { Frame } from '../src/protocol';
 import type { ProgramJSON } from '../src/schema';
+import type { IKernelcoreDebuggerModel } from '../src/tokens';
 import type { DebuggerTraits, ProgramGraphTraits } from '../src/widgets.generated';
 import { mlp } from './fixtures';
 
@@ -26,3 +27,12 @@ it('a typed local model gives back what was set', () => {
   expect(readsTyped(m).blocks.length).toBe(1);
   expect(debuggerIsAGraph(m)).toEqual([]);
 });
+
+/** A debug request's arguments are typed by its command (CommandArgs, generated from the command table). */
+export function asksTyped(m: IKernelcoreDebuggerModel): void {
+  void m.request('run_to', { block: 0, op: 1 });
+  // @ts-expect-error: run_to's op is a number
+  void m.request('run_to', { block: 0, op: '1' });
+  // @ts-expect-error: no such command
+  void m.request('rewind');
+}
