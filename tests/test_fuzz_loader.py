@@ -9,14 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kernelcore as kc
-from kernelcore.formats import paddle_files as kio
+from kernelcore.formats import paddle_files
 from kernelcore.cli import program_summary
 from kernelcore.ir.proto import framework_pb2 as pb
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "programs"
 MODEL = (EXAMPLES / "mlp.pdmodel").read_bytes()
 PARAMS = (EXAMPLES / "mlp.pdiparams").read_bytes()
-NAMES = kio.persistable_names(kio.program_from_bytes(MODEL))
+NAMES = paddle_files.persistable_names(paddle_files.program_from_bytes(MODEL))
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -24,22 +24,22 @@ FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCh
 def load_or_error(data: bytes):
     """program_from_bytes, checking that whatever it accepts is a usable program."""
     try:
-        prog = kio.program_from_bytes(data, source="fuzz.pdmodel")
+        prog = paddle_files.program_from_bytes(data, source="fuzz.pdmodel")
     except kc.LoadError as e:
         assert "fuzz.pdmodel" in str(e)
         return None
     assert isinstance(prog, kc.Program)
     str(prog)                       # the text form (`kernelcore show`)
     program_summary(prog)           # the JSON summary (`kernelcore show --json`)
-    kio.persistable_names(prog)
-    again = kio.program_from_bytes(prog.to_bytes())  # and it survives a round trip
+    paddle_files.persistable_names(prog)
+    again = paddle_files.program_from_bytes(prog.to_bytes())  # and it survives a round trip
     assert again == prog
     return prog
 
 
 def params_or_error(data: bytes, names=NAMES):
     try:
-        out = kio.params_from_bytes(data, names, source="fuzz.pdiparams")
+        out = paddle_files.params_from_bytes(data, names, source="fuzz.pdiparams")
     except kc.LoadError as e:
         assert "fuzz.pdiparams" in str(e)
         return None
@@ -70,7 +70,7 @@ def test_empty_files(tmp_path):
         kc.load_program(empty)
     with pytest.raises(kc.LoadError, match="holds 0 tensor"):
         kc.load_params(empty, NAMES)
-    assert kio.params_from_bytes(b"", []) == {}  # nothing expected, nothing there: fine
+    assert paddle_files.params_from_bytes(b"", []) == {}  # nothing expected, nothing there: fine
 
 
 def test_a_file_too_big_for_a_program_is_refused_unread(tmp_path):
@@ -105,12 +105,12 @@ def test_blocks_that_reference_missing_blocks():
     cases.append(e)
     for desc in cases:
         with pytest.raises(kc.LoadError, match="block"):
-            kio.program_from_bytes(desc.SerializeToString())
+            paddle_files.program_from_bytes(desc.SerializeToString())
     assert load_or_error(d.SerializeToString()) is not None  # the well-formed one loads
 
 
 def test_pdiparams_with_a_wrong_length(tmp_path):
-    prog = kio.program_from_bytes(MODEL)
+    prog = paddle_files.program_from_bytes(MODEL)
     for data in (PARAMS[:-1], PARAMS + b"\x00", PARAMS + PARAMS[:40], PARAMS[:-64]):
         path = tmp_path / "w.pdiparams"
         path.write_bytes(data)

@@ -13,7 +13,7 @@ import pytest
 import kernelcore as kc
 from kernelcore import cli
 from kernelcore.view import display
-from kernelcore.formats import paddle_files as kio
+from kernelcore.formats import paddle_files
 from kernelcore.ops import control_flow
 from kernelcore.ir.structure import MAX_BLOCKS, MAX_NESTING_DEPTH
 from kernelcore.ir.proto import framework_pb2 as pb
@@ -24,7 +24,7 @@ from fuzz import fuzz_pipeline, hostile_corpus as hc
 
 def load(name):
     data, feed = hc.build(name)
-    return kio.program_from_bytes(data, source=f"{name}.pdmodel"), feed
+    return paddle_files.program_from_bytes(data, source=f"{name}.pdmodel"), feed
 
 
 def built(name):
@@ -100,7 +100,7 @@ def test_block_count_limit():
     for i in range(MAX_BLOCKS + 1):
         d.blocks.add(idx=i, parent_idx=-1 if i == 0 else 0)
     with pytest.raises(kc.LoadError, match=f"{MAX_BLOCKS + 1} blocks.*at most {MAX_BLOCKS}"):
-        kio.program_from_bytes(d.SerializeToString())
+        paddle_files.program_from_bytes(d.SerializeToString())
 
 
 @pytest.mark.parametrize("name, pattern", [

@@ -10,7 +10,7 @@ import pytest
 
 import kernelcore as kc
 from kernelcore.ir import dtypes
-from kernelcore.formats import paddle_files as kio
+from kernelcore.formats import paddle_files
 from kernelcore.ir.proto import framework_pb2 as pb
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,14 +114,14 @@ def _desc_with(mutate):
 ])
 def test_structurally_broken_programs(mutate, words):
     with pytest.raises(kc.LoadError, match=words):
-        kio.program_from_bytes(_desc_with(mutate), source="t")
+        paddle_files.program_from_bytes(_desc_with(mutate), source="t")
 
 
 def test_invalid_utf8_is_a_load_error():
     prog, _ = small_program()
     data = prog.to_bytes().replace(b"inner", b"\xffnner")
     with pytest.raises(kc.LoadError, match="UTF-8"):
-        kio.program_from_bytes(data)
+        paddle_files.program_from_bytes(data)
 
 
 @pytest.mark.parametrize("plant, field", [
@@ -138,32 +138,32 @@ def test_bad_utf8_anywhere_is_named(plant, field):
     desc.ParseFromString(small_program()[0].to_bytes())
     plant(desc)
     good = desc.SerializeToString()
-    kio.program_from_bytes(good.replace(b"BAD", b"ok_"))
+    paddle_files.program_from_bytes(good.replace(b"BAD", b"ok_"))
     with pytest.raises(kc.LoadError, match=r"field " + re.escape(field) + r".* is not valid UTF-8"):
-        kio.program_from_bytes(good.replace(b"BAD", b"\xff\xfeX"))
+        paddle_files.program_from_bytes(good.replace(b"BAD", b"\xff\xfeX"))
 
 
 # ---------------------------------------------------------------------------
 # parameter streams
 def test_paddle_pdiparams_parse_and_rewrite_byte_for_byte():
     prog = kc.load_program(MLP_MODEL)
-    names = kio.persistable_names(prog)
+    names = paddle_files.persistable_names(prog)
     assert names == sorted(MLP_PARAM_SHAPES)
     params = kc.load_params(MLP_PARAMS, names)
     assert {n: a.shape for n, a in params.items()} == MLP_PARAM_SHAPES
     assert all(a.dtype == np.float32 for a in params.values())
     assert kc.load_params(MLP_PARAMS, prog).keys() == params.keys()  # a Program names them too
-    assert kio.params_to_bytes(params) == MLP_PARAMS.read_bytes()
+    assert paddle_files.params_to_bytes(params) == MLP_PARAMS.read_bytes()
 
 
 def test_tensor_layout_matches_paddle_notes():
     # NOTES.md: fc_0.b_0 f32[16] starts 00000000 0000000000000000 00000000 04000000 08 05 10 10
-    data = kio.tensor_to_bytes(np.arange(16, dtype=np.float32))
+    data = paddle_files.tensor_to_bytes(np.arange(16, dtype=np.float32))
     head = bytes.fromhex("00000000" "0000000000000000" "00000000" "04000000" "08051010")
     assert data[:len(head)] == head
     assert data[len(head):] == np.arange(16, dtype="<f4").tobytes()
     # a 0-d tensor has no dims in its TensorDesc and one element of data
-    scalar = kio.tensor_to_bytes(np.float64(2.5))
+    scalar = paddle_files.tensor_to_bytes(np.float64(2.5))
     assert scalar == bytes.fromhex("00000000" "0000000000000000" "00000000" "02000000" "0806") + struct.pack("<d", 2.5)
 
 
@@ -201,23 +201,23 @@ def test_params_round_trip_many_dtypes_and_0d(tmp_path):
 
 def test_params_are_written_in_sorted_name_order(tmp_path):
     arrays = {"zeta": np.zeros(2, np.float32), "Alpha": np.ones(3, np.float32), "mid.w_0": np.full(1, 2.0)}
-    data = kio.params_to_bytes(arrays)
-    tensors = kio.read_tensors(data)
+    data = paddle_files.params_to_bytes(arrays)
+    tensors = paddle_files.read_tensors(data)
     # Python's sorted(): code-point order, so "Alpha" < "mid.w_0" < "zeta"
     assert [t.shape for t, _ in tensors] == [(3,), (1,), (2,)]
     # the names may be given in any order: the file order is sorted(names)
-    back = kio.params_from_bytes(data, ["zeta", "mid.w_0", "Alpha"])
+    back = paddle_files.params_from_bytes(data, ["zeta", "mid.w_0", "Alpha"])
     np.testing.assert_array_equal(back["Alpha"], np.ones(3))
     # sort=False: the order given, for streams written in another order
-    unsorted = kio.params_to_bytes(arrays, sort=False)
-    assert [t.shape for t, _ in kio.read_tensors(unsorted)] == [(2,), (3,), (1,)]
-    assert kio.params_from_bytes(unsorted, list(arrays), sort=False)["zeta"].shape == (2,)
+    unsorted = paddle_files.params_to_bytes(arrays, sort=False)
+    assert [t.shape for t, _ in paddle_files.read_tensors(unsorted)] == [(2,), (3,), (1,)]
+    assert paddle_files.params_from_bytes(unsorted, list(arrays), sort=False)["zeta"].shape == (2,)
 
 
 def test_lod_levels_round_trip():
     arr = np.arange(12, dtype=np.float32).reshape(6, 2)
     lod = [[0, 2, 3], [0, 1, 4, 6]]
-    (got, got_lod), = kio.read_tensors(kio.tensor_to_bytes(arr, lod))
+    (got, got_lod), = paddle_files.read_tensors(paddle_files.tensor_to_bytes(arr, lod))
     np.testing.assert_array_equal(got, arr)
     assert got_lod == lod
 
@@ -258,7 +258,7 @@ def _desc(data_type, dims):
 ])
 def test_bad_param_streams(data, words):
     with pytest.raises(kc.LoadError) as e:
-        kio.params_from_bytes(data, ["w"], source="w.pdiparams")
+        paddle_files.params_from_bytes(data, ["w"], source="w.pdiparams")
     assert "w.pdiparams" in str(e.value) and words in str(e.value), str(e.value)
 
 
@@ -278,7 +278,7 @@ def test_param_dims_that_overflow_are_named_before_any_allocation(tmp_path, dims
 
 
 def test_param_dims_that_fit_are_read():
-    out = kio.params_from_bytes(_tensor(desc=_desc(5, [0, 2 ** 60]), data=b""), ["w"])
+    out = paddle_files.params_from_bytes(_tensor(desc=_desc(5, [0, 2 ** 60]), data=b""), ["w"])
     assert out["w"].shape == (0, 2 ** 60) and out["w"].dtype == np.float32
 
 
@@ -308,9 +308,9 @@ def test_params_of_another_program_are_refused(tmp_path):
 
 def test_save_params_rejects_what_it_cannot_write():
     with pytest.raises(TypeError, match="cannot save dtype object"):
-        kio.params_to_bytes({"o": np.array([object()])})
+        paddle_files.params_to_bytes({"o": np.array([object()])})
     with pytest.raises(TypeError, match="mapping"):
-        kio.params_to_bytes([np.zeros(2)])
+        paddle_files.params_to_bytes([np.zeros(2)])
 
 
 # ---------------------------------------------------------------------------
@@ -353,7 +353,7 @@ def test_save_inference_model_adds_feed_and_fetch_ops(tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-6)
     # a program that already has them gets no second set
     with pytest.raises(kc.ProgramError, match="already has feed/fetch ops"):
-        kio.with_feed_fetch(prog2, ["x"], [])
+        paddle_files.with_feed_fetch(prog2, ["x"], [])
 
 
 def test_save_inference_model_needs_every_persistable_value(tmp_path):
@@ -409,7 +409,7 @@ def test_feed_fetch_names_follow_col_not_op_order():
     del ops[-1]
     ops.insert(len(ops) - 1, last)
     assert [op.type for op in block.ops][-2:] == ["fetch", "fetch"]
-    assert kio.fetch_target_names(prog) == ["fc_2.tmp_2", "y"]
+    assert paddle_files.fetch_target_names(prog) == ["fc_2.tmp_2", "y"]
     block.op(-1).set_attr("col", 1)  # now two fetch ops claim col 1
     with pytest.raises(kc.LoadError, match="col 1"):
-        kio.fetch_target_names(prog)
+        paddle_files.fetch_target_names(prog)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import kernelcore as kc
-from kernelcore.formats import paddle_files as kio
+from kernelcore.formats import paddle_files
 from kernelcore.ir import op_reads
 from kernelcore.view.program_parts import ProgramParts
 from kernelcore.ir.proto import framework_pb2 as pb
@@ -76,14 +76,14 @@ def test_records_from_the_twin_are_the_desc_readers(name, prog):
 
 
 def test_a_big_loaded_program_keeps_its_records_until_edited(keep_all):
-    prog = kio.program_from_bytes(training_program()[0].desc.SerializeToString())
+    prog = paddle_files.program_from_bytes(training_program()[0].desc.SerializeToString())
     kept = prog.outline_reads()
     assert kept is not None
     parts = ProgramParts(prog, prog.version)
     assert [b.recs for b in parts.blocks] == kept            # the outline took them instead of reading again
     prog.global_block().create_var("late", [1])               # an edit through the program's views
     assert prog.outline_reads() is None
-    prog2 = kio.program_from_bytes(training_program()[0].desc.SerializeToString())
+    prog2 = paddle_files.program_from_bytes(training_program()[0].desc.SerializeToString())
     prog2.desc.blocks[0].ops[0].type = "relu"                 # an edit of the desc, said with touch()
     prog2.touch()
     assert prog2.outline_reads() is None
@@ -91,13 +91,13 @@ def test_a_big_loaded_program_keeps_its_records_until_edited(keep_all):
 
 
 def test_small_programs_keep_nothing():
-    prog = kio.program_from_bytes(training_program()[0].desc.SerializeToString())
+    prog = paddle_files.program_from_bytes(training_program()[0].desc.SerializeToString())
     assert prog.outline_reads() is None  # LAZY_ABOVE ops or fewer: shown whole, no outline
 
 
 @pytest.mark.parametrize("name, prog", list(_programs()), ids=[n for n, _ in _programs()])
 def test_the_outline_from_kept_records_is_the_outline_from_the_desc(name, prog, keep_all):
-    loaded = kio.program_from_bytes(prog.desc.SerializeToString())
+    loaded = paddle_files.program_from_bytes(prog.desc.SerializeToString())
     from_twin = ProgramParts(loaded, loaded.version)
     from_desc = ProgramParts(kc.Program(loaded.desc), 0)
     assert from_twin.skeleton("p") == from_desc.skeleton("p")
@@ -112,7 +112,7 @@ def _outcome(data: bytes):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UnsupportedOpsWarning)
-            prog = kio.program_from_bytes(data, source="f.pdmodel")
+            prog = paddle_files.program_from_bytes(data, source="f.pdmodel")
     except kc.KernelcoreError as e:
         return type(e).__name__, str(e), None
     return "loaded", None, prog

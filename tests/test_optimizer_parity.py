@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore.formats import paddle_files as kio
+from kernelcore.formats import paddle_files
 
 pytestmark = pytest.mark.paddle
 
@@ -84,14 +84,14 @@ def test_paddle_training_program_trains_in_kernelcore(tmp_path):
         pytest.skip(f"kernelcore has no {missing} yet (gradient ops)")
     ref = np.load(tmp_path / "train_mlp.npz")
     scope = kc.Scope()
-    for n in kio.persistable_names(main):
+    for n in paddle_files.persistable_names(main):
         if f"init/{n}" in ref:
             scope.set(n, ref[f"init/{n}"])
     feeds = {n: ref[n] for n in meta.get("feed_names", ["x", "label"])}
     loss, = kc.Executor(kc.CPUPlace()).run(main, feed=feeds, fetch_list=[meta.get("loss_name", "mean_0.tmp_0")],
                                           scope=scope, training=True)
     np.testing.assert_allclose(loss, ref["loss"], rtol=1e-5)
-    for n in kio.persistable_names(main):
+    for n in paddle_files.persistable_names(main):
         if f"after/{n}" in ref:
             np.testing.assert_allclose(scope.get(n), ref[f"after/{n}"], rtol=1e-5, atol=1e-6, err_msg=n)
 
@@ -120,7 +120,7 @@ def test_paddle_trains_a_program_kernelcore_built(tmp_path, opt):
     exe.seed(3)
     scope = kc.Scope()
     exe.run(startup, scope=scope)
-    names = kio.persistable_names(main)
+    names = paddle_files.persistable_names(main)
     state = {f"init/{n}": np.array(scope.get(n)) for n in names}
     rng = np.random.default_rng(5)
     losses = []

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore.formats import paddle_files as kio
+from kernelcore.formats import paddle_files
 
 pytestmark = pytest.mark.paddle
 
@@ -72,7 +72,7 @@ def test_paddle_inference_model_runs_in_kernelcore(p3, case):
     assert feeds == meta["feed_names"]
     assert fetches == meta["fetch_names"]
     assert [op.type for op in prog.global_block().ops] == meta["op_types"]
-    assert kio.persistable_names(prog) == sorted(meta["persistables"])
+    assert paddle_files.persistable_names(prog) == sorted(meta["persistables"])
     for name, info in meta["persistables"].items():
         assert list(scope.get(name).shape) == info["shape"], name
 
@@ -90,7 +90,7 @@ def test_paddle_files_reserialize_byte_for_byte(p3, case):
     prog = kc.load_program(p3 / f"{case}.pdmodel")
     assert prog.to_bytes() == (p3 / f"{case}.pdmodel").read_bytes()
     params = kc.load_params(p3 / f"{case}.pdiparams", prog)
-    assert kio.params_to_bytes(params) == (p3 / f"{case}.pdiparams").read_bytes()
+    assert paddle_files.params_to_bytes(params) == (p3 / f"{case}.pdiparams").read_bytes()
 
 
 def test_committed_example_is_what_paddle_writes(p3):
@@ -108,7 +108,7 @@ def test_paddle_training_programs_load(p3):
     startup = kc.load_program(p3 / "train_mlp.startup.pb")
     assert [op.type for op in main.global_block().ops] == meta["op_types"]
     assert [op.type for op in startup.global_block().ops] == meta["startup_op_types"]
-    assert kio.persistable_names(main) == sorted(meta["persistables"])
+    assert paddle_files.persistable_names(main) == sorted(meta["persistables"])
 
 
 def test_paddle_control_flow_programs_load(p2):

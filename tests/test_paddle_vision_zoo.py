@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import kernelcore as kc
-from kernelcore.formats import paddle_files as kio
+from kernelcore.formats import paddle_files
 from kernelcore.ir.program import Program
 from kernelcore.ir.proto.framework_pb2 import VarType
 from kernelcore.ir.support import UnsupportedOpsWarning, describe, unsupported_ops
@@ -135,7 +135,7 @@ def check_constructor(out, summary, name):
         counts[op.type] = counts.get(op.type, 0) + 1
     assert counts == meta["op_types"]
 
-    feeds, fetches = kio.feed_target_names(prog), kio.fetch_target_names(prog)
+    feeds, fetches = paddle_files.feed_target_names(prog), paddle_files.fetch_target_names(prog)
     assert feeds == ["x"] and fetches == meta["fetch_names"]
     kc.Executor(kc.CPUPlace()).prepare(prog)
 

@@ -403,7 +403,7 @@ def test_role_attributes_of_other_types_read_alike_in_parts_and_whole(role_type,
     """op_role stored as another type than Paddle's INT, op_role_var as numbers: the outline (which reads
     the role where an op type kept it) and the whole ProgramJSON agree on every op's role and group, and
     neither fails on the odd program."""
-    from kernelcore.formats import paddle_files as kio
+    from kernelcore.formats import paddle_files
     from kernelcore.ir.proto import framework_pb2 as pb
     A = pb.AttrType
     d = pb.ProgramDesc()
@@ -421,7 +421,7 @@ def test_role_attributes_of_other_types_read_alike_in_parts_and_whole(role_type,
         a.l, a.i, a.b, a.s = 2, 2, True, "2"
         op.attrs.add(name="op_namescope", type=A.STRING, s="/")
         op.attrs.add(name="op_role_var", type=getattr(A, role_var_type), ints=[1, 2], strings=["fc_1.w", "g"])
-    prog = kio.program_from_bytes(d.SerializeToString())
+    prog = paddle_files.program_from_bytes(d.SerializeToString())
     whole = program_json(prog)
     parts = ProgramParts(prog, prog.version)
     ops, _vars, _known, _rounds = _open_everything(parts, parts.skeleton("p"))
@@ -432,7 +432,7 @@ def test_role_attributes_of_other_types_read_alike_in_parts_and_whole(role_type,
 def test_attributes_given_twice_load_and_both_readers_take_the_first_role_copy():
     """Paddle writes some attributes twice (reshape2's mkldnn_data_type): such a program loads. Where a role
     attribute is given twice, the outline and the whole ProgramJSON both take the first copy."""
-    from kernelcore.formats import paddle_files as kio
+    from kernelcore.formats import paddle_files
     from kernelcore.ir.proto import framework_pb2 as pb
     A = pb.AttrType
     d = pb.ProgramDesc()
@@ -452,7 +452,7 @@ def test_attributes_given_twice_load_and_both_readers_take_the_first_role_copy()
         op.attrs.add(name="mkldnn_data_type", type=A.STRING, s="bfloat16")
         if k == 1:
             op.attrs.add(name="op_role", type=A.INT, i=1)  # a second copy: the first counts
-    prog = kio.program_from_bytes(d.SerializeToString())
+    prog = paddle_files.program_from_bytes(d.SerializeToString())
     whole = program_json(prog)
     assert whole["blocks"][0]["ops"][0]["attrs"]["mkldnn_data_type"] == "bfloat16"  # Paddle's map: the last
     parts = ProgramParts(prog, prog.version)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import kernelcore as kc
-from kernelcore.formats import paddle_files as kio
+from kernelcore.formats import paddle_files
 from kernelcore.cli import terminal_safe
 from kernelcore.errors import OpRunError
 from kernelcore.ir.support import UnsupportedOpsWarning, check_supported
@@ -113,7 +113,7 @@ def test_the_unknown_op_error_of_one_op_is_short_for_a_huge_name():
 def test_the_load_warning_escapes_the_op_types():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        kio.program_from_bytes(program_with_evil_names().to_bytes(), source="m.pdmodel")
+        paddle_files.program_from_bytes(program_with_evil_names().to_bytes(), source="m.pdmodel")
     text = "".join(str(w.message) for w in caught if issubclass(w.category, UnsupportedOpsWarning))
     assert text and raw_unsafe(text.replace("\n", "")) == []
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import kernelcore as kc
-from kernelcore.formats import paddle_files as kio
+from kernelcore.formats import paddle_files
 from kernelcore.cli import main
 from kernelcore.view.display import program_json
 from kernelcore.ir.op_names import close_op_types, is_paddle_op, paddle_op_types
@@ -95,7 +95,7 @@ def test_loading_warns_once_with_every_unsupported_op_and_still_loads():
     data = program_with_unsupported_ops().to_bytes()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        prog = kio.program_from_bytes(data, source="m.pdmodel")
+        prog = paddle_files.program_from_bytes(data, source="m.pdmodel")
     mine = [w for w in caught if issubclass(w.category, UnsupportedOpsWarning)]
     assert len(mine) == 1
     text = str(mine[0].message)
@@ -109,7 +109,7 @@ def test_loading_a_supported_program_is_silent():
     prog.global_block().append_op("relu", {"X": ["x"]}, {"Out": ["y"]})
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnsupportedOpsWarning)
-        kio.program_from_bytes(prog.to_bytes())
+        paddle_files.program_from_bytes(prog.to_bytes())
 
 
 def test_did_you_mean_is_stricter_than_difflibs_default():
@@ -213,7 +213,7 @@ def test_a_paddle_program_reports_every_op_kernelcore_lacks(paddle_unsupported):
     if not lacking:
         pytest.skip("kernelcore now has every op of this Paddle program; pick ops it lacks")
     with pytest.warns(UnsupportedOpsWarning) as rec:
-        prog = kio.load_program(paddle_unsupported / "unsupported.pdmodel")
+        prog = paddle_files.load_program(paddle_unsupported / "unsupported.pdmodel")
     assert all(t in str(rec[0].message) for t in lacking)
     with pytest.raises(kc.UnknownOpError) as e:
         kc.Executor().prepare(prog)

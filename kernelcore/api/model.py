@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..formats import paddle_files as kio
+from ..formats import paddle_files
 from . import layers
 from ..transforms import optimizer as optim
 from ..errors import LoadError, ProgramError
@@ -179,11 +179,11 @@ class Model:
             if v is None or v.value is None:
                 raise ProgramError(f"parameter {n!r} has no value: run model.initialize_parameters() first")
             arrays[n] = np.asarray(to_host(v.value))
-        kio.save_params(Path(path), arrays)
+        paddle_files.save_params(Path(path), arrays)
 
     def load_parameters(self, path) -> None:
         """Read the parameters save_parameters wrote into the model's scope."""
-        values = kio.load_params(Path(path), self.all_params)
+        values = paddle_files.load_params(Path(path), self.all_params)
         for n, a in values.items():
             want = list(self.var(n).shape or ())
             if list(a.shape) != want:

@@ -32,7 +32,7 @@ from ..ir import dtypes
 from ..errors import KernelcoreError, LoadError, ScopeError
 from .pir_json import is_pir_json, load_pir_program
 from ..runtime.place import to_host
-from ..ir.program import Program, program_from_bytes  # noqa: F401  - program_from_bytes: kio.program_from_bytes
+from ..ir.program import Program, program_from_bytes
 from ..ir.proto import framework_pb2 as pb
 from ..ir.registry import feed_fetch_col
 from ..runtime.scope import Scope

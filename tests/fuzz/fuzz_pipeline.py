@@ -27,7 +27,7 @@ def program_pipeline(data: bytes, feed: dict | None = None) -> list[str]:
     """Run `data` through every stage; returns the stages that ended in a kernelcore error. Raises
     anything else."""
     import kernelcore as kc
-    from kernelcore.formats import paddle_files as kio
+    from kernelcore.formats import paddle_files
     from kernelcore.cli import program_summary, terminal_safe
     from kernelcore.view.display import program_json
     from kernelcore.ir.support import UnsupportedOpsWarning
@@ -37,7 +37,7 @@ def program_pipeline(data: bytes, feed: dict | None = None) -> list[str]:
     try:
         with warnings.catch_warnings():  # a mutated op type is expected: the run stage reports it
             warnings.simplefilter("ignore", UnsupportedOpsWarning)
-            prog = kio.program_from_bytes(data, source="fuzz.pdmodel")
+            prog = paddle_files.program_from_bytes(data, source="fuzz.pdmodel")
     except kc.KernelcoreError:
         return ["load"]
     for stage, fn in (("text", lambda: terminal_safe(str(prog))), ("summary", lambda: program_summary(prog)),
