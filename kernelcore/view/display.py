@@ -23,6 +23,7 @@ from . import hierarchy
 from ..errors import KernelcoreError
 from ..text_safety import safe_name, safe_text
 from ..ir.node_ids import op_id, var_id
+from ..ir.structure import block_refs
 from ..ir.proto import framework_pb2 as pb
 
 PROGRAM_MIME = "application/vnd.kernelcore.program+json"
@@ -44,14 +45,7 @@ HIDDEN_ATTRS = frozenset({"op_callstack"})
 
 
 def _sub_block_idxs(op_desc) -> list[int]:
-    out = []
-    for a in op_desc.attrs:
-        t = a.type
-        if t == _A_BLOCK:
-            out.append(a.block_idx)
-        elif t == _A_BLOCKS:
-            out.extend(a.blocks_idx)
-    return out
+    return [j for _, j in block_refs(op_desc)]
 
 
 def _declaring_block(desc, declared: list[set], block: int, name: str) -> int | None:
