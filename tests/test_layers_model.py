@@ -1,5 +1,5 @@
 """Layers that create parameters, dropout in training and inference runs, the optimizers' programs, and
-seed 003's Model API (build, initialise, save/load parameters, run).
+the Model API (build, initialise, save/load parameters, run).
 
 References are NumPy computations from the parameter values the startup program produced, or the
 formulas the layers document (Xavier's limit, dropout's scaling); never outputs of kernelcore itself.
@@ -324,7 +324,7 @@ def test_optimizer_arguments_are_checked():
         kc.optimizer.SGD(0.1).apply_gradients([], kc.Program(), kc.Program())
 
 
-# -- the Model API (seed 003) ------------------------------------------------------------------------------
+# -- the Model API ------------------------------------------------------------------------------------------
 def _model(scope=None):
     model = kc.Model(scope=scope or kc.Scope())
     hidden = model.fc_layer(input="img", size=16, activation="sigmoid", input_dim=12)

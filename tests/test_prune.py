@@ -1,4 +1,4 @@
-"""prune: the minimal program for some targets (seed 001's Prune/Eval).
+"""prune: the minimal program for some targets.
 
 Kept-op lists are worked out by hand for small graphs; every pruned program is also run
 and its targets compared with the original program's and with NumPy.

@@ -33,7 +33,7 @@ def test_digits_rnn_learns(cell):
 
 
 def test_model_api_learns_digits():
-    """Seed 003's loop: fc_layer/cross_entropy/mean/backward/sgd, initialize_parameters, fill, run."""
+    """The Model's training loop: fc_layer/cross_entropy/mean/backward/sgd, initialize_parameters, fill, run."""
     x_train, y_train, x_test, y_test = digits_data.load(1)
     model = kc.Model(scope=kc.Scope())
     model.executor.seed(1)
