@@ -1,4 +1,4 @@
-"""Gradient cases of gradient clipping (squared_l2_norm), argsort for tests/test_backward.py's one-op tier (finite
+"""Gradient cases of gradient clipping (squared_l2_norm), argsort, roll, index_select for tests/test_backward.py's one-op tier (finite
 differences on the CPU, the CPU's gradients on the strict GPU stand-in), and the tensor-array ops, whose
 values are lists and so are checked inside the programs they belong to (tests/test_tensor_array.py)."""
 import numpy as np
@@ -11,6 +11,11 @@ CASES = [
     dict(op="argsort", inputs={"X": rng.standard_normal((3, 5))}, id="argsort"),
     dict(op="argsort", inputs={"X": rng.standard_normal((4, 3))}, attrs={"axis": 0, "descending": True},
          id="argsort_axis0_descending"),
+    dict(op="roll", inputs={"X": rng.standard_normal((3, 4, 2))}, attrs={"shifts": [1, -3], "axis": [0, 1]},
+         id="roll"),
+    dict(op="roll", inputs={"X": rng.standard_normal((3, 4))}, attrs={"shifts": [5]}, id="roll_flat"),
+    dict(op="index_select", inputs={"X": rng.standard_normal((5, 3)), "Index": np.array([4, 0, 4, 2])},
+         attrs={"dim": 0}, id="index_select_repeats"),
 ]
 
 # differentiable, checked by finite differences through whole programs in tests/test_tensor_array.py

@@ -1,6 +1,7 @@
 """Make PaddlePaddle write the programs of issue 33 that stopped at load: a beam-search decoder
 (nn.BeamSearchDecoder + nn.dynamic_decode: tensor arrays inside a while, gather_tree), a training step with
-ClipGradByGlobalNorm, AdamW and a learning-rate scheduler, a YOLO-style head with NMS, and a Swin block.
+ClipGradByGlobalNorm, AdamW and a learning-rate scheduler, YOLO-style heads with NMS (multiclass_nms3,
+matrix_nms, nms), and a Swin block (shifted windows: roll, the relative position bias, the shift mask).
 
 Run with a Paddle venv's python (2.6.2, or 3.3.1 in legacy-IR mode):
 
@@ -182,7 +183,68 @@ def build_yolo_head(variant):
     return ["x", "img_size"], [boxes, scores, *outs], feeds
 
 
+# -- a Swin Transformer block ---------------------------------------------------------------------------------
+WS, SHIFT, DIM, HEADS, SIDE = 4, 2, 16, 2, 8
+
+
+def swin_shift_mask():
+    """The shifted windows' attention mask as Swin computes it once with NumPy (-100 between regions)."""
+    img = np.zeros((SIDE, SIDE))
+    cnt = 0
+    for hs in (slice(0, -WS), slice(-WS, -SHIFT), slice(-SHIFT, None)):
+        for ws in (slice(0, -WS), slice(-WS, -SHIFT), slice(-SHIFT, None)):
+            img[hs, ws] = cnt
+            cnt += 1
+    win = img.reshape(SIDE // WS, WS, SIDE // WS, WS).transpose(0, 2, 1, 3).reshape(-1, WS * WS)
+    diff = win[:, None, :] - win[:, :, None]
+    return np.where(diff != 0, -100.0, 0.0).astype("float32")
+
+
+class SwinBlock(nn.Layer):
+    """One shifted-window block: roll, window partition (reshape/transpose), window attention with the relative
+    position bias (index_select over its table) and the shift mask, window reverse, roll back, MLP."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(DIM), nn.LayerNorm(DIM)
+        self.qkv, self.proj = nn.Linear(DIM, 3 * DIM), nn.Linear(DIM, DIM)
+        self.mlp = nn.Sequential(nn.Linear(DIM, 2 * DIM), nn.GELU(), nn.Linear(2 * DIM, DIM))
+        self.bias_table = self.create_parameter([(2 * WS - 1) ** 2, HEADS],
+                                                default_initializer=nn.initializer.Normal(std=0.5))
+        coords = np.stack(np.meshgrid(np.arange(WS), np.arange(WS), indexing="ij")).reshape(2, -1)
+        rel = (coords[:, :, None] - coords[:, None, :]).transpose(1, 2, 0) + WS - 1
+        self.rel_index = (rel[..., 0] * (2 * WS - 1) + rel[..., 1]).reshape(-1).astype("int64")
+
+    def forward(self, x):
+        b, n = x.shape[0], WS * WS
+        windows = (SIDE // WS) ** 2
+        shortcut = x
+        x = paddle.roll(self.norm1(x).reshape([b, SIDE, SIDE, DIM]), shifts=(-SHIFT, -SHIFT), axis=(1, 2))
+        x = x.reshape([b, SIDE // WS, WS, SIDE // WS, WS, DIM]).transpose([0, 1, 3, 2, 4, 5]).reshape([-1, n, DIM])
+        qkv = self.qkv(x).reshape([-1, n, 3, HEADS, DIM // HEADS]).transpose([2, 0, 3, 1, 4])
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        attn = paddle.matmul(q * (DIM // HEADS) ** -0.5, k, transpose_y=True)
+        bias = paddle.index_select(self.bias_table, paddle.to_tensor(self.rel_index))
+        attn = attn + bias.reshape([n, n, HEADS]).transpose([2, 0, 1]).unsqueeze(0)
+        mask = paddle.to_tensor(swin_shift_mask())
+        attn = attn.reshape([-1, windows, HEADS, n, n]) + mask.unsqueeze(1).unsqueeze(0)
+        attn = nn.functional.softmax(attn.reshape([-1, HEADS, n, n]), axis=-1)
+        x = paddle.matmul(attn, v).transpose([0, 2, 1, 3]).reshape([-1, n, DIM])
+        x = self.proj(x).reshape([b, SIDE // WS, SIDE // WS, WS, WS, DIM]).transpose([0, 1, 3, 2, 4, 5])
+        x = paddle.roll(x.reshape([b, SIDE, SIDE, DIM]), shifts=(SHIFT, SHIFT), axis=(1, 2))
+        x = shortcut + x.reshape([b, SIDE * SIDE, DIM])
+        return x + self.mlp(self.norm2(x))
+
+
+def build_swin_block():
+    x = paddle.static.data("x", [2, SIDE * SIDE, DIM], "float32")
+    y = SwinBlock()(x)
+    feeds = {"x": np.random.default_rng(6).standard_normal((2, SIDE * SIDE, DIM)).astype("float32")}
+    return ["x"], [y], feeds
+
+
 INFERENCE_CASES = {"beam_search": build_beam_search,
+                   "swin_block": build_swin_block,
                    "yolo_nms": lambda: build_yolo_head("nms"),
                    "yolo_matrix_nms": lambda: build_yolo_head("matrix"),
                    "yolo_plain_nms": lambda: build_yolo_head("plain")}
