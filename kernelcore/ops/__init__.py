@@ -7,4 +7,4 @@ from . import math_extra, tensor_extra, norm_seq  # noqa: F401  - Transformer/BE
 from . import rnn  # noqa: F401  - the fused rnn op (paddle.nn.LSTM/GRU/SimpleRNN)
 from . import conv, pool, norm, interp, vision_tensor  # noqa: F401  - vision: convolution, pooling, normalisation, resizing
 from . import activation_extra  # noqa: F401  - after activation: relu6, hard_swish, swish, prelu, ... where no family defined them
-from . import tensor_array, beam_search, index_arith, grad_clip, detection  # noqa: F401  - tensor arrays, beam-search decoding, gradient clipping, detection heads
+from . import tensor_array, beam_search, index_arith, grad_clip, detection, window_ops  # noqa: F401  - tensor arrays, beam-search decoding, gradient clipping, detection heads, Swin windows
