@@ -14,9 +14,6 @@ def nonfinite(xp, value) -> str | None:
     return "NaN" if bool(xp.isnan(value).any()) else "Inf"
 
 
-HEALTH_CLASSES = ("negative", "zero", "positive", "nan", "pos_inf", "neg_inf")
-
-
 def health(xp, value) -> dict:
     """tfdbg2's value classes of a tensor: how many elements are negative, zero, positive, NaN, +Inf and -Inf
     (finite ones only in the first three; booleans count as 0/1), and the total. Counted on the value's device;

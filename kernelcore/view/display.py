@@ -40,8 +40,6 @@ A = pb.AttrType
 # Paddle's optimizer op types (the contract names sgd/momentum/adam; the rest are their siblings).
 OPTIMIZE_OPS = frozenset({"sgd", "momentum", "adam", "adamw", "adamax", "adagrad", "adadelta", "rmsprop", "lamb",
                           "lars_momentum", "ftrl", "decayed_adagrad", "dpsgd", "merged_adam", "merged_momentum"})
-# Attributes left out of the JSON: a Python stack per op says nothing about the program and is long.
-HIDDEN_ATTRS = frozenset({"op_callstack"})
 
 
 def _sub_block_idxs(op_desc) -> list[int]:
