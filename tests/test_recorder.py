@@ -231,3 +231,42 @@ def test_bad_arguments_are_refused():
             kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
     finally:
         remove_observer(token)
+
+
+def _rnn():
+    main, startup = kc.Program(), kc.Program()
+    with kc.program_guard(main, startup):
+        x = L.data("x", [6, 4, 3])
+        h = L.simple_rnn(x, 5, act="relu")
+        loss = L.mean(L.fc(L.sequence_last(h), 1))
+        kc.optimizer.SGD(learning_rate=0.01).minimize(loss)
+    scope = kc.Scope()
+    kc.Executor().run(startup, scope=scope)
+    rng = np.random.default_rng(1)
+    x = np.abs(rng.standard_normal((6, 4, 3))).astype("float32") * np.arange(1, 7, dtype="float32")[:, None, None]
+    return main, scope, loss, {"x": x}
+
+
+def test_a_hit_inside_a_loop_pauses_at_that_timestep():
+    main, scope, loss, feed = _rnn()
+    step_add = next(op for op in main.block(1).ops if op.type == "elementwise_add")
+    name = step_add.output("Out")[0]
+    with kc.trace(retain="references") as tr:
+        kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=_copy_scope(scope), training=True)
+    writes = [(e, v) for e in tr.events if e.kind == "op_run" for n, v in e.values if n == name]
+    bound = float(np.median([np.abs(v).max() for _, v in writes]))  # about half the timesteps pass it
+    want = next(e for e, v in writes if np.abs(v).max() > bound)
+    with record(main, scope, nan=False) as rec:
+        rec.watch(name, "overflow", bound=bound)
+        kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    hit = rec.hit
+    assert (hit.block, hit.op, hit.timestep) == (1, step_add.idx, want.timestep) and want.timestep > 0
+    assert set(rec.summaries.columns()["timestep"]) == {-1, *range(want.timestep + 1)}  # stopped there
+    sess = rec.session
+    assert "not deterministic" not in sess.stop_reason
+    assert sess.position.timestep == want.timestep
+    np.testing.assert_array_equal(sess.value(name), next(v for e, v in writes if e is want))
+    fork = sess.set_value(name, np.zeros_like(sess.value(name)))  # inside a timestep: edited, no twin
+    assert fork.twin is None
+    with pytest.raises(KernelcoreError, match="sub-block"):
+        fork.compare()

@@ -302,7 +302,18 @@ class Recorder:
     def __exit__(self, kind, exc, tb) -> bool:
         remove_observer(self._token)
         self._token = None
-        return isinstance(exc, RecordingStopped) and self._stopped is not None
+        return self._stopped is not None and _stopped_by_recorder(exc)
+
+
+def _stopped_by_recorder(exc) -> bool:
+    """Whether `exc` is a RecordingStopped, or an error a control-flow op raised for one inside its sub-block
+    (the executor wraps what leaves a kernel in an OpRunError whose cause it is)."""
+    seen = 0
+    while exc is not None and seen < 64:
+        if isinstance(exc, RecordingStopped):
+            return True
+        exc, seen = exc.__cause__, seen + 1
+    return False
 
 
 def record(program: Program | None = None, scope: Scope | None = None, **kw) -> Recorder:
