@@ -112,6 +112,7 @@ def test_the_viewer_never_replaces_a_name_without_confirmation():
     assert [m["type"] for m in got] == ["error"] * (len(UNUSABLE) + len(TAKEN) + 4)
     v.handle_message({"type": "send", "name": "h_t3"})  # the box's name is taken: a proposal, nothing bound
     assert v.name_taken == {"taken": "h_t3", "proposed": "h_t3_3", "what": "value"} and ns["h_t3"] == 3
+    part(v.name_taken, "SentNameTaken")  # the trait's generated TypeScript type describes it
     v.handle_message({"type": "send", "name": "h_t3", "what": "slice", "overwrite": True})
     np.testing.assert_array_equal(ns["h_t3"], np.arange(6.0).reshape(2, 3))
     assert v.name_taken == {} and "replacing" in v.status

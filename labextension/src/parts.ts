@@ -10,14 +10,10 @@
  * fails with a PartsError whose message says to re-run the cell.
  */
 import type { WidgetModel } from './model';
-import type { GroupContentsJSON, GroupJSON, SearchHitJSON } from './schema';
+import type { GroupContentsJSON, SearchResultJSON } from './schema';
 
-export interface SearchResult {
-  hits: SearchHitJSON[];
-  total: number;
-  /** the groups on the hits' paths */
-  groups?: Record<string, GroupJSON>;
-}
+/** A search over a program in parts (the contract's SearchResultJSON). */
+export type SearchResult = SearchResultJSON;
 
 export interface PartsSource {
   /** open `groups` of `block`, the view having the contents of `loaded`; `pane` "pruned": of the pruned

@@ -206,6 +206,13 @@ export interface NameTaken {
   proposed: string | null;
 }
 
+/** a TensorViewer's name_taken trait: the NameTaken of its last send, and what that send was to bind */
+export interface SentNameTaken {
+  taken: string;
+  proposed: string | null;
+  what: SendWhat;
+}
+
 /** provenance: a DAG of the writes a value came from, each once; `cut` lists the nodes whose inputs a budget (limits) left unfollowed */
 export interface Origin {
   root: number;

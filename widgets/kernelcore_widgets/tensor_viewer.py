@@ -158,7 +158,7 @@ class TensorViewer(KCWidget):
     status = t.Unicode("").tag(sync=True)
     # the last send's name was taken: {"taken", "proposed", "what"} (the view offers the proposed name and an
     # Overwrite button); {} otherwise
-    name_taken = t.Dict().tag(sync=True)
+    name_taken = t.Dict().tag(sync=True, ts="SentNameTaken | Record<string, never>")
 
     def __init__(self, value, name: str = "", previous=None, *, namespace: dict | None = None, **kw):
         super().__init__(**kw)

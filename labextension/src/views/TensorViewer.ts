@@ -14,7 +14,7 @@
  */
 import { button, clear, formatNumber, formatShape, h } from '../dom';
 import { Listeners, RenderProps, WidgetModel } from '../model';
-import type { TensorHealth as Health, TensorSlice } from '../protocol';
+import type { SentNameTaken, TensorHealth as Health, TensorSlice } from '../protocol';
 import type { TensorViewerTraits } from '../widgets.generated';
 import { rampColor, sampleNumber } from '../preview';
 import { withKernelNotice } from '../restart';
@@ -22,11 +22,7 @@ import { withKernelNotice } from '../restart';
 export type { Health, TensorSlice };
 
 /** A send whose name was taken: nothing was bound; `proposed` is free (null: none found). */
-export interface NameTaken {
-  taken: string;
-  proposed: string | null;
-  what: 'value' | 'slice';
-}
+export type NameTaken = SentNameTaken;
 
 export function nameTaken(x: unknown): NameTaken | null {
   const t = x as NameTaken | null;

@@ -408,6 +408,13 @@ class NameTaken(TypedDict):
     proposed: str | None
 
 
+class SentNameTaken(TypedDict):
+    """a TensorViewer's name_taken trait: the NameTaken of its last send, and what that send was to bind"""
+    taken: str
+    proposed: str | None
+    what: SendWhat
+
+
 class Origin(TypedDict):
     """provenance: a DAG of the writes a value came from, each once; `cut` lists the nodes whose inputs a budget (limits) left unfollowed"""
     root: int
