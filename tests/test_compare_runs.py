@@ -139,3 +139,20 @@ def test_traces_without_values_and_bad_tolerances_are_refused():
         compare_runs(ta, [1, 2])
     with pytest.raises(KernelcoreError, match="metric"):
         compare_runs(ta, ta).worst(metric="speed")
+
+
+def test_a_program_and_its_pruned_form_line_up_by_name():
+    program, out, shapes = build_encoder()
+    feed = encoder_feed(shapes)
+    target = next(op for op in program.global_block().ops if op.type == "layer_norm").output("Y")[0]
+    pruned = kc.prune(program, [target], feeds=list(feed))
+    with kc.trace(retain="references") as ta:
+        kc.Executor().run(program, feed=feed, fetch_list=[out.name], scope=kc.Scope())
+    with kc.trace(retain="references") as tb:
+        kc.Executor().run(pruned.program, feed=feed, fetch_list=[target], scope=kc.Scope())
+    cmp = compare_runs(ta, tb, rtol=0.0)
+    removed = {n for b, i in pruned.removed_ops for n in program.block(b).op(i).output_arg_names}
+    assert {d.var for d in cmp.diffs if d.note == "only in a"} == removed
+    kept = [d for d in cmp.diffs if d.note != "only in a"]
+    assert kept and all(d.max_abs == 0.0 and not d.diverged for d in kept)
+    assert cmp.first_divergence.note == "only in a"
