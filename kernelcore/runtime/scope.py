@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import Any, Iterator
+from types import MappingProxyType
+from typing import Any, Iterator, Mapping
 
 from ..errors import ScopeError
 from .place import place_of
@@ -122,6 +123,11 @@ class Scope:
     def holds(self, name: str) -> bool:
         """Whether this scope itself holds `name`."""
         return name in self._vars
+
+    @property
+    def local_table(self) -> Mapping[str, Variable]:
+        """This scope's own name -> Variable table, read-only (a live view: names created later show)."""
+        return MappingProxyType(self._vars)
 
     def find_scope_of(self, name: str) -> Scope | None:
         s = self
