@@ -188,7 +188,7 @@ class DebugSession:
             return False
         try:
             self._ctx = next(self._gen)
-            self._pauses.append(pause_at(len(self.trace._items) - 1, self._ctx))
+            self._pauses.append(pause_at(len(self.trace) - 1, self._ctx))
             return True
         except StopIteration as stop:
             self.result = stop.value

@@ -19,7 +19,7 @@ def _chain_versions(scope: Scope) -> tuple:
     out = []
     s = scope
     while s is not None:
-        out.append(s._version)
+        out.append(s.version)
         s = s.parent
     return tuple(out)
 
@@ -83,7 +83,7 @@ def _resolve_names(run, prepared, scope, root_block, observed) -> dict:
     in `scope` (persistable ones of block 0 found in any ancestor first), outputs nobody declared are
     created here too, and an input found nowhere is an error naming the op."""
     for name, persistable in prepared.var_descs:
-        v = (scope.find_var(name) if (persistable and root_block) else scope._vars.get(name))
+        v = (scope.find_var(name) if (persistable and root_block) else scope.local_var(name))
         if v is None:
             scope.var(name)
             if observed:
@@ -104,8 +104,8 @@ def _resolve_names(run, prepared, scope, root_block, observed) -> dict:
     if scope.parent is not None:
         # remember which names live outside this scope: the next kid of the same parent (the next
         # timestep's scope) then only creates its locals
-        local = [n for n in names if n in scope._vars]
-        outer = {n: v for n, v in names.items() if n not in scope._vars}
+        local = [n for n in names if scope.holds(n)]
+        outer = {n: v for n, v in names.items() if not scope.holds(n)}
         prepared.template = (_forget_with(scope.parent, prepared, "template"), _chain_versions(scope.parent),
                              outer, local, frozenset(local))
     return names
@@ -116,7 +116,7 @@ def _names_from_template(run, prepared, scope, observed) -> dict | None:
     if t is None or t[0]() is not scope.parent or t[1] != _chain_versions(scope.parent):
         return None
     _, _, outer, local, local_set = t
-    have = scope._vars
+    have = scope.local_table
     for n in have:
         if n not in local_set:
             return None  # something bound here shadows an outer name: resolve from scratch

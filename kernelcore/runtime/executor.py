@@ -366,7 +366,7 @@ class Executor:
             mine = cache[self] = {}
         hit = mine.get(block_idx)
         # prepared again when fast paths were switched on or off since: the kernels chosen differ
-        version = (program._version, fast_paths.enabled())
+        version = (program.version, fast_paths.enabled())
         if hit is not None and hit[0] == version:
             return hit[1]
         if block_idx == 0:  # block tree, limits, no blocks running each other in a cycle (once per version)
