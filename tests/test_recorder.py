@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import kernelcore as kc
-from kernelcore.errors import KernelcoreError
+from kernelcore.errors import KernelcoreError, UnknownNameError
 from kernelcore.observe import summary_table
 from kernelcore.observe.health_summary import summarize
 from kernelcore.observe.recorder import RecordingStopped, record
@@ -222,6 +222,11 @@ def test_bad_arguments_are_refused():
         record(keep_last=-1)
     with pytest.raises(KernelcoreError, match="unknown watch condition"):
         record().watch("x", "explodes")
+    main, scope, loss, feed = _mlp()
+    with pytest.raises(UnknownNameError, match="fc_0.w_0@GRAD"):
+        record(main, scope).watch("fc_0.w0@GRAD", "grad_norm", hi=1.0)  # misspelt: it would never hit
+    with pytest.raises(UnknownNameError):
+        record(main, scope).watch(op_type="tahn", cond="nan")
     main, scope, loss, feed = _mlp()
     rec = record(main, scope)
     rec.watch(cond="range", lo=-0.1, hi=0.1)

@@ -30,6 +30,7 @@ from ..runtime.executor import Executor, add_observer, remove_observer
 from ..runtime.place import CPUPlace
 from ..runtime.scope import Scope, global_scope
 from .health_summary import Summary, summarize
+from .program_names import check_known, program_names
 from .summary_table import SummaryTable
 from .summary_watch import EveryOutput, check, every_output
 from .trace import Trace
@@ -219,6 +220,12 @@ class Recorder:
             w = every_output(wid, cond, lo, hi, bound)
         else:
             w = make_watch(wid, var, cond, op_type, lo, hi, bound)
+            if self.program is not None:  # a misspelt name would never hit: refuse it with the closest ones
+                names, op_types = program_names(self.program)
+                if var is not None:
+                    check_known(var, names, "variable")
+                if op_type is not None:
+                    check_known(op_type, op_types, "op type")
         self.watches.append(w)
         return w
 
