@@ -1,4 +1,4 @@
-"""Gradient cases of gradient clipping (squared_l2_norm), argsort, roll, index_select for tests/test_backward.py's one-op tier (finite
+"""Gradient cases of gradient clipping (squared_l2_norm), argsort, roll, index_select, roi_align for tests/test_backward.py's one-op tier (finite
 differences on the CPU, the CPU's gradients on the strict GPU stand-in), and the tensor-array ops, whose
 values are lists and so are checked inside the programs they belong to (tests/test_tensor_array.py)."""
 import numpy as np
@@ -16,6 +16,14 @@ CASES = [
     dict(op="roll", inputs={"X": rng.standard_normal((3, 4))}, attrs={"shifts": [5]}, id="roll_flat"),
     dict(op="index_select", inputs={"X": rng.standard_normal((5, 3)), "Index": np.array([4, 0, 4, 2])},
          attrs={"dim": 0}, id="index_select_repeats"),
+    dict(op="roi_align", inputs={"X": rng.standard_normal((2, 2, 5, 6)),
+                                 "ROIs": np.array([[0.5, 1.0, 4.0, 3.5], [1.2, 0.3, 5.5, 4.8], [2.0, 2.0, 2.6, 2.4]]),
+                                 "RoisNum": np.array([1, 2], np.int32)},
+         attrs={"pooled_height": 2, "pooled_width": 2, "sampling_ratio": 2, "aligned": True},
+         stop=("ROIs_0",), id="roi_align"),
+    dict(op="roi_align", inputs={"X": rng.standard_normal((1, 1, 4, 4)),
+                                 "ROIs": np.array([[-1.0, 0.5, 5.0, 3.3]])},
+         attrs={"pooled_height": 3, "pooled_width": 2}, stop=("ROIs_0",), id="roi_align_edges_adaptive"),
 ]
 
 # differentiable, checked by finite differences through whole programs in tests/test_tensor_array.py

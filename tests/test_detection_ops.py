@@ -65,3 +65,18 @@ def test_multiclass_nms3_keeps_nothing_as_empty_outputs():
 def test_nms_takes_k_by_4_boxes():
     with pytest.raises(OpRunError, match=r"Boxes must be \[K, 4\]"):
         _run("nms", {"Boxes": np.zeros((3, 5), np.float32)}, ["KeepBoxesIdxs"], {"iou_threshold": 0.5})
+
+
+def test_roi_align_needs_rois_num_to_match_the_rois():
+    x = np.zeros((2, 1, 4, 4), np.float32)
+    rois = np.array([[0, 0, 2, 2], [1, 1, 3, 3]], np.float32)
+    with pytest.raises(OpRunError, match=r"RoisNum \[1, 2\] must give the ROIs of each of the 2 images, 2 in all"):
+        _run("roi_align", {"X": x, "ROIs": rois, "RoisNum": np.array([1, 2], np.int32)}, ["Out"], {})
+    with pytest.raises(OpRunError, match="RoisNum must say which image"):
+        _run("roi_align", {"X": x, "ROIs": rois}, ["Out"], {})
+
+
+def test_box_coder_decode_needs_a_prior_per_column():
+    with pytest.raises(OpRunError, match=r"TargetBox's dim 1 \(3\) must equal the number of priors \(2\)"):
+        _run("box_coder", {"PriorBox": np.ones((2, 4), np.float32), "TargetBox": np.zeros((1, 3, 4), np.float32)},
+             ["OutputBox"], {"code_type": "decode_center_size"})

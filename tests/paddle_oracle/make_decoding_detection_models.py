@@ -183,6 +183,39 @@ def build_yolo_head(variant):
     return ["x", "img_size"], [boxes, scores, *outs], feeds
 
 
+# -- SSD-style anchors and RoIAlign ----------------------------------------------------------------------------
+def build_anchor_heads(variant):
+    """`ssd`: prior_box over a conv feature map, box_coder decoding the head's deltas against those priors (pixel
+    boxes, variances from PriorBoxVar) and encoding given boxes against them (normalized, a variance attribute).
+    `roi_align`: RoIAlign of ROIs over a two-image feature map, aligned and not, adaptive and fixed sampling."""
+    x = paddle.static.data("x", [2, 3, 32, 40], "float32")
+    feat = nn.Conv2D(3, 6, 3, stride=4, padding=1)(x)  # [2, 6, 8, 10]
+    feeds = {"x": np.random.default_rng(7).standard_normal((2, 3, 32, 40)).astype("float32")}
+    if variant == "ssd":
+        boxes, variances = paddle.vision.ops.prior_box(
+            feat, x, min_sizes=[6.0, 12.0], max_sizes=[9.0, 20.0], aspect_ratios=[2.0, 3.0], flip=True,
+            clip=True, steps=[4.0, 4.0], offset=0.5, min_max_aspect_ratios_order=variant == "ssd")
+        priors, prior_var = boxes.reshape([-1, 4]), variances.reshape([-1, 4])
+        n_priors = priors.shape[0]
+        deltas = paddle.static.data("deltas", [2, n_priors, 4], "float32")
+        decoded = paddle.vision.ops.box_coder(priors * 40.0, prior_var, deltas, code_type="decode_center_size",
+                                              box_normalized=False)
+        gt = paddle.static.data("gt", [5, 4], "float32")
+        encoded = paddle.vision.ops.box_coder(priors, [0.1, 0.1, 0.2, 0.2], gt, code_type="encode_center_size")
+        rng = np.random.default_rng(8)
+        xy = rng.uniform(0, 0.6, (5, 2))
+        feeds.update(deltas=(rng.standard_normal((2, n_priors, 4)) * 0.5).astype("float32"),
+                     gt=np.concatenate([xy, xy + rng.uniform(0.1, 0.4, (5, 2))], 1).astype("float32"))
+        return ["x", "deltas", "gt"], [boxes, variances, decoded, encoded], feeds
+    rois = paddle.static.data("rois", [5, 4], "float32")
+    rois_num = paddle.static.data("rois_num", [2], "int32")
+    outs = [paddle.vision.ops.roi_align(feat, rois, rois_num, output_size=(3, 2), spatial_scale=0.25,
+                                        sampling_ratio=s, aligned=a) for s, a in ((-1, True), (2, False))]
+    feeds.update(rois=np.array([[2, 3, 20, 25], [0, 0, 39, 31], [5.5, 1.2, 9.1, 4.0], [10, 8, 38, 30],
+                                [30, 20, 45, 40]], "float32"), rois_num=np.array([2, 3], "int32"))
+    return ["x", "rois", "rois_num"], outs, feeds
+
+
 # -- a Swin Transformer block ---------------------------------------------------------------------------------
 WS, SHIFT, DIM, HEADS, SIDE = 4, 2, 16, 2, 8
 
@@ -245,6 +278,8 @@ def build_swin_block():
 
 INFERENCE_CASES = {"beam_search": build_beam_search,
                    "swin_block": build_swin_block,
+                   "ssd_anchors": lambda: build_anchor_heads("ssd"),
+                   "roi_align": lambda: build_anchor_heads("roi_align"),
                    "yolo_nms": lambda: build_yolo_head("nms"),
                    "yolo_matrix_nms": lambda: build_yolo_head("matrix"),
                    "yolo_plain_nms": lambda: build_yolo_head("plain")}
