@@ -3,8 +3,8 @@ from . import activation, math, tensor  # noqa: F401
 from . import nn, loss  # noqa: F401
 from . import control_flow  # noqa: F401  - last: it registers logical_not etc. only where no family did
 from . import optimizer, dropout  # noqa: F401  - training: optimizer updates, dropout
-from . import math_extra, tensor_extra, norm_seq  # noqa: F401  - Transformer/BERT programs
+from . import math_extra, tensor_extra  # noqa: F401  - Transformer/BERT programs
 from . import rnn  # noqa: F401  - the fused rnn op (paddle.nn.LSTM/GRU/SimpleRNN)
-from . import conv, pool, norm, interp, vision_tensor  # noqa: F401  - vision: convolution, pooling, normalisation, resizing
+from . import conv, pool, norm, interp, vision_tensor  # noqa: F401  - convolution, pooling, normalisation (batch, group, instance, layer), resizing
 from . import activation_extra  # noqa: F401  - after activation: relu6, hard_swish, swish, prelu, ... where no family defined them
-from . import tensor_array, beam_search, index_arith, grad_clip, detection, window_ops  # noqa: F401  - tensor arrays, beam-search decoding, gradient clipping, detection heads, Swin windows
+from . import tensor_array, beam_search, index_arith, grad_clip, detection, box_ops, roi_align, window_ops  # noqa: F401  - decoding, clipping, detection, Swin windows
