@@ -27,5 +27,5 @@ build a grad sub-block by running the backward machinery over their sub-block (c
 from . import activation, control_flow, loss, math, nn, tensor  # noqa: F401  - each registers its rules
 from . import math_extra, tensor_extra  # noqa: F401  - Transformer/BERT ops
 from . import rnn  # noqa: F401  - rnn_grad (Paddle's fused rnn op)
-from . import vision  # noqa: F401  - conv, pool, norm, activations and the vision models' tensor ops
-from . import detection, grad_clip, index_arith, tensor_array, window_ops  # noqa: F401  - detection, gradient clipping, argsort, tensor arrays, roll, index_select
+from . import vision, norm  # noqa: F401  - conv, pool, activations and the vision models' tensor ops; the normalisations
+from . import detection, grad_clip, index_arith, roi_align, tensor_array, window_ops  # noqa: F401  - decoding, clipping, detection, Swin windows
