@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from kernelcore import native
+from kernelcore.grad import norm as GN
 from kernelcore.grad import vision as V
 from kernelcore.ops import conv as C
 from kernelcore.ops import norm as N
@@ -322,7 +323,7 @@ def run_bn_grad(x, scale, bias, mean, var, g, mode, want_dx):
     smean, sinv = saved_stats(np.where(np.isfinite(x), x, 0).astype(np.float32))
     Ctx.want_dx = want_dx
     try:
-        kernel = fast_paths.choose("batch_norm_grad", "cpu", "float32", V.batch_norm_grad)
+        kernel = fast_paths.choose("batch_norm_grad", "cpu", "float32", GN.batch_norm_grad)
         return kernel(Ctx, (x, scale, bias, smean, sinv, mean, var, None, g), bn_attrs(mode))
     finally:
         Ctx.want_dx = True

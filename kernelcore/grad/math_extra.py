@@ -1,14 +1,13 @@
-"""Gradients of kernelcore/ops/math_extra.py and norm_seq.py, with the slots Paddle 2.6.2's backward writes
-(recorded by tests/paddle_oracle/make_transformer_models.py; see NOTES.md): unary math, gelu, log_softmax,
-elementwise max/min/pow, reduce max/min/prod and layer_norm. Logical, bitwise, mod, any/all and adamw have none.
+"""Gradients of kernelcore/ops/math_extra.py, with the slots Paddle 2.6.2's backward writes (recorded by
+tests/paddle_oracle/make_transformer_models.py; see NOTES.md): unary math, gelu, log_softmax, elementwise
+max/min/pow, reduce max/min/prod. Logical, bitwise, mod, any/all and adamw have none (layer_norm's: norm.py).
 """
 from __future__ import annotations
 
 import math
 
-from ..ops.math import align, leading_sums, reduce_axes
+from ..ops.math import align, reduce_axes
 from ..ops.math_extra import clip_bounds, normal_cdf
-from ..ops.norm_seq import layer_norm_rows, row_means
 from ..transforms.backward import no_grad, standard, wanted
 from .math import _fail, unbroadcast
 
@@ -146,41 +145,6 @@ for _type, (_formula, _body) in REDUCE.items():
     _k = _reduce_grad(_body)
     _k.__name__ = f"{_type}_grad"
     _d.kernel()(_k)
-
-
-# -- layer_norm ----------------------------------------------------------------------------------------
-LAYER_NORM_GRAD = standard(
-    "layer_norm", ins=("X", "Scale", "Bias"), outs=("Mean", "Variance"), out_grads=("Y",),
-    in_grads=("X", "Scale", "Bias"),
-    comment="With xhat = (X - Mean) * r, r = 1/sqrt(Variance + epsilon), rows as the forward op flattens them and "
-            "dy = Y@GRAD * Scale: X@GRAD = r * (dy - mean(dy) - xhat * mean(dy * xhat)) per row; Scale@GRAD = "
-            "sum over rows of Y@GRAD * xhat; Bias@GRAD = sum over rows of Y@GRAD.")
-
-
-@LAYER_NORM_GRAD.kernel()
-def layer_norm_grad(ctx, ins, attrs):
-    x, scale, bias, mean, var, g = ins
-    xp = ctx.xp
-    axis = attrs["begin_norm_axis"]
-    left, right = math.prod(x.shape[:axis]), math.prod(x.shape[axis:])
-    x2 = x.reshape(left, right)
-    if mean is None or var is None:  # recompute what the forward op would have saved
-        _, m, v, inv = layer_norm_rows(xp, x, axis, attrs["epsilon"])
-    else:
-        m, v = mean.reshape(left, 1), var.reshape(left, 1)
-        inv = 1 / xp.sqrt(v + x.dtype.type(attrs["epsilon"]))
-    g2 = g.reshape(left, right)
-    xhat = (x2 - m) * inv
-    dx = dscale = dbias = None
-    if wanted(ctx, "X@GRAD"):
-        dy = g2 * scale.reshape(1, right) if scale is not None else g2
-        dx = inv * (dy - row_means(xp, dy) - xhat * row_means(xp, dy * xhat))
-        dx = dx.reshape(x.shape).astype(x.dtype, copy=False)
-    if scale is not None and wanted(ctx, "Scale@GRAD"):
-        dscale = leading_sums(xp, g2 * xhat, 1).reshape(scale.shape).astype(scale.dtype, copy=False)
-    if bias is not None and wanted(ctx, "Bias@GRAD"):
-        dbias = leading_sums(xp, g2, 1).reshape(bias.shape).astype(bias.dtype, copy=False)
-    return dx, dscale, dbias
 
 
 no_grad("logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",

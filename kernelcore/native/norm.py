@@ -1,5 +1,5 @@
-"""Batch and layer normalisation's C kernels as fast variants of their reference kernels (kernelcore/ops/norm.py,
-norm_seq.py and their gradients): a channel or a row at a time while it is in cache, each channel's sums one
+"""Batch and layer normalisation's C kernels as fast variants of their reference kernels (kernelcore/ops/norm.py
+and kernelcore/grad/norm.py): a channel or a row at a time while it is in cache, each channel's sums one
 thread's whole, so the thread count changes no bit."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Optimizer ops: sgd, momentum, adam, with Paddle's slots, attributes and update rules.
+"""Optimizer ops: sgd, momentum, adam, adamw, with Paddle's slots, attributes and update rules.
 
 Each op reads a parameter, its gradient, a learning-rate tensor (one element) and its accumulators, and
 writes the updated values. Programs name the same variable as input and output (Param and ParamOut are
@@ -340,3 +340,34 @@ def adam(ctx, ins, attrs):
     return (p_out, m1_out.astype(m1.dtype, copy=False), m2_out.astype(m2.dtype, copy=False),
             m2max_out.astype(m2max.dtype, copy=False) if m2max_out is not None else None,
             b1_out, b2_out, master_out)
+
+
+# -- adamw ---------------------------------------------------------------------------------------------
+ADAMW = register_op(
+    "adamw",
+    "Adam with decoupled weight decay (AdamW): with lr = LearningRate * lr_ratio, when with_decay first "
+    "Param = Param * (1 - lr * coeff); then adam's update with learning rate lr (see adam).",
+    inputs=list(ADAM.inputs), outputs=list(ADAM.outputs),
+    attrs=[*ADAM.attrs.values(),
+           Attr("lr_ratio", A.FLOAT, "a per-parameter factor on the learning rate", 1.0),
+           Attr("coeff", A.FLOAT, "the decay coefficient", 0.01),
+           Attr("with_decay", A.BOOLEAN, "apply the decay (false: plain adam)", False)],
+    infer_shape=ADAM.infer_shape)
+
+
+@ADAMW.kernel()
+def adamw(ctx, ins, attrs):
+    ins = list(ins)
+    param, lr = ins[0], ins[2]
+    skip = ins[9]
+    lr = lr * lr.dtype.type(attrs["lr_ratio"])
+    if attrs["with_decay"] and not (skip is not None and bool(skip.reshape(-1)[0])):
+        mt = _compute_dtype(param)
+        decay = 1 - lr.reshape(()).astype(mt) * mt.type(attrs["coeff"])  # 0-d, on the param's device
+        p = param.astype(mt, copy=False) * decay
+        ins[0] = p.astype(param.dtype, copy=False)
+        master = ins[8]
+        if attrs["multi_precision"] and master is not None:
+            ins[8] = master * decay.astype(master.dtype)
+    ins[2] = lr
+    return adam(ctx, tuple(ins), attrs)

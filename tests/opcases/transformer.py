@@ -1,4 +1,4 @@
-"""Cases for kernelcore/ops/math_extra.py, tensor_extra.py and norm_seq.py (the ops Transformer/BERT programs and
+"""Cases for kernelcore/ops/math_extra.py, tensor_extra.py and layer_norm in norm.py (the ops Transformer/BERT programs and
 paddle.* tensor functions write). References are plain NumPy written from Paddle's documented semantics, with
 loops and math.erf where that is the plainest way to say it (they need not be fast). VarType codes: 0 bool,
 2 int32, 3 int64, 5 float32, 6 float64.
