@@ -48,7 +48,7 @@ class VarInfo(NamedTuple):
             ids = ", ".join(map(str, self.scopes[:8])) + (", ..." if len(self.scopes) > 8 else "")
             return f"step scopes [{ids}]" if self.scopes else "step scopes []"
         if self.kind == "tensor_list":
-            return f"list of {self.shape[0]} tensors"
+            return f"list of {self.shape[0]} {self.dtype + ' ' if self.dtype else ''}tensors"
         if self.kind == "empty":
             return "(no value)"
         if self.kind == "list" and self.shape == (0,):
@@ -70,7 +70,9 @@ def _info(name: str, value) -> VarInfo:
             return VarInfo(name, "step_scopes", shape=(len(value),), scopes=tuple(s.id for s in value))
         if not value:
             return VarInfo(name, "list", shape=(0,))  # e.g. the step scopes of an inference run: none kept
-        return VarInfo(name, "tensor_list", shape=(len(value),))
+        # a tensor array: its length, and its entries' dtype where they share one (holes, never written, skipped)
+        dtypes = {str(v.dtype) for v in value if _is_tensor(v)}
+        return VarInfo(name, "tensor_list", dtypes.pop() if len(dtypes) == 1 else None, shape=(len(value),))
     return VarInfo(name, type(value).__name__)
 
 
