@@ -198,6 +198,8 @@ def test_the_debugger_steps_the_loop_with_the_array_visible():
             np.testing.assert_allclose(to_host(e), want[k], rtol=1e-12)
         info = next(node.vars["arr"] for node in session.forest() if "arr" in node.vars)
         assert (info.kind, info.shape) == (("tensor_list", (t,)) if t else ("empty", None)), info
+        if t:
+            assert info.dtype == "float64" and info.describe() == f"list of {t} float64 tensors"
         seen.append(t)
     assert seen == [0, 1, 2, 3]
     while session.timestep != 2:  # back into the past: the record kept the array as it was then
