@@ -275,3 +275,24 @@ def test_a_hit_inside_a_loop_pauses_at_that_timestep():
     assert fork.twin is None
     with pytest.raises(KernelcoreError, match="sub-block"):
         fork.compare()
+
+
+def test_a_program_with_feed_ops_is_replayed_with_that_iteration_s_feeds(tmp_path):
+    main, startup = kc.Program(), kc.Program()
+    with kc.program_guard(main, startup):
+        out = L.fc(L.fc(L.data("x", [-1, 4]), 6, act="tanh"), 2)
+    scope = kc.Scope()
+    kc.Executor().run(startup, scope=scope)
+    kc.save_inference_model(tmp_path / "m", main, scope, feed_names=["x"], fetch_names=[out.name])
+    prog, scope, feeds, fetches = kc.load_inference_model(tmp_path / "m")
+    assert any(op.type == "feed" for op in prog.global_block().ops)
+    batches = [np.full((3, 4), i, "float32") for i in range(4)]
+    batches[2][1, 2] = np.nan  # the bad batch
+    exe = kc.Executor()
+    with record(prog, scope) as rec:
+        for b in batches:
+            exe.run(prog, feed={"x": b}, scope=scope)
+    assert rec.hit.iteration == 2
+    sess = rec.session
+    assert "not deterministic" not in sess.stop_reason
+    np.testing.assert_array_equal(sess.value("x"), batches[2])  # that iteration's batch, not the last one fed

@@ -12,7 +12,8 @@ def replay_to(recorder, iteration, hit) -> DebugSession:
     scope = Scope()
     for name, value in iteration.initial.items():
         scope.var(name).value = value
-    sess = DebugSession(recorder.program, scope=scope, training=recorder.training, executor=recorder.executor)
+    sess = DebugSession(recorder.program, feed=fed(recorder.program, iteration.initial), scope=scope,
+                        training=recorder.training, executor=recorder.executor)
     ran = read = 0
     while ran <= hit.order and not sess.finished:
         sess.step()
@@ -26,3 +27,17 @@ def replay_to(recorder, iteration, hit) -> DebugSession:
         f"recorder: {hit.message} (the replay ran another op there: the iteration is not deterministic)"
     sess.recorder_hit = hit
     return sess
+
+
+def fed(program, initial: dict) -> dict | None:
+    """The feed dict of a program with feed ops, from the holder list its feed ops read in the iteration (the
+    values in the feed ops' outputs then were the previous iteration's); None for a program without."""
+    feed = {}
+    for op in program.global_block().ops:
+        if op.type != "feed":
+            continue
+        holder = initial.get(op.input("X")[0])
+        col = op.attr("col", 0)
+        if isinstance(holder, list) and 0 <= col < len(holder):
+            feed[op.output("Out")[0]] = holder[col]
+    return feed or None
