@@ -51,6 +51,29 @@ def test_a_variant_is_chosen_for_float32_on_the_cpu_only_while_the_switch_is_on(
     assert fast_paths.enabled() or os.environ.get(fast_paths.ENV, "").lower() in fast_paths.OFF_VALUES
 
 
+def test_a_fast_form_wraps_the_specialised_form_only_while_the_switch_is_on(monkeypatch):
+    monkeypatch.setattr(fast_paths, "_FAST_FORMS", {})
+    fast_paths.fast_form("an_op")(lambda form: ("fast", form))
+    assert fast_paths.choose_form("an_op", "cpu", np.add) == ("fast", np.add)
+    assert fast_paths.choose_form("an_op", "cpu", None) is None  # no specialised form: the kernel runs
+    assert fast_paths.choose_form("an_op", "gpu", np.add) is np.add
+    with fast_paths.switched_off():
+        assert fast_paths.choose_form("an_op", "cpu", np.add) is np.add
+
+
+@needs_library
+def test_a_large_float32_add_is_prepared_in_c_and_plain_with_the_switch_off():
+    from kernelcore.native import elementwise
+    prog, exe = kc.Program(), kc.Executor()
+    block = prog.global_block()
+    block.create_var("x", [64, 1024], dtype="float32")
+    block.create_var("y", [1024], dtype="float32")
+    block.append_op("elementwise_add", {"X": ["x"], "Y": ["y"]}, {"Out": ["z"]}, {"axis": -1})
+    assert exe.prepare(prog).ops[0].fast is elementwise.add_in_c
+    with fast_paths.switched_off():
+        assert exe.prepare(prog).ops[0].fast is np.add
+
+
 def test_every_variant_stands_for_an_op_with_a_reference_kernel():
     for op_type, place, dtype in fast_paths.registered():
         assert kc.get_op_def(op_type).find_kernel(place, dtype) is not None, op_type

@@ -7,7 +7,6 @@ import operator
 import numpy as np
 
 from ..runtime import cpu_parts
-from .. import native
 from ..ir import dtypes
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.proto.framework_pb2 import VarType as VT
@@ -51,23 +50,12 @@ def _trailing_aligned(op) -> bool:
 
 
 def _binary_specializer(ufunc_name: str):
-    """Prepared once: with trailing alignment the op is the array module's ufunc itself (elementwise_add on the
-    host: _add, which hands large float32 adds to C)."""
+    """Prepared once: with trailing alignment the op is the array module's ufunc itself."""
     def make(op, xp):
         if not _trailing_aligned(op):
             return None
-        return _add if ufunc_name == "add" and xp is np else getattr(xp, ufunc_name)
+        return getattr(xp, ufunc_name)
     return make
-
-
-def _add(x, y):
-    """x + y: in C on the run's threads where native.add_plan has a plan (kernelcore/native/add_rows.c: a residual
-    add, a bias over the last dims, an attention mask over the heads and rows), else NumPy's add. The same bits
-    either way, but for which NaN's payload survives where both operands are NaN."""
-    plan = native.add_plan(np, x, y)
-    if plan is not None:
-        return native.add_rows(x, y, plan)
-    return np.add(x, y)
 
 
 def _binary_kernel(body):

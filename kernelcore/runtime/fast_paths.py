@@ -80,6 +80,27 @@ def registered() -> dict[tuple[str, str, str], FastKernel]:
     return dict(_FAST)
 
 
+# (op type, place) -> over(form) -> the fast version of an op's specialised form (ir/registry.py OpDef.specialize)
+_FAST_FORMS: dict[tuple[str, str], Callable] = {}
+
+
+def fast_form(op_type: str, place: str = "cpu"):
+    """Decorator: register `over(form)`, which takes the specialised form the op's reference specializer made
+    when the op was prepared (a function of the input values) and returns its fast version (or the form itself
+    where it has none). Like a fast kernel, the fast form sends what it cannot take to `form`."""
+    def register(over):
+        _FAST_FORMS[(op_type, place)] = over
+        return over
+    return register
+
+
+def choose_form(op_type: str, place_kind: str, form: Callable | None) -> Callable | None:
+    """The specialised form to prepare: its fast version while the switch is on, else `form` (None stays None:
+    the op runs its kernel)."""
+    over = _FAST_FORMS.get((op_type, place_kind)) if form is not None and enabled() else None
+    return form if over is None else over(form)
+
+
 def choose(op_type: str, place_kind: str, dtype_name: str | None, reference: Callable) -> Callable:
     """The kernel to prepare for an op whose first input is declared `dtype_name` (None: not declared, which the
     gate then checks at run time): its fast variant over `reference` while the switch is on, else `reference`."""

@@ -51,7 +51,8 @@ class PreparedOp:
             decls = [program.block(block_idx).find_var_recursive(n) for n in self.in_names]
             self.in_dtypes = tuple(_declared_dtype(v) for v in decls)
             self.in_shapes = tuple(None if v is None else v.shape for v in decls)
-            self.fast = make(self, place.xp)  # None: the plain kernel runs this op
+            # None: the plain kernel runs this op
+            self.fast = fast_paths.choose_form(desc.type, place.kind, make(self, place.xp))
 
 
 def _declared_dtype(v):
