@@ -84,6 +84,11 @@ def _dropout_mode(attrs: dict) -> None:
     attrs["dropout_implementation"] = attrs.pop("mode", "downgrade_in_infer")
 
 
+def _same(*names: str) -> dict[str, str]:
+    """Attributes PIR names as the legacy op does."""
+    return {n: n for n in names}
+
+
 def _pool_ksize_as_ints(attrs: dict) -> None:
     attrs["ksize"] = [int(k) for k in attrs.get("ksize", [])]
 
@@ -182,6 +187,31 @@ PIR_OPS: dict[str, PirOp] = {
     "pd_op.layer_norm": PirOp("layer_norm", (("x", "X"), ("scale", "Scale"), ("bias", "Bias")),
                               (("out", "Y"), ("mean", "Mean"), ("variance", "Variance")),
                               {"epsilon": "epsilon", "begin_norm_axis": "begin_norm_axis"}),
+    # detection heads (YOLO, SSD anchors, RoIAlign) and Swin's shifted windows
+    "pd_op.yolo_box": PirOp("yolo_box", (("x", "X"), ("img_size", "ImgSize")),
+                            (("boxes", "Boxes"), ("scores", "Scores")), _same(
+                                "anchors", "class_num", "conf_thresh", "downsample_ratio", "clip_bbox", "scale_x_y",
+                                "iou_aware", "iou_aware_factor")),
+    "pd_op.matrix_nms": PirOp("matrix_nms", (("bboxes", "BBoxes"), ("scores", "Scores")),
+                              (("out", "Out"), ("index", "Index"), ("roisnum", "RoisNum")), _same(
+                                  "score_threshold", "nms_top_k", "keep_top_k", "post_threshold", "use_gaussian",
+                                  "gaussian_sigma", "background_label", "normalized")),
+    "pd_op.nms": PirOp("nms", (("x", "Boxes"),), (("out", "KeepBoxesIdxs"),), {"threshold": "iou_threshold"}),
+    "pd_op.argsort": PirOp("argsort", X, (("out", "Out"), ("indices", "Indices")),
+                           _same("axis", "descending", "stable")),
+    "pd_op.gather_nd": PirOp("gather_nd", (("x", "X"), ("index", "Index")), OUT),
+    "pd_op.prior_box": PirOp("prior_box", (("input", "Input"), ("image", "Image")),
+                             (("out", "Boxes"), ("var", "Variances")), _same(
+                                 "min_sizes", "max_sizes", "aspect_ratios", "variances", "flip", "clip", "step_w",
+                                 "step_h", "offset", "min_max_aspect_ratios_order")),
+    "pd_op.box_coder": PirOp("box_coder", (("prior_box", "PriorBox"), ("prior_box_var", "PriorBoxVar"),
+                                           ("target_box", "TargetBox")), (("output_box", "OutputBox"),),
+                             _same("code_type", "box_normalized", "axis", "variance")),
+    "pd_op.roi_align": PirOp("roi_align", (("x", "X"), ("boxes", "ROIs"), ("boxes_num", "RoisNum")), OUT,
+                             _same("pooled_height", "pooled_width", "spatial_scale", "sampling_ratio", "aligned")),
+    "pd_op.tile": PirOp("tile", (("x", "X"), ("repeat_times", "@repeat_times|RepeatTimes|repeat_times_tensor")), OUT),
+    "pd_op.roll": PirOp("roll", (("x", "X"), ("shifts", "@shifts|ShiftsTensor")), OUT, {"axis": "axis"}),
+    "pd_op.index_select": PirOp("index_select", (("x", "X"), ("index", "Index")), OUT, {"axis": "dim"}),
 }
 
 # Ops that make the constants other ops fold into attributes; run as kernelcore ops where a value is used as a
