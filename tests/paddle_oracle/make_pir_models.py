@@ -174,6 +174,38 @@ def _vision(name, **kw):
     return getattr(M, name)(**kw)
 
 
+class DetectionOps(paddle.nn.Layer):
+    """A YOLO head decoded and suppressed (yolo_box, matrix_nms, nms by score), SSD anchors (prior_box, box_coder),
+    RoIAlign, and a Swin window's roll and relative-position gather (index_select). The image sizes, ROIs and
+    bias index are buffers, as a detector or a Swin block holds them. conf_thresh 0 keeps every box, so no two
+    scores tie in the argsort before nms (Paddle leaves the order of ties to its sort)."""
+
+    def __init__(self):
+        super().__init__()
+        self.head = paddle.nn.Conv2D(8, 2 * (5 + 3), 3, stride=2, padding=1)
+        self.register_buffer("img_size", paddle.to_tensor([[64, 80], [48, 64]], dtype="int32"))
+        self.register_buffer("rois", paddle.to_tensor([[2.0, 3.0, 20.0, 25.0], [0.0, 0.0, 30.0, 31.0],
+                                                       [5.5, 1.2, 9.1, 4.0]]))
+        self.register_buffer("rois_num", paddle.to_tensor([1, 2], dtype="int32"))
+        self.register_buffer("rel_index", paddle.to_tensor([3, 0, 0, 2, 7], dtype="int64"))
+
+    def forward(self, x):
+        boxes, scores = paddle.vision.ops.yolo_box(self.head(x), self.img_size, anchors=[10, 13, 16, 30],
+                                                   class_num=3, conf_thresh=0.0, downsample_ratio=8)
+        out, count, index = paddle.vision.ops.matrix_nms(
+            boxes, paddle.transpose(scores, [0, 2, 1]), 0.2, 0.1, 40, 10, use_gaussian=True, normalized=False,
+            return_index=True, return_rois_num=True)
+        keep = paddle.vision.ops.nms(boxes[0], 0.4, scores=paddle.max(scores[0], axis=1))
+        priors, var = paddle.vision.ops.prior_box(x, x, min_sizes=[4.0], max_sizes=[9.0], aspect_ratios=[2.0],
+                                                  flip=True, clip=True)
+        decoded = paddle.vision.ops.box_coder(priors.reshape([-1, 4]), var.reshape([-1, 4]),
+                                              scores[:, :, :1].tile([1, 8, 4]), code_type="decode_center_size")
+        rois = paddle.vision.ops.roi_align(x, self.rois, self.rois_num, output_size=(3, 2), spatial_scale=0.5,
+                                           sampling_ratio=-1, aligned=True)
+        window = paddle.index_select(paddle.roll(x, shifts=[-2, 1], axis=[2, 3]), self.rel_index, axis=1)
+        return boxes, scores, out, index, count, keep, decoded, rois, window
+
+
 CASES = {
     "mlp": (MLP, [InputSpec([None, 13], "float32", "x")], [(8, 13)]),
     "ops": (Ops, [InputSpec([2, 6], "float32", "x")], [(2, 6)]),
@@ -189,6 +221,7 @@ CASES = {
     "ocr_det_db": (DBDetector, [InputSpec([None, 3, 64, 64], "float32", "x")], [(1, 3, 64, 64)]),
     "ocr_rec_svtr": (SVTRRecognizer, [InputSpec([None, 3, 32, 128], "float32", "x")], [(2, 3, 32, 128)]),
     "lenet": (lambda: _vision("LeNet"), [InputSpec([None, 1, 28, 28], "float32", "x")], [(2, 1, 28, 28)]),
+    "detection_ops": (DetectionOps, [InputSpec([2, 8, 16, 16], "float32", "x")], [(2, 8, 16, 16)]),
 }
 # paddle.vision's model families at small inputs (the classifier heads sized down where they would dominate)
 ZOO = {
