@@ -25,7 +25,7 @@ PADDLE3 = ROOT / ".venv-paddle" / "bin" / "python"
 CASES = ["mlp", "ops", "more_ops", "encoder", "bert_like", "lstm", "gru", "if_while_true", "if_while_false", "lenet",
          "resnet18", "resnext50_32x4d", "mobilenet_v1", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large",
          "squeezenet1_0", "shufflenet_v2_x0_25", "shufflenet_v2_swish", "densenet121", "vgg11_bn", "alexnet",
-         "ocr_det_db", "ocr_rec_svtr", "static_cnn"]
+         "ocr_det_db", "ocr_rec_svtr", "static_cnn", "detection_ops"]
 
 
 @pytest.fixture(scope="session")
