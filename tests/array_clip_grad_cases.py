@@ -1,6 +1,6 @@
-"""Gradient cases of gradient clipping (squared_l2_norm), argsort, roll, index_select, roi_align for tests/test_backward.py's one-op tier (finite
-differences on the CPU, the CPU's gradients on the strict GPU stand-in), and the tensor-array ops, whose
-values are lists and so are checked inside the programs they belong to (tests/test_tensor_array.py)."""
+"""Gradient cases for tests/test_backward.py's one-op tier (finite differences on the CPU, the CPU's gradients on
+the strict GPU stand-in): squared_l2_norm, argsort, roll, index_select, roi_align. The tensor-array ops' values
+are lists, so they are checked inside the programs they belong to (tests/test_tensor_array.py)."""
 import numpy as np
 
 rng = np.random.default_rng(33)
