@@ -64,7 +64,8 @@ def _first_nonfinite(tr):
     return None
 
 
-def test_a_raised_learning_rate_stops_at_the_first_non_finite_op_of_the_right_iteration():
+@pytest.mark.parametrize("background", [False, True])
+def test_a_raised_learning_rate_stops_at_the_first_non_finite_op_of_the_right_iteration(background):
     main, scope, loss, feed = _mlp()
     oracle_scope = _copy_scope(scope)
     found = {}
@@ -77,7 +78,7 @@ def test_a_raised_learning_rate_stops_at_the_first_non_finite_op_of_the_right_it
     assert _train(main, oracle_scope, loss, feed, 60, first_bad) is not None
     assert found["it"] > RAISE_AT  # the blow-up takes a few iterations after the raise
 
-    with record(main, scope) as rec:
+    with record(main, scope, background=background) as rec:
         _train(main, scope, loss, feed, 60)
     hit = rec.hit
     assert (hit.iteration, hit.block, hit.op, hit.var) == (found["it"], found["event"].block, found["event"].op,
@@ -96,10 +97,11 @@ def test_a_raised_learning_rate_stops_at_the_first_non_finite_op_of_the_right_it
     assert sess.finished
 
 
-def test_summaries_match_numpy_for_every_output_and_gradient_of_kept_iterations(monkeypatch):
+@pytest.mark.parametrize("background", [False, True])
+def test_summaries_match_numpy_for_every_output_and_gradient_of_kept_iterations(monkeypatch, background):
     monkeypatch.setattr(summary_table, "CHUNK_ROWS", 7)  # rows of both iterations cross chunk boundaries
     main, scope, loss, feed = _mlp()
-    with record(main, scope, keep_last=2, nan=False) as rec:
+    with record(main, scope, keep_last=2, nan=False, background=background) as rec:
         kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
         kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
     cols = rec.summaries.columns()
@@ -252,7 +254,8 @@ def _rnn():
     return main, scope, loss, {"x": x}
 
 
-def test_a_hit_inside_a_loop_pauses_at_that_timestep():
+@pytest.mark.parametrize("background", [False, True])
+def test_a_hit_inside_a_loop_pauses_at_that_timestep(background):
     main, scope, loss, feed = _rnn()
     step_add = next(op for op in main.block(1).ops if op.type == "elementwise_add")
     name = step_add.output("Out")[0]
@@ -261,7 +264,7 @@ def test_a_hit_inside_a_loop_pauses_at_that_timestep():
     writes = [(e, v) for e in tr.events if e.kind == "op_run" for n, v in e.values if n == name]
     bound = float(np.median([np.abs(v).max() for _, v in writes]))  # about half the timesteps pass it
     want = next(e for e, v in writes if np.abs(v).max() > bound)
-    with record(main, scope, nan=False) as rec:
+    with record(main, scope, nan=False, background=background) as rec:
         rec.watch(name, "overflow", bound=bound)
         kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
     hit = rec.hit
@@ -296,3 +299,15 @@ def test_a_program_with_feed_ops_is_replayed_with_that_iteration_s_feeds(tmp_pat
     sess = rec.session
     assert "not deterministic" not in sess.stop_reason
     np.testing.assert_array_equal(sess.value("x"), batches[2])  # that iteration's batch, not the last one fed
+
+
+def test_a_failure_on_the_summary_thread_reaches_the_loop(monkeypatch):
+    from kernelcore.observe import recorder as recorder_module
+
+    def broken(value):
+        raise ValueError("summary failed")
+    monkeypatch.setattr(recorder_module, "summarize", broken)
+    main, scope, loss, feed = _mlp()
+    with pytest.raises(ValueError, match="summary failed"):
+        with record(main, scope, background=True):
+            kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)

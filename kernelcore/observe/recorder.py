@@ -33,6 +33,7 @@ from .health_summary import Summary, summarize
 from .program_names import check_known, program_names
 from .summary_table import SummaryTable
 from .summary_watch import EveryOutput, check, every_output
+from .summary_worker import SummaryWorker
 from .trace import Trace
 from .watch import Watch, make_watch
 
@@ -74,7 +75,8 @@ class Recorder:
     """See the module docstring. Make one with kc.record(...)."""
 
     def __init__(self, program: Program | None = None, scope: Scope | None = None, *, keep_last: int = 2,
-                 nan: bool = True, stop: bool = True, training: bool = True, executor: Executor | None = None):
+                 nan: bool = True, stop: bool = True, training: bool = True, executor: Executor | None = None,
+                 background: bool = False):
         if not isinstance(keep_last, int) or keep_last < 0:
             raise KernelcoreError(f"keep_last is how many iterations keep their values (>= 0), got {keep_last!r}")
         self.program, self.scope = program, scope if scope is not None else global_scope()
@@ -91,6 +93,7 @@ class Recorder:
         self._session = None
         self._token = None
         self._next_id = 1
+        self._worker = SummaryWorker(self._summarize_record) if background else None
         if nan:
             self.watch(cond="nan")
 
@@ -116,7 +119,17 @@ class Recorder:
         if it.trace is not None:
             it.trace(ev)
         if ev.kind == "run_end":
+            if self._worker is not None:
+                self._worker.drain()
+                self._raise_worker_error()
             self._end(it)
+
+    def _raise_worker_error(self) -> None:
+        """Raise, on the executor's thread, what the summary worker raised (a watch's stop, or a failure)."""
+        error = self._worker.error
+        if error is not None:
+            self._current = None
+            raise error
 
     # -- iterations --------------------------------------------------------------------------------------------
     def _begin(self, ev) -> None:
@@ -149,6 +162,18 @@ class Recorder:
             it.trace.record_op(rec)
         order = it.ops
         it.ops += 1
+        if self._worker is None:
+            self._summarize_record((it, order, rec))
+        elif self._worker.error is not None:
+            self._raise_worker_error()
+        else:
+            self._worker.put((it, order, rec))
+
+    def _summarize_record(self, job) -> None:
+        """Summarise an op record's outputs and judge the watches on them."""
+        it, order, rec = job
+        op = rec[3]
+        n_in = len(op.in_pairs)
         timestep = rec[5]
         outs = rec[RECORD_HEAD + n_in:]
         nan_only, keep_last_summary = self._nan_only, self._keep_last_summary
@@ -248,7 +273,8 @@ class Recorder:
             self.hits.append(hit)
             if self.stop:
                 self._stopped = it
-                self._current = None
+                if self._worker is None:  # the worker's stop is raised on the executor's thread
+                    self._current = None
                 raise RecordingStopped(hit.message)
 
     @property
@@ -309,6 +335,8 @@ class Recorder:
     def __exit__(self, kind, exc, tb) -> bool:
         remove_observer(self._token)
         self._token = None
+        if self._worker is not None:
+            self._worker.close()
         return self._stopped is not None and _stopped_by_recorder(exc)
 
 
@@ -326,5 +354,6 @@ def _stopped_by_recorder(exc) -> bool:
 def record(program: Program | None = None, scope: Scope | None = None, **kw) -> Recorder:
     """The flight recorder (see kernelcore/observe/recorder.py): `with kc.record(main, scope) as rec: ...`.
     Keywords: keep_last (iterations that keep full values, 2), nan (watch every output for NaN/Inf, True),
-    stop (a hit stops the loop, True), training (the replay's training flag, True), executor (the replay's)."""
+    stop (a hit stops the loop, True), training (the replay's training flag, True), executor (the replay's),
+    background (summaries on a thread of their own, False: kernelcore/observe/summary_worker.py)."""
     return Recorder(program, scope, **kw)
