@@ -154,3 +154,16 @@ def test_anchor_and_roi_ops_match_paddle(models2, case, ops):
     assert ops <= set(meta["op_types"][0])
     outs = kc.Executor(kc.CPUPlace()).run(prog, feed={n: ref[n] for n in feeds}, scope=scope)
     _check_outputs(outs, ref, case)
+
+
+@pytest.mark.paddle
+@pytest.mark.parametrize("case", ["beam_search", "yolo_nms", "yolo_matrix_nms", "ssd_anchors", "roi_align",
+                                  "swin_block"])
+def test_programs_on_the_strict_device_give_paddles_outputs(models2, case):
+    """The whole programs on the strict GPU stand-in (device arrays only, CuPy's names only): the tensor arrays
+    inside the decoder's while, gather_tree and the detection ops' host walks with their copies back."""
+    from kernelcore.runtime.place import StrictPlace
+    ref = np.load(models2 / f"{case}.npz")
+    prog, scope, feeds, _ = kc.formats.paddle_files.load_inference_model(models2 / case, place=StrictPlace())
+    outs = kc.Executor(StrictPlace()).run(prog, feed={n: ref[n] for n in feeds}, scope=scope)
+    _check_outputs(outs, ref, case)
