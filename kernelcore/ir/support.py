@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..errors import UnknownOpError
 from .op_names import close_op_types, is_paddle_op
+from .op_sources import source_hint
 from .registry import all_op_defs, has_op
 from ..text_safety import NAME_CHARS_SHOWN, short_name
 
@@ -98,8 +99,9 @@ def describe(unsupported: list[UnsupportedOp]) -> str:
 
 
 def _hint(u: UnsupportedOp) -> str:
-    if u.paddle_op:
-        return "a PaddlePaddle op kernelcore does not implement"
+    source = source_hint(u.type)  # the Paddle function that writes it, where the API sweep saw one
+    if u.paddle_op or source:
+        return "a PaddlePaddle op kernelcore does not implement" + source
     if u.suggestions:
         return f"not a PaddlePaddle op; did you mean {', '.join(map(repr, u.suggestions))}?"
     return "not a PaddlePaddle op either"
