@@ -23,6 +23,7 @@ from typing import Any, Callable
 from . import attrs as attrlib
 from ..errors import AttrError, OpValidationError, UnknownOpError
 from .op_names import close_op_types, is_paddle_op
+from .op_sources import source_hint
 from .proto import framework_pb2 as pb
 from ..text_safety import NAME_CHARS_SHOWN, quote_name
 
@@ -300,8 +301,9 @@ def all_op_defs() -> dict[str, OpDef]:
 
 def unknown_op_hint(op_type: str) -> str:
     """What to add after an unknown op type: that Paddle has it, or the close registered names."""
-    if is_paddle_op(op_type):
-        return " (a PaddlePaddle op with no kernel in kernelcore)"
+    source = source_hint(op_type)
+    if is_paddle_op(op_type) or source:
+        return f" (a PaddlePaddle op with no kernel in kernelcore{source})"
     close = close_op_types(op_type, _REGISTRY)
     return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
 
