@@ -94,16 +94,19 @@ def test_beam_search_steps_in_the_debugger_with_its_arrays_visible(models2):
 
 
 @pytest.mark.paddle
-def test_training_step_with_global_norm_clip_adamw_and_scheduler_matches_paddle(models2):
-    """Paddle's own program (its backward, ClipGradByGlobalNorm's squared_l2_norm / sum / sqrt / max / div,
-    AdamW) run for several steps from Paddle's initial values, the scheduler's learning rate set in its
-    variable before each step as Paddle's executor does: the loss and every updated parameter to 1e-4."""
+@pytest.mark.parametrize("case, ops", [("train_clip_adamw", {"squared_l2_norm", "adamw", "sqrt", "elementwise_max"}),
+                                       ("train_clip_norm", {"clip_by_norm", "adam"})])
+def test_training_step_with_gradient_clip_and_scheduler_matches_paddle(models2, case, ops):
+    """Paddle's own program (its backward; ClipGradByGlobalNorm's squared_l2_norm / sum / sqrt / max / div and
+    AdamW, or ClipGradByNorm's clip_by_norm and Adam) run for several steps from Paddle's initial values, the
+    scheduler's learning rate set in its variable before each step as Paddle's executor does: the loss and
+    every updated parameter to 1e-4."""
     d = models2
-    meta = json.loads((d / "train_clip_adamw.json").read_text())
-    ref = np.load(d / "train_clip_adamw.npz")
-    main = kc.load_program(d / "train_clip_adamw.main.pb")
-    startup = kc.load_program(d / "train_clip_adamw.startup.pb")
-    assert {"squared_l2_norm", "adamw", "sqrt", "elementwise_max"} <= set(meta["op_types"][0])
+    meta = json.loads((d / f"{case}.json").read_text())
+    ref = np.load(d / f"{case}.npz")
+    main = kc.load_program(d / f"{case}.main.pb")
+    startup = kc.load_program(d / f"{case}.startup.pb")
+    assert ops <= set(meta["op_types"][0])
     exe = kc.Executor(kc.CPUPlace())
     scope = kc.Scope()
     exe.run(startup, scope=scope)

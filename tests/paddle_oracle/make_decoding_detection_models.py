@@ -11,9 +11,10 @@ For every inference case <case> it writes into OUTDIR:
     <case>.pdmodel / <case>.pdiparams   paddle.static.save_inference_model (feed/fetch ops included)
     <case>.npz      the feeds (keys = feed names) and Paddle's outputs fetch_0, fetch_1, ...
     <case>.json     feed/fetch names and the op types per block of the saved program
-The training case `train_clip_adamw` writes train_clip_adamw.main.pb / .startup.pb (serialized ProgramDescs),
-train_clip_adamw.npz (per step k: feeds `x/k`, `y/k`, the learning rate `lr/k` the scheduler gave, `loss/k`,
-and `init/<param>`, `after<k>/<param>` for every parameter) and train_clip_adamw.json (the lr variable's name).
+The training cases `train_clip_adamw` (ClipGradByGlobalNorm + AdamW) and `train_clip_norm` (ClipGradByNorm +
+Adam) write <case>.main.pb / .startup.pb (serialized ProgramDescs), <case>.npz (per step k: feeds `x/k`,
+`y/k`, the learning rate `lr/k` the scheduler gave, `loss/k`, and `init/<param>`, `after<k>/<param>` for every
+parameter) and <case>.json (the lr variable's name).
 `index.json` lists the cases written and, with the reason, any this Paddle could not build.
 """
 
@@ -90,8 +91,20 @@ def build_beam_search():
 
 
 # -- a training step: ClipGradByGlobalNorm, AdamW, a scheduler --------------------------------------------
-def make_train_clip_adamw(outdir):
-    name = "train_clip_adamw"
+def _optimizer(kind):
+    """`adamw`: ClipGradByGlobalNorm + AdamW under a warmed-up cosine schedule (a Transformer's); `norm`:
+    ClipGradByNorm (each gradient by itself) + Adam under a step decay. Both clip norms are small, so the clip
+    scales every step's gradients."""
+    if kind == "adamw":
+        sched = paddle.optimizer.lr.LinearWarmup(
+            paddle.optimizer.lr.CosineAnnealingDecay(0.05, T_max=10), warmup_steps=2, start_lr=0.01, end_lr=0.05)
+        return sched, paddle.optimizer.AdamW(sched, weight_decay=0.02, grad_clip=nn.ClipGradByGlobalNorm(0.1))
+    sched = paddle.optimizer.lr.StepDecay(0.05, step_size=1, gamma=0.5)
+    return sched, paddle.optimizer.Adam(sched, grad_clip=nn.ClipGradByNorm(0.05))
+
+
+def make_train_clip(outdir, kind):
+    name = f"train_clip_{kind}"
     paddle.seed(SEED)
     main, startup = paddle.static.Program(), paddle.static.Program()
     main.random_seed = startup.random_seed = SEED
@@ -100,10 +113,7 @@ def make_train_clip_adamw(outdir):
         y = paddle.static.data("y", [-1, 1], "int64")
         net = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 4))
         loss = nn.functional.cross_entropy(net(x), y)
-        sched = paddle.optimizer.lr.LinearWarmup(
-            paddle.optimizer.lr.CosineAnnealingDecay(0.05, T_max=10), warmup_steps=2, start_lr=0.01, end_lr=0.05)
-        # a small clip norm, so the clip scales every step's gradients
-        opt = paddle.optimizer.AdamW(sched, weight_decay=0.02, grad_clip=nn.ClipGradByGlobalNorm(0.1))
+        sched, opt = _optimizer(kind)
         opt.minimize(loss)
         lr_name = opt._global_learning_rate().name  # the persistable variable the executor sets each run
     params = [p.name for p in main.all_parameters()]
@@ -294,11 +304,12 @@ def main(outdir):
             written.append(name)
         except Exception as e:  # a Paddle that cannot build a case in static mode: say why
             skipped[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
-    try:
-        make_train_clip_adamw(outdir)
-        written.append("train_clip_adamw")
-    except Exception as e:  # 3.3.1's legacy mode: "must be Value, but got Variable" (gelu)
-        skipped["train_clip_adamw"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    for kind in ("adamw", "norm"):
+        try:
+            make_train_clip(outdir, kind)
+            written.append(f"train_clip_{kind}")
+        except Exception as e:  # 3.3.1's legacy mode: "must be Value, but got Variable" (gelu)
+            skipped[f"train_clip_{kind}"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
     with open(os.path.join(outdir, "index.json"), "w") as f:
         json.dump({"paddle": paddle.__version__, "cases": written, "skipped": skipped}, f, indent=1)
     print(json.dumps({"cases": written, "skipped": skipped}))
