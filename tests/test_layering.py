@@ -29,23 +29,9 @@ FRONT_END = ("IPython", "ipywidgets", "anywidget", "jupyter_server", "jupyter_cl
 # where the engine may import the front end (view/notebook.py reaches a running shell without importing IPython)
 FRONT_END_ALLOWED: set[tuple[str, str, str | None]] = set()
 
-# private names imported across packages today, each with why it stays: a gradient rule reuses a helper of the
-# forward kernel it differentiates (grad/ mirrors ops/); they become public when the op families are renamed
-_GRAD_REUSES_ITS_FORWARD = "the gradient rule reads its op's attributes or geometry as the forward kernel does"
-PRIVATE_ALLOWED: dict[tuple[str, str, str], str] = {
-    (grad, ops, name): _GRAD_REUSES_ITS_FORWARD for grad, ops, name in [
-        ("grad.control_flow", "ops.control_flow", "_truth"),
-        ("grad.tensor", "ops.tensor", "_one_int"),
-        ("grad.tensor", "ops.tensor", "_slice_params"),
-        ("grad.tensor_extra", "ops.tensor", "_host_ints"),
-        ("grad.tensor_extra", "ops.tensor", "_one_int"),
-        ("grad.vision", "ops.activation_extra", "_sigmoid"),
-        ("grad.vision", "ops.activation_extra", "_maxout_geometry"),
-        ("grad.vision", "ops.activation_extra", "_alpha_shape"),
-        ("grad.vision", "ops.tensor", "_host_ints"),
-        ("grad.vision", "ops.vision_tensor", "_pad_widths"),
-    ]
-}
+# private names imported across packages, each with why it stays (none today: a helper a gradient rule shares with
+# its forward kernel is public in the ops module)
+PRIVATE_ALLOWED: dict[tuple[str, str, str], str] = {}
 
 
 def modules() -> dict[str, Path]:

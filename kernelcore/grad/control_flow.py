@@ -45,7 +45,7 @@ body had reassigned it in the same iteration. Gradients through tensor arrays ar
 from __future__ import annotations
 
 from ..errors import ProgramError
-from ..ops.control_flow import ControlFlowError, _truth
+from ..ops.control_flow import ControlFlowError, truth
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.proto.framework_pb2 import VarType as VT
 from ..ir.registry import Attr, In, Out, has_op, register_op
@@ -301,7 +301,7 @@ def conditional_block_grad(ctx, ins, attrs):
     in_names = ctx.input_names("Input")
     want = _wanted(ctx, "Input@GRAD", len(in_names))
     if attrs["is_scalar_condition"]:
-        ran = _truth(ctx, conds[0], f"Cond {ctx.input_names('Cond')[0]!r}")
+        ran = truth(ctx, conds[0], f"Cond {ctx.input_names('Cond')[0]!r}")
     else:
         ran = all(x is not None and getattr(x, "size", 1) != 0 for x in inputs)
     kept = [s for s in (scopes or []) if not s.dropped]

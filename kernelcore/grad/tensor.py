@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops._infer import normalize_axis
-from ..ops.tensor import _one_int, perm_axes
+from ..ops.tensor import one_int, perm_axes
 from ..transforms.backward import EMPTY_VAR, GradContext, no_grad, rule, standard
 
 
@@ -41,7 +41,7 @@ CONCAT_GRAD = standard("concat", ins=("X", "AxisTensor"), drop_empty=False,
 @CONCAT_GRAD.kernel()
 def concat_grad(ctx, ins, attrs):
     xs, axis_t, g = ins
-    axis = normalize_axis(_one_int(axis_t, "AxisTensor") if axis_t is not None else attrs["axis"], g.ndim)
+    axis = normalize_axis(one_int(axis_t, "AxisTensor") if axis_t is not None else attrs["axis"], g.ndim)
     cuts = np.cumsum([x.shape[axis] for x in xs])[:-1].tolist()
     pieces = ctx.xp.split(g, cuts, axis=axis)
     names = ctx.output_names("X@GRAD")
@@ -80,7 +80,7 @@ no_grad("fill_constant", "uniform_random", "gaussian_random", "feed", "fetch", "
         "fill_zeros_like", "fill_any_like", "fill_constant_batch_size_like", "logical_not")
 
 
-from ..ops.tensor import _slice_params, slice_bounds  # noqa: E402
+from ..ops.tensor import slice_params, slice_bounds  # noqa: E402
 
 SLICE_GRAD = standard("slice", ins=("Input", "StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"),
                       in_grads=("Input",),
@@ -91,7 +91,7 @@ SLICE_GRAD = standard("slice", ins=("Input", "StartsTensor", "EndsTensor", "Star
 @SLICE_GRAD.kernel()
 def slice_grad(ctx, ins, attrs):
     x, starts_t, ends_t, starts_l, ends_l, g = ins
-    starts, ends = _slice_params(attrs, starts_t, ends_t, starts_l, ends_l)
+    starts, ends = slice_params(attrs, starts_t, ends_t, starts_l, ends_l)
     out = ctx.xp.zeros(x.shape, dtype=g.dtype)  # our own fresh array: filling it mutates nothing shared
     region = out[tuple(slice_bounds(x.shape, attrs["axes"], starts, ends))]
     region[...] = g.reshape(region.shape)

@@ -5,7 +5,7 @@ arg_min have no gradient.
 """
 from __future__ import annotations
 
-from ..ops.tensor import _host_ints, _one_int
+from ..ops.tensor import host_ints, one_int
 from ..ops.tensor_extra import cumsum_of, gather_axis, nd_positions, tile_reps
 from ..ops._infer import normalize_axis
 from ..transforms.backward import EMPTY_VAR, no_grad, standard, wanted
@@ -53,9 +53,9 @@ TILE_GRAD = standard("tile", ins=("X", "RepeatTimes", "repeat_times_tensor"),
 def tile_grad(ctx, ins, attrs):
     x, reps_t, reps_list, g = ins
     if reps_list:
-        reps = [_one_int(t, "each repeat_times_tensor entry") for t in reps_list]
+        reps = [one_int(t, "each repeat_times_tensor entry") for t in reps_list]
     elif reps_t is not None:
-        reps = _host_ints(reps_t)
+        reps = host_ints(reps_t)
     else:
         reps = attrs["repeat_times"]
     pad, reps = tile_reps(x.ndim, reps)

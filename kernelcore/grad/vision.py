@@ -22,7 +22,7 @@ from ..ops import pool as P
 from .. import native
 from ..runtime.cpu_parts import by_images_in_parts, chunks, cpu_parts, run_parts
 from ..ops._spatial import channel_last
-from ..ops.activation_extra import _sigmoid
+from ..ops.activation_extra import sigmoid
 from ..ir.registry import has_op
 
 from ..transforms.backward import standard, wanted
@@ -357,7 +357,7 @@ def _c(x, v):
 
 def _d_softplus(xp, x, beta, threshold):
     bx = x * _c(x, beta)
-    return xp.where(bx > _c(x, threshold), _c(x, 1), _sigmoid(xp, xp.minimum(bx, _c(x, threshold))))
+    return xp.where(bx > _c(x, threshold), _c(x, 1), sigmoid(xp, xp.minimum(bx, _c(x, threshold))))
 
 
 def _d_mish(xp, x, a):
@@ -378,7 +378,7 @@ DERIVATIVES = {
     "leaky_relu": lambda xp, x, a: xp.where(x >= 0, _c(x, 1), _c(x, a["alpha"])),
     "hard_swish": _d_hard_swish,
     "swish": lambda xp, x, a: (lambda s: s + _c(x, a["beta"]) * x * s * (1 - s))(
-        _sigmoid(xp, x * _c(x, a["beta"]))),
+        sigmoid(xp, x * _c(x, a["beta"]))),
     "softplus": lambda xp, x, a: _d_softplus(xp, x, a["beta"], a["threshold"]),
     "mish": _d_mish,
     "brelu": lambda xp, x, a: ((x > _c(x, a["t_min"])) & (x < _c(x, a["t_max"]))).astype(x.dtype),
@@ -394,7 +394,7 @@ DERIVATIVES = {
 # the same, where Paddle's grad op reads both X and Out (the derivative is taken from X)
 DERIVATIVES_READING_OUT_TOO = {
     "elu": lambda xp, x, a: xp.where(x > 0, _c(x, 1), _c(x, a["alpha"]) * xp.exp(xp.minimum(x, _c(x, 0)))),
-    "silu": lambda xp, x, a: (lambda s: s * (1 + x * (1 - s)))(_sigmoid(xp, x)),
+    "silu": lambda xp, x, a: (lambda s: s * (1 + x * (1 - s)))(sigmoid(xp, x)),
 }
 # X@GRAD = Out@GRAD * f'(X) written as a function of Out, the grad op reading Out only (Paddle's slots)
 OUT_DERIVATIVES = {
@@ -432,11 +432,11 @@ MAXOUT_GRAD = standard("maxout", ins=("X",), outs=("Out",),
 
 @MAXOUT_GRAD.kernel()
 def maxout_grad(ctx, ins, attrs):
-    from ..ops.activation_extra import _maxout_geometry, maxout_runs
+    from ..ops.activation_extra import maxout_geometry, maxout_runs
     xp = ctx.xp
     x, out, g = ins
     groups = attrs["groups"]
-    axis = _maxout_geometry(x.shape, groups, attrs["axis"])
+    axis = maxout_geometry(x.shape, groups, attrs["axis"])
     runs = maxout_runs(x, groups, axis)
     first = xp.argmax(runs == xp.expand_dims(out, axis + 1), axis=axis + 1)  # the first maximum of each run
     hit = xp.expand_dims(first, axis + 1) == xp.arange(groups).reshape((groups,) + (1,) * (x.ndim - axis - 1))
@@ -451,10 +451,10 @@ PRELU_GRAD = standard("prelu", ins=("X", "Alpha"), in_grads=("X", "Alpha"),
 
 @PRELU_GRAD.kernel()
 def prelu_grad(ctx, ins, attrs):
-    from ..ops.activation_extra import _alpha_shape
+    from ..ops.activation_extra import alpha_shape
     xp = ctx.xp
     x, alpha, g = ins
-    shape, _ = _alpha_shape(x.shape, attrs["mode"], attrs["data_format"])
+    shape, _ = alpha_shape(x.shape, attrs["mode"], attrs["data_format"])
     a = alpha.reshape(shape).astype(x.dtype)
     pos = x > 0
     dx = xp.where(pos, g, g * a)
@@ -501,12 +501,12 @@ PAD3D_GRAD = standard("pad3d", ins=("X", "Paddings"),
 
 @PAD3D_GRAD.kernel()
 def pad3d_grad(ctx, ins, attrs):
-    from ..ops.tensor import _host_ints
-    from ..ops.vision_tensor import _pad_widths
+    from ..ops.tensor import host_ints
+    from ..ops.vision_tensor import pad_widths
     xp = ctx.xp
     x, pad_t, g = ins
-    p = _host_ints(pad_t) if pad_t is not None else list(attrs["paddings"])
-    widths = _pad_widths(p, attrs["data_format"])
+    p = host_ints(pad_t) if pad_t is not None else list(attrs["paddings"])
+    widths = pad_widths(p, attrs["data_format"])
     mode = attrs["mode"]
     if mode == "constant":
         return (xp.ascontiguousarray(g[tuple(slice(lo, lo + n) for (lo, _), n in zip(widths, x.shape))]),)

@@ -16,7 +16,7 @@ def _c(x, v):
     return x.dtype.type(v)
 
 
-def _sigmoid(xp, x):
+def sigmoid(xp, x):
     return 1 / (1 + xp.exp(-x))
 
 
@@ -59,8 +59,8 @@ EXTRA = {
                      lambda xp, x, a: xp.clip(x * _c(x, a["slope"]) + _c(x, a["offset"]), _c(x, 0), _c(x, 1))),
     "swish": ("Out = X * sigmoid(beta * X)",
               [Attr("beta", A.FLOAT, "the sigmoid's slope", 1.0)],
-              lambda xp, x, a: x * _sigmoid(xp, x * _c(x, a["beta"]))),
-    "silu": ("Out = X * sigmoid(X)", [], lambda xp, x, a: x * _sigmoid(xp, x)),
+              lambda xp, x, a: x * sigmoid(xp, x * _c(x, a["beta"]))),
+    "silu": ("Out = X * sigmoid(X)", [], lambda xp, x, a: x * sigmoid(xp, x)),
     "softplus": ("Out = X if beta * X > threshold else log(1 + exp(beta * X)) / beta",
                  [Attr("beta", A.FLOAT, "the sharpness", 1.0),
                   Attr("threshold", A.FLOAT, "above it (on beta * X) Out = X", 20.0)],
@@ -127,7 +127,7 @@ PRELU = register_op(
     infer_shape=same_as())
 
 
-def _alpha_shape(x_shape, mode, fmt):
+def alpha_shape(x_shape, mode, fmt):
     nd = len(x_shape)
     if mode == "all":
         return (1,) * nd, 1
@@ -143,7 +143,7 @@ def _alpha_shape(x_shape, mode, fmt):
 def prelu(ctx, ins, attrs):
     x, alpha = ins
     xp = ctx.xp
-    shape, size = _alpha_shape(x.shape, attrs["mode"], attrs["data_format"])
+    shape, size = alpha_shape(x.shape, attrs["mode"], attrs["data_format"])
     if alpha.size != size:
         raise ValueError(f"Alpha must hold {size} element(s) for mode {attrs['mode']!r} and X {list(x.shape)}, "
                          f"got shape {list(alpha.shape)}")
@@ -152,7 +152,7 @@ def prelu(ctx, ins, attrs):
 
 
 # ---------------------------------------------------------------------------
-def _maxout_geometry(shape, groups, axis):
+def maxout_geometry(shape, groups, axis):
     nd = len(shape)
     if not -nd <= axis < nd:
         raise ValueError(f"axis {axis} is out of range for a {nd}-D X")
@@ -176,7 +176,7 @@ def _maxout_infer(ic):
     shape = list(ic.shape("X"))
     groups = attr_or(ic, "groups", 0)
     try:
-        axis = _maxout_geometry(shape, groups, attr_or(ic, "axis", 1))
+        axis = maxout_geometry(shape, groups, attr_or(ic, "axis", 1))
     except ValueError as e:
         ic.fail(str(e))
     if shape[axis] >= 0:
@@ -195,5 +195,5 @@ def maxout_runs(x, groups, axis):
 @MAXOUT.kernel()
 def maxout(ctx, ins, attrs):
     (x,) = ins
-    axis = _maxout_geometry(x.shape, attrs["groups"], attrs["axis"])
+    axis = maxout_geometry(x.shape, attrs["groups"], attrs["axis"])
     return (maxout_runs(x, attrs["groups"], axis).max(axis=axis + 1),)

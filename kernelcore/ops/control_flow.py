@@ -126,7 +126,7 @@ def _bind(ctx, scope, name: str, value) -> None:
     ctx.bind_var(scope, name, value)
 
 
-def _truth(ctx, value, what: str) -> bool:
+def truth(ctx, value, what: str) -> bool:
     """The value of a one-element condition tensor."""
     if value is None:
         raise ControlFlowError(f"{what} holds no value: the op that computes it has not run")
@@ -282,7 +282,7 @@ def while_(ctx, ins, attrs):
     kept, i = [], 0
     s = None
     try:
-        while _truth(ctx, cond_var.value, f"Condition {cond_name!r}"):
+        while truth(ctx, cond_var.value, f"Condition {cond_name!r}"):
             if cap is not None and i >= cap:
                 raise ControlFlowError(
                     f"the loop ran {cap} iterations and Condition {cond_name!r} is still true; if it should "
@@ -337,7 +337,7 @@ def conditional_block(ctx, ins, attrs):
         names = ctx.input_names("Cond")
         if len(conds) != 1:
             raise ControlFlowError(f"is_scalar_condition needs exactly one Cond variable, got {list(names)}")
-        run = _truth(ctx, conds[0], f"Cond {names[0]!r}")
+        run = truth(ctx, conds[0], f"Cond {names[0]!r}")
     else:
         # Paddle: "whether to run depends on the input variables (Input)": all of them non-empty
         run = all(x is not None and getattr(x, "size", 1) != 0 for x in (inputs or []))

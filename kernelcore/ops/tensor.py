@@ -77,13 +77,13 @@ def _attr(ic, name, default):
     return default if v is None else v
 
 
-def _host_ints(t) -> list[int]:
+def host_ints(t) -> list[int]:
     """The values of a small integer tensor (ShapeTensor, AxisTensor, ...) as Python ints."""
     return [int(v) for v in np.asarray(to_host(t)).reshape(-1)]
 
 
-def _one_int(t, what: str) -> int:
-    vals = _host_ints(t)
+def one_int(t, what: str) -> int:
+    vals = host_ints(t)
     if len(vals) != 1:
         raise ValueError(f"{what} must hold one integer, got {len(vals)} values")
     return vals[0]
@@ -93,9 +93,9 @@ def ints_operand(tensor_list, tensor, attr_value, list_slot: str) -> list:
     """Integers an op takes as one-element tensors (`list_slot`), else as a 1-D tensor, else as its attribute:
     the priority of reshape2's ShapeTensor / Shape, expand_v2's, tile's and unsqueeze2's (a list given wins)."""
     if tensor_list:
-        return [_one_int(t, f"each {list_slot} entry") for t in tensor_list]
+        return [one_int(t, f"each {list_slot} entry") for t in tensor_list]
     if tensor is not None:
-        return _host_ints(tensor)
+        return host_ints(tensor)
     return attr_value
 
 
@@ -110,9 +110,9 @@ SHAPE_TENSOR_SLOTS = [
 def _shape_from_inputs(shape_tensor, shape_list, attr_shape) -> list[int]:
     """Paddle's priority: ShapeTensor > ShapeTensorList > attr `shape`."""
     if shape_tensor is not None:
-        shape = _host_ints(shape_tensor)
+        shape = host_ints(shape_tensor)
     elif shape_list:
-        shape = [_one_int(t, "each ShapeTensorList entry") for t in shape_list]
+        shape = [one_int(t, "each ShapeTensorList entry") for t in shape_list]
     else:
         shape = list(attr_shape)
     bad = [d for d in shape if d < 0]
@@ -581,7 +581,7 @@ CONCAT.infer_shape = _concat_infer
 @CONCAT.kernel()
 def concat(ctx, ins, attrs):
     xs, axis_t = ins
-    axis = _one_int(axis_t, "AxisTensor") if axis_t is not None else attrs["axis"]
+    axis = one_int(axis_t, "AxisTensor") if axis_t is not None else attrs["axis"]
     first = xs[0]
     for i, x in enumerate(xs[1:], 1):
         if x.dtype != first.dtype:  # NumPy would promote silently; Paddle refuses
@@ -679,9 +679,9 @@ SPLIT.infer_shape = _split_infer
 @SPLIT.kernel()
 def split(ctx, ins, attrs):
     x, axis_t, sections_t = ins
-    axis = _one_int(axis_t, "AxisTensor") if axis_t is not None else attrs["axis"]
+    axis = one_int(axis_t, "AxisTensor") if axis_t is not None else attrs["axis"]
     axis = normalize_axis(axis, x.ndim)
-    sections = ([_one_int(t, "each SectionsTensorList entry") for t in sections_t] if sections_t
+    sections = ([one_int(t, "each SectionsTensorList entry") for t in sections_t] if sections_t
                 else attrs["sections"])
     n_out = len(ctx.output_names("Out"))
     sizes = split_sizes(x.shape[axis], attrs["num"], sections, n_out)
@@ -705,19 +705,19 @@ def slice_bounds(shape, axes, starts, ends) -> list[slice]:
     return index
 
 
-def _slice_params(ic_or_attrs, starts_t=None, ends_t=None, starts_list=None, ends_list=None):
+def slice_params(ic_or_attrs, starts_t=None, ends_t=None, starts_list=None, ends_list=None):
     """Paddle's priority for each of starts/ends: the 1-D tensor, else the list of one-element tensors (one per
     axis; Paddle writes it for bounds known only at run time, e.g. `x[:, :n]`), else the attribute."""
     if starts_t is not None:
         starts = [int(v) for v in to_host(starts_t).reshape(-1)]
     elif starts_list:
-        starts = [_one_int(t, "each StartsTensorList entry") for t in starts_list]
+        starts = [one_int(t, "each StartsTensorList entry") for t in starts_list]
     else:
         starts = ic_or_attrs["starts"]
     if ends_t is not None:
         ends = [int(v) for v in to_host(ends_t).reshape(-1)]
     elif ends_list:
-        ends = [_one_int(t, "each EndsTensorList entry") for t in ends_list]
+        ends = [one_int(t, "each EndsTensorList entry") for t in ends_list]
     else:
         ends = ic_or_attrs["ends"]
     return starts, ends
@@ -766,7 +766,7 @@ SLICE = register_op(
 @SLICE.kernel()
 def slice_(ctx, ins, attrs):
     x, starts_t, ends_t, starts_l, ends_l = ins
-    starts, ends = _slice_params(attrs, starts_t, ends_t, starts_l, ends_l)
+    starts, ends = slice_params(attrs, starts_t, ends_t, starts_l, ends_l)
     out = x[tuple(slice_bounds(x.shape, attrs["axes"], starts, ends))]
     if attrs["decrease_axis"]:
         out = out.reshape([d for i, d in enumerate(out.shape) if i not in attrs["decrease_axis"]])

@@ -18,7 +18,7 @@ from ..ir.registry import Attr, In, Out, register_op
 from ._infer import normalize_axis
 from .loss import _INDEX_DTYPES, _arg_max_shape
 from .math import _fail
-from .tensor import NUMPY_DTYPE, XSHAPE, _one_int, _set_xshape, _xshape, ints_operand
+from .tensor import NUMPY_DTYPE, XSHAPE, one_int, _set_xshape, _xshape, ints_operand
 
 VT = dtypes.VT
 
@@ -441,7 +441,7 @@ GATHER.infer_shape = _gather_infer
 
 
 def gather_axis(attrs, axis_t, ndim):
-    return normalize_axis(_one_int(axis_t, "Axis") if axis_t is not None else attrs["axis"], ndim)
+    return normalize_axis(one_int(axis_t, "Axis") if axis_t is not None else attrs["axis"], ndim)
 
 
 @GATHER.kernel()
@@ -649,7 +649,7 @@ ONE_HOT_V2.infer_shape = _one_hot_infer
 def one_hot_v2(ctx, ins, attrs):
     x, depth_t = ins
     xp = ctx.xp
-    depth = _one_int(depth_t, "depth_tensor") if depth_t is not None else attrs["depth"]
+    depth = one_int(depth_t, "depth_tensor") if depth_t is not None else attrs["depth"]
     if depth <= 0:
         raise ValueError(f"depth must be > 0, got {depth}")
     if not attrs["allow_out_of_range"]:
@@ -688,7 +688,7 @@ TOP_K_V2.infer_shape = _top_k_infer
 def top_k_v2(ctx, ins, attrs):
     x, k_t = ins
     xp = ctx.xp
-    k = _one_int(k_t, "K") if k_t is not None else attrs["k"]
+    k = one_int(k_t, "K") if k_t is not None else attrs["k"]
     if x.ndim == 0:
         return x.copy(), xp.zeros((), dtype=xp.int64)
     axis = normalize_axis(attrs["axis"], x.ndim)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.registry import Attr, Check, In, Out, register_op
 from ._spatial import attr_or
-from .tensor import _host_ints
+from .tensor import host_ints
 
 
 # ---------------------------------------------------------------------------
@@ -30,7 +30,7 @@ PAD3D = register_op(
                 checks=(Check("'NCDHW' or 'NDHWC'", lambda v: v in ("NCDHW", "NDHWC")),))])
 
 
-def _pad_widths(p, fmt):
+def pad_widths(p, fmt):
     if len(p) != 6:
         raise ValueError(f"paddings must hold 6 values [left, right, top, bottom, front, back], got {list(p)}")
     if any(v < 0 for v in p):
@@ -47,7 +47,7 @@ def _pad3d_infer(ic):
         ic.set_output("Out", (-1,) * 5, ic.dtype("X"))
         return
     try:
-        widths = _pad_widths(attr_or(ic, "paddings", [0] * 6), attr_or(ic, "data_format", "NCDHW"))
+        widths = pad_widths(attr_or(ic, "paddings", [0] * 6), attr_or(ic, "data_format", "NCDHW"))
     except ValueError as e:
         ic.fail(str(e))
     ic.set_output("Out", tuple(d + lo + hi if d >= 0 else -1 for d, (lo, hi) in zip(x, widths)), ic.dtype("X"))
@@ -62,8 +62,8 @@ def pad3d(ctx, ins, attrs):
     xp = ctx.xp
     if x.ndim != 5:
         raise ValueError(f"X must be 5-D, got shape {list(x.shape)}")
-    p = _host_ints(pad_t) if pad_t is not None else list(attrs["paddings"])
-    widths = _pad_widths(p, attrs["data_format"])
+    p = host_ints(pad_t) if pad_t is not None else list(attrs["paddings"])
+    widths = pad_widths(p, attrs["data_format"])
     mode = attrs["mode"]
     for (lo, hi), d in zip(widths, x.shape):
         if mode == "reflect" and (lo >= d or hi >= d) and (lo or hi):
