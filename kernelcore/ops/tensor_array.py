@@ -17,7 +17,7 @@ from ..ir import dtypes
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.registry import Attr, In, Out, get_op_def, register_op
 from ._infer import normalize_axis
-from .tensor import _one_int
+from .tensor import one_int
 
 # An index read from a tensor decides how long the list grows: a hostile I (2**40) would ask for terabytes of
 # list. Paddle's programs index arrays by loop step (decoding steps, timesteps).
@@ -26,7 +26,7 @@ MAX_ARRAY_LENGTH = 1_000_000
 
 def array_index(t, length_limit: int = MAX_ARRAY_LENGTH) -> int:
     """The entry an I tensor names: one non-negative integer below the bound."""
-    i = _one_int(t, "I")
+    i = one_int(t, "I")
     if not 0 <= i < length_limit:
         raise ValueError(f"I = {i} is outside [0, {length_limit}) (kernelcore's bound on a tensor array's "
                          f"length: kernelcore.ops.tensor_array.MAX_ARRAY_LENGTH)")

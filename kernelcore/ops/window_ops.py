@@ -10,11 +10,11 @@ from __future__ import annotations
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.registry import Attr, In, Out, has_op, register_op
 from ._infer import normalize_axis, same_as
-from .tensor import _host_ints
+from .tensor import host_ints
 
 
 def roll_shifts(shifts_t, attrs) -> tuple[list[int], list[int]]:
-    shifts = _host_ints(shifts_t) if shifts_t is not None else list(attrs["shifts"])
+    shifts = host_ints(shifts_t) if shifts_t is not None else list(attrs["shifts"])
     axes = list(attrs["axis"])
     if axes and len(axes) != len(shifts):
         raise ValueError(f"shifts {shifts} and axis {axes} must be of one length")
