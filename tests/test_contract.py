@@ -56,7 +56,7 @@ def test_program_json_of_training_pruned_control_flow_and_unsupported_programs()
     check("ProgramJSON", program_json(rnn_program()[0]))
     odd = kc.Program()
     odd.global_block().create_var('<img src=x onerror="alert(1)">\x1b]0;t\x07', [2], "float32")
-    desc = odd.global_block().desc.ops.add(type="roi_align")  # an op kernelcore lacks: shown, marked
+    desc = odd.global_block().desc.ops.add(type="no_such_op_anywhere")  # an op kernelcore lacks: shown, marked
     desc.inputs.add(parameter="X", arguments=['<img src=x onerror="alert(1)">\x1b]0;t\x07'])
     odd.touch()
     pj = program_json(odd)
