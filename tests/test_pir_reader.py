@@ -197,6 +197,7 @@ def test_debugger_steps_into_a_pir_while_body_timestep_by_timestep(pir_zoo):
     """dy2static's `while` runs as kernelcore's while: a kid scope per iteration that the debugger steps into,
     travels back through, and that provenance crosses."""
     prog, scope = _load(pir_zoo, "if_while_true")
+    assert prog.num_blocks > 1 and prog.current_block().idx == 0  # a loaded program builds into block 0
     data = np.load(pir_zoo / "if_while_true.npz")
     sess = kc.debug(prog, feed={"x": data["x"]}, fetch_list=fetch_target_names(prog), scope=scope)
     sess.break_on("tanh")
