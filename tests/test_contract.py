@@ -1,6 +1,6 @@
-"""The front-end contract (kernelcore/contract.schema.json) against real Python output, and the generated
-TypeScript types against the schema. The views' hand-written types must accept the generated ones; the
-front end's compile (labextension/src/contract.check.ts) checks that side."""
+"""The front-end contract (kernelcore/contract.schema.json) against real Python output, and every file
+generated from the contract's sources (the schemas and the command table) against what the generator makes
+of them now: the views use the generated TypeScript types themselves, so there is no hand-written twin."""
 from __future__ import annotations
 
 import json

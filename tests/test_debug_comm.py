@@ -1,5 +1,5 @@
 """The `kernelcore.debugger` comm protocol (kernelcore_widgets/comm.py) driven as the sidebar drives it, every
-message checked against debug_protocol.schema.json, and the schema's names against the TypeScript twin."""
+message checked against debug_protocol.schema.json, and the schema's names against the generated TypeScript."""
 from __future__ import annotations
 
 import re

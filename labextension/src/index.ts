@@ -4,7 +4,7 @@
  *    the ProgramJSON and draws the graph; the same viewer for Paddle 3's PIR `.json` programs, offered for
  *    every `.json` and chosen by content when the file browser opens one (pirfile.ts);
  *  - `:debugger-model`: provides IKernelcoreDebuggerModel (tokens.ts): the active notebook kernel's debug
- *    session over the `kernelcore.debugger` comm (typed messages, protocol.ts; no code is executed);
+ *    session over the `kernelcore.debugger` comm (messages typed by protocol.generated.ts; no code is executed);
  *  - `:debugger`: the right-sidebar "Kernelcore debugger" panel over that model, a command with its shortcut
  *    for each move of the command table (MOVES: kernelcore:step, kernelcore:next, ...; in notebooks and in
  *    the panel), and kernelcore:run-n / open-debugger / view-tensor.

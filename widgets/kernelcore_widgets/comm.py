@@ -8,8 +8,8 @@ what an adapter needs: `kernelcore.observe.debug.active_session()` (the session 
 the sidebar, a Debugger widget, a cell). So the sidebar works with no widget displayed, follows sessions
 started after it connected, and follows moves made from Python.
 
-Messages are JSON, described once in `debug_protocol.schema.json` (next to this file; the TypeScript twin
-is generated into labextension/src/protocol.generated.ts; the commands themselves are the table of
+Messages are JSON, described once in `debug_protocol.schema.json` (next to this file; its TypeScript types
+are generated into labextension/src/protocol.generated.ts; the commands themselves are the table of
 contract/commands.py, which dispatch.py runs):
   browser -> kernel  {"type": "request", "id": int, "command": str, "args": {...}}
   kernel -> browser  {"type": "reply", "id": int, "command": str, "ok": bool, "error": str|null, "result": ...}
