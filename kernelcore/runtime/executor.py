@@ -37,7 +37,8 @@ from .op_errors import check_finite, op_error
 from .op_records import VALUE, measure, metas_record
 from .prepared import PreparedBlock
 from .runner import NOTHING_DONATED, read_entry, write_outputs
-from ..ir.program import Program, Variable as ProgramVariable, check_structure
+from ..ir.program import Program, Variable as ProgramVariable
+from ..ir.structure import check_structure
 from ..ir.proto import framework_pb2 as pb
 from ..ir.registry import feed_fetch_col
 from .scope import Scope, global_scope
