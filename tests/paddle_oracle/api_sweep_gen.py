@@ -79,6 +79,9 @@ class Feeds:
     def unit(self, shape):
         return self._data(self.rng.uniform(0.05, 0.95, shape).astype("float32"))
 
+    def sorted_values(self, shape):
+        return self._data(np.sort(self.rng.uniform(-1, 1, shape)).astype("float32"))
+
     def well_conditioned(self, n):
         return self._data((self.rng.uniform(-0.5, 0.5, (n, n)) + n * np.eye(n)).astype("float32"))
 
@@ -257,7 +260,8 @@ def _done(out):
             name = fh.read().strip()
         if name and name not in done:
             done[name] = [{"function": name, "kind": "function", "variant": "", "status": "cannot_build",
-                           "error": "Paddle crashed building or running it (the process died)"}]
+                           "error": "Paddle crashed or hung building or running it (its process died or was "
+                                    "stopped)"}]
             _append(out, done[name])
     return done
 

@@ -53,6 +53,9 @@ RANDOM = {
 FLOAT_TENSORS = {"x", "input", "y", "other", "a", "b", "tensor", "logits", "input1", "input2", "x1", "x2",
                  "end", "weight_tensor", "values", "arr", "lhs", "rhs", "self"}
 INT_TENSORS = {"index", "indices", "ids", "idx"}
+# in (0, 1): labels and targets of losses, probabilities
+UNIT_TENSORS = {"label", "target", "positive", "negative", "anchor", "x2", "input2", "variance", "tau", "real",
+                "imag", "abs", "angle", "logit", "query", "key", "updates", "log_probs", "grid", "theta", "prob"}
 BOOL_TENSORS = {"mask", "condition", "cond"}
 # Required non-tensor parameters: small typical values.
 VALUES = {
@@ -68,7 +71,11 @@ VALUES = {
     "num_rows": 3, "num_columns": 3, "rows": 3, "cols": 3, "decimals": 1, "norm": "backward", "ord": 2,
     "threshold": 0.5, "alpha": 1.0, "beta": 1.0, "eps": 1e-5, "epsilon": 1e-5, "r": 2, "order": 1,
     "index_num": 4, "nshards": 2, "shard_id": 0, "start_index": 0, "length": 2, "bins": 4, "weight": 0.5,
-    "source": 0, "destination": 1, "dim1": 0, "dim2": 1, "x_num_col_dims": 1, "size_": 4,
+    "source": 0, "destination": 1, "dim1": 0, "dim2": 1, "x_num_col_dims": 1, "size_": 4, "row": 3,
+    "max_norm": 1.0, "shape_or_dtype": [4, 6], "num_or_indices": 2, "norm_type": 2.0, "seg_num": 2,
+    "kernel_sizes": 2, "output_sizes": [4, 4], "win_size": 2, "new_dim": 2, "pool_type": "max",
+    "future_context_size": 1, "num_filters": 4, "filter_size": 3, "low": 0, "high": 4, "min_val": -0.5,
+    "max_val": 0.5, "negative_slope": 0.1, "lambd": 0.5, "beta_": 1.0, "temperature": 1.0, "margin": 0.5,
 }
 
 # The main input's shapes, tried in order until Paddle builds the call: elementwise, square matrices (linalg),
@@ -140,6 +147,10 @@ def _argument(T, pname, dtype, shape, listify):
         return T.tensor(dtype, shape)
     if pname in ("inputs", "xs", "tensors", "input_list", "arrays", "x_list"):
         return [T.tensor(dtype, shape), T.tensor(dtype, shape)]
+    if pname in UNIT_TENSORS:
+        return T.unit(shape)
+    if pname == "sorted_sequence":
+        return T.sorted_values(shape[-1:])
     if pname in INT_TENSORS:
         return T.ints([2], high=min(shape) if shape else 2)
     if pname in BOOL_TENSORS:
@@ -165,20 +176,23 @@ def auto_call(fn, dtype, shape, listify=False, extra=None):
 
 def layer_call(cls, dtype, shape, extra=None):
     params = _params(cls.__init__)
-    if params is None:
+    forward = _params(cls.forward)
+    if params is None or forward is None:
         raise LookupError("no signature")
-    required = [p for p in _required(params) if p.name != "self"]
     kwargs = {}
-    for p in required:
-        if p.name not in VALUES:
-            raise LookupError(f"no value for parameter {p.name!r}")
-        kwargs[p.name] = VALUES[p.name]
+    for p in _required(params):
+        if p.name != "self" and p.name not in (extra or {}):
+            if p.name not in VALUES:
+                raise LookupError(f"no value for parameter {p.name!r}")
+            kwargs[p.name] = VALUES[p.name]
     kwargs.update(extra or {})
+    more = [p.name for p in _required(forward)[2:]]  # after self and the main input
 
     def call(T):
         layer = cls(**kwargs)
         layer.eval()  # running statistics, no dropout: a program with a deterministic output
-        return layer(T.tensor(dtype, shape))
+        x = T.tensor(dtype, shape)
+        return layer(x, **{n: _argument(T, n, dtype, shape, False) for n in more})
     return call
 
 
@@ -299,7 +313,71 @@ EXPLICIT = {
     "paddle.vision.ops.nms": lambda T: paddle.vision.ops.nms(T.boxes(4, 8), 0.5),
     "paddle.vision.ops.box_coder": lambda T: paddle.vision.ops.box_coder(
         T.boxes(3, 8), [0.1, 0.1, 0.2, 0.2], T.boxes(3, 8)),
+    "paddle.nn.functional.maxout": lambda T: F.maxout(f(T, 2, 6, 4, 4), 2),
+    "paddle.nn.functional.pixel_shuffle": lambda T: F.pixel_shuffle(f(T, 2, 8, 4, 4), 2),
+    "paddle.nn.functional.pixel_unshuffle": lambda T: F.pixel_unshuffle(f(T, 2, 2, 4, 4), 2),
+    "paddle.nn.functional.channel_shuffle": lambda T: F.channel_shuffle(f(T, 2, 4, 4, 4), 2),
+    "paddle.nn.functional.local_response_norm": lambda T: F.local_response_norm(f(T, 2, 4, 4, 4), 3),
+    "paddle.nn.functional.zeropad2d": lambda T: F.zeropad2d(f(T, 2, 3, 4, 4), [1, 1, 1, 1]),
+    "paddle.nn.functional.max_unpool2d": lambda T: _max_unpool2d(T),
+    "paddle.nn.functional.label_smooth": lambda T: F.label_smooth(T.unit([2, 3, 4])),
+    "paddle.nn.functional.square_error_cost": lambda T: F.square_error_cost(f(T, 4, 3), f(T, 4, 3)),
+    "paddle.nn.functional.log_loss": lambda T: F.log_loss(T.unit([4, 1]), T.unit([4, 1])),
+    "paddle.nn.functional.dice_loss": lambda T: F.dice_loss(F.softmax(f(T, 4, 3)), T.ints([4, 1], high=3)),
+    "paddle.nn.functional.sigmoid_focal_loss": lambda T: F.sigmoid_focal_loss(f(T, 4, 3), T.unit([4, 3])),
+    "paddle.nn.functional.cosine_embedding_loss": lambda T: F.cosine_embedding_loss(
+        f(T, 4, 3), f(T, 4, 3), T.ints([4], high=2) * 2 - 1),
+    "paddle.nn.functional.multi_margin_loss": lambda T: F.multi_margin_loss(f(T, 4, 3), T.ints([4], high=3)),
+    "paddle.nn.functional.hinge_embedding_loss": lambda T: F.hinge_embedding_loss(f(T, 4, 3), f(T, 4, 3).sign()),
+    "paddle.nn.functional.soft_margin_loss": lambda T: F.soft_margin_loss(f(T, 4, 3), f(T, 4, 3).sign()),
+    "paddle.nn.functional.affine_grid": lambda T: F.affine_grid(f(T, 2, 2, 3), [2, 3, 4, 4]),
+    "paddle.nn.functional.grid_sample": lambda T: F.grid_sample(f(T, 2, 3, 4, 4), f(T, 2, 4, 4, 2)),
+    "paddle.nn.functional.unfold": lambda T: F.unfold(f(T, 2, 3, 4, 4), 2),
+    "paddle.nn.functional.fold": lambda T: F.fold(f(T, 2, 12, 9), [4, 4], 2),
+    "paddle.nn.functional.temporal_shift": lambda T: F.temporal_shift(f(T, 4, 4, 3, 3), 2),
+    "paddle.index_sample": lambda T: paddle.index_sample(f(T, 3, 4), T.ints([3, 2], high=4)),
+    "paddle.multiplex": lambda T: paddle.multiplex([f(T, 3, 4), f(T, 3, 4)], T.ints([3, 1], high=2).astype("int32")),
+    "paddle.bincount": lambda T: paddle.bincount(T.ints([6], high=4)),
+    "paddle.increment": lambda T: paddle.increment(f(T, 1)),
+    "paddle.cumprod": lambda T: paddle.cumprod(f(T, 2, 3), dim=1),
+    "paddle.shard_index": lambda T: paddle.shard_index(T.ints([4, 1], high=10), 10, 2, 0),
+    "paddle.scatter_nd": lambda T: paddle.scatter_nd(T.ints([2, 1], high=3), f(T, 2, 4), [3, 4]),
+    "paddle.scatter_nd_add": lambda T: paddle.scatter_nd_add(f(T, 3, 4), T.ints([2, 1], high=3), f(T, 2, 4)),
+    "paddle.index_add": lambda T: paddle.index_add(f(T, 4, 3), T.distinct([2], high=4), 0, f(T, 2, 3)),
+    "paddle.index_put": lambda T: paddle.index_put(f(T, 4, 3), (T.distinct([2], high=4),), f(T, 3)),
+    "paddle.unflatten": lambda T: paddle.unflatten(f(T, 2, 6), 1, [2, 3]),
+    "paddle.complex": lambda T: paddle.abs(paddle.complex(f(T, 2, 3), f(T, 2, 3))),
+    "paddle.real": lambda T: paddle.real(paddle.complex(f(T, 2, 3), f(T, 2, 3))),
+    "paddle.imag": lambda T: paddle.imag(paddle.complex(f(T, 2, 3), f(T, 2, 3))),
+    "paddle.as_complex": lambda T: paddle.abs(paddle.as_complex(f(T, 2, 3, 2))),
+    "paddle.as_real": lambda T: paddle.as_real(paddle.complex(f(T, 2, 3), f(T, 2, 3))),
+    "paddle.repeat_interleave": lambda T: paddle.repeat_interleave(f(T, 2, 3), 2, axis=1),
+    "paddle.meshgrid": lambda T: paddle.meshgrid(f(T, 3), f(T, 4)),
+    "paddle.nn.CrossEntropyLoss": lambda T: paddle.nn.CrossEntropyLoss()(f(T, 4, 5), T.ints([4], high=5)),
+    "paddle.nn.NLLLoss": lambda T: paddle.nn.NLLLoss()(F.log_softmax(f(T, 4, 5)), T.ints([4], high=5)),
+    "paddle.nn.Embedding": lambda T: paddle.nn.Embedding(10, 4)(T.ints([2, 3], high=10)),
+    "paddle.nn.BCELoss": lambda T: paddle.nn.BCELoss()(T.unit([4, 3]), T.unit([4, 3])),
+    "paddle.nn.RNN": lambda T: paddle.nn.RNN(paddle.nn.SimpleRNNCell(4, 5))(f(T, 2, 3, 4)),
+    "paddle.nn.BiRNN": lambda T: paddle.nn.BiRNN(paddle.nn.GRUCell(4, 5), paddle.nn.GRUCell(4, 5))(f(T, 2, 3, 4)),
+    "paddle.nn.TransformerEncoder": lambda T: _eval(paddle.nn.TransformerEncoder(
+        paddle.nn.TransformerEncoderLayer(4, 2, 8), 2))(f(T, 2, 3, 4)),
+    "paddle.nn.TransformerDecoderLayer": lambda T: _eval(paddle.nn.TransformerDecoderLayer(4, 2, 8))(
+        f(T, 2, 3, 4), f(T, 2, 3, 4)),
+    "paddle.nn.TransformerDecoder": lambda T: _eval(paddle.nn.TransformerDecoder(
+        paddle.nn.TransformerDecoderLayer(4, 2, 8), 2))(f(T, 2, 3, 4), f(T, 2, 3, 4)),
+    "paddle.nn.Transformer": lambda T: _eval(paddle.nn.Transformer(4, 2, 1, 1, 8))(f(T, 2, 3, 4), f(T, 2, 3, 4)),
+    "paddle.nn.MaxUnPool2D": lambda T: _max_unpool2d(T, layer=True),
 }
+
+
+def _eval(layer):
+    layer.eval()
+    return layer
+
+
+def _max_unpool2d(T, layer=False):
+    out, idx = F.max_pool2d(f(T, 2, 3, 4, 4), 2, return_mask=True)
+    return paddle.nn.MaxUnPool2D(2)(out, idx) if layer else F.max_unpool2d(out, idx, 2)
 
 
 def _cond(T):
@@ -353,11 +431,26 @@ LAYER_SHAPES = [("float32", [2, 3, 8, 8]), ("float32", [2, 3, 8]), ("float32", [
                 ("float32", [2, 3, 4, 4, 4]), ("float32", [2, 4, 4])]
 
 
+# Layers whose constructor needs what VALUES cannot guess.
+LAYER_ARGS = {
+    "Upsample": {"scale_factor": 2}, "UpsamplingNearest2D": {"scale_factor": 2},
+    "UpsamplingBilinear2D": {"scale_factor": 2}, "Maxout": {"groups": 3}, "PixelShuffle": {"upscale_factor": 1},
+    "LocalResponseNorm": {"size": 3}, "Unflatten": {"axis": 1, "shape": [3, 1]}, "Fold": {"output_sizes": [4, 4],
+    "kernel_sizes": 2}, "Unfold": {"kernel_sizes": 2}, "LPPool1D": {"norm_type": 2.0, "kernel_size": 2},
+    "LPPool2D": {"norm_type": 2.0, "kernel_size": 2}, "LPPool1d": {"norm_type": 2.0, "kernel_size": 2},
+    "LPPool2d": {"norm_type": 2.0, "kernel_size": 2}, "Bilinear": {"in1_features": 4, "in2_features": 4,
+                                                                    "out_features": 5},
+}
+# Layers that hold other layers or parameters and compute nothing of their own.
+CONTAINERS = {"LayerDict", "LayerList", "ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential",
+              "RNNCellBase", "Layer", "Module"}
+
+
 def layer_sites(qualname, name, cls):
     calls = []
     for dtype, shape in LAYER_SHAPES:
         try:
-            calls.append(layer_call(cls, dtype, shape))
+            calls.append(layer_call(cls, dtype, shape, LAYER_ARGS.get(name)))
         except LookupError:
             pass
     yield "", calls
@@ -371,4 +464,9 @@ def all_entries():
         else:
             yield qualname, name, "function", list(function_sites(qualname, name, fn))
     for qualname, name, cls in public_layers():
-        yield qualname, name, "layer", list(layer_sites(qualname, name, cls))
+        if name in CONTAINERS:
+            yield qualname, name, "not-ops", []
+        elif qualname in EXPLICIT:
+            yield qualname, name, "layer", [("", [EXPLICIT[qualname]])]
+        else:
+            yield qualname, name, "layer", list(layer_sites(qualname, name, cls))
