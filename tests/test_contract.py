@@ -157,3 +157,14 @@ def test_the_check_script_says_which_file_is_stale():
     r = subprocess.run([sys.executable, str(ROOT / "labextension" / "scripts" / "gen_contract.py"), "--check"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_trait_added_to_a_widget_makes_its_typescript_model_stale(monkeypatch):
+    """widgets.generated.ts (each view's typed model) follows the Python widgets' synced traits."""
+    import traitlets as t
+
+    from kernelcore_widgets import ProgramGraph
+    from kernelcore_widgets.contract import generate
+    monkeypatch.setattr(ProgramGraph, "zoom", t.Float(1.0).tag(sync=True), raising=False)
+    assert "  zoom: number;" in generate.traits_ts()
+    assert [p.name for p in generate.stale()] == ["widgets.generated.ts"]

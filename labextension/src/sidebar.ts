@@ -15,7 +15,7 @@ import { button, clear, formatNumber, formatShape, h } from './dom';
 import { CommPartsSource, KernelLike } from './parts';
 import { programModel } from './render';
 import { isProgramJSON, PROGRAM_MIME, TRACE_MIME } from './schema';
-import { Command, CommandArgs, Move, MOVES, Origin, OriginNode, Session, WatchCond, WATCH_CONDS } from './protocol';
+import { Command, CommandArgs, Move, MOVES, Origin, OriginNode, Session, ValuePreview, WatchCond, WATCH_CONDS } from './protocol';
 import { IKernelcoreDebuggerModel } from './tokens';
 import { ProgramGraphView } from './views/ProgramGraph';
 
@@ -75,7 +75,7 @@ function num(input: HTMLInputElement): number | null {
   return Number.isFinite(n) ? n : null;
 }
 
-function previewText(p: any): string {
+function previewText(p: ValuePreview | null): string {
   if (!p) {
     return '';
   }
