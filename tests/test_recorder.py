@@ -311,3 +311,15 @@ def test_a_failure_on_the_summary_thread_reaches_the_loop(monkeypatch):
     with pytest.raises(ValueError, match="summary failed"):
         with record(main, scope, background=True):
             kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+
+
+def test_two_kept_iterations_compare_from_the_first_op_that_reads_an_updated_parameter():
+    main, scope, loss, feed = _mlp()
+    with record(main, scope, keep_last=2) as rec:
+        for _ in range(2):
+            kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    cmp = kc.compare_runs(rec.run(0), rec.run(1), rtol=0.0)
+    params = {n for op in main.global_block().ops if op.type == "sgd" for n in op.input("Param")}
+    first_reader = next(op for op in main.global_block().ops if params & set(op.input_arg_names))
+    assert (cmp.first_divergence.block, cmp.first_divergence.op) == (0, first_reader.idx)
+    assert all(d.max_abs == 0.0 for d in cmp.diffs if d.order < cmp.first_divergence.order)
