@@ -18,7 +18,8 @@ from ..ir.registry import Attr, In, Out, register_op
 from ._infer import normalize_axis
 from .loss import _INDEX_DTYPES, _arg_max_shape
 from .math import _fail
-from .tensor import NUMPY_DTYPE, XSHAPE, one_int, _set_xshape, _xshape, ints_operand
+from .shape import XSHAPE, set_xshape, xshape
+from .tensor import NUMPY_DTYPE, ints_operand, one_int
 
 VT = dtypes.VT
 
@@ -151,7 +152,7 @@ def _unsqueeze_infer(ic):
     else:
         ic.set_output("Out", _fail_ic(ic, unsqueeze_dims, ic.shape("X"), ic.attr("axes")), ic.dtype("X"))
     if ic.output_names("XShape"):
-        _set_xshape(ic)
+        set_xshape(ic)
 
 
 UNSQUEEZE2.infer_shape = _unsqueeze_infer
@@ -164,7 +165,7 @@ def _axes_from(attrs, axes_t, axes_list):
 @UNSQUEEZE2.kernel()
 def unsqueeze2(ctx, ins, attrs):
     x, axes_t, axes_list = ins
-    return x.reshape(unsqueeze_dims(x.shape, _axes_from(attrs, axes_t, axes_list))), _xshape(ctx.xp, x)
+    return x.reshape(unsqueeze_dims(x.shape, _axes_from(attrs, axes_t, axes_list))), xshape(ctx.xp, x)
 
 
 SQUEEZE2 = register_op(
@@ -179,7 +180,7 @@ def _squeeze_infer(ic):
     axes = ic.attr("axes")
     ic.set_output("Out", _fail_ic(ic, squeeze_dims, x, axes), ic.dtype("X"))
     if ic.output_names("XShape"):
-        _set_xshape(ic)
+        set_xshape(ic)
 
 
 SQUEEZE2.infer_shape = _squeeze_infer
@@ -188,7 +189,7 @@ SQUEEZE2.infer_shape = _squeeze_infer
 @SQUEEZE2.kernel()
 def squeeze2(ctx, ins, attrs):
     x = ins[0]
-    return x.reshape(squeeze_dims(x.shape, attrs["axes"])), _xshape(ctx.xp, x)
+    return x.reshape(squeeze_dims(x.shape, attrs["axes"])), xshape(ctx.xp, x)
 
 
 def flatten_dims(in_dims, start: int, stop: int) -> list[int]:
@@ -213,7 +214,7 @@ def _flatten_infer(ic):
     ic.set_output("Out", _fail_ic(ic, flatten_dims, ic.shape("X"), ic.attr("start_axis"), ic.attr("stop_axis")),
                   ic.dtype("X"))
     if ic.output_names("XShape"):
-        _set_xshape(ic)
+        set_xshape(ic)
 
 
 FLATTEN.infer_shape = _flatten_infer
@@ -222,7 +223,7 @@ FLATTEN.infer_shape = _flatten_infer
 @FLATTEN.kernel()
 def flatten_contiguous_range(ctx, ins, attrs):
     x = ins[0]
-    return x.reshape(flatten_dims(x.shape, attrs["start_axis"], attrs["stop_axis"])), _xshape(ctx.xp, x)
+    return x.reshape(flatten_dims(x.shape, attrs["start_axis"], attrs["stop_axis"])), xshape(ctx.xp, x)
 
 
 # -- expand, tile -------------------------------------------------------------------------------------------
