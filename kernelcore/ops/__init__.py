@@ -1,5 +1,5 @@
 """Op definitions, one module per family. Importing this package registers them all."""
-from . import activation, math, tensor  # noqa: F401
+from . import activation, math, tensor, shape  # noqa: F401
 from . import nn, loss  # noqa: F401
 from . import control_flow  # noqa: F401  - last: it registers logical_not etc. only where no family did
 from . import optimizer, dropout  # noqa: F401  - training: optimizer updates, dropout
