@@ -24,7 +24,7 @@ cast -> cast, assign -> assign, split -> concat, select_input -> select_output,
 split_lod_tensor <-> merge_lod_tensor. The rules of recurrent, while and conditional_block also
 build a grad sub-block by running the backward machinery over their sub-block (control_flow.py).
 """
-from . import activation, control_flow, loss, math, nn, tensor  # noqa: F401  - each registers its rules
+from . import activation, control_flow, loss, math, nn, shape, tensor  # noqa: F401  - each registers its rules
 from . import math_extra, tensor_extra  # noqa: F401  - Transformer/BERT ops
 from . import rnn  # noqa: F401  - rnn_grad (Paddle's fused rnn op)
 from . import vision, norm  # noqa: F401  - conv, pool, activations and the vision models' tensor ops; the normalisations
