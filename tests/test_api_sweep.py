@@ -164,23 +164,51 @@ def test_the_subset_is_classified_from_real_runs(subset):
     assert seen and not seen - set(OP_SOURCES), sorted(seen - set(OP_SOURCES))
 
 
-@pytest.mark.paddle
-def test_a_wrong_output_is_found(subset, tmp_path):
-    """The comparison can fail: one of Paddle's recorded outputs changed gives "wrong values"."""
-    directory = next(p for p in sweep.CACHE.glob(f"p2-legacy-{sweep.source_hash('p2-legacy', SUBSET)}"))
+def _parity_site(predicate):
+    """(directory, record) of a subset call site with parity that `predicate` accepts."""
+    directory = sweep.cache_dir("p2-legacy", SUBSET)
     manifest, results = check.check_dir(directory)
-    rec = next(r for r, res in zip([r for r in manifest["records"] if r["status"] == "built"], results)
-               if res["status"] == check.PARITY and not r["random"] and r["out_dtypes"][0].startswith("float"))
+    built = [r for r in manifest["records"] if r["status"] == "built"]
+    return directory, next(r for r, res in zip(built, results)
+                           if res["status"] == check.PARITY and not r["random"]
+                           and predicate(r, res, np.load(directory / f"{r['file']}.npz")))
+
+
+def _copy_site(directory, rec, into, change):
+    """The site's files copied into `into`, with `change` applied to its recorded arrays."""
     for suffix in (".pdmodel", ".pdiparams", ".fwd.pb"):
         src = directory / f"{rec['file']}{suffix}"
         if src.exists():
-            (tmp_path / src.name).write_bytes(src.read_bytes())
+            (into / src.name).write_bytes(src.read_bytes())
     data = dict(np.load(directory / f"{rec['file']}.npz"))
-    data["out/0"] = data["out/0"] + np.float32(0.5)
-    np.savez(tmp_path / f"{rec['file']}.npz", **data)
+    change(data)
+    np.savez(into / f"{rec['file']}.npz", **data)
+
+
+def _check(directory, rec):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert check.check_site(tmp_path, rec, "legacy")["status"] == check.WRONG
+        return check.check_site(directory, rec, "legacy")
+
+
+@pytest.mark.paddle
+def test_a_wrong_output_is_found(subset, tmp_path):
+    """The comparison can fail: one of Paddle's recorded outputs changed gives "wrong values"."""
+    directory, rec = _parity_site(lambda r, res, data: r["out_dtypes"][0].startswith("float"))
+    _copy_site(directory, rec, tmp_path, lambda d: d.update({"out/0": d["out/0"] + np.float32(0.5)}))
+    assert _check(tmp_path, rec)["status"] == check.WRONG
+
+
+@pytest.mark.paddle
+def test_finite_differences_tell_whose_gradient_is_off(subset, tmp_path):
+    """Paddle's recorded gradient changed: kernelcore's no longer matches it, and central differences of the
+    forward side with kernelcore's; the unchanged site has gradient parity."""
+    directory, rec = _parity_site(lambda r, res, data: res["grad"] == check.GRAD_PARITY
+                                   and data[r["grad_of"][0]].size <= check.FD_MAX_ELEMENTS)
+    name = f"grad/{rec['grad_of'][0]}"
+    assert _check(directory, rec)["grad"] == check.GRAD_PARITY
+    _copy_site(directory, rec, tmp_path, lambda d: d.update({name: d[name] + np.float32(0.5)}))
+    assert _check(tmp_path, rec)["grad"] == check.PADDLE_GRAD_OFF
 
 
 @pytest.mark.paddle
@@ -188,7 +216,7 @@ def test_op_sources_is_what_the_whole_sweep_writes():
     """kernelcore/ir/op_sources.py is fresh: the whole sweep (./dev sweep, when its output is cached here) writes
     the same table."""
     keys = [k for k, *_ in sweep.FORMATS]
-    if not all((sweep.CACHE / f"{k}-{sweep.source_hash(k, 1)}" / "manifest.json").exists() for k in keys):
+    if not all((sweep.cache_dir(k, 1) / "manifest.json").exists() for k in keys):
         pytest.skip("the whole sweep is not cached here: ./dev sweep")
     tables = sweep.run(1, log=None)
     assert {op: tuple(fns) for op, fns in report.op_sources(tables).items()} == OP_SOURCES

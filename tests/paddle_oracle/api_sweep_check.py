@@ -3,7 +3,8 @@
 `check_dir(directory)` returns one result per built call site of that directory's manifest:
     status    "runs with parity" | "missing op" | "wrong values" (a run that raises is counted here, its error in
               `detail`; so is a program kernelcore cannot open for another reason than a missing op)
-    grad      None (Paddle gave no gradient) | "gradient parity" | "missing op" | "wrong gradients"
+    grad      None (Paddle gave no gradient) | "gradient parity" | "missing op" | "wrong gradients" |
+              "Paddle's gradient is off" (it differs from central differences of the forward, kernelcore's does not)
     missing   op types kernelcore lacks (the forward's, or the gradient's); `ops` the loaded program's op types
 Forward outputs agree to FORWARD_TOL (float32), gradients of sum(out * w) to GRADIENT_TOL, both relative to the
 output's own scale; a random function's outputs agree in shape and dtype only.
@@ -28,6 +29,8 @@ FORWARD_TOL = 1e-5
 GRADIENT_TOL = 1e-4
 PARITY, MISSING, WRONG = "runs with parity", "missing op", "wrong values"
 GRAD_PARITY, GRAD_WRONG = "gradient parity", "wrong gradients"
+PADDLE_GRAD_OFF = "Paddle's gradient is off"  # kernelcore's agrees with finite differences, Paddle's does not
+FD_EPS, FD_TOL, FD_MAX_ELEMENTS = 1e-2, 1e-2, 256
 PIR_MISSING = re.compile(r"no counterpart for PIR op '([^']+)'")
 
 
@@ -151,8 +154,41 @@ def backward(directory, prog, scope, feeds, fetches, data, rec) -> dict:
     for (n, _), g in zip(pairs, got):
         diff = agree(g, data[f"grad/{n}"], GRADIENT_TOL)
         if diff:
-            return {"grad": GRAD_WRONG, "grad_detail": f"d/d{n}: {diff}"}
+            return arbitrate(directory, rec, prog, fetches, scope, data, n, g, diff)
     return {"grad": GRAD_PARITY, "grad_detail": ""}
+
+
+def arbitrate(directory, rec, prog, fetches, scope, data, wrt, got, diff) -> dict:
+    """kernelcore's gradient differs from Paddle's: central differences of kernelcore's forward (whose outputs
+    are Paddle's) say which is off, where the input is small enough to ask."""
+    wrong = {"grad": GRAD_WRONG, "grad_detail": f"d/d{wrt}: {diff}"}
+    if data[wrt].size > FD_MAX_ELEMENTS:
+        return wrong
+    fwd, names = gradient_program(directory, rec, prog, fetches)
+    numeric = numeric_gradient(fwd, [names[i] for i in rec["grad_outputs"]], scope, data, rec, wrt)
+    paddle_off = agree(data[f"grad/{wrt}"].astype(np.float64), numeric, FD_TOL)
+    if paddle_off and agree(np.asarray(got, np.float64), numeric, FD_TOL) is None:
+        return {"grad": PADDLE_GRAD_OFF, "grad_detail": f"d/d{wrt}: Paddle's differs from finite differences "
+                                                        f"({paddle_off}); kernelcore's agrees with them"}
+    return wrong
+
+
+def numeric_gradient(prog, outputs, scope, data, rec, wrt) -> np.ndarray:
+    """d sum(out_i * w_i) / d wrt by central differences, through kernelcore's forward run in training mode."""
+    feed = {n: data[n] for n in rec["feeds"]}
+    weights = [data[f"w/{i}"] for i in rec["grad_outputs"]]
+
+    def objective(x):
+        outs = kc.Executor().run(prog, feed={**feed, wrt: x}, fetch_list=outputs, scope=scope, training=True)
+        return sum(float(np.sum(np.asarray(o, np.float64) * w)) for o, w in zip(outs, weights))
+    x = data[wrt]
+    grad = np.zeros(x.shape)
+    for idx in np.ndindex(*x.shape):
+        up, down = x.copy(), x.copy()
+        up[idx] += FD_EPS
+        down[idx] -= FD_EPS
+        grad[idx] = (objective(up) - objective(down)) / (2 * FD_EPS)
+    return grad
 
 
 def check_dir(directory: Path, progress=None) -> tuple[dict, list[dict]]:

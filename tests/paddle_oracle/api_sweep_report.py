@@ -21,6 +21,7 @@ SHOWN_BLOCKED = 8
 CELL = {check.PARITY: "parity", check.WRONG: "**wrong values**", sweep.CANNOT_BUILD: "Paddle cannot build",
         "not-ops": "no ops"}
 GRAD_CELL = {check.GRAD_PARITY: "parity", check.GRAD_WRONG: "**wrong**", check.MISSING: "**missing op**",
+             check.PADDLE_GRAD_OFF: "Paddle's is off",
              sweep.NOT_DIFFERENTIABLE: "–"}
 
 
@@ -44,12 +45,16 @@ def grad_cell(v: dict | None) -> str:
 
 
 def detail(row: dict) -> str:
+    """The first thing worth reading: kernelcore's wrong values, then its gradients, then Paddle's failures."""
     for v in row.values():
-        if v and v["status"] not in (check.PARITY, check.MISSING, "not-ops") and v.get("detail"):
+        if v and v["status"] == check.WRONG and v.get("detail"):
             return _md(v["detail"])
     for v in row.values():
         if v and v.get("grad") not in (None, check.GRAD_PARITY, sweep.NOT_DIFFERENTIABLE) and v.get("grad_detail"):
             return "gradient: " + _md(v["grad_detail"])
+    for v in row.values():
+        if v and v["status"] == sweep.CANNOT_BUILD and v.get("detail"):
+            return "Paddle: " + _md(v["detail"])
     return ""
 
 
@@ -59,17 +64,17 @@ def _md(text: str) -> str:
 
 def totals_table(tables: dict) -> list[str]:
     lines = ["| format | swept | Paddle builds | runs with parity | missing op | wrong values | Paddle itself "
-             "cannot build it | differentiable | gradient parity |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "cannot build it | differentiable | gradient parity | Paddle's gradient is off |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for key, label, _, _ in sweep.FORMATS:
         if key not in tables:
-            lines.append(f"| {label} | (no venv) | | | | | | | |")
+            lines.append(f"| {label} | (no venv) | | | | | | | | |")
             continue
         t = sweep.totals(tables[key])
         lines.append(f"| {label} | {t['swept']} | {t['built']} | "
                      f"{t['parity']} ({pct(t['parity'], t['built'])}) | {t['missing']} | {t['wrong']} | "
                      f"{t['cannot_build']} | {t['differentiable']} | {t['grad_parity']} "
-                     f"({pct(t['grad_parity'], t['differentiable'])}) |")
+                     f"({pct(t['grad_parity'], t['differentiable'])}) | {t['paddle_grad_off']} |")
     return lines
 
 
@@ -124,7 +129,10 @@ def write_doc(tables: dict, seconds: float) -> None:
         f"values*: an output differs, or the run raises (the error is in the detail column); *Paddle itself "
         f"cannot build it*: no call the sweep tried built a program in that Paddle (Paddle's error in the "
         f"detail column; for some it is the sweep's argument guess that fails). *gradient parity*: every "
-        f"gradient agrees to {check.GRADIENT_TOL:g}; a gradient is compared only where the forward has parity.",
+        f"gradient agrees to {check.GRADIENT_TOL:g}; a gradient is compared only where the forward has parity. "
+        f"Where kernelcore's gradient differs from Paddle's, central differences of kernelcore's forward (whose "
+        f"outputs are Paddle's) arbitrate: *Paddle's gradient is off* when they agree with kernelcore's to "
+        f"{check.FD_TOL:g} and not with Paddle's; those are left out of the differentiable count.",
         "",
         "## Totals",
         "",

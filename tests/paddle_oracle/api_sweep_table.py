@@ -367,6 +367,14 @@ EXPLICIT = {
         paddle.nn.TransformerDecoderLayer(4, 2, 8), 2))(f(T, 2, 3, 4), f(T, 2, 3, 4)),
     "paddle.nn.Transformer": lambda T: _eval(paddle.nn.Transformer(4, 2, 1, 1, 8))(f(T, 2, 3, 4), f(T, 2, 3, 4)),
     "paddle.nn.MaxUnPool2D": lambda T: _max_unpool2d(T, layer=True),
+    "paddle.nn.MultiMarginLoss": lambda T: paddle.nn.MultiMarginLoss()(f(T, 4, 3), T.ints([4], high=3)),
+    "paddle.randint": lambda T: paddle.randint(0, 4, [2, 3]) + T.ints([2, 3], high=4),
+    "paddle.randint_like": lambda T: paddle.randint_like(f(T, 2, 3), 0, 4),
+    "paddle.bernoulli": lambda T: paddle.bernoulli(T.unit([2, 3])),
+    "paddle.static.nn.prelu": lambda T: paddle.static.nn.prelu(f(T, 2, 3, 4, 4), "all"),
+    "paddle.static.nn.conv2d_transpose": lambda T: paddle.static.nn.conv2d_transpose(f(T, 2, 3, 4, 4), 4, 3),
+    "paddle.static.nn.conv3d": lambda T: paddle.static.nn.conv3d(f(T, 2, 3, 4, 4, 4), 4, 3),
+    "paddle.diagonal_scatter": lambda T: paddle.diagonal_scatter(f(T, 3, 3), f(T, 3)),
 }
 
 
@@ -386,7 +394,7 @@ def _cond(T):
 
 
 def _while(T):
-    x = f(T, 2, 3)
+    x = f(T, 2, 3) * 1.0  # a legacy while loop writes its result into the loop variable: not into the feed
     i = paddle.full([1], 0, "int64")
     _, y = paddle.static.nn.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 0.5 + 1.0), [i, x])
     return y
