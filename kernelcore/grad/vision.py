@@ -73,7 +73,7 @@ def _depthwise_filter_grad_channels_last(xp, xpad, g, ks, strides, dils):
     dw = xp.empty((len(taps), c), dtype=g.dtype)
     tmp = xp.empty_like(gl)
     for t, offs in enumerate(taps):
-        xp.multiply(xl[(slice(None),) + C._tap_window(offs, outs, strides, dils)], gl, out=tmp)
+        xp.multiply(xl[(slice(None),) + C.tap_window(offs, outs, strides, dils)], gl, out=tmp)
         dw[t] = tmp.reshape(-1, c).sum(axis=0)
     return xp.ascontiguousarray(dw.T).reshape(c, 1, *ks)
 
@@ -131,7 +131,7 @@ def _depthwise_input_grad(xp, g, w, strides, pads, dils, c, in_sizes):
     mult = o // c
     full = [max((outs[i] - 1) * strides[i] + dils[i] * (ks[i] - 1) + 1, pads[i][0] + in_sizes[i])
             for i in range(nd)]
-    windows = [C._tap_window(offs, outs, strides, dils) for offs in itertools.product(*(range(k) for k in ks))]
+    windows = [C.tap_window(offs, outs, strides, dils) for offs in itertools.product(*(range(k) for k in ks))]
     crop = tuple(slice(pads[i][0], pads[i][0] + in_sizes[i]) for i in range(nd))
     if mult == 1 and c >= 64:
         dxl = xp.zeros((n, *full, c), dtype=g.dtype)
@@ -313,7 +313,7 @@ def _pool_grad(fwd_type, nd):
             dx = g
             for dim in range(nd):
                 a = 2 + dim
-                m = xp.asarray(P._avg_matrix(x.shape[a], outs[dim], ksize[dim], strides[dim], pads[dim][0],
+                m = xp.asarray(P.avg_matrix(x.shape[a], outs[dim], ksize[dim], strides[dim], pads[dim][0],
                                              adaptive, attrs["exclusive"], g.dtype))
                 dx = xp.moveaxis(xp.tensordot(dx, m, axes=([a], [0])), -1, a)
             dx = xp.ascontiguousarray(dx)

@@ -257,7 +257,7 @@ def conv_transpose_forward(xp, x, w, strides, pads, dils, groups, out_sizes):
         cols = xp.matmul(xm, w.reshape(groups, cg, og * len(taps))).reshape(groups, n, *ins, og, *ks)
         out = xp.zeros((n, *full, groups, og), dtype=x.dtype)
         for offs in taps:
-            out[(slice(None),) + _tap_window(offs, ins, strides, dils)] += \
+            out[(slice(None),) + tap_window(offs, ins, strides, dils)] += \
                 xp.moveaxis(cols[(Ellipsis,) + offs], 0, -2)          # `out` is ours
         out = out[(slice(None),) + crop].reshape(n, *out_sizes, groups * og)
         return xp.ascontiguousarray(xp.moveaxis(out, -1, 1))
@@ -267,12 +267,12 @@ def conv_transpose_forward(xp, x, w, strides, pads, dils, groups, out_sizes):
     out = xp.zeros((n, groups, og, *full), dtype=x.dtype)
     perm = (2, 0, 1) + tuple(range(3, 3 + len(ins)))                 # (groups, og, n, spatial) -> (n, groups, og, ...)
     for offs in taps:
-        out[(slice(None),) * 3 + _tap_window(offs, ins, strides, dils)] += \
+        out[(slice(None),) * 3 + tap_window(offs, ins, strides, dils)] += \
             cols[(slice(None), slice(None)) + offs].transpose(perm)   # `out` is ours
     return xp.ascontiguousarray(out[(slice(None),) * 3 + crop]).reshape(n, groups * og, *out_sizes)
 
 
-def _tap_window(offs, ins, strides, dils):
+def tap_window(offs, ins, strides, dils):
     """The spatial slices that kernel offset `offs` of every input pixel lands on in the col2im buffer."""
     return tuple(slice(offs[i] * dils[i], offs[i] * dils[i] + strides[i] * (ins[i] - 1) + 1, strides[i])
                  for i in range(len(ins)))

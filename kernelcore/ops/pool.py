@@ -71,7 +71,7 @@ def _window_index(i, o, k, s, lo, adaptive):
     return idx, starts, ends
 
 
-def _avg_matrix(i, o, k, s, lo, adaptive, exclusive, dtype):
+def avg_matrix(i, o, k, s, lo, adaptive, exclusive, dtype):
     starts, ends = windows(i, o, k, s, lo, adaptive)
     cols = np.arange(i)[None, :]
     inside = (cols >= starts[:, None]) & (cols < ends[:, None])
@@ -100,7 +100,7 @@ def pool_forward(xp, x, kind, ksize, strides, pads, outs, adaptive, exclusive):
         a = 2 + d
         i = x.shape[a]
         if kind == "avg":
-            m = xp.asarray(_avg_matrix(i, outs[d], ksize[d], strides[d], pads[d][0], adaptive, exclusive,
+            m = xp.asarray(avg_matrix(i, outs[d], ksize[d], strides[d], pads[d][0], adaptive, exclusive,
                                        x.dtype))
             x = xp.moveaxis(xp.tensordot(x, m, axes=([a], [1])), -1, a)
         else:

@@ -28,7 +28,7 @@ def bind(run, prepared: PreparedBlock, scope: Scope, root_block: bool, need_io: 
     """Create the block's variables in `scope` and resolve every op's names to Variables. What a record
     reads is bound only for runs that record it: `level` 0 unobserved, 1 the derived records' measured
     Variables, 2 also every input and output (records holding values; a run from the middle of a block)."""
-    cached = prepared._bound
+    cached = prepared.binding
     observed = bool(run.observers)
     level = 0 if not observed else 2 if (need_io or run.record_mode is RECORD_VALUES) else 1
     if (cached is not None and cached[0]() is scope and cached[1] == _chain_versions(scope)
@@ -55,7 +55,7 @@ def bind(run, prepared: PreparedBlock, scope: Scope, root_block: bool, need_io: 
                       None if not observed else single_var if single_var is not None and not op.recorded
                       else _measured(tuple([names[n] for n in op.out_names + list(op.recorded)]))))
     at_start = tuple([names[n] for n in prepared.read_at_start])
-    prepared._bound = (_forget_with(scope, prepared, "_bound"), _chain_versions(scope), bound, at_start, level)
+    prepared.binding = (_forget_with(scope, prepared, "binding"), _chain_versions(scope), bound, at_start, level)
     return bound, at_start
 
 

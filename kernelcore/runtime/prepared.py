@@ -74,7 +74,7 @@ def _first_input_dtype(program: Program, block_idx: int, names) -> str | None:
 
 
 class PreparedBlock:
-    __slots__ = ("program", "block_idx", "ops", "var_descs", "_bound", "feed_ops", "feed_decls", "layout",
+    __slots__ = ("program", "block_idx", "ops", "var_descs", "binding", "feed_ops", "feed_decls", "layout",
                  "first_uses", "declared", "template", "read_at_start", "split_run", "__weakref__")
 
     def __init__(self, program: Program, block_idx: int, place):
@@ -83,7 +83,7 @@ class PreparedBlock:
         self.ops = [PreparedOp(program, block_idx, i, d, place) for i, d in enumerate(block.desc.ops)]
         # (name, persistable) of the vars this block declares, created in the scope that runs it
         self.var_descs = [(v.name, v.persistable) for v in block.desc.vars]
-        self._bound = None  # (scope, versions of the scope chain, bound ops)
+        self.binding = None  # binding.bind's cache: (its scope, weakly; the chain's versions; the bound ops; ...)
         # feed ops: fed name -> (feed-list variable, column); declared (dtype, shape) per fed name
         self.feed_ops = {op.outs[0][1][0]: (op.ins[0][1][0], op.attrs["col"]) for op in self.ops
                          if op.type == "feed"}
