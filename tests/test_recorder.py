@@ -155,21 +155,20 @@ def test_a_gradient_norm_watch_stops_where_numpy_finds_the_norm_first_above_the_
     main, scope, loss, feed = _mlp()
     oracle_scope = _copy_scope(scope)
     grad = "fc_0.w_0@GRAD"
-    bound = 1e3
-    found = {}
+    norms = []
 
-    def over(it, tr):
-        for e in tr.events:
-            for name, v in (e.values or ()) if e.kind == "op_run" else ():
-                if name == grad and np.linalg.norm(np.asarray(v, np.float64)) > bound:
-                    found["it"] = it
-                    return True
+    def norm_of(it, tr):
+        norms.append(next(np.linalg.norm(np.asarray(v, np.float64)) for e in tr.events if e.kind == "op_run"
+                          for name, v in e.values if name == grad))
         return False
-    assert _train(main, oracle_scope, loss, feed, 60, over) is not None
+    _train(main, oracle_scope, loss, feed, RAISE_AT + 3, norm_of)
+    # the bound sits far between the norms before the jump and the first after it, so rounding cannot move it
+    jump = next(j for j in range(1, len(norms)) if norms[j] > 10 * max(norms[:j]))
+    bound = math.sqrt(max(norms[:jump]) * norms[jump])
     with record(main, scope, nan=False) as rec:
         rec.watch(grad, "grad_norm", hi=bound)
         _train(main, scope, loss, feed, 60)
-    assert rec.hit is not None and (rec.hit.iteration, rec.hit.var) == (found["it"], grad)
+    assert rec.hit is not None and (rec.hit.iteration, rec.hit.var) == (jump, grad)
     assert "explosion" in rec.hit.message
 
 

@@ -35,13 +35,11 @@ class Breakpoint:
 
 
 
-def has_non_finite(ev, sess) -> bool:
-    xp = sess.executor.place.xp
+def has_non_finite(ev, xp) -> bool:
     return any(nonfinite(xp, value) for _, value in ev.values or ())
 
 
-def non_finite_text(ev, sess) -> str:
-    xp = sess.executor.place.xp
+def non_finite_text(ev, xp) -> str:
     bad = [name for name, v in ev.values or () if nonfinite(xp, v)]
     where = f"op {ev.op_type!r} (block {ev.block}, op #{ev.op})"
     if ev.timestep is not None:

@@ -95,8 +95,8 @@ class ProvenanceWalk:
 
     def __init__(self, rec, upto: int, max_nodes: int):
         self.rec, self.events, self.max_nodes = rec, rec.events, max_nodes
-        self.parent, self.names, self.origin, self.pushed = rec._scope_facts(upto)
-        self.writes = rec._write_index(upto)
+        self.parent, self.names, self.origin, self.pushed = rec.scope_facts(upto)
+        self.writes = rec.write_index(upto)
         self.nodes: dict[tuple, Origin] = {}
 
     def run(self, name: str, scope: int, k: int, depth: int) -> Origin:
@@ -201,7 +201,7 @@ class ProvenanceWalk:
             o.note = "bound by the loop op"
             return o, []
         j = ex_states.index(name)
-        prev = self.rec._step_index().previous(step_scope, i)
+        prev = self.rec.step_index().previous(step_scope, i)
         if prev is not None:
             o.note = f"memory: {states[j]!r} written at timestep {prev[0]}"
             return o, [(states[j], prev[1], prev[3], "")]
@@ -236,7 +236,7 @@ class ProvenanceWalk:
     def _previous_pass_step(self, step_scope, org, begin) -> list | None:
         """The latest step of the same rnn op and pass (layer, direction) that ended at or before `begin`:
         looked for from the step itself backwards (the one before it, unless it is its pass's first)."""
-        steps = self.rec._step_index()
+        steps = self.rec.step_index()
         runs = steps.runs.get((org.get("block"), org.get("op_idx")), [])
         run, pos = steps.by_scope.get(step_scope, (None, 0))
         r = next((j for j in range(len(runs) - 1, -1, -1) if runs[j] is run), None)

@@ -12,7 +12,7 @@ from .trace import Trace
 from .position import BLOCK_WRITERS, Pause
 from .program_names import check_known, program_names
 from .loop_steps import StepIndex, StepRecord
-from .provenance import DEFAULT_PROVENANCE_NODES, Origin, ProvenanceWalk, resolve_home
+from .provenance import DEFAULT_PROVENANCE_NODES, Origin, ProvenanceWalk
 
 
 class RecordedRun:
@@ -49,7 +49,7 @@ class RecordedRun:
         return TimeView(self, index)
 
     # -- loops ------------------------------------------------------------------------------------------
-    def _step_index(self) -> StepIndex:
+    def step_index(self) -> StepIndex:
         """The loop steps of the trace, indexed once and brought up to date with the events recorded since."""
         index = self.__dict__.get("_steps")
         if index is None:
@@ -60,7 +60,7 @@ class RecordedRun:
     def timesteps(self, block: int, op: int, upto: int | None = None) -> list[StepRecord]:
         """The timesteps of loop op (block, op) in its latest run that began at or before event `upto`,
         in execution order."""
-        index = self._step_index()
+        index = self.step_index()
         last = len(self.events) - 1 if upto is None else upto
         return index.steps((block, op), last)
 
@@ -72,7 +72,7 @@ class RecordedRun:
                      and (events[i].block, events[i].op) == (block, op)), None)
 
     # -- scopes as recorded -------------------------------------------------------------------------------
-    def _scope_facts(self, upto: int):
+    def scope_facts(self, upto: int):
         """(parent of each scope, names created in each scope, origin of each scope, index of each scope's
         push) up to event `upto`."""
         parent: dict[int, int | None] = {}
@@ -94,7 +94,7 @@ class RecordedRun:
                 names[e.scope].add(e.name)
         return parent, names, origin, pushed
 
-    def _write_index(self, upto: int) -> dict[str, list[int]]:
+    def write_index(self, upto: int) -> dict[str, list[int]]:
         """name -> indexes (ascending) of the events up to `upto` that wrote it: op_run outputs (not a while's
         or conditional_block's, which only relist what their sub-block wrote) and loop bindings."""
         writes: dict[str, list[int]] = {}

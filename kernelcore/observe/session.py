@@ -23,10 +23,11 @@ from ..runtime.place import CPUPlace, to_host
 from ..ir.program import Program
 from ..runtime.scope import Scope, global_scope
 from .trace import Trace
-from .watch import Watch, WatchHit, check as check_watch, make_watch
-from .position import BLOCK_WRITERS, Pause, Position, block_run, frame_text, pause_at
+from .watch import Watch, WatchHit, make_watch
+from .position import Pause, Position, block_run, frame_text, pause_at
 from .program_names import check_known, program_names
-from .breakpoints import Breakpoint, has_non_finite, non_finite_text
+from .breakpoints import Breakpoint
+from .stops import stop_reason
 from .provenance import DEFAULT_PROVENANCE_NODES, Origin
 from .recorded_run import RecordedRun, TimeView, snapshot_chain
 from .forks import Fork, edit_event, new_value, twin_scope
@@ -216,73 +217,9 @@ class DebugSession:
         """Why pause i stops a move (a breakpoint or a watch), judged from the events that led to it."""
         if i <= 0 or not (self.breakpoints or self.watches):
             return None
-        live = [b for b in self.breakpoints if b.enabled]
-        watches = [w for w in self.watches if w.enabled]
-        # only write/NaN breakpoints and watches look at what ran; without them the records are left as
-        # they are, to be turned into events when someone reads the trace
-        by_events = watches or any(b.write is not None or b.nan for b in live)
-        events = self.trace.events if by_events else ()
-        for k in range(self._pauses[i - 1].index + 1, self._pauses[i].index + 1) if by_events else ():
-            ev = events[k]
-            if ev.kind != "op_run":
-                continue
-            for b in live:
-                if b.write is not None and ev.op_type not in BLOCK_WRITERS \
-                        and any(name == b.write for _, name, _, _ in ev.outputs):
-                    # (a while / conditional_block op only lists what its sub-block already wrote: the write
-                    # stopped there, after the sub-block's op)
-                    return f"breakpoint {b}: written by op {ev.op_type!r} (block {ev.block}, op #{ev.op})" + \
-                        (f" at timestep {ev.timestep}" if ev.timestep is not None else "")
-                if b.nan and has_non_finite(ev, self):
-                    return f"breakpoint {b}: {non_finite_text(ev, self)}"
-            if watches:
-                hit = self._check_watches(k, ev, watches)
-                if hit:
-                    return hit
-        inner = self._pauses[i].position.innermost
-        if inner is not None and not inner.at_end:
-            for b in live:
-                if b.op_type is not None and inner.op_type == b.op_type:
-                    return f"breakpoint {b}"
-                if b.op is not None and (inner.block, inner.op) == (b.block, b.op):
-                    return f"breakpoint {b}"
-        return None
-
-    def _check_watches(self, k, ev, watches) -> str | None:
-        xp = self.executor.place.xp
-        first = None
-        for name, value in ev.values or ():
-            for w in watches:
-                if not w.matches(ev.op_type, name):
-                    continue
-                why = check_watch(w, xp, value, lambda: self._previous_value(name, ev.scope, k))
-                if why is None:
-                    continue
-                hit = WatchHit(w.id, k, ev.block, ev.op, ev.op_type, ev.timestep, name,
-                               f"{w}: {name!r} written by op {ev.op_type!r} (block {ev.block}, op #{ev.op})"
-                               + (f" at timestep {ev.timestep}" if ev.timestep is not None else "") + f" {why}")
-                if not any(h.event == k and h.watch == w.id and h.var == name for h in w.hits):
-                    w.hits.append(hit)
-                    self.hits.append(hit)
-                first = first or hit.message
-        return first
-
-    def _previous_value(self, name: str, scope: int, k: int):
-        """The value `name` held before event k: its previous write (any scope: the previous timestep's
-        too), else its value before the run."""
-        events = self.trace.events
-        for i in range(k - 1, -1, -1):
-            e = events[i]
-            if e.kind == "op_run" and e.values:
-                for n, v in e.values:
-                    if n == name:
-                        return v
-            elif e.kind == "var_create" and e.name == name and e.values:
-                return e.values[0][1]
-        for _, _, values in reversed(self.record.initial):
-            if name in values:
-                return values[name]
-        return None
+        ps = self._pauses
+        return stop_reason(self.trace, range(ps[i - 1].index + 1, ps[i].index + 1), ps[i].position.innermost,
+                           self.breakpoints, self.watches, self.executor.place.xp, self.record.initial, self.hits)
 
     # -- moving forward ----------------------------------------------------------------------------------
     def _forward(self, done: Callable[[Position], bool], reason: str) -> DebugSession:
