@@ -23,6 +23,7 @@ from kernelcore.errors import KernelcoreError, LoadError, UnknownOpError
 from kernelcore.formats.paddle_files import (feed_target_names, fetch_target_names, load_inference_model,
                                              load_params)
 from kernelcore.formats.pir_json import load_pir_program
+from kernelcore.formats.pir_ops import CONSTANT_MAKERS, PIR_OPS
 from kernelcore.ir.support import unsupported_ops
 
 FORWARD_TOL = 1e-5
@@ -32,6 +33,15 @@ GRAD_PARITY, GRAD_WRONG = "gradient parity", "wrong gradients"
 PADDLE_GRAD_OFF = "Paddle's gradient is off"  # kernelcore's agrees with finite differences, Paddle's does not
 FD_EPS, FD_TOL, FD_MAX_ELEMENTS = 1e-2, 1e-2, 256
 PIR_MISSING = re.compile(r"no counterpart for PIR op '([^']+)'")
+# what the PIR reader takes apart itself rather than through its table
+PIR_STRUCTURE = {"pd_op.if", "pd_op.while", "cf.yield", "builtin.parameter", "pd_op.parameter", "pd_op.data",
+                 "pd_op.fetch", "builtin.combine", "builtin.split", "builtin.shadow_output", "pd_op.shadow_output"}
+
+
+def pir_unmapped(ops) -> list[str]:
+    """The PIR ops of a program kernelcore's reader has no counterpart for (it stops at the first)."""
+    known = PIR_STRUCTURE | CONSTANT_MAKERS | set(PIR_OPS)
+    return sorted({op for op in ops if op not in known})
 
 
 def load(prefix: Path, fmt: str):
@@ -82,7 +92,8 @@ def check_site(directory: Path, rec: dict, fmt: str) -> dict:
     except LoadError as e:
         m = PIR_MISSING.search(str(e))
         if m:
-            return {**res, "status": MISSING, "missing": [m.group(1)], "detail": "cannot open"}
+            missing = sorted(set(pir_unmapped(rec["ops"])) | {m.group(1)})
+            return {**res, "status": MISSING, "missing": missing, "detail": "cannot open"}
         return {**res, "status": WRONG, "detail": "cannot open: " + _short(e)}
     res["ops"] = op_types(prog)
     missing = unsupported_ops(prog)

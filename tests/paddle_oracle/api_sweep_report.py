@@ -146,8 +146,8 @@ def write_doc(tables: dict, seconds: float) -> None:
         "",
         *missing_table(tables, LEGACY),
         "",
-        "In the PIR programs: ops kernelcore's PIR reader has no counterpart for (it names the first of a "
-        "program's), or whose legacy op has no kernel.",
+        "In the PIR programs: ops kernelcore's PIR reader has no counterpart for (such a program does not "
+        "open), or whose legacy op has no kernel.",
         "",
         *missing_table(tables, ("p3-pir",)),
         "",
