@@ -19,10 +19,9 @@ from .program_bytes import parse_program_desc
 from .program_text import op_text, program_text, var_text
 from .proto import framework_pb2 as pb
 from .registry import get_op_def
-from .structure import check_structure  # noqa: F401  - the executor and prune check built programs with it
+from .structure import block_refs
 
 VT = pb.VarType
-A = pb.AttrType
 
 
 # ---------------------------------------------------------------------------
@@ -170,13 +169,7 @@ class Operator:
     def sub_blocks(self) -> list[Block]:
         """The blocks this op runs (attributes of type BLOCK or BLOCKS)."""
         prog = self.block.program
-        out = []
-        for a in self.desc.attrs:
-            if a.type == A.BLOCK:
-                out.append(prog.block(a.block_idx))
-            elif a.type == A.BLOCKS:
-                out.extend(prog.block(i) for i in a.blocks_idx)
-        return out
+        return [prog.block(j) for _, j in block_refs(self.desc)]
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Operator) and other.block == self.block and other.desc == self.desc
