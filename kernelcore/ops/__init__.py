@@ -3,7 +3,7 @@ from . import activation, math, tensor, shape  # noqa: F401
 from . import nn, loss  # noqa: F401
 from . import control_flow  # noqa: F401  - last: it registers logical_not etc. only where no family did
 from . import optimizer, dropout  # noqa: F401  - training: optimizer updates, dropout
-from . import math_extra, tensor_extra  # noqa: F401  - Transformer/BERT programs
+from . import math_extra, tensor_extra, indexing  # noqa: F401  - Transformer/BERT programs
 from . import rnn  # noqa: F401  - the fused rnn op (paddle.nn.LSTM/GRU/SimpleRNN)
 from . import conv, pool, norm, interp, vision_tensor  # noqa: F401  - convolution, pooling, normalisation (batch, group, instance, layer), resizing
 from . import activation_extra  # noqa: F401  - after activation: relu6, hard_swish, swish, prelu, ... where no family defined them
