@@ -80,3 +80,27 @@ def test_box_coder_decode_needs_a_prior_per_column():
     with pytest.raises(OpRunError, match=r"TargetBox's dim 1 \(3\) must equal the number of priors \(2\)"):
         _run("box_coder", {"PriorBox": np.ones((2, 4), np.float32), "TargetBox": np.zeros((1, 3, 4), np.float32)},
              ["OutputBox"], {"code_type": "decode_center_size"})
+
+
+def test_a_huge_roi_is_refused_before_its_samples_are_made():
+    x = np.zeros((1, 1, 8, 8), np.float32)
+    rois = np.array([[0, 0, 1e9, 1e9]], np.float32)
+    with pytest.raises(OpRunError, match="over kernelcore's bound of 2097152 per ROI"):
+        _run("roi_align", {"X": x, "ROIs": rois}, ["Out"], {"pooled_height": 2, "pooled_width": 2})
+
+
+def test_matrix_nms_bounds_its_candidates_and_nms_keeps_memory_to_what_it_keeps():
+    """matrix_nms's pairwise IoUs are bounded (nms_top_k -1 over a huge head is refused); multiclass_nms3 over
+    the same boxes runs, meeting each candidate only with the boxes kept."""
+    rng = np.random.default_rng(1)
+    m = 5000
+    xy = rng.uniform(0, 1000, (1, m, 2))
+    boxes = np.concatenate([xy, xy + 5], -1).astype(np.float32)
+    scores = rng.uniform(0.5, 1, (1, 1, m)).astype(np.float32)
+    with pytest.raises(OpRunError, match="5000 candidates in one class exceed kernelcore's bound of 4096"):
+        _run("matrix_nms", {"BBoxes": boxes, "Scores": scores}, ["Out", "Index", "RoisNum"],
+             dict(score_threshold=0.1, post_threshold=0.1, nms_top_k=-1, keep_top_k=-1, background_label=-1))
+    out, _, count = _run("multiclass_nms3", {"BBoxes": boxes, "Scores": scores}, ["Out", "Index", "NmsRoisNum"],
+                         dict(score_threshold=0.1, nms_top_k=-1, keep_top_k=-1, background_label=-1,
+                              normalized=False))
+    assert 0 < count[0] <= m and out.shape == (count[0], 6)

@@ -152,17 +152,33 @@ def top_candidates(scores, threshold: float, top_k: int):
     return idx[:top_k] if top_k > -1 else idx
 
 
+def iou_with(box, others, normalized: bool):
+    """IoU of one box with each of `others` [K, 4] (JaccardOverlap; one row of iou_matrix)."""
+    norm = 0.0 if normalized else 1.0
+    lo = np.maximum(box[:2], others[:, :2])
+    hi = np.minimum(box[2:], others[:, 2:])
+    apart = (others[:, 0] > box[2]) | (others[:, 2] < box[0]) | (others[:, 1] > box[3]) | (others[:, 3] < box[1])
+    inter = (hi[:, 0] - lo[:, 0] + norm) * (hi[:, 1] - lo[:, 1] + norm)
+    area = box_area(box, normalized)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = inter / (area + box_area(others, normalized) - inter)
+    return np.where(apart, 0.0, iou)
+
+
 def greedy_nms(boxes, order, threshold: float, normalized: bool, eta: float = 1.0) -> list:
     """Paddle's NMSFast: walk `order`, keep a box unless it overlaps a kept one by more than the (adaptive)
-    threshold."""
-    ious = iou_matrix(boxes[order], normalized)
+    threshold. Each candidate meets only the boxes kept so far: memory grows with what is kept, not with the
+    square of the candidates."""
+    b = boxes.astype(np.float64)
     kept: list[int] = []
-    for i in range(len(order)):
-        if all(ious[i, j] <= threshold for j in kept):
-            kept.append(i)
+    for k in order:
+        k = int(k)
+        ious = iou_with(b[k], b[kept], normalized)
+        if not (ious > threshold).any() and not np.isnan(ious).any():
+            kept.append(k)
             if eta < 1 and threshold > 0.5:
                 threshold *= eta
-    return [int(order[i]) for i in kept]
+    return kept
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -258,8 +274,16 @@ def multiclass_nms3(ctx, ins, attrs):
     return _pack(ctx.xp, rows, b.dtype, per_image)
 
 
+# Matrix NMS compares every pair of a class's candidates (Paddle keeps the same triangle): a program with
+# nms_top_k = -1 over a large head would ask for gigabytes of IoUs.
+MAX_MATRIX_CANDIDATES = 4096
+
+
 def matrix_decay(boxes, scores, normalized, use_gaussian, sigma):
     """Matrix NMS's decayed scores for candidates already sorted score-descending."""
+    if len(boxes) > MAX_MATRIX_CANDIDATES:
+        raise ValueError(f"{len(boxes)} candidates in one class exceed kernelcore's bound of {MAX_MATRIX_CANDIDATES} "
+                         f"for matrix_nms (its IoU matrix grows with their square): set nms_top_k")
     ious = np.triu(iou_matrix(boxes, normalized), k=1)  # [j, i]: IoU of i with the better-scoring j
     max_iou = ious.max(axis=0)  # each candidate's largest IoU with a better one
     if use_gaussian:

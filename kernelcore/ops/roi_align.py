@@ -54,6 +54,11 @@ def roi_images(rois_num, count: int, batch: int) -> np.ndarray:
     return np.repeat(np.arange(batch), per)
 
 
+# A ROI's adaptive grid grows with its size: a ROI millions of pixels wide would ask for gigabytes of sample
+# points (Paddle's loop takes the time instead). Real ROIs over real feature maps stay far below this.
+MAX_SAMPLES_PER_ROI = 1 << 21
+
+
 def bin_samples(roi, h: int, w: int, attrs):
     """For one ROI (host floats): the sample points' four neighbours and weights, as flat indices into one
     [H * W] plane and weights [ph * pw, n_samples, 4], zero weight for samples outside X, with 1 / count folded
@@ -69,6 +74,9 @@ def bin_samples(roi, h: int, w: int, attrs):
     ratio = attrs["sampling_ratio"]
     gh = ratio if ratio > 0 else math.ceil(rh / ph)
     gw = ratio if ratio > 0 else math.ceil(rw / pw)
+    if ph * pw * gh * gw > MAX_SAMPLES_PER_ROI:
+        raise ValueError(f"ROI {[float(v) for v in roi]} would take {ph * pw * gh * gw} samples, over kernelcore's "
+                         f"bound of {MAX_SAMPLES_PER_ROI} per ROI: set sampling_ratio, or check the ROI's scale")
     count = max(gh * gw, 1)
     iy = (np.arange(ph)[:, None] * bh + (np.arange(gh)[None, :] + 0.5) * bh / max(gh, 1) + y1).reshape(ph, 1, gh, 1)
     ix = (np.arange(pw)[:, None] * bw + (np.arange(gw)[None, :] + 0.5) * bw / max(gw, 1) + x1).reshape(1, pw, 1, gw)
