@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 DOC = ROOT / "docs" / "paddle-coverage.md"
 OP_SOURCES = ROOT / "kernelcore" / "ir" / "op_sources.py"
 LEGACY = ("p2-legacy", "p3-legacy")
+SOURCE_FORMATS = (*LEGACY, "p3-pir")  # PIR op names too: the PIR reader's message can name the function
 SOURCES_PER_OP = 3
 SHOWN_BLOCKED = 8
 
@@ -164,9 +165,9 @@ def write_doc(tables: dict, seconds: float) -> None:
 
 
 def op_sources(tables: dict) -> dict[str, list[str]]:
-    """Op type -> up to SOURCES_PER_OP functions writing it in a legacy program, the most direct first."""
+    """Op type (legacy, or PIR's pd_op.*) -> up to SOURCES_PER_OP functions writing it, the most direct first."""
     writers = defaultdict(dict)
-    for key in LEGACY:
+    for key in SOURCE_FORMATS:
         for fn, v in tables.get(key, {}).items():
             if fn is None or "ops" not in v:
                 continue
@@ -176,13 +177,13 @@ def op_sources(tables: dict) -> dict[str, list[str]]:
         fn, n_ops = item
         return n_ops, fn.rsplit(".", 1)[-1][:1].isupper(), fn
     return {op: [fn for fn, _ in sorted(fns.items(), key=order)][:SOURCES_PER_OP]
-            for op, fns in sorted(writers.items()) if op not in ("feed", "fetch")}
+            for op, fns in sorted(writers.items()) if op not in check.PIR_STRUCTURE | {"feed", "fetch"}}
 
 
 OP_SOURCES_HEAD = '''"""Which of Paddle's Python functions usually write each op type, so that a message about an op kernelcore lacks
 can name what the user wrote. Generated from the API sweep (`./dev sweep`, tests/paddle_oracle/api_sweep.py
---write): for every op type of the legacy programs Paddle wrote there, up to three functions writing it, the most
-direct first (the fewest op types in their program). Do not edit by hand; tests/test_api_sweep.py checks it
+--write): for every op type of the programs Paddle wrote there (legacy op types, and PIR's pd_op.* names), up to
+three functions writing it, the most direct first (the fewest op types in their program). Do not edit by hand; tests/test_api_sweep.py checks it
 against the sweep.
 """
 from __future__ import annotations
