@@ -11,6 +11,8 @@ ENGINE = Path(__file__).resolve().parents[1] / "kernelcore"
 MAX_LINES = 600
 # a module past MAX_LINES says why at its top: its docstring holds a paragraph that starts so
 REASON_MARK = "Why one file:"
+# or it is a generated table (data, not code to split by job), which says so at its top
+GENERATED_MARK = "Do not edit by hand"
 
 # modules past MAX_LINES without the mark, each with why it is tolerated; an entry that no longer applies is
 # ignored, so the list only shrinks
@@ -92,7 +94,8 @@ def test_a_module_past_the_size_says_why_at_its_top():
         lines = path.read_text().count("\n")
         if lines <= MAX_LINES or module in LONG_FOR_NOW:
             continue
-        if REASON_MARK not in (ast.get_docstring(TREES[module]) or ""):
+        top = ast.get_docstring(TREES[module]) or ""
+        if REASON_MARK not in top and GENERATED_MARK not in top:
             long.append(f"{module}: {lines} lines")
     assert not long, f"split these by job, or say why at the top ({REASON_MARK!r}): {long}"
 
