@@ -37,18 +37,18 @@ def _raw(block, type_, inputs=None, outputs=None):
 
 
 def program_with_unsupported_ops():
-    """relu, then (block 0) roi_align, NONSENSE, roi_align, elementwis_add; a sub-block with roi_align and relu
-    (roi_align: a Paddle op kernelcore does not implement)."""
+    """relu, then (block 0) psroi_pool, NONSENSE, psroi_pool, elementwis_add; a sub-block with psroi_pool and relu
+    (psroi_pool: a Paddle op kernelcore does not implement)."""
     prog = kc.Program()
     g = prog.global_block()
     g.create_var("x", [2, 3], "float32")
     g.append_op("relu", {"X": ["x"]}, {"Out": ["y"]})
-    _raw(g, "roi_align", {"X": ["y"]}, {"Out": ["s"]})
+    _raw(g, "psroi_pool", {"X": ["y"]}, {"Out": ["s"]})
     _raw(g, NONSENSE, {"X": ["y"]}, {"Out": ["z"]})
-    _raw(g, "roi_align", {"X": ["x"]}, {"Out": ["s2"]})
+    _raw(g, "psroi_pool", {"X": ["x"]}, {"Out": ["s2"]})
     _raw(g, "elementwis_add", {"X": ["x"], "Y": ["y"]}, {"Out": ["w"]})
     sub = prog.create_block(0)
-    _raw(sub, "roi_align", {"X": ["x"]}, {"Out": ["s3"]})
+    _raw(sub, "psroi_pool", {"X": ["x"]}, {"Out": ["s3"]})
     sub.append_op("relu", {"X": ["x"]}, {"Out": ["r"]})
     prog.rollback()
     return prog
@@ -56,11 +56,11 @@ def program_with_unsupported_ops():
 
 def test_the_unsupported_types_are_all_found_with_places_and_counts():
     found = {u.type: u for u in unsupported_ops(program_with_unsupported_ops())}
-    assert sorted(found) == sorted(["roi_align", NONSENSE, "elementwis_add"])
-    assert found["roi_align"].where == ((0, 1), (0, 3), (1, 0)) and found["roi_align"].count == 3
+    assert sorted(found) == sorted(["psroi_pool", NONSENSE, "elementwis_add"])
+    assert found["psroi_pool"].where == ((0, 1), (0, 3), (1, 0)) and found["psroi_pool"].count == 3
     assert found[NONSENSE].where == ((0, 2),) and found["elementwis_add"].where == ((0, 4),)
-    assert found["roi_align"].paddle_op and not found[NONSENSE].paddle_op
-    assert found["roi_align"].suggestions == () and found[NONSENSE].suggestions == ()
+    assert found["psroi_pool"].paddle_op and not found[NONSENSE].paddle_op
+    assert found["psroi_pool"].suggestions == () and found[NONSENSE].suggestions == ()
     assert found["elementwis_add"].suggestions == ("elementwise_add",)
     assert unsupported_ops(kc.Program()) == []
 
@@ -76,11 +76,12 @@ def test_running_or_preparing_names_every_unsupported_op_in_one_error(how):
             exe.prepare(prog)
     msg = str(e.value)
     assert "3 op types (5 ops)" in msg
-    for text in ("roi_align", "x3", "block 0 op #1, #3; block 1 op #0", NONSENSE, "block 0 op #2",
-                 "elementwis_add", "did you mean 'elementwise_add'?", "a PaddlePaddle op kernelcore does not implement"):
+    for text in ("psroi_pool", "x3", "block 0 op #1, #3; block 1 op #0", NONSENSE, "block 0 op #2",
+                 "elementwis_add", "did you mean 'elementwise_add'?",
+                 "a PaddlePaddle op kernelcore does not implement"):
         assert text in msg, text
-    assert "did you mean 'roi_align" not in msg  # Paddle's own op types get no did-you-mean
-    assert {u.type for u in e.value.unsupported} == {"roi_align", NONSENSE, "elementwis_add"}
+    assert "did you mean 'psroi_pool" not in msg  # Paddle's own op types get no did-you-mean
+    assert {u.type for u in e.value.unsupported} == {"psroi_pool", NONSENSE, "elementwis_add"}
 
 
 def test_a_supported_program_passes_the_check():
@@ -100,7 +101,7 @@ def test_loading_warns_once_with_every_unsupported_op_and_still_loads():
     assert len(mine) == 1
     text = str(mine[0].message)
     assert text.startswith("m.pdmodel: 3 op types (5 ops)") and NONSENSE in text and "elementwis_add" in text
-    assert [op.type for op in prog.global_block().ops][:2] == ["relu", "roi_align"]
+    assert [op.type for op in prog.global_block().ops][:2] == ["relu", "psroi_pool"]
 
 
 def test_loading_a_supported_program_is_silent():
@@ -118,12 +119,12 @@ def test_did_you_mean_is_stricter_than_difflibs_default():
     assert close_op_types("sofmax", registered) == ["softmax"]
     assert close_op_types(NONSENSE, registered) == []
     # a PaddlePaddle op type kernelcore lacks is never "corrected" into one that merely looks alike
-    for paddle_op in ("roi_align", "kron", "trace", "yolo_box", "sequence_pool"):
+    for paddle_op in ("psroi_pool", "kron", "trace", "yolov3_loss", "sequence_pool"):
         assert is_paddle_op(paddle_op) and close_op_types(paddle_op, registered) == [], paddle_op
     # and a name only loosely like a registered one (difflib's default cutoff would offer it) gets nothing
     assert close_op_types("rshp2", ["reshape2"]) == [] and close_op_types("reshape_2", ["reshape2"]) == ["reshape2"]
     with pytest.raises(kc.UnknownOpError) as e:
-        kc.Program().global_block().append_op("roi_align", {"X": ["x"]}, {"Out": ["s"]})
+        kc.Program().global_block().append_op("psroi_pool", {"X": ["x"]}, {"Out": ["s"]})
     assert "did you mean" not in str(e.value) and "PaddlePaddle op" in str(e.value)
     with pytest.raises(kc.UnknownOpError, match="did you mean 'elementwise_add'"):
         kc.Program().global_block().append_op("elementwis_add", {}, {})
@@ -148,8 +149,8 @@ def test_show_lists_the_unsupported_ops(tmp_path, capsys):
         assert main(["show", str(path), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     by_type = {u["type"]: u for u in summary["unsupported_ops"]}
-    assert by_type["roi_align"] == {"type": "roi_align", "count": 3, "where": [[0, 1], [0, 3], [1, 0]], "paddle_op": True,
-                                "suggestions": []}
+    assert by_type["psroi_pool"] == {"type": "psroi_pool", "count": 3, "where": [[0, 1], [0, 3], [1, 0]],
+                                     "paddle_op": True, "suggestions": []}
     assert by_type["elementwis_add"]["suggestions"] == ["elementwise_add"]
 
 
@@ -158,7 +159,7 @@ def test_run_command_fails_naming_every_unsupported_op(tmp_path, capsys):
     path.write_bytes(program_with_unsupported_ops().to_bytes())
     assert main(["run", str(path), "--random-feeds"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("kernelcore: error:") and all(t in err for t in ("roi_align", NONSENSE, "elementwis_add"))
+    assert err.startswith("kernelcore: error:") and all(t in err for t in ("psroi_pool", NONSENSE, "elementwis_add"))
 
 
 # -- ProgramJSON and its DOT ----------------------------------------------------------------------------------
