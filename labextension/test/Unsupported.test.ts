@@ -39,7 +39,7 @@ describe('ops kernelcore has no kernel for', () => {
     const g = new ProgramGraphModel(fromPython());
     const roi = g.nodes.get(g.byId.get('o0:1')!)!;
     expect(roi.classes).toContain(UNSUPPORTED_CLASS);
-    expect(roi.label).toEqual(['roi_align', UNSUPPORTED_TEXT]);
+    expect(roi.label).toEqual(['psroi_pool', UNSUPPORTED_TEXT]);
     const relu = g.nodes.get(g.byId.get('o0:0')!)!;
     expect(relu.classes).not.toContain(UNSUPPORTED_CLASS);
     const dot = g.toDot(new Set(), 'p_');
@@ -65,7 +65,7 @@ describe('ops kernelcore has no kernel for', () => {
     const nodes = el.querySelectorAll(`svg g.node.${UNSUPPORTED_CLASS}`);
     expect(nodes.length).toBe(5);
     const titles = Array.from(nodes).map(n => n.querySelector('title')?.textContent);
-    expect(titles).toContain(`roi_align: ${UNSUPPORTED_TEXT}`);
+    expect(titles).toContain(`psroi_pool: ${UNSUPPORTED_TEXT}`);
     expect(el.querySelector(`.jp-Kernelcore-legend .jp-Kernelcore-swatch.${UNSUPPORTED_CLASS}`)).not.toBeNull();
     expect(texts(el)).toContain(UNSUPPORTED_TEXT);
     cleanup();
