@@ -171,7 +171,12 @@ def _parity_site(predicate):
     built = [r for r in manifest["records"] if r["status"] == "built"]
     return directory, next(r for r, res in zip(built, results)
                            if res["status"] == check.PARITY and not r["random"]
-                           and predicate(r, res, np.load(directory / f"{r['file']}.npz")))
+                           and predicate(r, res, _arrays(directory, r)))
+
+
+def _arrays(directory, rec):
+    with np.load(directory / f"{rec['file']}.npz") as npz:
+        return dict(npz)
 
 
 def _copy_site(directory, rec, into, change):
@@ -180,7 +185,7 @@ def _copy_site(directory, rec, into, change):
         src = directory / f"{rec['file']}{suffix}"
         if src.exists():
             (into / src.name).write_bytes(src.read_bytes())
-    data = dict(np.load(directory / f"{rec['file']}.npz"))
+    data = _arrays(directory, rec)
     change(data)
     np.savez(into / f"{rec['file']}.npz", **data)
 
