@@ -8,3 +8,4 @@ from . import rnn  # noqa: F401  - the fused rnn op (paddle.nn.LSTM/GRU/SimpleRN
 from . import conv, pool, norm, interp, vision_tensor  # noqa: F401  - convolution, pooling, normalisation (batch, group, instance, layer), resizing
 from . import activation_extra  # noqa: F401  - after activation: relu6, hard_swish, swish, prelu, ... where no family defined them
 from . import tensor_array, beam_search, index_arith, grad_clip, detection, box_ops, roi_align, window_ops  # noqa: F401  - decoding, clipping, detection, Swin windows
+from . import unary_math, padding, reorder, norms_p  # noqa: F401  - the ops the API sweep found missing: elementwise math, pad, flip and shuffles, p-norms
