@@ -1,0 +1,97 @@
+"""Gradient rules of the ops the API sweep found missing (kernelcore/grad/unary_math.py, padding.py, reorder.py,
+norms_p.py, ...) against central finite differences in float64, with tests/test_backward.py's machinery (one op, a
+weighted sum of its outputs as the loss, append_backward, two forward runs per input element); and the same grad
+programs on the strict GPU stand-in, against the CPU's gradients."""
+import numpy as np
+import pytest
+
+import kernelcore as kc
+from kernelcore.runtime.place import StrictPlace
+from test_backward import GCase, _run, build, numeric_grad
+
+rng = np.random.default_rng(20261129)
+
+
+def f64(*shape, low=-2.0, high=2.0):
+    return rng.uniform(low, high, shape)
+
+
+def away(*shape, low=0.2, high=1.5):
+    """|v| in [low, high]: no kink of |X| or sign within a finite-difference step."""
+    return rng.uniform(low, high, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+def distinct(*shape):
+    """Values pairwise 0.05 apart: no tie for max |X| within a finite-difference step."""
+    n = int(np.prod(shape))
+    return (rng.permutation(n) * 0.05 + 0.3).reshape(shape) * rng.choice([-1.0, 1.0], shape)
+
+
+UNARY = {"square": f64(3, 4), "reciprocal": away(3, 4), "cos": f64(3, 4), "sin": f64(3, 4),
+         "tan": f64(3, 4, low=-1.2, high=1.2), "acos": f64(3, 4, low=-0.9, high=0.9),
+         "asin": f64(3, 4, low=-0.9, high=0.9), "atan": f64(3, 4), "cosh": f64(3, 4), "sinh": f64(3, 4),
+         "acosh": f64(3, 4, low=1.2, high=3.0), "asinh": f64(3, 4), "atanh": f64(3, 4, low=-0.9, high=0.9),
+         "log1p": f64(3, 4, low=-0.5, high=2.0), "log2": f64(3, 4, low=0.2, high=3.0),
+         "log10": f64(3, 4, low=0.2, high=3.0), "expm1": f64(3, 4)}
+# flat almost everywhere: values away from the jumps (integers, halves, zero)
+STEPS = {"floor": f64(3, 4) + 0.25, "ceil": np.floor(f64(3, 4)) + 0.3, "trunc": np.floor(f64(3, 4)) + 0.6,
+         "round": np.floor(f64(3, 4)) + 0.2, "sign": away(3, 4)}
+
+CASES = [GCase(t, {"X": x}) for t, x in {**UNARY, **STEPS}.items()]
+CASES += [
+    GCase("pad", {"X": f64(2, 3)}, {"paddings": [1, 0, 2, 1], "pad_value": 0.5}),
+    GCase("flip", {"X": f64(2, 3, 2)}, {"axis": [0, 2]}),
+    GCase("channel_shuffle", {"X": f64(2, 6, 2, 1)}, {"groups": 3}),
+    GCase("channel_shuffle", {"X": f64(1, 2, 1, 4)}, {"groups": 2, "data_format": "NHWC"}, id="channel_shuffle_nhwc"),
+    GCase("pixel_shuffle", {"X": f64(1, 8, 2, 1)}, {"upscale_factor": 2}),
+    GCase("pixel_shuffle", {"X": f64(1, 1, 2, 8)}, {"upscale_factor": 2, "data_format": "NHWC"},
+          id="pixel_shuffle_nhwc"),
+    GCase("pixel_unshuffle", {"X": f64(1, 2, 4, 2)}, {"downscale_factor": 2}),
+    GCase("p_norm", {"X": away(3, 4)}),
+    GCase("p_norm", {"X": away(3, 4)}, {"porder": 3.0, "axis": 0, "keepdim": True}, id="p_norm_3_keepdim"),
+    GCase("p_norm", {"X": away(3, 4)}, {"porder": 1.0, "asvector": True}, id="p_norm_1_asvector"),
+    GCase("p_norm", {"X": distinct(3, 4)}, {"porder": float("inf")}, id="p_norm_inf"),
+    GCase("p_norm", {"X": distinct(3, 4)}, {"porder": float("-inf"), "axis": 0}, id="p_norm_minus_inf"),
+    GCase("frobenius_norm", {"X": f64(2, 3, 4)}, {"dim": [1, 2]}),
+    GCase("frobenius_norm", {"X": f64(2, 3)}, {"dim": [0], "keep_dim": True}, id="frobenius_norm_keep_dim"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_gradient_matches_finite_differences(case):
+    forward, prog, feed, loss, wrt = build(case)
+    exe = kc.Executor(kc.CPUPlace())
+    got = _run(exe, prog, feed, [n + "@GRAD" for n in wrt], case.training)
+    for n, g in zip(wrt, got):
+        x = feed[n]
+        assert g.shape == x.shape and g.dtype == x.dtype, f"{case}: {n}@GRAD is {g.dtype}{list(g.shape)}"
+        want = numeric_grad(exe, forward, feed, loss, n, case)
+        np.testing.assert_allclose(g, want, rtol=case.rtol, atol=case.atol, err_msg=f"{case}: {n}@GRAD")
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_gradient_kernels_on_strict_device_match_cpu(case):
+    _, prog, feed, _, wrt = build(case)
+    fetch = [n + "@GRAD" for n in wrt]
+    want = _run(kc.Executor(kc.CPUPlace()), prog, feed, fetch, case.training)
+    got = _run(kc.Executor(StrictPlace()), prog, feed, fetch, case.training)
+    for n, g, w in zip(fetch, got, want):
+        assert isinstance(g, np.ndarray) and g.dtype == w.dtype and g.shape == w.shape, n
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14, err_msg=f"{case}: {n}")
+
+
+def test_the_step_functions_have_no_gradient_but_zero():
+    """floor / ceil / trunc / round / sign: Paddle's gradient is 0 everywhere, not the finite difference across a
+    jump."""
+    for t in STEPS:
+        _, prog, feed, _, wrt = build(GCase(t, {"X": np.array([0.0, 0.5, 1.0, -1.5])}))
+        (g,) = _run(kc.Executor(kc.CPUPlace()), prog, feed, [wrt[0] + "@GRAD"], False)
+        assert not g.any(), t
+
+
+def test_bad_paddings_are_a_kernelcore_error():
+    prog = kc.Program()
+    block = prog.global_block()
+    block.create_var("x", [2, 3], "float32")
+    with pytest.raises(kc.errors.KernelcoreError, match="2 non-negative values per dim"):
+        block.append_op("pad", {"X": "x"}, {"Out": "y"}, {"paddings": [1, 1]})
