@@ -9,26 +9,31 @@ from .. import native
 from ..runtime.fast_paths import fast_kernel
 
 
-def _clips(lo_of, hi_of):
-    """Gate of relu, relu6 and brelu in kernelcore/native/clip.c: a float32 host array, not with a NaN bound
-    (which NumPy's clip spreads to every element)."""
+def _one_float32_array(xp, ins, attrs):
+    """Gate of relu in kernelcore/native/clip.c (and of hard_swish): a float32 host array with elements."""
+    return ins[0].size > 0 and native.ready(xp, ins[0])
+
+
+def _clip_bounds(lo: str | None, hi: str):
+    """Gate of relu6 and brelu: as relu's, and neither bound (the attributes named) NaN, which NumPy's clip spreads
+    to every element."""
     def gate(xp, ins, attrs):
-        lo, hi = lo_of(attrs), hi_of(attrs)
-        return ins[0].size > 0 and lo == lo and hi == hi and native.ready(xp, ins[0])
+        low, high = 0.0 if lo is None else attrs[lo], attrs[hi]
+        return low == low and high == high and ins[0].size > 0 and native.ready(xp, ins[0])
     return gate
 
 
-@fast_kernel("relu", _clips(lambda a: 0.0, lambda a: math.inf))
+@fast_kernel("relu", _one_float32_array)
 def relu(ctx, ins, attrs):
     return (native.clip(ins[0], 0.0, math.inf, lo_on_ties=True),)
 
 
-@fast_kernel("relu6", _clips(lambda a: 0.0, lambda a: a["threshold"]))
+@fast_kernel("relu6", _clip_bounds(None, "threshold"))
 def relu6(ctx, ins, attrs):
     return (native.clip(ins[0], 0.0, attrs["threshold"]),)
 
 
-@fast_kernel("brelu", _clips(lambda a: a["t_min"], lambda a: a["t_max"]))
+@fast_kernel("brelu", _clip_bounds("t_min", "t_max"))
 def brelu(ctx, ins, attrs):
     return (native.clip(ins[0], attrs["t_min"], attrs["t_max"]),)
 
@@ -52,7 +57,7 @@ def relu6_grad(ctx, ins, attrs):
     return (native.masked_grad(out, g, 0.0, attrs["threshold"]),)
 
 
-@fast_kernel("hard_swish", lambda xp, ins, attrs: ins[0].size > 0 and native.ready(xp, ins[0]))
+@fast_kernel("hard_swish", _one_float32_array)
 def hard_swish(ctx, ins, attrs):
     return (native.hard_swish(ins[0], attrs["offset"], attrs["threshold"], attrs["scale"]),)
 
