@@ -104,3 +104,11 @@ def test_matrix_nms_bounds_its_candidates_and_nms_keeps_memory_to_what_it_keeps(
                          dict(score_threshold=0.1, nms_top_k=-1, keep_top_k=-1, background_label=-1,
                               normalized=False))
     assert 0 < count[0] <= m and out.shape == (count[0], 6)
+
+
+def test_multiclass_nms3_rois_num_must_split_the_rois():
+    boxes = np.zeros((5, 2, 4), np.float32)
+    with pytest.raises(OpRunError, match=r"RoisNum \[2, 2\] must split the 5 ROIs among the images"):
+        _run("multiclass_nms3", {"BBoxes": boxes, "Scores": np.zeros((5, 2), np.float32),
+                                 "RoisNum": np.array([2, 2], np.int32)}, ["Out", "Index", "NmsRoisNum"],
+             dict(score_threshold=0.1, nms_top_k=5, keep_top_k=5))

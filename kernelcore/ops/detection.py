@@ -193,9 +193,13 @@ _NMS_COMMON = [
 MULTICLASS_NMS3 = register_op(
     "multiclass_nms3",
     "Per image and class, greedy NMS over the boxes scoring above score_threshold (at most nms_top_k), then at "
-    "most keep_top_k detections per image by score. Out rows (label, score, x1, y1, x2, y2) grouped by label.",
-    inputs=[In("BBoxes", "[N, M, 4] boxes shared by the classes"), In("Scores", "[N, C, M] class scores"),
-            In("RoisNum", "boxes per image for Paddle's LoD form [M, C, 4] (not supported)", dispensable=True)],
+    "most keep_top_k detections per image by score. Out rows (label, score, x1, y1, x2, y2) grouped by label; "
+    "Index = image * M + box. With RoisNum (per-image ROIs, a box per class) rows keep box order within a "
+    "label and Index = (ROI) * C + label, as Paddle's LoD form.",
+    inputs=[In("BBoxes", "[N, M, 4] boxes shared by the classes; with RoisNum [M, C, 4], a box per class"),
+            In("Scores", "[N, C, M] class scores; with RoisNum [M, C]"),
+            In("RoisNum", "int32 [N]: with it, BBoxes and Scores hold the images' boxes one after another (a "
+                          "two-stage detector's ROIs)", dispensable=True)],
     outputs=[Out("Out", "[No, 6]"), Out("Index", "int32 [No, 1]: image * M + box"),
              Out("NmsRoisNum", "int32 [N]: detections per image")],
     attrs=_NMS_COMMON + [Attr("nms_threshold", A.FLOAT, "the IoU above which a box is suppressed", 0.3),
@@ -217,11 +221,13 @@ MATRIX_NMS = register_op(
 def _nms_infer(count_slot):
     def infer(ic):
         b, s = ic.shape("BBoxes"), ic.shape("Scores")
-        if len(b) != 3 or b[-1] not in (4, -1) or len(s) != 3:
-            ic.fail(f"BBoxes must be [N, M, 4] and Scores [N, C, M], got {list(b)} and {list(s)}")
+        lod = ic.has_input("RoisNum")  # multiclass_nms3's per-image ROIs: Scores [M, C]
+        if len(b) != 3 or b[-1] not in (4, -1) or len(s) != (2 if lod else 3):
+            ic.fail(f"BBoxes must be [N, M, 4] and Scores [N, C, M] (with RoisNum: [M, C, 4] and [M, C]), got "
+                    f"{list(b)} and {list(s)}")
         ic.set_output("Out", (-1, 6), ic.dtype("BBoxes"))
         ic.set_output("Index", (-1, 1), VT.INT32)
-        ic.set_output(count_slot, (b[0],), VT.INT32)
+        ic.set_output(count_slot, (ic.shape("RoisNum")[0] if lod else b[0],), VT.INT32)
     return infer
 
 
@@ -229,10 +235,7 @@ MULTICLASS_NMS3.infer_shape = _nms_infer("NmsRoisNum")
 MATRIX_NMS.infer_shape = _nms_infer("RoisNum")
 
 
-def _host_boxes_scores(bboxes, scores, rois_num=None):
-    if rois_num is not None:
-        raise ValueError("multiclass_nms3 with RoisNum (boxes [M, C, 4] in LoD form) is not supported; give "
-                         "BBoxes [N, M, 4] and Scores [N, C, M]")
+def _host_boxes_scores(bboxes, scores):
     b, s = to_host(bboxes), to_host(scores)
     if b.ndim != 3 or b.shape[2] != 4 or s.ndim != 3 or s.shape[0] != b.shape[0] or s.shape[2] != b.shape[1]:
         raise ValueError(f"BBoxes must be [N, M, 4] and Scores [N, C, M] of the same N and M, got "
@@ -253,22 +256,52 @@ def _keep_top(dets, keep_top_k):
     return [dets[k] for k in order[:keep_top_k]] if keep_top_k > -1 else [dets[k] for k in order]
 
 
+def image_nms(boxes_of, scores, attrs, box_order: bool) -> list:
+    """One image's (label, score, box) detections: scores [C, m]; boxes_of(label) its [m, 4] boxes. Grouped by
+    label; within one, score order, or box order (box_order: Paddle's LoD form sorts the kept indices)."""
+    dets = []
+    for label in range(scores.shape[0]):
+        if label == attrs["background_label"]:
+            continue
+        order = top_candidates(scores[label], attrs["score_threshold"], attrs["nms_top_k"])
+        kept = greedy_nms(boxes_of(label), order, attrs["nms_threshold"], attrs["normalized"], attrs["nms_eta"])
+        dets.extend((label, scores[label, k], k) for k in (sorted(kept) if box_order else kept))
+    if -1 < attrs["keep_top_k"] < len(dets):
+        best = _keep_top(dets, attrs["keep_top_k"])
+        # grouped by label again, score order (or box order) within
+        dets = sorted(best, key=lambda d: (d[0], d[2]) if box_order else d[0])
+    return dets
+
+
+def _lod_inputs(b, s, rois_num):
+    """Paddle's LoD form: BBoxes [M, C, 4], Scores [M, C], RoisNum [N] -> each image's first ROI."""
+    if b.ndim != 3 or b.shape[2] != 4 or s.ndim != 2 or s.shape != b.shape[:2]:
+        raise ValueError(f"with RoisNum, BBoxes must be [M, C, 4] and Scores [M, C], got {list(b.shape)} and "
+                         f"{list(s.shape)}")
+    per = np.asarray(to_host(rois_num)).reshape(-1).astype(np.int64)
+    if (per < 0).any() or per.sum() != len(b):
+        raise ValueError(f"RoisNum {per.tolist()} must split the {len(b)} ROIs among the images")
+    return np.concatenate([[0], np.cumsum(per)])
+
+
 @MULTICLASS_NMS3.kernel()
 def multiclass_nms3(ctx, ins, attrs):
-    b, s = _host_boxes_scores(*ins[:2], ins[2])
-    n, c, m = s.shape
+    bboxes, scores, rois_num = ins
     rows, per_image = [], []
-    for i in range(n):
-        dets = []  # (label, score, box index), label-major in the order NMS kept them
-        for label in range(c):
-            if label == attrs["background_label"]:
-                continue
-            order = top_candidates(s[i, label], attrs["score_threshold"], attrs["nms_top_k"])
-            kept = greedy_nms(b[i], order, attrs["nms_threshold"], attrs["normalized"], attrs["nms_eta"])
-            dets.extend((label, s[i, label, k], k) for k in kept)
-        if attrs["keep_top_k"] > -1 and len(dets) > attrs["keep_top_k"]:
-            best = _keep_top(dets, attrs["keep_top_k"])
-            dets = sorted(best, key=lambda d: d[0])  # grouped by label again, score order kept within
+    if rois_num is not None:
+        b, s = to_host(bboxes), to_host(scores)
+        starts = _lod_inputs(b, s, rois_num)
+        c = s.shape[1]
+        for i in range(len(starts) - 1):
+            lo, hi = int(starts[i]), int(starts[i + 1])
+            dets = image_nms(lambda label: b[lo:hi, label], s[lo:hi].T, attrs, box_order=True)
+            rows.extend((lab, sc, (lo + k) * c + lab, b[lo + k, lab]) for lab, sc, k in dets)
+            per_image.append(len(dets))
+        return _pack(ctx.xp, rows, b.dtype, per_image)
+    b, s = _host_boxes_scores(bboxes, scores)
+    m = s.shape[2]
+    for i in range(s.shape[0]):
+        dets = image_nms(lambda label: b[i], s[i], attrs, box_order=False)
         rows.extend((lab, sc, i * m + k, b[i, k]) for lab, sc, k in dets)
         per_image.append(len(dets))
     return _pack(ctx.xp, rows, b.dtype, per_image)

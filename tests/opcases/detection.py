@@ -1,7 +1,8 @@
 """Cases for kernelcore/ops/detection.py (yolo_box, multiclass_nms3, matrix_nms, nms) and argsort
 (kernelcore/ops/index_arith.py).
 
-The references follow Paddle's CPU kernels loop by loop, one box (or one cell) at a time in Python scalars:
+multiclass_nms3 in both forms (batched [N, M, 4] boxes, and per-image ROIs with RoisNum). The references follow
+Paddle's CPU kernels loop by loop, one box (or one cell) at a time in Python scalars:
 GetYoloBox / CalcDetectionBox / CalcLabelScore for yolo_box, NMSFast with JaccardOverlap for the NMS ops,
 where the kernels work on whole arrays (and an IoU matrix). tests/test_paddle_decoding_detection.py checks the
 same ops against Paddle's own outputs.
@@ -114,6 +115,32 @@ def _multiclass_ref(BBoxes, Scores, score_threshold, nms_top_k, keep_top_k, nms_
     return {"Out": out, "Index": index, "NmsRoisNum": counts}
 
 
+def _multiclass_lod_ref(BBoxes, Scores, RoisNum, score_threshold, nms_top_k, keep_top_k, nms_threshold=0.3,
+                        nms_eta=1.0, normalized=True, background_label=0, **a):
+    """The LoD form: image i's ROIs are rows start..start+RoisNum[i] of BBoxes [M, C, 4] / Scores [M, C]; the
+    kept indices of a label in box order; Index = ROI * C + label."""
+    out, index, counts = [], [], []
+    start, c = 0, Scores.shape[1]
+    for n in RoisNum:
+        n = int(n)
+        dets = []
+        for label in range(c):
+            if label == background_label:
+                continue
+            pairs = _candidates(Scores[start:start + n, label], score_threshold, nms_top_k)
+            kept = _nms_fast(BBoxes[start:start + n, label], pairs, nms_threshold, normalized, nms_eta)
+            dets.extend((label, float(Scores[start + k, label]), k) for k in sorted(kept))
+        if -1 < keep_top_k < len(dets):
+            dets = sorted(sorted(dets, key=lambda d: -d[1])[:keep_top_k], key=lambda d: (d[0], d[2]))
+        for label, score, k in dets:
+            out.append([label, score, *BBoxes[start + k, label]])
+            index.append([(start + k) * c + label])
+        counts.append(len(dets))
+        start += n
+    return {"Out": np.array(out, BBoxes.dtype).reshape(-1, 6), "Index": np.array(index, np.int32).reshape(-1, 1),
+            "NmsRoisNum": np.array(counts, np.int32)}
+
+
 def _matrix_ref(BBoxes, Scores, score_threshold, post_threshold, nms_top_k, keep_top_k, use_gaussian=False,
                 gaussian_sigma=2.0, normalized=True, background_label=0, **a):
     per_image = []
@@ -179,6 +206,8 @@ IMG = np.array([[40, 50], [30, 36]], np.int32)
 YOLO = dict(anchors=[10, 13, 16, 30], class_num=3, downsample_ratio=8)
 BOXES, SCORES = _boxes(2, 12), rng.uniform(0, 1, (2, 3, 12)).astype(np.float32)
 NORM_BOXES = _boxes(1, 10, size=0.7)
+LOD_BOXES = _boxes(9, 3)  # 9 ROIs (4 + 5 over two images), a box per class
+LOD_SCORES = rng.uniform(0, 1, (9, 3)).astype(np.float32)
 NORM_SCORES = rng.uniform(0, 1, (1, 2, 10)).astype(np.float32)
 TIES = np.array([3.0, 1.0, 3.0, 2.0, 1.0, 3.0], np.float32)
 NMS_TOL = dict(rtol=1e-5, atol=1e-6)
@@ -200,6 +229,9 @@ CASES = [
                     background_label=-1), **NMS_TOL, id="multiclass_nms3_normalized_eta"),
     Case("multiclass_nms3", {"BBoxes": BOXES, "Scores": SCORES}, _multiclass_ref,
          attrs=dict(score_threshold=2.0, nms_top_k=8, keep_top_k=6), id="multiclass_nms3_nothing_kept"),
+    Case("multiclass_nms3", {"BBoxes": LOD_BOXES, "Scores": LOD_SCORES, "RoisNum": np.array([4, 5], np.int32)},
+         _multiclass_lod_ref, attrs=dict(score_threshold=0.2, nms_top_k=6, keep_top_k=5, nms_threshold=0.3,
+                                         normalized=False), **NMS_TOL, id="multiclass_nms3_rois_num"),
     Case("matrix_nms", {"BBoxes": BOXES, "Scores": SCORES}, _matrix_ref,
          attrs=dict(score_threshold=0.2, post_threshold=0.1, nms_top_k=8, keep_top_k=7, normalized=False),
          **NMS_TOL, id="matrix_nms_linear"),

@@ -286,7 +286,31 @@ def build_swin_block():
     return ["x"], [y], feeds
 
 
+def build_roi_nms():
+    """multiclass_nms3 in its LoD form, as a two-stage detector's box head uses it: per-image ROIs (RoisNum), a
+    box per class [M, C, 4] and scores [M, C]; pixel boxes with keep_top_k, normalized ones without."""
+    boxes = paddle.static.data("boxes", [7, 3, 4], "float32")
+    scores = paddle.static.data("scores", [7, 3], "float32")
+    rois_num = paddle.static.data("rois_num", [2], "int32")
+    from paddle.base.layer_helper import LayerHelper
+    outs = []
+    for attrs in (dict(background_label=0, keep_top_k=4, normalized=False),
+                  dict(background_label=-1, keep_top_k=-1, normalized=True)):
+        helper = LayerHelper("multiclass_nms3")
+        made = [helper.create_variable_for_type_inference(t) for t in ("float32", "int32", "int32")]
+        helper.append_op(type="multiclass_nms3", inputs={"BBoxes": boxes, "Scores": scores, "RoisNum": rois_num},
+                         attrs=dict(attrs, score_threshold=0.2, nms_top_k=10, nms_threshold=0.4, nms_eta=1.0),
+                         outputs=dict(zip(("Out", "Index", "NmsRoisNum"), made)))
+        outs += made
+    rng = np.random.default_rng(9)
+    xy = rng.uniform(0, 20, (7, 3, 2))
+    feeds = {"boxes": np.concatenate([xy, xy + rng.uniform(4, 10, (7, 3, 2))], -1).astype("float32"),
+             "scores": rng.uniform(0, 1, (7, 3)).astype("float32"), "rois_num": np.array([3, 4], "int32")}
+    return ["boxes", "scores", "rois_num"], outs, feeds
+
+
 INFERENCE_CASES = {"beam_search": build_beam_search,
+                   "roi_nms": build_roi_nms,
                    "swin_block": build_swin_block,
                    "ssd_anchors": lambda: build_anchor_heads("ssd"),
                    "roi_align": lambda: build_anchor_heads("roi_align"),
