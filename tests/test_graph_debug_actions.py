@@ -115,7 +115,7 @@ def test_the_debugger_widgets_graph_breaks_on_its_own_session_and_both_lists_upd
     prog, scope, feed, last, hs, names = rnn()
     mine = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)
     d = Debugger(mine)
-    assert d.debug["live"] and "this debugger's session" in d.debug["text"] and d.breakpoints == []
+    assert d.graph.debug["live"] and "this debugger's session" in d.graph.debug["text"] and d.breakpoints == []
     # a later session is the kernel's live one; the Debugger still drives its own
     prog2, scope2, feed2, last2, *_ = rnn()
     later = kc.debug(prog2, feed=feed2, fetch_list=[last2], scope=scope2)
@@ -124,38 +124,34 @@ def test_the_debugger_widgets_graph_breaks_on_its_own_session_and_both_lists_upd
     ch = comm.DebugChannel(got.append, lambda: mine)  # the sidebar bound to the Debugger's session
     ch.push()
     n = len(got)
-    d.handle_message({"type": "select", "id": "o1:2"})
-    d.handle_message({"type": "debug", "action": "break_op", "block": 1, "op": 2})
-    assert d.debug["ok"] and "added breakpoint #1 block 1 op #2" in d.debug["text"], d.debug
+    d.graph.handle_message({"type": "select", "id": "o1:2"})
+    d.graph.handle_message({"type": "debug", "action": "break_op", "block": 1, "op": 2})
+    assert d.graph.debug["ok"] and "added breakpoint #1 block 1 op #2" in d.graph.debug["text"], d.graph.debug
     assert [(b.block, b.op) for b in mine.breakpoints] == [(1, 2)] and later.breakpoints == []
     assert [b["text"] for b in d.breakpoints] == ["#1 block 1 op #2"]  # the widget's list
     assert len(got) == n + 1 and [b["text"] for b in got[-1]["state"]["session"]["breakpoints"]] == \
         ["#1 block 1 op #2"]  # the sidebar's list
     d.handle_message({"type": "cont"})
     assert d.frames[-1]["block"] == 1 and d.frames[-1]["op"] == 2 and "breakpoint" in d.stop_reason
-    d.handle_message({"type": "debug", "action": "watch", "var": names["h_new"], "cond": "nan"})
-    assert d.debug["ok"] and [b["kind"] for b in d.breakpoints] == ["op", "watch"]
-    d.handle_message({"type": "debug", "action": "run_to", "block": 1, "op": 4})
-    assert d.frames[-1]["op"] == 4 and d.debug["ok"] and "ran to" in d.debug["text"]
-    d.handle_message({"type": "debug", "action": "break_op", "block": 1, "op": "x"})
-    assert not d.debug["ok"] and "'op' must be an integer" in d.debug["text"]
-    assert d.debug["live"]  # a refused action leaves the actions on
+    d.graph.handle_message({"type": "debug", "action": "watch", "var": names["h_new"], "cond": "nan"})
+    assert d.graph.debug["ok"] and [b["kind"] for b in d.breakpoints] == ["op", "watch"]
+    d.graph.handle_message({"type": "debug", "action": "run_to", "block": 1, "op": 4})
+    assert d.frames[-1]["op"] == 4 and d.graph.debug["ok"] and "ran to" in d.graph.debug["text"]
+    d.graph.handle_message({"type": "debug", "action": "break_op", "block": 1, "op": "x"})
+    assert not d.graph.debug["ok"] and "'op' must be an integer" in d.graph.debug["text"]
+    assert d.graph.debug["live"]  # a refused action leaves the actions on
 
 
-def test_the_debugger_runs_what_moves_its_session_on_the_main_shell(monkeypatch):
-    from kernelcore_widgets import Debugger, graph_debug
+def test_the_debugger_and_its_children_run_what_moves_the_session_on_the_main_shell(monkeypatch):
+    """Every message of the Debugger (its moves) and of its children (the graph's debug actions, the
+    stepper's goto / prev) may move the session: each widget's comm runs them on the main shell."""
+    from kernelcore_widgets import Debugger, _base
     pinned = []
-    monkeypatch.setattr(graph_debug, "pin_to_main_shell", lambda c, when=None: pinned.append((c, when)))
+    monkeypatch.setattr(_base, "pin_to_main_shell", lambda c, when=None: pinned.append((c, when)))
     prog, scope, feed, last, *_ = rnn()
     d = Debugger(kc.debug(prog, feed=feed, fetch_list=[last], scope=scope))
-    assert "debug" in d._messages()
-    assert len(pinned) == 1 and pinned[0][0] is d.comm
-    when = pinned[0][1]
-    for kind in ("debug", "step", "next", "cont", "back", "reverse_cont", "goto", "prev"):
-        assert when({"method": "custom", "content": {"type": kind}}), kind
-    for data in ({"method": "custom", "content": {"type": "select", "id": "o1:2"}},
-                 {"method": "custom", "content": {"type": "open"}}, {"method": "update", "state": {}}):
-        assert not when(data), data
+    everything = {c for c, when in pinned if when is None}
+    assert {d.comm, d.graph.comm, d.stepper.comm, d.forest.comm, d.timeline.comm} <= everything
 
 
 # -- a session on another program: a clone is accepted, other ops are refused saying where -----------------------

@@ -352,53 +352,59 @@ def test_trace_timeline():
 
 
 # ---------------------------------------------------------------------------------------------------------
-def test_debugger_is_one_model_with_every_view_trait():
+def test_debugger_is_a_composite_of_child_widgets():
+    """The Debugger owns a ProgramGraph, a ScopeForest, an RNNStepper and a TraceTimeline, each its own model
+    (sent to the browser as a reference to that model); its own traits are the cursor's and the children."""
     prog, scope, feed, last, _, _ = rnn()
     d = kw.Debugger(kc.debug(prog, feed=feed, fetch_list=[last], scope=scope))
-    synced = set(d.keys)
-    for name in ("program", "pruned_program", "selected", "details", "search", "collapsed", "forest", "opened",
-                 "mode", "num_steps", "timestep", "step_scope", "memory_flow", "status", "events", "filter",
-                 "selected_event", "position", "stop_reason", "finished"):
-        assert name in synced, name
-    assert d.program == program_json(prog) and d.num_steps == T
+    children = {"graph": kw.ProgramGraph, "forest": kw.ScopeForest, "stepper": kw.RNNStepper,
+                "timeline": kw.TraceTimeline}
+    state = d.get_state()
+    for name, cls in children.items():
+        child = getattr(d, name)
+        assert type(child).__name__ == cls.__name__ and state[name] == f"IPY_MODEL_{child.model_id}", name
+    own = set(d.keys)
+    assert {"position", "frames", "stop_reason", "finished", "time_travel", "breakpoints"} <= own
+    assert not {"program", "selected", "details", "opened", "events", "timestep", "step_scope", "debug"} & own
+    assert d.graph.program == program_json(prog) and d.stepper.num_steps == T
 
 
 def test_debugger_commands_move_the_session_and_the_views():
     prog, scope, feed, last, hs, names = rnn()
     sess = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)
     d = kw.Debugger(sess)
-    assert d.position == str(sess.position) and not d.finished and d.selected == "o0:0"
-    assert d.timestep == -1 and d.details["type"] == "recurrent"
+    assert d.position == str(sess.position) and not d.finished and d.graph.selected == "o0:0"
+    assert d.stepper.timestep == -1 and d.graph.details["type"] == "recurrent"
     d.handle_message({"type": "step"})
-    assert d.position == str(sess.position) and d.selected == "o1:0" and d.timestep == 0
-    assert d.events == sess.trace.to_json()["events"]
-    assert d.forest == sess.forest().to_json()
+    assert d.position == str(sess.position) and d.graph.selected == "o1:0" and d.stepper.timestep == 0
+    assert d.timeline.events == sess.trace.to_json()["events"]
+    assert d.forest.forest == sess.forest().to_json()
     d.handle_message({"type": "step_timestep"})
-    assert sess.position.innermost.timestep == 1 and d.timestep == 1
+    assert sess.position.innermost.timestep == 1 and d.stepper.timestep == 1
     # the graph's details show values as seen from the paused op's scope (the step scope)
-    assert d.details["inputs"]["X"][0]["value"]["sample"] == sample_of(feed["x"][1])
-    d.handle_message({"type": "prev"})  # the RNN panel: timestep 0 from the record, the session stays
-    assert d.timestep == 0 and sess.position.innermost.timestep == 1
-    assert by_role(d.step_scope)["h_new"]["preview"]["sample"] == sample_of(hs[0])
-    d.handle_message({"type": "goto", "t": 3})  # runs the session forward; the other views follow
-    assert d.timestep == 3 == sess.position.innermost.timestep and d.position == str(sess.position)
+    assert d.graph.details["inputs"]["X"][0]["value"]["sample"] == sample_of(feed["x"][1])
+    d.stepper.handle_message({"type": "prev"})  # the RNN panel: timestep 0 from the record, the session stays
+    assert d.stepper.timestep == 0 and sess.position.innermost.timestep == 1
+    assert by_role(d.stepper.step_scope)["h_new"]["preview"]["sample"] == sample_of(hs[0])
+    d.stepper.handle_message({"type": "goto", "t": 3})  # runs the session forward; the other views follow
+    assert d.stepper.timestep == 3 == sess.position.innermost.timestep and d.position == str(sess.position)
     d.handle_message({"type": "back"})  # the cursor moves back: t=2's end, rebuilt; nothing runs
-    assert d.time_travel >= 0 and d.frames[-1]["end"] and d.frames[-1]["timestep"] == 2 and d.timestep == 2
-    assert d.mode == "replay" and not sess.at_present
+    assert d.time_travel >= 0 and d.frames[-1]["end"] and d.frames[-1]["timestep"] == 2 and d.stepper.timestep == 2
+    assert d.stepper.mode == "replay" and not sess.at_present
     d.handle_message({"type": "step"})  # forward through the record, back to the present
     assert d.time_travel == -1 and d.position == str(sess.position) and sess.timestep == 3
     d.handle_message({"type": "next"})  # the debugger's next: over one op
-    assert d.selected == "o1:1"
-    d.handle_message({"type": "open", "scope": scope.id, "name": "w"})
-    assert d.opened[f"{scope.id}:w"] == schema.value_preview(scope.get("w"))
+    assert d.graph.selected == "o1:1"
+    d.forest.handle_message({"type": "open", "scope": scope.id, "name": "w"})
+    assert d.forest.opened[f"{scope.id}:w"] == schema.value_preview(scope.get("w"))
     d.handle_message({"type": "cont"})
     assert d.finished and d.stop_reason == "finished" and sess.finished
     np.testing.assert_allclose(sess.result[0], sum(hs.values()), rtol=1e-5)
-    seq = next(e["seq"] for e in d.events if e.get("op_type") == "tanh")
-    d.handle_message({"type": "select", "seq": seq})
-    assert d.selected_event == seq and d.selected == "o1:3"
-    d.handle_message({"type": "select", "id": "v0:w"})
-    assert d.selected == "v0:w" and d.details["kind"] == "var"
+    seq = next(e["seq"] for e in d.timeline.events if e.get("op_type") == "tanh")
+    d.timeline.handle_message({"type": "select", "seq": seq})
+    assert d.timeline.selected_event == seq and d.graph.selected == "o1:3"
+    d.graph.handle_message({"type": "select", "id": "v0:w"})
+    assert d.graph.selected == "v0:w" and d.graph.details["kind"] == "var"
     d.handle_message({"type": "bogus"})
     assert "unknown message" in d.stop_reason
     stop = d.command("back")
@@ -437,7 +443,7 @@ def test_debugger_reports_a_failing_op():
     scope = kc.Scope()
     scope.set("w", np.ones((4, 2), np.float32))  # wrong shape: the op fails at run time
     d = kw.Debugger(kc.debug(prog, feed={"x": np.ones((2, 3), np.float32)}, fetch_list=[y], scope=scope))
-    assert d.num_steps == 0 and d.step_scope == {}  # no recurrent op: the view hides the RNN panel
+    assert d.stepper is None  # no recurrent op: no RNN panel
     d.handle_message({"type": "goto", "t": 0})
     assert "unknown message" in d.stop_reason
     d.handle_message({"type": "cont"})

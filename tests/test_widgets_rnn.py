@@ -94,6 +94,6 @@ def test_debugger_shows_the_rnn_panel_for_a_fused_rnn():
     prog, feed, _, fetch = rnn_program("LSTM", 2, T=T)
     sess = kc.debug(prog, feed=feed, fetch_list=fetch, scope=kc.Scope())
     d = kw.Debugger(sess)
-    assert d.num_steps == T
+    assert d.stepper.num_steps == T
     d.step_timestep()
-    assert d.timestep == 0 and "layer 0, forward" in d.status and "lstm_cell" in d.position
+    assert d.stepper.timestep == 0 and "layer 0, forward" in d.stepper.status and "lstm_cell" in d.position

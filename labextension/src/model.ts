@@ -12,6 +12,11 @@ export type Traits = object;
  * The subset of anywidget's AnyModel<T> (0.11) the views touch, typed by the widget's traits `T` (generated
  * from the Python widget: widgets.generated.ts), as AnyModel<T> is.
  */
+/** anywidget's widget manager, as far as a composite view uses it: a child widget's model by its id. */
+export interface WidgetManagerLike {
+  get_model(model_id: string): Promise<WidgetModel<any>>;
+}
+
 export interface WidgetModel<T extends Traits = Record<string, any>> {
   get<K extends keyof T & string>(key: K): T[K];
   set<K extends keyof T & string>(key: K, value: T[K]): void;
@@ -19,6 +24,19 @@ export interface WidgetModel<T extends Traits = Record<string, any>> {
   off(event?: string | null, callback?: Callback | null): void;
   send(content: any, callbacks?: unknown, buffers?: unknown): void;
   save_changes(): void;
+  /** anywidget's widget manager (a composite view finds its children's models there) */
+  widget_manager?: WidgetManagerLike;
+}
+
+/** The model a child-widget trait ("IPY_MODEL_<id>", as ipywidgets serializes a widget) refers to. */
+export async function childModel<C extends Traits>(model: WidgetModel<object>, ref: string | null): Promise<WidgetModel<C> | null> {
+  if (!ref) {
+    return null;
+  }
+  if (!model.widget_manager) {
+    throw new Error(`no widget manager to find the child model ${ref}`);
+  }
+  return (await model.widget_manager.get_model(ref.replace(/^IPY_MODEL_/, ''))) as WidgetModel<C>;
 }
 
 /** What anywidget passes to render(). */

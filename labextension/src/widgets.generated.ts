@@ -42,28 +42,10 @@ export interface TraceTimelineTraits {
 
 /** The synced traits of kernelcore_widgets.Debugger. */
 export interface DebuggerTraits {
-  events: TraceEvent[];
-  filter: { kind?: string; op_type?: string; scope?: number | null };
-  selected_event: number;
-  truncated: number;
-  mode: string;
-  num_steps: number;
-  timestep: number;
-  step_scope: ScopeJSON | Record<string, never>;
-  memory_flow: MemoryFlowJSON[];
-  status: string;
-  rnn_op: string;
-  forest: ScopeForestJSON;
-  opened: Record<string, unknown>;
-  debug: { live: boolean; text: string; ok: boolean } | Record<string, never>;
-  program: ProgramJSON;
-  pruned_program: ProgramJSON | null;
-  selected: string;
-  details: Record<string, unknown>;
-  search: string;
-  collapsed: string[];
-  ran: Record<string, unknown>;
-  run_diff: Record<string, unknown>;
+  graph: string;
+  forest: string;
+  stepper: string | null;
+  timeline: string;
   position: string;
   frames: Frame[];
   stop_reason: string;

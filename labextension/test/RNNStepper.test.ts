@@ -101,12 +101,14 @@ describe('RNNStepper', () => {
     view.dispose();
   });
 
-  it('sends another message for next when asked to (the Debugger)', () => {
+  it('does something else for next when asked to (the Debugger: its step to the next timestep)', () => {
     const el = container();
     const m = new FakeModel(state(1));
-    const view = new RNNStepperView(m, el, { nextMessage: { type: 'step_timestep' } });
+    const asked: string[] = [];
+    const view = new RNNStepperView(m, el, { onNext: () => asked.push('step_timestep') });
     (el.querySelector('.jp-Kernelcore-next') as HTMLButtonElement).click();
-    expect(m.sent).toEqual([{ type: 'step_timestep' }]);
+    expect(m.sent).toEqual([]);
+    expect(asked).toEqual(['step_timestep']);
     view.dispose();
   });
 });

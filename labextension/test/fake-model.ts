@@ -6,6 +6,7 @@ export class FakeModel {
   sent: any[] = [];
   saves = 0;
   handlers: Record<string, Cb[]> = {};
+  widget_manager?: { get_model(id: string): Promise<FakeModel> };
 
   constructor(state: Record<string, any> = {}) {
     this.state = { ...state };
@@ -75,4 +76,29 @@ export async function flush(): Promise<void> {
   for (let i = 0; i < 5; i++) {
     await new Promise(r => setTimeout(r, 0));
   }
+}
+
+/**
+ * A composite widget's children, as anywidget's widget manager finds them: each child trait of `parent` set
+ * to "IPY_MODEL_<id>" (null for none), and `parent.widget_manager.get_model(id)` answering the child model.
+ */
+export function withChildren<M extends FakeModel>(parent: M, children: Record<string, FakeModel | null>): M {
+  const byId = new Map<string, FakeModel>();
+  Object.entries(children).forEach(([trait, child], i) => {
+    const id = `child-${i}-${trait}`;
+    if (child) {
+      byId.set(id, child);
+    }
+    parent.state[trait] = child ? `IPY_MODEL_${id}` : null;
+  });
+  parent.widget_manager = {
+    get_model: async (id: string) => {
+      const m = byId.get(id);
+      if (!m) {
+        throw new Error(`no model ${id}`);
+      }
+      return m;
+    }
+  };
+  return parent;
 }

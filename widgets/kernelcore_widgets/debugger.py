@@ -1,8 +1,9 @@
 """Debugger: a DebugSession's graph, scope forest, RNN timesteps and trace, with step controls.
 
-One widget model carries the traits of all four views (docs/frontend-contract.md, "Debugger is one model"):
-the Debugger is a ProgramGraph, a ScopeForest, an RNNStepper and a TraceTimeline at once (their *State
-mixins), plus `position`, `stop_reason`, `finished` and the step commands.
+A composite widget: it owns a ProgramGraph, a ScopeForest, an RNNStepper (a program with a recurrent op) and
+a TraceTimeline as child widgets (`graph`, `forest`, `stepper`, `timeline`), each with its own model and
+messages, and adds `position`, `frames`, `stop_reason`, `finished`, `time_travel`, `breakpoints` and the
+step commands. The view (labextension/src/views/Debugger.ts) draws the children's views from their models.
 """
 from __future__ import annotations
 
@@ -14,24 +15,19 @@ import traitlets as t
 import kernelcore as kc
 from kernelcore.ir.node_ids import op_id
 
+from ipywidgets import widget_serialization
+
 from ._base import STATIC, KCWidget
 from .contract.commands import BY_NAME, MOVE_NAMES
 from .dispatch import run_command
-from .graph_debug import DebugActionsState
-from .program_graph import GraphState
+from .program_graph import ProgramGraph
 from .requests import brief
-from .rnn_stepper import STEPPED, StepperState
-from .scope_forest import ForestState
-from .trace_timeline import TimelineState
+from .rnn_stepper import STEPPED, RNNStepper
+from .scope_forest import ScopeForest
+from .trace_timeline import TraceTimeline
 
 _active: weakref.ref | None = None
 COMMANDS = MOVE_NAMES  # the step controls: the moves of the command table (contract/commands.py)
-
-
-def _moves_session(data) -> bool:
-    """An ipywidgets custom message that moves the session (a step command, a timestep goto / prev)."""
-    content = data.get("content") if isinstance(data, dict) else None
-    return isinstance(content, dict) and content.get("type") in (*COMMANDS, "goto", "prev")
 
 
 def active_debugger() -> Debugger:
@@ -62,21 +58,25 @@ class Stop:
         return f"{self.position} ({self.stop_reason})"
 
 
-class Debugger(GraphState, DebugActionsState, ForestState, StepperState, TimelineState, KCWidget):
+class Debugger(KCWidget):
     """`Debugger(session)`: a kc.DebugSession (`kc.debug(program, feed=..., scope=...)`).
 
     A thin view over the session: every command is a session move (a message `{"type": <move>}` for each
-    move of contract/commands.py, or Python `dbg.step()`, `dbg.next()`, ...), and the views follow the session's cursor, whoever moved it (the sidebar, Python code):
-    the widget listens to the session. In the past (after "back") the graph, forest and timesteps show the
-    state rebuilt from the record; forward moves replay the record and then run on.
-    The views' own messages work here too: `select` (with "id": the graph; with "seq": the timeline),
-    `open` (the forest), `goto` and `prev` (the timesteps; the RNN panel's "next" is the button "Step t"),
-    and the graph's `debug` actions (Break here, Run to here, Break on write, Watch: graph_debug.py), which act
-    on this widget's own session; `breakpoints` lists the session's breakpoints and watches."""
+    move of contract/commands.py, or Python `dbg.step()`, `dbg.next()`, ...), and the child views follow the
+    session's cursor, whoever moved it (the sidebar, Python code): the widget listens to the session. In the
+    past (after "back") the graph, forest and timesteps show the state rebuilt from the record; forward moves
+    replay the record and then run on. The children answer their own messages: the graph's `select` and
+    `debug` actions (Break here, Run to here, Break on write, Watch: graph_debug.py, on this widget's own
+    session), the forest's `open`, the stepper's `goto` / `next` / `prev`, the timeline's `select` (which
+    selects the event's op in the graph). `breakpoints` lists the session's breakpoints and watches."""
 
     _esm = STATIC / "Debugger.js"
     _css = STATIC / "Debugger.css"
 
+    graph = t.Instance(ProgramGraph).tag(sync=True, ts="string", **widget_serialization)
+    forest = t.Instance(ScopeForest).tag(sync=True, ts="string", **widget_serialization)
+    stepper = t.Instance(RNNStepper, allow_none=True).tag(sync=True, ts="string | null", **widget_serialization)
+    timeline = t.Instance(TraceTimeline).tag(sync=True, ts="string", **widget_serialization)
     position = t.Unicode("").tag(sync=True)       # for display only: str(session.position)
     frames = t.List().tag(sync=True, ts="Frame[]")  # the cursor as frames, outermost first
     stop_reason = t.Unicode("").tag(sync=True)
@@ -88,16 +88,17 @@ class Debugger(GraphState, DebugActionsState, ForestState, StepperState, Timelin
     def __init__(self, session, **kw):
         if not isinstance(session, kc.DebugSession):
             raise TypeError(f"Debugger takes a kc.DebugSession (kc.debug(program, ...)), got {type(session).__name__}")
-        super().__init__(**kw)
+        has_rnn = any(op.type in STEPPED for op in session.program.all_ops())
+        graph = ProgramGraph(session.program, scope=session.scope, session=session)
+        graph._debug_idle_text = ("this debugger's session: breakpoints added here show below (and in the "
+                                  "sidebar when it drives the same session)")
+        super().__init__(graph=graph, forest=ScopeForest(session.forest()), timeline=TraceTimeline(session.trace),
+                         stepper=RNNStepper(session) if has_rnn else None, **kw)
         self.session = session
-        self._init_graph(session.program, scope=session.scope)
-        self.update_forest(session.forest())
-        self.update_events(session.trace)
-        self._has_rnn = any(op.type in STEPPED for op in session.program.all_ops())
-        if self._has_rnn:
-            self._init_stepper(session)
-        self.observe(self._on_event_selected, "selected_event")
         me = weakref.ref(self)
+        graph.details_scope = lambda node_id, me=me: details_scope(me().session, node_id)
+        graph._say_debug()
+        self.timeline.observe(lambda change, me=me: me()._on_event_selected(change), "selected_event")
 
         def follow(_sess, me=me):
             d = me()
@@ -105,10 +106,6 @@ class Debugger(GraphState, DebugActionsState, ForestState, StepperState, Timelin
                 d.refresh()
         self._follow = follow
         session.listeners.append(follow)
-        self._debug_idle_text = ("this debugger's session: breakpoints added here show below (and in the sidebar "
-                                 "when it drives the same session)")
-        # the step commands (and the timesteps' goto / prev) move the session too: the main shell runs them
-        self._init_debug_actions(lambda: self.session, drives=_moves_session)
         self.refresh()
         _set_active(self)
 
@@ -121,69 +118,31 @@ class Debugger(GraphState, DebugActionsState, ForestState, StepperState, Timelin
 
     # -- the views ------------------------------------------------------------------------------------
     def refresh(self) -> None:
-        """Show where the session's cursor stands."""
-        self._refresh_session_views()
-        if self._has_rnn:
-            self.refresh_steps()
-
-    def _cursor_op(self) -> str | None:
-        """The op id the cursor is at (at a sub-block's end: the op that runs the block)."""
-        frames = self.session.position.frames
-        for f in reversed(frames):
-            if not f.at_end:
-                return op_id(f.block, f.op)
-        return None
-
-    def _refresh_session_views(self) -> None:
+        """Show where the session's cursor stands (the stepper follows the session itself)."""
         s = self.session
         self.time_travel = -1 if s.at_present else s.pause_index
         self.position = str(s.position)
         self.frames = s.position.to_json()
-        self.update_forest(s.forest())
-        node = self._cursor_op()
-        self.point_at(s._scope_at(), node)
+        self.forest.update_forest(s.forest())
+        self.graph.point_at(s._scope_at(), self._cursor_op())
         self.stop_reason = s.stop_reason
         self.finished = s.finished
         self.breakpoints = [{"id": b.id, "kind": b.kind, "text": str(b), "enabled": b.enabled}
                             for b in s.breakpoints] + [{"id": w.id, "kind": "watch", "text": str(w),
                                                         "enabled": w.enabled} for w in s.watches]
-        self.update_events()
+        self.timeline.update_events()
 
-    def _details_scope(self, node_id: str):
-        """The scope whose values the details of `node_id` show: the cursor's frame in that node's block, else
-        the step scope the op (or, for a var, its block) last ran in, rebuilt; else the run's scope."""
-        s = self.session
-        m = re.match(r"[ov](\d+):(.*)\Z", node_id or "")
-        if m is None:
-            return s._scope_at()
-        block = int(m.group(1))
-        frames = s.position.frames
-        here = next((f for f in reversed(frames) if f.block == block), None)
-        if here is not None:
-            return s._scope_at() if here is frames[-1] else (
-                next((x for x in s.scope.walk() if x.id == here.scope), None) if s.at_present
-                else s.view.scope(here.scope)) or s._scope_at()
-        if block == 0:
-            return s._scope_at()
-        rec, upto = s.record, s.pauses[s.pause_index].index
-        if node_id.startswith("o"):
-            k = rec.last_run_of(block, int(m.group(2)), upto)
-        else:
-            k = next((i for i in range(upto, -1, -1) if rec.events[i].kind == "op_run"
-                      and rec.events[i].block == block), None)
-        if k is None:
-            return s._scope_at()
-        return rec.view(k).scope(rec.events[k].scope) or s._scope_at()
-
-    def _refresh_details(self) -> None:
-        if getattr(self, "session", None) is not None and self.selected:
-            self._scope = self._details_scope(self.selected)
-        super()._refresh_details()
+    def _cursor_op(self) -> str | None:
+        """The op id the cursor is at (at a sub-block's end: the op that runs the block)."""
+        for f in reversed(self.session.position.frames):
+            if not f.at_end:
+                return op_id(f.block, f.op)
+        return None
 
     def _on_event_selected(self, change) -> None:
-        ev = self.event(change["new"])
+        ev = self.timeline.event(change["new"])
         if ev is not None and ev.get("op") is not None and ev.get("block") is not None:
-            self.select(op_id(ev["block"], ev["op"]))
+            self.graph.select(op_id(ev["block"], ev["op"]))
 
     # -- commands -------------------------------------------------------------------------------------
     def _run(self, command: str) -> Stop:
@@ -203,18 +162,36 @@ class Debugger(GraphState, DebugActionsState, ForestState, StepperState, Timelin
 
     # -- messages -------------------------------------------------------------------------------------
     def _messages(self) -> dict:
-        table = {name: (lambda _c, name=name: self._run(name)) for name in COMMANDS}
-        table["select"] = lambda c: (self._timeline_select(c) if "seq" in c else self._graph_select(c))
-        table["open"] = self._forest_open
-        table["contents"] = table["search"] = self._graph_parts  # a big program's groups, fetched as opened
-        table["debug"] = self._debug_action
-        if self._has_rnn:  # a goto may run the session forward: the other views follow
-            table["goto"] = self._stepper_goto
-            table["prev"] = self._stepper_prev
-        return table
+        return {name: (lambda _c, name=name: self._run(name)) for name in COMMANDS}
 
     def _unknown_message(self, content) -> None:
         self.stop_reason = f"unknown message {brief(content)}"
+
+
+def details_scope(s, node_id: str):
+    """The scope whose values the details of `node_id` show: the cursor's frame in that node's block, else
+    the step scope the op (or, for a var, its block) last ran in, rebuilt; else the run's scope."""
+    m = re.match(r"[ov](\d+):(.*)\Z", node_id or "")
+    if m is None:
+        return s._scope_at()
+    block = int(m.group(1))
+    frames = s.position.frames
+    here = next((f for f in reversed(frames) if f.block == block), None)
+    if here is not None:
+        return s._scope_at() if here is frames[-1] else (
+            next((x for x in s.scope.walk() if x.id == here.scope), None) if s.at_present
+            else s.view.scope(here.scope)) or s._scope_at()
+    if block == 0:
+        return s._scope_at()
+    rec, upto = s.record, s.pauses[s.pause_index].index
+    if node_id.startswith("o"):
+        k = rec.last_run_of(block, int(m.group(2)), upto)
+    else:
+        k = next((i for i in range(upto, -1, -1) if rec.events[i].kind == "op_run"
+                  and rec.events[i].block == block), None)
+    if k is None:
+        return s._scope_at()
+    return rec.view(k).scope(rec.events[k].scope) or s._scope_at()
 
 
 def _move_method(name: str):

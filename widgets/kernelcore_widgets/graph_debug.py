@@ -1,8 +1,7 @@
 """A graph's debug actions: "Break here" / "Run to here" on an op, "Break on write" / "Watch..." on a variable.
 
-One implementation for every widget that draws a program graph with a Python side: the ProgramGraph widget
-(acting on the kernel's live session, `kc.active_session()`, or the session it was given) and the Debugger
-widget (acting on its own session). The browser sends `{"type": "debug", "action": ...}`; the answer is the
+The ProgramGraph widget's, acting on the session it was given (a Debugger's graph: the Debugger's session),
+else on the kernel's live session (`kc.active_session()`); run by the debug commands' dispatcher. The browser sends `{"type": "debug", "action": ...}`; the answer is the
 `debug` trait `{"live", "text", "ok"}`. The session tells its listeners (the sidebar's comm, a Debugger
 widget), so every breakpoint list bound to it updates.
 

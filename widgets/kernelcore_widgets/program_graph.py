@@ -49,7 +49,7 @@ def _add_value(d: dict, scope, name: str) -> None:
 
 
 class GraphState(t.HasTraits):
-    """The ProgramGraph traits and what Python answers to them (shared with the Debugger, one model)."""
+    """The ProgramGraph traits and what Python answers to them (a Debugger owns one such widget as a child)."""
 
     program = t.Dict().tag(sync=True, ts="ProgramJSON")
     pruned_program = t.Dict(allow_none=True, default_value=None).tag(sync=True, ts="ProgramJSON | null")
@@ -155,9 +155,15 @@ class GraphState(t.HasTraits):
     def _on_selected(self, _change) -> None:
         self._refresh_details()
 
+    # node id -> the scope its details take values from (a Debugger's graph: the cursor's); None: `scope`
+    details_scope = None
+
     def _refresh_details(self) -> None:
-        if getattr(self, "_program", None) is not None:
-            self.details = self.describe(self.selected) if self.selected else {}
+        if getattr(self, "_program", None) is None:
+            return
+        if self.details_scope is not None and self.selected:
+            self._scope = self.details_scope(self.selected)
+        self.details = self.describe(self.selected) if self.selected else {}
 
     # -- details ----------------------------------------------------------------------------------------
     def describe(self, node_id: str) -> dict:

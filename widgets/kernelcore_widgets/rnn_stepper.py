@@ -64,7 +64,7 @@ def _op_key(op, program) -> tuple[int, int] | None:
 
 
 class StepperState(t.HasTraits):
-    """The RNNStepper traits and what Python answers to them (shared with the Debugger, one model)."""
+    """The RNNStepper traits and what Python answers to them (a Debugger owns one such widget as a child)."""
 
     mode = t.Unicode("replay").tag(sync=True)       # "live" | "replay"
     num_steps = t.Int(0).tag(sync=True)             # 0: no recurrent op (the Debugger hides the panel)

@@ -24,7 +24,7 @@ def as_forest(source) -> kc.ScopeForest:
 
 
 class ForestState(t.HasTraits):
-    """The ScopeForest traits and what Python answers to them (shared with the Debugger, one model)."""
+    """The ScopeForest traits and what Python answers to them (a Debugger owns one such widget as a child)."""
 
     forest = t.Dict().tag(sync=True, ts="ScopeForestJSON")
     opened = t.Dict().tag(sync=True)

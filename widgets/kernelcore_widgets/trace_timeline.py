@@ -11,7 +11,7 @@ from .requests import int_arg
 
 
 class TimelineState(t.HasTraits):
-    """The TraceTimeline traits and what Python answers to them (shared with the Debugger, one model)."""
+    """The TraceTimeline traits and what Python answers to them (a Debugger owns one such widget as a child)."""
 
     events = t.List().tag(sync=True, ts="TraceEvent[]")
     filter = t.Dict().tag(sync=True, ts="{ kind?: string; op_type?: string; scope?: number | null }")

@@ -1,22 +1,18 @@
 /**
- * Debugger: a paused run with the four views over one model (see docs/frontend-contract.md,
- * "Debugger is one model"), and step controls sending `{type: <move>}` for each move of the command table
- * (MOVES, generated from kernelcore_widgets/contract/commands.py).
- * The ops named in `position` ("block B op #I > ...") are marked in the graph; selecting a timeline
- * event selects its op in the graph and reveals its scope in the forest.
- *
- * The graph's details carry the debug actions (debugactions.ts: Break here, Run to here, Break on write,
- * Watch...), sent as `debug` messages that Python answers on this widget's own session, in the `debug` trait;
- * the session's breakpoints and watches are listed under "Breakpoints".
- *
- * Traits: those of ProgramGraph, ScopeForest, RNNStepper and TraceTimeline, plus position,
- * frames, stop_reason, finished, time_travel (the pause looked at in the past, -1 for the present), debug
- * and breakpoints ([{id, kind, text, enabled}]).
+ * Debugger: a paused run, composed of child widgets as lonboard composes layers. Its model refers to the
+ * models of a ProgramGraph, a ScopeForest, an RNNStepper (null without a recurrent op) and a TraceTimeline
+ * (traits `graph`, `forest`, `stepper`, `timeline`: "IPY_MODEL_<id>"), whose views it draws from them, each
+ * answered by its own Python widget. Its own traits: position, frames, stop_reason, finished, time_travel
+ * (the pause looked at in the past, -1 for the present) and breakpoints ([{id, kind, text, enabled}]); its
+ * step controls send `{type: <move>}` for each move of the command table (MOVES, generated from
+ * kernelcore_widgets/contract/commands.py). The ops named in `frames` are marked in the graph; selecting a
+ * timeline event selects its op in the graph and reveals its scope in the forest. The graph's details carry
+ * the debug actions (debugactions.ts), which the graph's Python widget runs on this Debugger's session.
  */
 import { WidgetDebugActions } from '../debugactions';
 import { button, clear, h } from '../dom';
-import { Listeners, RenderProps, WidgetModel } from '../model';
-import type { DebuggerTraits } from '../widgets.generated';
+import { childModel, Listeners, RenderProps, WidgetModel } from '../model';
+import type { DebuggerTraits, ProgramGraphTraits, RNNStepperTraits, ScopeForestTraits, TraceTimelineTraits } from '../widgets.generated';
 import { Move, MOVES } from '../protocol';
 import { DebugFrame, frameOps, TraceEvent } from '../schema';
 import { ProgramGraphView } from './ProgramGraph';
@@ -25,14 +21,37 @@ import { ScopeForestView } from './ScopeForest';
 import { TraceTimelineView } from './TraceTimeline';
 import { withKernelNotice } from '../restart';
 
+/** The child widgets' models a Debugger is composed of (its `graph`, `forest`, `stepper`, `timeline` traits). */
+export interface DebuggerChildren {
+  graph: WidgetModel<ProgramGraphTraits>;
+  forest: WidgetModel<ScopeForestTraits>;
+  stepper: WidgetModel<RNNStepperTraits> | null;
+  timeline: WidgetModel<TraceTimelineTraits>;
+}
+
+/** The children's models, from the widget manager. */
+export async function debuggerChildren(model: WidgetModel<DebuggerTraits>): Promise<DebuggerChildren> {
+  const [graph, forest, stepper, timeline] = await Promise.all([
+    childModel<ProgramGraphTraits>(model, model.get('graph')),
+    childModel<ScopeForestTraits>(model, model.get('forest')),
+    childModel<RNNStepperTraits>(model, model.get('stepper')),
+    childModel<TraceTimelineTraits>(model, model.get('timeline'))
+  ]);
+  if (!graph || !forest || !timeline) {
+    throw new Error('a Debugger needs its graph, forest and timeline widgets');
+  }
+  return { graph, forest, stepper, timeline };
+}
+
 export class DebuggerView {
   readonly root: HTMLElement;
   readonly graph: ProgramGraphView;
   readonly forest: ScopeForestView;
-  readonly stepper: RNNStepperView;
+  readonly stepper: RNNStepperView | null;
   readonly timeline: TraceTimelineView;
   readonly buttons = new Map<Move, HTMLButtonElement>();
   private _listeners: Listeners<DebuggerTraits>;
+  private _timelineListeners: Listeners<TraceTimelineTraits>;
   private _position: HTMLElement;
   private _reason: HTMLElement;
   private _rnnBox: HTMLElement;
@@ -40,7 +59,8 @@ export class DebuggerView {
 
   constructor(
     readonly model: WidgetModel<DebuggerTraits>,
-    el: HTMLElement
+    el: HTMLElement,
+    readonly children: DebuggerChildren
   ) {
     this._listeners = new Listeners(model);
     this.root = h('div', { cls: 'jp-Kernelcore-Debugger jp-Kernelcore-view' });
@@ -64,20 +84,22 @@ export class DebuggerView {
     this.root.append(controls, h('div', { cls: 'jp-Kernelcore-dbgMain' }, [graphBox, side]), timelineBox);
     el.appendChild(this.root);
 
-    this.graph = new ProgramGraphView(model, graphBox, { debug: new WidgetDebugActions(model) });
-    this.forest = new ScopeForestView(model, forestBox);
-    this.stepper = new RNNStepperView(model, this._rnnBox, { nextMessage: { type: 'step_timestep' } });
-    this.timeline = new TraceTimelineView(model, timelineBox);
+    this.graph = new ProgramGraphView(children.graph, graphBox, { debug: new WidgetDebugActions(children.graph) });
+    this.forest = new ScopeForestView(children.forest, forestBox);
+    // the panel's "next" is the session's step to the next timestep, a move of the Debugger
+    this.stepper = children.stepper
+      ? new RNNStepperView(children.stepper, this._rnnBox, { onNext: () => this.model.send({ type: 'step_timestep' }) })
+      : null;
+    this._rnnBox.style.display = this.stepper ? '' : 'none';
+    this.timeline = new TraceTimelineView(children.timeline, timelineBox);
+    this._timelineListeners = new Listeners(children.timeline);
 
     this._listeners.onChange(['position', 'frames', 'stop_reason', 'finished', 'time_travel'], () => this._update());
-    this._listeners.onChange(['num_steps'], () => this._updateRnn());
-    this._listeners.onChange(['selected_event'], () => this._followEvent());
+    this._timelineListeners.onChange(['selected_event'], () => this._followEvent());
     this._listeners.onChange(['breakpoints'], () => this._updateBreakpoints());
     this._update();
-    this._updateRnn();
     this._updateBreakpoints();
   }
-
   private _updateBreakpoints(): void {
     const list = this.model.get('breakpoints');
     const items = (Array.isArray(list) ? list : []) as Array<{ id?: unknown; kind?: unknown; text?: unknown; enabled?: unknown }>;
@@ -112,13 +134,8 @@ export class DebuggerView {
     this.root.classList.toggle('jp-Kernelcore-finished', finished && !past);
   }
 
-  private _updateRnn(): void {
-    const n = Number(this.model.get('num_steps') ?? 0);
-    this._rnnBox.style.display = n > 0 ? '' : 'none';
-  }
-
   private _followEvent(): void {
-    const seq = Number(this.model.get('selected_event') ?? -1);
+    const seq = Number(this.children.timeline.get('selected_event') ?? -1);
     if (seq < 0) {
       return;
     }
@@ -128,7 +145,7 @@ export class DebuggerView {
     }
     if (e.block !== undefined && e.op !== undefined && e.block !== null && e.op !== null) {
       const id = `o${e.block}:${e.op}`;
-      if (String(this.model.get('selected') ?? '') !== id) {
+      if (String(this.children.graph.get('selected') ?? '') !== id) {
         this.graph.select(id);
       }
     }
@@ -139,16 +156,17 @@ export class DebuggerView {
 
   dispose(): void {
     this._listeners.dispose();
+    this._timelineListeners.dispose();
     this.graph.dispose();
     this.forest.dispose();
-    this.stepper.dispose();
+    this.stepper?.dispose();
     this.timeline.dispose();
     this.root.remove();
   }
 }
 
 async function render({ model, el }: RenderProps<DebuggerTraits>): Promise<() => void> {
-  const view = new DebuggerView(model, el);
+  const view = new DebuggerView(model, el, await debuggerChildren(model));
   await view.ready;
   return () => view.dispose();
 }

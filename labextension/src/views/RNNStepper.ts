@@ -23,8 +23,8 @@ const COLUMNS: Array<[string, string]> = [
 ];
 
 export interface RNNStepperOptions {
-  /** The message the "next" button sends (the Debugger sends step_timestep: its "next" steps over an op). */
-  nextMessage?: { type: string };
+  /** What the "next" button does instead of sending `next` (the Debugger's panel: its step_timestep move). */
+  onNext?: () => void;
 }
 
 export class RNNStepperView {
@@ -50,7 +50,7 @@ export class RNNStepperView {
     this._mode = h('span', { cls: 'jp-Kernelcore-badge' });
     this._status = h('span', { cls: 'jp-Kernelcore-status' });
     this._prev = button('\u25c0 prev', () => this.model.send({ type: 'prev' }), { cls: 'jp-Kernelcore-prev', title: 'previous timestep' });
-    this._next = button('next \u25b6', () => this.model.send({ ...(this.options.nextMessage ?? { type: 'next' }) }), { cls: 'jp-Kernelcore-next', title: 'next timestep' });
+    this._next = button('next \u25b6', () => (this.options.onNext ? this.options.onNext() : this.model.send({ type: 'next' })), { cls: 'jp-Kernelcore-next', title: 'next timestep' });
     this._op = h('span', { cls: 'jp-Kernelcore-muted' });
     this._slider = h('input', { cls: 'jp-Kernelcore-slider', attrs: { type: 'range', min: '0', max: '0', step: '1', 'aria-label': 'timestep' } });
     this._label = h('span', { cls: 'jp-Kernelcore-stepLabel' });
