@@ -367,6 +367,9 @@ def test_debugger_is_a_composite_of_child_widgets():
     assert {"position", "frames", "stop_reason", "finished", "time_travel", "breakpoints"} <= own
     assert not {"program", "selected", "details", "opened", "events", "timestep", "step_scope", "debug"} & own
     assert d.graph.program == program_json(prog) and d.stepper.num_steps == T
+    d.close()  # its children are its parts: closed with it
+    assert all(getattr(d, name).comm is None for name in children)
+    assert d._follow not in d.session.listeners and d.stepper._follow not in d.session.listeners
 
 
 def test_debugger_commands_move_the_session_and_the_views():

@@ -113,6 +113,15 @@ class Debugger(KCWidget):
         _set_active(self)
         return super()._repr_mimebundle_(**kw)
 
+    def close(self) -> None:
+        """Close the child widgets with it (they exist only as its parts) and stop following the session."""
+        if self._follow in self.session.listeners:
+            self.session.listeners.remove(self._follow)
+        for child in (self.graph, self.forest, self.stepper, self.timeline):
+            if child is not None:
+                child.close()
+        super().close()
+
     def __repr__(self) -> str:
         return f"<Debugger at {self.position} ({self.stop_reason})>"
 

@@ -361,6 +361,12 @@ class RNNStepper(StepperState, KCWidget):
             self._follow = follow
             session_or_trace.listeners.append(follow)
 
+    def close(self) -> None:
+        sess = getattr(self, "_rnn_session", None)
+        if sess is not None and getattr(self, "_follow", None) in sess.listeners:
+            sess.listeners.remove(self._follow)
+        super().close()
+
     goto = StepperState.goto_timestep
     next = StepperState.next_timestep
     prev = StepperState.prev_timestep
