@@ -48,7 +48,7 @@ from ..errors import ProgramError
 from ..ops.control_flow import ControlFlowError, truth
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.proto.framework_pb2 import VarType as VT
-from ..ir.registry import Attr, In, Out, has_op, register_op
+from ..ir.registry import Attr, In, Out, register_op
 from ..transforms.backward import (EMPTY_VAR, GRAD_SUFFIX, GradContext, append_block_backward, grad_name, is_float,
                                    rule, standard)
 
@@ -442,30 +442,29 @@ def while_grad(ctx, ins, attrs):
 
 # ---------------------------------------------------------------------------------------------------------
 # select_input -> select_output
-if not has_op("select_output"):
-    SELECT_OUTPUT = register_op(
-        "select_output",
-        "Out[Mask] = X: Mask is an int32 tensor with one element; the other entries of Out are not written "
-        "(the gradient of select_input: only the branch that ran gets one).",
-        inputs=[In("X", "the value to route"), In("Mask", "int32, one element: the index into Out")],
-        outputs=[Out("Out", "the candidates; only Out[Mask] is written", duplicable=True)],
-        infer_shape=lambda ic: [ic.set_output("Out", ic.shape("X"), ic.dtype("X"), i)
-                                for i in range(len(ic.output_names("Out")))])
+SELECT_OUTPUT = register_op(
+    "select_output",
+    "Out[Mask] = X: Mask is an int32 tensor with one element; the other entries of Out are not written "
+    "(the gradient of select_input: only the branch that ran gets one).",
+    inputs=[In("X", "the value to route"), In("Mask", "int32, one element: the index into Out")],
+    outputs=[Out("Out", "the candidates; only Out[Mask] is written", duplicable=True)],
+    infer_shape=lambda ic: [ic.set_output("Out", ic.shape("X"), ic.dtype("X"), i)
+                            for i in range(len(ic.output_names("Out")))])
 
-    @SELECT_OUTPUT.kernel()
-    def select_output(ctx, ins, attrs):
-        x, mask = ins
-        if mask is None or getattr(mask, "size", 1) != 1:
-            raise ControlFlowError(f"Mask must hold one integer, got "
-                                   f"{'no value' if mask is None else f'shape {list(mask.shape)}'}")
-        k = int(mask.reshape(-1)[0]) if hasattr(mask, "reshape") else int(mask)
-        names = ctx.output_names("Out")
-        if not 0 <= k < len(names):
-            raise ControlFlowError(f"Mask is {k} but Out has {len(names)} entries")
-        out = [None] * len(names)
-        if names[k] != EMPTY_VAR:
-            out[k] = x  # a reference: nothing mutates it
-        return (out,)
+@SELECT_OUTPUT.kernel()
+def select_output(ctx, ins, attrs):
+    x, mask = ins
+    if mask is None or getattr(mask, "size", 1) != 1:
+        raise ControlFlowError(f"Mask must hold one integer, got "
+                               f"{'no value' if mask is None else f'shape {list(mask.shape)}'}")
+    k = int(mask.reshape(-1)[0]) if hasattr(mask, "reshape") else int(mask)
+    names = ctx.output_names("Out")
+    if not 0 <= k < len(names):
+        raise ControlFlowError(f"Mask is {k} but Out has {len(names)} entries")
+    out = [None] * len(names)
+    if names[k] != EMPTY_VAR:
+        out[k] = x  # a reference: nothing mutates it
+    return (out,)
 
 
 @rule("select_input")

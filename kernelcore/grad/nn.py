@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.registry import has_op
+from ..ops.dropout import UPSCALE, is_inference
 from ..transforms.backward import no_grad, standard
 
 LOOKUP_GRAD = standard("lookup_table_v2", ins=("Ids", "W"), in_grads=("W",),
@@ -34,25 +34,22 @@ def lookup_table_v2_grad(ctx, ins, attrs):
     return (dw,)
 
 
-if has_op("dropout"):
-    from ..ops.dropout import UPSCALE, is_inference
+DROPOUT_GRAD = standard("dropout", outs=("Mask",),
+                        comment="Training: X@GRAD = Out@GRAD * Mask (divided by 1 - dropout_prob for "
+                                "upscale_in_train). Inference (is_test, or not a training run): "
+                                "Out@GRAD * (1 - dropout_prob) for downgrade_in_infer, Out@GRAD for "
+                                "upscale_in_train.")
 
-    DROPOUT_GRAD = standard("dropout", outs=("Mask",),
-                            comment="Training: X@GRAD = Out@GRAD * Mask (divided by 1 - dropout_prob for "
-                                    "upscale_in_train). Inference (is_test, or not a training run): "
-                                    "Out@GRAD * (1 - dropout_prob) for downgrade_in_infer, Out@GRAD for "
-                                    "upscale_in_train.")
-
-    @DROPOUT_GRAD.kernel()
-    def dropout_grad(ctx, ins, attrs):
-        mask, g = ins
-        p, upscale = attrs["dropout_prob"], attrs["dropout_implementation"] == UPSCALE
-        if mask is None or is_inference(ctx, attrs):
-            return (g.copy() if upscale else g * g.dtype.type(1.0 - p),)
-        if upscale and p == 1.0:
-            return (ctx.xp.zeros_like(g),)
-        dx = g * mask.astype(g.dtype)
-        return (dx / g.dtype.type(1.0 - p) if upscale else dx,)
+@DROPOUT_GRAD.kernel()
+def dropout_grad(ctx, ins, attrs):
+    mask, g = ins
+    p, upscale = attrs["dropout_prob"], attrs["dropout_implementation"] == UPSCALE
+    if mask is None or is_inference(ctx, attrs):
+        return (g.copy() if upscale else g * g.dtype.type(1.0 - p),)
+    if upscale and p == 1.0:
+        return (ctx.xp.zeros_like(g),)
+    dx = g * mask.astype(g.dtype)
+    return (dx / g.dtype.type(1.0 - p) if upscale else dx,)
 
 
 no_grad("sgd", "momentum", "adam")

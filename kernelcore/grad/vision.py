@@ -23,7 +23,6 @@ from .. import native
 from ..runtime.cpu_parts import by_images_in_parts, chunks, cpu_parts, run_parts
 from ..ops._spatial import channel_last
 from ..ops.activation_extra import sigmoid
-from ..ir.registry import has_op
 
 from ..transforms.backward import standard, wanted
 
@@ -415,8 +414,6 @@ def _act_kernel(deriv, reads_out_too=False):
 for _table, _slots in ((DERIVATIVES, dict(ins=("X",))), (DERIVATIVES_READING_OUT_TOO, dict(ins=("X",), outs=("Out",))),
                        (OUT_DERIVATIVES, dict(outs=("Out",), infer_from={"X@GRAD": ("Out", False)}))):
     for _t, _deriv in _table.items():
-        if has_op(f"{_t}_grad"):
-            continue
         _reads = " and ".join(_slots.get("ins", ()) + _slots.get("outs", ()))
         _d = standard(_t, comment=f"The gradient of {_t}: X@GRAD = Out@GRAD * {_t}'(X), as Paddle's {_t}_grad "
                                   f"computes it (reading {_reads}).", **_slots)
@@ -465,27 +462,8 @@ def prelu_grad(ctx, ins, attrs):
 
 
 # ---------------------------------------------------------------------------
-# shape ops, padding, resizing
+# padding, resizing (squeeze2, unsqueeze2 and flatten's gradients: tensor_extra.py)
 # ---------------------------------------------------------------------------
-def _reshape_grad(fwd_type):
-    if has_op(f"{fwd_type}_grad"):
-        return
-    d = standard(fwd_type, outs=("XShape",), infer_from={"X@GRAD": ("XShape", True)},
-                 comment=f"The gradient of {fwd_type}: Out@GRAD reshaped to X's shape (XShape without its "
-                         "leading 0).")
-
-    @d.kernel()
-    def kernel(ctx, ins, attrs):
-        xshape, g = ins
-        return (g.reshape(xshape.shape[1:]),)
-
-    kernel.__name__ = f"{fwd_type}_grad"
-
-
-for _t in ("flatten_contiguous_range", "squeeze2", "unsqueeze2"):
-    _reshape_grad(_t)
-
-
 def _apply_transposed(xp, g, mats, first_axis):
     """X@GRAD of a separable linear map whose dim first_axis + i was mixed by mats[i] (out, in)."""
     for i, m in enumerate(mats):

@@ -37,12 +37,10 @@ from __future__ import annotations
 
 import time as _time
 
-from ..ir import dtypes
 from ..errors import KernelcoreError
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.proto.framework_pb2 import VarType as VT
-from ..ir.registry import Attr, In, Out, has_op, register_op
-from .tensor import check_new_shape
+from ..ir.registry import Attr, In, Out, register_op
 
 _MAX_WHILE_ITERATIONS: int | None = 1_000_000
 _MAX_WHILE_ITERATIONS_OBSERVED: int | None = 100_000
@@ -465,43 +463,31 @@ def merge_lod_tensor(ctx, ins, attrs):
 
 # ---------------------------------------------------------------------------------------------------------
 # cond's helpers
-if not has_op("select_input"):  # a family may register it first
-    def _infer_select(ic):
-        ic.set_output("Out", ic.shape("X", 0), ic.dtype("X", 0))
+def _infer_select(ic):
+    ic.set_output("Out", ic.shape("X", 0), ic.dtype("X", 0))
 
-    SELECT_INPUT = register_op(
-        "select_input",
-        "Out = X[Mask]: Mask is an int32 tensor with one element (cond writes cast(pred): 1 picks X[1], the "
-        "true branch's result). Only the chosen entry needs a value.",
-        inputs=[In("X", "the candidates", duplicable=True), In("Mask", "int32, one element: the index into X")],
-        outputs=[Out("Out", "the chosen candidate")],
-        infer_shape=_infer_select)
+SELECT_INPUT = register_op(
+    "select_input",
+    "Out = X[Mask]: Mask is an int32 tensor with one element (cond writes cast(pred): 1 picks X[1], the "
+    "true branch's result). Only the chosen entry needs a value.",
+    inputs=[In("X", "the candidates", duplicable=True), In("Mask", "int32, one element: the index into X")],
+    outputs=[Out("Out", "the chosen candidate")],
+    infer_shape=_infer_select)
 
-    @SELECT_INPUT.kernel()
-    def select_input(ctx, ins, attrs):
-        xs, mask = ins
-        if mask is None or getattr(mask, "size", 1) != 1:
-            raise ControlFlowError(f"Mask must hold one integer, got "
-                                   f"{'no value' if mask is None else f'shape {list(mask.shape)}'}")
-        k = int(mask.reshape(-1)[0]) if hasattr(mask, "reshape") else int(mask)
-        if not 0 <= k < len(xs):
-            raise ControlFlowError(f"Mask is {k} but X has {len(xs)} entries")
-        if xs[k] is None:
-            name = ctx.input_names("X")[k]
-            raise ControlFlowError(f"Mask picks X[{k}] ({name!r}), which holds no value: the branch that "
-                                   f"writes it did not run")
-        return (xs[k],)  # a reference: nothing mutates it
-
-
-if not has_op("logical_not"):  # the logical family may register it first
-    LOGICAL_NOT = register_op(
-        "logical_not", "Out = not X, elementwise, as bool.",
-        inputs=[In("X", "the operand (nonzero is true)")], outputs=[Out("Out", "bool, X's shape")],
-        infer_shape=lambda ic: ic.set_output("Out", ic.shape("X"), VT.BOOL))
-
-    @LOGICAL_NOT.kernel()
-    def logical_not(ctx, ins, attrs):
-        return (ctx.xp.logical_not(ins[0]),)
+@SELECT_INPUT.kernel()
+def select_input(ctx, ins, attrs):
+    xs, mask = ins
+    if mask is None or getattr(mask, "size", 1) != 1:
+        raise ControlFlowError(f"Mask must hold one integer, got "
+                               f"{'no value' if mask is None else f'shape {list(mask.shape)}'}")
+    k = int(mask.reshape(-1)[0]) if hasattr(mask, "reshape") else int(mask)
+    if not 0 <= k < len(xs):
+        raise ControlFlowError(f"Mask is {k} but X has {len(xs)} entries")
+    if xs[k] is None:
+        name = ctx.input_names("X")[k]
+        raise ControlFlowError(f"Mask picks X[{k}] ({name!r}), which holds no value: the branch that "
+                               f"writes it did not run")
+    return (xs[k],)  # a reference: nothing mutates it
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -522,42 +508,3 @@ RNN_MEMORY_HELPER = register_op(
 @RNN_MEMORY_HELPER.kernel()
 def rnn_memory_helper(ctx, ins, attrs):
     return (ins[0],)  # values are never mutated, so sharing is as good as a copy
-
-
-if not has_op("fill_constant_batch_size_like"):  # a tensor op; tensor.py may register it first
-    def _infer_fcbsl(ic):
-        shape = list(ic.attr("shape"))
-        ref = ic.shape("Input")
-        i, o = ic.attr("input_dim_idx") or 0, ic.attr("output_dim_idx") or 0
-        if not 0 <= i < len(ref) or not 0 <= o < len(shape):
-            ic.fail(f"input_dim_idx {i} / output_dim_idx {o} do not fit Input {list(ref)} and shape {shape}")
-        shape[o] = ref[i]
-        ic.set_output("Out", shape, ic.attr("dtype"))
-
-    FILL_CONSTANT_BATCH_SIZE_LIKE = register_op(
-        "fill_constant_batch_size_like",
-        "Out = a tensor of `shape` filled with `value`, except that dim output_dim_idx is Input's dim "
-        "input_dim_idx (the batch size). str_value, when set, overrides value.",
-        inputs=[In("Input", "the tensor whose batch size Out takes")],
-        outputs=[Out("Out", "the filled tensor")],
-        attrs=[Attr("shape", A.INTS, "Out's shape; the batch dim is replaced"),
-               Attr("dtype", A.INT, "(VarType) Out's data type", VT.FP32),
-               Attr("value", A.FLOAT, "the fill value", 0.0),
-               Attr("str_value", A.STRING, "the fill value as text (overrides value when set)", ""),
-               Attr("input_dim_idx", A.INT, "the batch dim of Input", 0),
-               Attr("output_dim_idx", A.INT, "the batch dim of Out", 0),
-               Attr("force_cpu", A.BOOLEAN, "Paddle: keep Out in host memory; ignored", False)],
-        infer_shape=_infer_fcbsl)
-
-    @FILL_CONSTANT_BATCH_SIZE_LIKE.kernel()
-    def fill_constant_batch_size_like(ctx, ins, attrs):
-        ref = ins[0]
-        shape = list(attrs["shape"])
-        i, o = attrs["input_dim_idx"], attrs["output_dim_idx"]
-        if not 0 <= i < ref.ndim or not 0 <= o < len(shape):
-            raise ControlFlowError(f"input_dim_idx {i} / output_dim_idx {o} do not fit Input "
-                                   f"{list(ref.shape)} and shape {shape}")
-        shape[o] = ref.shape[i]
-        check_new_shape(shape)
-        value = float(attrs["str_value"]) if attrs["str_value"] else attrs["value"]
-        return (ctx.xp.full(shape, value, dtype=dtypes.to_numpy(attrs["dtype"])),)

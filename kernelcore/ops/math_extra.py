@@ -222,6 +222,16 @@ for _type, (_formula, _fn) in LOGICAL.items():
     _d.kernel()(_k)
 
 
+LOGICAL_NOT = register_op(
+    "logical_not", "Out = not X, elementwise, as bool.",
+    inputs=[In("X", "the operand (nonzero is true)")], outputs=[Out("Out", "bool, X's shape")],
+    infer_shape=lambda ic: ic.set_output("Out", ic.shape("X"), VT.BOOL))
+
+@LOGICAL_NOT.kernel()
+def logical_not(ctx, ins, attrs):
+    return (ctx.xp.logical_not(ins[0]),)
+
+
 def _infer_bitwise(ic):
     from ..ir.shape_inference import broadcast_shapes
     if ic.dtype("X") != ic.dtype("Y"):

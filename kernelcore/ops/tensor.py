@@ -387,6 +387,45 @@ def fill_zeros_like(ctx, ins, attrs):
     return (ctx.xp.zeros_like(ins[0]),)
 
 
+# -- fill_constant_batch_size_like: a constant whose batch dim is another tensor's --------------------------
+def _infer_fcbsl(ic):
+    shape = list(ic.attr("shape"))
+    ref = ic.shape("Input")
+    i, o = ic.attr("input_dim_idx") or 0, ic.attr("output_dim_idx") or 0
+    if not 0 <= i < len(ref) or not 0 <= o < len(shape):
+        ic.fail(f"input_dim_idx {i} / output_dim_idx {o} do not fit Input {list(ref)} and shape {shape}")
+    shape[o] = ref[i]
+    ic.set_output("Out", shape, ic.attr("dtype"))
+
+FILL_CONSTANT_BATCH_SIZE_LIKE = register_op(
+    "fill_constant_batch_size_like",
+    "Out = a tensor of `shape` filled with `value`, except that dim output_dim_idx is Input's dim "
+    "input_dim_idx (the batch size). str_value, when set, overrides value.",
+    inputs=[In("Input", "the tensor whose batch size Out takes")],
+    outputs=[Out("Out", "the filled tensor")],
+    attrs=[Attr("shape", A.INTS, "Out's shape; the batch dim is replaced"),
+           Attr("dtype", A.INT, "(VarType) Out's data type", VT.FP32),
+           Attr("value", A.FLOAT, "the fill value", 0.0),
+           Attr("str_value", A.STRING, "the fill value as text (overrides value when set)", ""),
+           Attr("input_dim_idx", A.INT, "the batch dim of Input", 0),
+           Attr("output_dim_idx", A.INT, "the batch dim of Out", 0),
+           Attr("force_cpu", A.BOOLEAN, "Paddle: keep Out in host memory; ignored", False)],
+    infer_shape=_infer_fcbsl)
+
+@FILL_CONSTANT_BATCH_SIZE_LIKE.kernel()
+def fill_constant_batch_size_like(ctx, ins, attrs):
+    ref = ins[0]
+    shape = list(attrs["shape"])
+    i, o = attrs["input_dim_idx"], attrs["output_dim_idx"]
+    if not 0 <= i < ref.ndim or not 0 <= o < len(shape):
+        raise ValueError(f"input_dim_idx {i} / output_dim_idx {o} do not fit Input "
+                               f"{list(ref.shape)} and shape {shape}")
+    shape[o] = ref.shape[i]
+    check_new_shape(shape)
+    value = float(attrs["str_value"]) if attrs["str_value"] else attrs["value"]
+    return (ctx.xp.full(shape, value, dtype=dtypes.to_numpy(attrs["dtype"])),)
+
+
 # -- fill_any_like: Paddle's backward writes it (value 0) for an output gradient no op produces --------
 FILL_ANY_LIKE = register_op(
     "fill_any_like", "Out = a tensor of X's shape filled with `value`, of X's dtype (or `dtype` when "
