@@ -2,7 +2,7 @@
 back onto the four pixels of each of its samples with their bilinear weights (the ROIs get none, as in Paddle)."""
 from __future__ import annotations
 
-from ..ops.roi_align import _checked, bin_samples
+from ..ops.roi_align import bin_samples, checked_rois
 from ..transforms.backward import standard
 
 ROI_ALIGN_GRAD = standard("roi_align", ins=("X", "ROIs", "RoisNum"),
@@ -13,7 +13,7 @@ ROI_ALIGN_GRAD = standard("roi_align", ins=("X", "ROIs", "RoisNum"),
 def roi_align_grad(ctx, ins, attrs):
     x, rois, rois_num, g = ins
     xp = ctx.xp
-    host, images = _checked(x, rois, rois_num)
+    host, images = checked_rois(x, rois, rois_num)
     n, c, h, w = x.shape
     dx = xp.zeros((n, h * w, c), dtype=x.dtype)  # pixels first: one flat index per sample and neighbour
     for r, roi in enumerate(host):

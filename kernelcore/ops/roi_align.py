@@ -95,7 +95,7 @@ def bin_samples(roi, h: int, w: int, attrs):
     return idx.reshape(ph * pw, -1), wt.reshape(ph * pw, -1)
 
 
-def _checked(x, rois, rois_num):
+def checked_rois(x, rois, rois_num):
     if x.ndim != 4 or rois.ndim != 2 or rois.shape[1] != 4:
         raise ValueError(f"X must be [N, C, H, W] and ROIs [R, 4], got {list(x.shape)} and {list(rois.shape)}")
     host = np.asarray(to_host(rois), dtype=np.float64)
@@ -108,7 +108,7 @@ def _checked(x, rois, rois_num):
 def roi_align(ctx, ins, attrs):
     x, rois, rois_num = ins
     xp = ctx.xp
-    host, images = _checked(x, rois, rois_num)
+    host, images = checked_rois(x, rois, rois_num)
     n, c, h, w = x.shape
     ph, pw = attrs["pooled_height"], attrs["pooled_width"]
     planes = x.reshape(n, c, h * w)
