@@ -30,3 +30,4 @@ from . import rnn  # noqa: F401  - rnn_grad (Paddle's fused rnn op)
 from . import vision, norm  # noqa: F401  - conv, pool, activations and the vision models' tensor ops; the normalisations
 from . import detection, grad_clip, index_arith, roi_align, tensor_array, window_ops  # noqa: F401  - decoding, clipping, detection, Swin windows
 from . import unary_math, padding, reorder, norms_p  # noqa: F401  - their gradients
+from . import lp_pool, along_axis, blend, creation, loss_pointwise  # noqa: F401  - their gradients
