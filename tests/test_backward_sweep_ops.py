@@ -95,3 +95,55 @@ def test_bad_paddings_are_a_kernelcore_error():
     block.create_var("x", [2, 3], "float32")
     with pytest.raises(kc.errors.KernelcoreError, match="2 non-negative values per dim"):
         block.append_op("pad", {"X": "x"}, {"Out": "y"}, {"paddings": [1, 1]})
+
+
+POOL_IN = f64(1, 2, 5, 4, low=0.2, high=2.0)
+SOFT = f64(3, 4, low=0.0, high=1.0)
+CASES += [
+    GCase("lp_pool2d", {"x": POOL_IN}, {"kernel_size": [2, 2], "strides": [1, 2], "paddings": [0, 0], "norm_type": 2.0}),
+    GCase("lp_pool2d", {"x": POOL_IN}, {"kernel_size": [3, 2], "strides": [2, 1], "paddings": [1, 0],
+                                        "norm_type": 3.0}, id="lp_pool2d_p3_padded"),
+    GCase("lp_pool2d", {"x": POOL_IN.transpose(0, 2, 3, 1)},
+          {"kernel_size": [2, 2], "strides": [2, 2], "paddings": [0, 0], "norm_type": 1.5, "data_format": "NHWC"},
+          id="lp_pool2d_nhwc"),
+    GCase("take_along_axis", {"Input": f64(3, 4), "Index": np.array([[0, 3, 0], [1, 1, -1], [2, 0, 2]])},
+          {"Axis": 1}),
+    GCase("index_sample", {"X": f64(2, 4), "Index": np.array([[3, 0, 3], [1, 2, 0]])}),
+    GCase("lerp", {"X": f64(2, 3), "Y": f64(3), "Weight": f64(2, 1, low=0.0, high=1.0)}, stop=("Weight_0",)),
+    GCase("meshgrid", {"X": [f64(2), f64(3), f64(1)]}, n_out={"Out": 3}),
+    GCase("diag_v2", {"X": f64(3)}, {"offset": -1, "padding_value": 2.0}),
+    GCase("diag_v2", {"X": f64(3, 4)}, {"offset": 1}, id="diag_v2_of_a_matrix"),
+    GCase("sigmoid_cross_entropy_with_logits", {"X": f64(3, 4), "Label": SOFT}, stop=("Label_0",)),
+    GCase("sigmoid_cross_entropy_with_logits", {"X": f64(3, 4), "Label": np.where(SOFT > 0.6, -1.0, SOFT),
+                                                "pos_weight": f64(4, low=0.5, high=2.0)},
+          {"ignore_index": -1, "normalize": True}, stop=("Label_0", "pos_weight_0"), id="sigmoid_ce_pos_weight"),
+    GCase("bce_loss", {"X": f64(3, 4, low=0.1, high=0.9), "Label": SOFT}, stop=("Label_0",)),
+    GCase("huber_loss", {"X": f64(3, 4), "Y": f64(3, 4)}, {"delta": 0.8}),
+    GCase("log_loss", {"Predicted": f64(3, 4, low=0.1, high=0.9), "Labels": SOFT}, stop=("Labels_0",)),
+]
+CASES += [GCase("kldiv_loss", {"X": f64(3, 4), "Target": np.where(SOFT > 0.3, SOFT, 0.0)}, {"reduction": r},
+                stop=("Target_0",), id=f"kldiv_loss_{r}") for r in ("none", "batchmean", "mean")]
+CASES += [GCase("kldiv_loss", {"X": f64(3, 4), "Target": f64(3, 4)}, {"reduction": "sum", "log_target": True},
+                stop=("Target_0",), id="kldiv_loss_log_target")]
+
+
+def test_picks_out_of_range_are_a_clear_error():
+    prog = kc.Program()
+    block = prog.global_block()
+    block.create_var("x", [2, 3], "float64")
+    block.create_var("i", [2, 1], "int64")
+    block.append_op("take_along_axis", {"Input": "x", "Index": "i"}, {"Result": "y"}, {"Axis": 1})
+    with pytest.raises(kc.errors.KernelcoreError, match="out of range"):
+        kc.Executor().run(prog, feed={"x": np.zeros((2, 3)), "i": np.array([[0], [3]])}, fetch_list=["y"])
+
+
+def test_meshgrid_of_three_vectors_is_numpys_ij_grid():
+    prog = kc.Program()
+    block = prog.global_block()
+    xs = [np.arange(2.0), np.arange(3.0) * 10, np.array([5.0])]
+    for i, x in enumerate(xs):
+        block.create_var(f"x{i}", list(x.shape), "float64")
+    block.append_op("meshgrid", {"X": ["x0", "x1", "x2"]}, {"Out": ["g0", "g1", "g2"]})
+    got = kc.Executor().run(prog, feed={f"x{i}": x for i, x in enumerate(xs)}, fetch_list=["g0", "g1", "g2"])
+    for g, w in zip(got, np.meshgrid(*xs, indexing="ij")):
+        np.testing.assert_array_equal(g, w)

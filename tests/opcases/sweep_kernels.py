@@ -91,3 +91,79 @@ CASES = [
     Case("frobenius_norm", {"X": np.array([[[3.0, 4.0]], [[0.0, 1.0]]])},
          lambda X, **a: {"Out": np.array([5.0, 1.0])}, attrs={"dim": [1, 2]}),
 ]
+
+
+# -- lp_pool2d, picks along an axis, lerp, new tensors, pointwise losses -------------------------------------
+def lp_pool_ref(x, k, p):
+    """Windows of k x k with stride k, no padding: (sum x^p)^(1/p), loop by loop."""
+    n, c, h, w = x.shape
+    out = np.zeros((n, c, h // k, w // k), x.dtype)
+    for i in range(h // k):
+        for j in range(w // k):
+            out[:, :, i, j] = (x[:, :, i * k:(i + 1) * k, j * k:(j + 1) * k] ** p).sum(axis=(2, 3)) ** (1 / p)
+    return out
+
+
+POOL_IN = f64(1, 2, 4, 4, low=0.1, high=2.0)
+PROBS = f64(3, 4, low=0.05, high=0.95)
+TARGETS = f64(3, 4, low=0.0, high=1.0)
+LOGITS = f64(3, 4, low=-3.0, high=3.0)
+
+
+def sigmoid_ce_ref(X, Label, ignore_index=-100, normalize=False, **a):
+    out = np.log(1 + np.exp(-X)) + (1 - Label) * X  # the textbook form
+    out = np.where(Label == ignore_index, 0.0, out)
+    return {"Out": out / max((Label != ignore_index).sum(), 1) if normalize else out}
+
+
+def kldiv_ref(X, Target, reduction="mean", **a):
+    loss = np.where(Target > 0, Target * (np.log(np.where(Target > 0, Target, 1)) - X), 0.0)
+    return {"Loss": {"none": loss, "sum": np.array(loss.sum()), "mean": np.array(loss.mean()),
+                     "batchmean": np.array(loss.sum() / X.shape[0])}[reduction]}
+
+
+def huber_ref(X, Y, delta=1.0, **a):
+    r = Y - X
+    return {"Out": np.where(np.abs(r) <= delta, 0.5 * r * r, delta * (np.abs(r) - 0.5 * delta)), "Residual": r}
+
+
+CASES += [
+    Case("lp_pool2d", {"x": POOL_IN}, lambda x, **a: {"out": lp_pool_ref(x, 2, 2.0)},
+         attrs={"kernel_size": [2, 2], "strides": [2, 2], "paddings": [0, 0], "norm_type": 2.0}),
+    Case("lp_pool2d", {"x": POOL_IN}, lambda x, **a: {"out": lp_pool_ref(x, 2, 3.0)},
+         attrs={"kernel_size": [2, 2], "strides": [2, 2], "paddings": [0, 0], "norm_type": 3.0}, id="lp_pool2d_p3"),
+    Case("lp_pool2d", {"x": POOL_IN.transpose(0, 2, 3, 1)},
+         lambda x, **a: {"out": lp_pool_ref(x.transpose(0, 3, 1, 2), 2, 2.0).transpose(0, 2, 3, 1)},
+         attrs={"kernel_size": [2, 2], "strides": [2, 2], "paddings": [0, 0], "norm_type": 2.0, "data_format": "NHWC"},
+         id="lp_pool2d_nhwc"),
+    Case("take_along_axis", {"Input": np.arange(12.0).reshape(3, 4), "Index": np.array([[0, 3], [1, -1], [2, 2]])},
+         lambda Input, Index, **a: {"Result": np.array([[0.0, 3.0], [5.0, 7.0], [10.0, 10.0]])}, attrs={"Axis": 1}),
+    Case("take_along_axis", {"Input": np.arange(6).reshape(3, 2), "Index": np.array([[2, 0]])},
+         lambda Input, Index, **a: {"Result": np.array([[4, 1]])}, attrs={"Axis": 0}, id="take_along_axis_0"),
+    Case("index_sample", {"X": np.arange(8.0).reshape(2, 4), "Index": np.array([[3, 0, 3], [1, 2, 0]], np.int32)},
+         lambda X, Index, **a: {"Out": np.array([[3.0, 0.0, 3.0], [5.0, 6.0, 4.0]])}),
+    Case("lerp", {"X": f64(2, 3), "Y": f64(3), "Weight": np.array([0.25])},
+         lambda X, Y, Weight, **a: {"Out": X + 0.25 * (Y - X)}),
+    Case("empty", {}, lambda **a: {"Out": np.zeros((2, 3), np.int64)}, attrs={"shape": [2, 3], "dtype": 3}),
+    Case("eye", {}, lambda **a: {"Out": np.eye(2, 3, dtype=np.float64)},
+         attrs={"num_rows": 2, "num_columns": 3, "dtype": 6}),
+    Case("linspace", {"Start": np.array([1.0]), "Stop": np.array([2.0]), "Num": np.array([5], np.int32)},
+         lambda **a: {"Out": np.array([1.0, 1.25, 1.5, 1.75, 2.0], np.float32)}, attrs={"dtype": 5}),
+    # the one-op runner names one output per duplicable slot; tests/test_backward_sweep_ops.py runs three
+    Case("meshgrid", {"X": [np.arange(2.0)]}, lambda X, **a: {"Out": [X[0]]}),
+    Case("diag_v2", {"X": np.array([1.0, 2.0])}, lambda X, **a: {"Out": np.array([[7, 1, 7], [7, 7, 2], [7, 7, 7]], float)},
+         attrs={"offset": 1, "padding_value": 7.0}),
+    Case("diag_v2", {"X": np.arange(9.0).reshape(3, 3)}, lambda X, **a: {"Out": np.array([3.0, 7.0])},
+         attrs={"offset": -1}, id="diag_v2_of_a_matrix"),
+    Case("sigmoid_cross_entropy_with_logits", {"X": LOGITS, "Label": TARGETS}, sigmoid_ce_ref),
+    Case("sigmoid_cross_entropy_with_logits", {"X": LOGITS, "Label": np.where(TARGETS > 0.5, -100.0, TARGETS)},
+         sigmoid_ce_ref, attrs={"normalize": True}, id="sigmoid_ce_ignore_normalize"),
+    Case("bce_loss", {"X": np.array([0.2, 0.9, 0.0, 1.0]), "Label": np.array([0.0, 1.0, 1.0, 0.0])},
+         lambda X, Label, **a: {"Out": np.array([-np.log(0.8), -np.log(0.9), 100.0, 100.0])}),
+    Case("huber_loss", {"X": f64(3, 4), "Y": f64(3, 4)}, huber_ref, attrs={"delta": 0.7}),
+    Case("log_loss", {"Predicted": PROBS, "Labels": TARGETS},
+         lambda Predicted, Labels, **a: {"Loss": -Labels * np.log(Predicted + 1e-4)
+                                         - (1 - Labels) * np.log(1 - Predicted + 1e-4)}),
+]
+CASES += [Case("kldiv_loss", {"X": np.log(PROBS), "Target": np.where(TARGETS > 0.3, TARGETS, 0.0)}, kldiv_ref,
+               attrs={"reduction": r}, id=f"kldiv_loss_{r}") for r in ("none", "sum", "mean", "batchmean")]
