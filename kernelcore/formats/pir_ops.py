@@ -35,6 +35,9 @@ class PirOp:
     input_dtype_attr: str = ""                   # a legacy attribute that states the first operand's dtype
     operands_take_dtype: bool = False            # Paddle's `dtype` attribute is the constant operands' dtype
     cast_result: tuple[str, str] | None = None   # (the legacy op's result dtype, Paddle's): a cast follows it
+    # legacy output slots PIR gives no result for, named by the reader as Paddle's legacy programs name them:
+    # reshape2's XShape (X's shape, which the gradient reads), so a PIR program differentiates as a legacy one
+    extra_outputs: tuple[str, ...] = ()
 
     @property
     def pir_inputs(self) -> list[str]:
@@ -51,6 +54,11 @@ def _unary(legacy: str, **attrs) -> PirOp:
 
 def _binary(legacy: str) -> PirOp:
     return PirOp(legacy, (("x", "X"), ("y", "Y")), OUT, fixed={"axis": -1})
+
+
+def _logical(legacy: str) -> PirOp:
+    """A binary op whose legacy form has no broadcast `axis` (the bitwise and logical ops)."""
+    return PirOp(legacy, (("x", "X"), ("y", "Y")), OUT)
 
 
 def _reduce_all_when_no_axis(attrs: dict) -> None:
@@ -91,6 +99,40 @@ def _same(*names: str) -> dict[str, str]:
 
 def _pool_ksize_as_ints(attrs: dict) -> None:
     attrs["ksize"] = [int(k) for k in attrs.get("ksize", [])]
+
+
+def _reduce_attr_axis(legacy: str) -> PirOp:
+    """A reduction whose axes PIR keeps as an attribute (all, any), not as an operand."""
+    return PirOp(legacy, X, OUT, {"axis": "dim", "keepdim": "keep_dim"}, adjust=_reduce_all_when_no_axis)
+
+
+# assign_value's legacy attribute for its values, by the VarType number of its dtype (BOOL 0, INT32 2, INT64 3,
+# FP32 5, FP64 6)
+_VALUES_ATTR = {0: "bool_values", 2: "int32_values", 3: "int64_values", 5: "fp32_values", 6: "fp64_values"}
+
+
+def _values_by_dtype(attrs: dict) -> None:
+    values = attrs.pop("values", [])
+    slot = _VALUES_ATTR.get(attrs.get("dtype"))
+    if slot is None:
+        raise ValueError(f"assign_value_ of dtype {attrs.get('dtype')} (kernelcore's takes bool, int32, int64, "
+                         "float32 and float64)")
+    attrs[slot] = values
+
+
+def _pool_with_index(legacy: str) -> PirOp:
+    return PirOp(legacy, X, (("out", "Out"), ("mask", "Mask")),
+                 {"kernel_size": "ksize", "strides": "strides", "paddings": "paddings",
+                  "global_pooling": "global_pooling", "adaptive": "adaptive", "ceil_mode": "ceil_mode"})
+
+
+def _tril(lower: bool) -> PirOp:
+    return PirOp("tril_triu", X, OUT, {"diagonal": "diagonal"}, fixed={"lower": lower})
+
+
+def _xshape(spec: PirOp) -> PirOp:
+    return PirOp(spec.legacy, spec.inputs, spec.outputs, spec.attrs, spec.fixed, spec.adjust,
+                 extra_outputs=("XShape",))
 
 
 PIR_OPS: dict[str, PirOp] = {
@@ -148,16 +190,17 @@ PIR_OPS: dict[str, PirOp] = {
                            "exclusive": "exclusive", "data_format": "data_format", "pooling_type": "pooling_type",
                            "global_pooling": "global_pooling", "adaptive": "adaptive",
                            "padding_algorithm": "padding_algorithm"}, adjust=_pool_ksize_as_ints),
-    "pd_op.flatten": PirOp("flatten_contiguous_range", X, OUT,
-                           {"start_axis": "start_axis", "stop_axis": "stop_axis"}),
-    "pd_op.reshape": PirOp("reshape2", (("x", "X"), ("shape", "@shape|Shape|ShapeTensor")), OUT),
-    "pd_op.transpose": PirOp("transpose2", X, OUT, {"perm": "axis"}),
+    "pd_op.flatten": _xshape(PirOp("flatten_contiguous_range", X, OUT,
+                                   {"start_axis": "start_axis", "stop_axis": "stop_axis"})),
+    "pd_op.reshape": _xshape(PirOp("reshape2", (("x", "X"), ("shape", "@shape|Shape|ShapeTensor")), OUT)),
+    "pd_op.transpose": _xshape(PirOp("transpose2", X, OUT, {"perm": "axis"})),
     "pd_op.concat": PirOp("concat", (("x", "X"), ("axis", "@axis|AxisTensor")), OUT),
     "pd_op.split_with_num": PirOp("split", (("x", "X"), ("axis", "@axis|AxisTensor")), OUT, {"num": "num"}),
     "pd_op.split": PirOp("split", (("x", "X"), ("sections", "@sections|SectionsTensorList"),
                                    ("axis", "@axis|AxisTensor")), OUT),
-    "pd_op.squeeze": PirOp("squeeze2", (("x", "X"), ("axis", "@axes")), OUT),
-    "pd_op.unsqueeze": PirOp("unsqueeze2", (("x", "X"), ("axis", "@axes|AxesTensor|AxesTensorList")), OUT),
+    "pd_op.squeeze": _xshape(PirOp("squeeze2", (("x", "X"), ("axis", "@axes")), OUT)),
+    "pd_op.unsqueeze": _xshape(PirOp("unsqueeze2", (("x", "X"), ("axis", "@axes|AxesTensor|AxesTensorList")),
+                                     OUT)),
     "pd_op.slice": PirOp("slice", (("input", "Input"), ("starts", "@starts|StartsTensor|StartsTensorList"),
                                    ("ends", "@ends|EndsTensor|EndsTensorList")), OUT,
                          {"axes": "axes", "infer_flags": "infer_flags", "decrease_axis": "decrease_axis"}),
@@ -212,6 +255,103 @@ PIR_OPS: dict[str, PirOp] = {
     "pd_op.tile": PirOp("tile", (("x", "X"), ("repeat_times", "@repeat_times|RepeatTimes|repeat_times_tensor")), OUT),
     "pd_op.roll": PirOp("roll", (("x", "X"), ("shifts", "@shifts|ShiftsTensor")), OUT, {"axis": "axis"}),
     "pd_op.index_select": PirOp("index_select", (("x", "X"), ("index", "Index")), OUT, {"axis": "dim"}),
+    # the rest of the legacy ops kernelcore has, as the API sweep's PIR programs write them
+    "pd_op.minimum": _binary("elementwise_min"),
+    "pd_op.floor_divide": _binary("elementwise_floordiv"),
+    "pd_op.remainder": _binary("elementwise_mod"),
+    "pd_op.greater_equal": _binary("greater_equal"),
+    "pd_op.less_equal": _binary("less_equal"),
+    "pd_op.not_equal": _binary("not_equal"),
+    "pd_op.bitwise_and": _logical("bitwise_and"),
+    "pd_op.bitwise_or": _logical("bitwise_or"),
+    "pd_op.bitwise_xor": _logical("bitwise_xor"),
+    "pd_op.logical_and": _logical("logical_and"),
+    "pd_op.logical_or": _logical("logical_or"),
+    "pd_op.logical_xor": _logical("logical_xor"),
+    **{f"pd_op.{t}": _unary(t) for t in (
+        "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "expm1", "floor", "log10",
+        "log1p", "log2", "logical_not", "bitwise_not", "reciprocal", "sign", "sin", "sinh", "square", "tan",
+        "logsigmoid", "softsign", "tanh_shrink")},
+    "pd_op.isnan": _unary("isnan_v2"),
+    "pd_op.isinf": _unary("isinf_v2"),
+    "pd_op.isfinite": _unary("isfinite_v2"),
+    "pd_op.trunc": PirOp("trunc", (("input", "X"),), OUT),
+    "pd_op.round": _unary("round", decimals="decimals"),
+    "pd_op.pow": _unary("pow", y="factor"),
+    "pd_op.celu": _unary("celu", alpha="alpha"),
+    "pd_op.selu": _unary("selu", scale="scale", alpha="alpha"),
+    "pd_op.mish": _unary("mish", **{"lambda": "threshold"}),
+    "pd_op.softplus": _unary("softplus", beta="beta", threshold="threshold"),
+    "pd_op.softshrink": _unary("softshrink", threshold="lambda"),
+    "pd_op.hardshrink": _unary("hard_shrink", threshold="threshold"),
+    "pd_op.hardtanh": _unary("brelu", t_min="t_min", t_max="t_max"),
+    "pd_op.thresholded_relu": _unary("thresholded_relu", threshold="threshold", value="value"),
+    "pd_op.log_softmax": _unary("log_softmax", axis="axis"),
+    "pd_op.maxout": _unary("maxout", groups="groups", axis="axis"),
+    "pd_op.flip": _unary("flip", axis="axis"),
+    "pd_op.pixel_shuffle": _unary("pixel_shuffle", upscale_factor="upscale_factor", data_format="data_format"),
+    "pd_op.pixel_unshuffle": _unary("pixel_unshuffle", downscale_factor="downscale_factor",
+                                    data_format="data_format"),
+    "pd_op.channel_shuffle": _unary("channel_shuffle", groups="groups", data_format="data_format"),
+    "pd_op.p_norm": PirOp("p_norm", X, OUT, _same("porder", "axis", "epsilon", "keepdim", "asvector")),
+    "pd_op.tril": _tril(True),
+    "pd_op.triu": _tril(False),
+    "pd_op.prelu": PirOp("prelu", (("x", "X"), ("alpha", "Alpha")), OUT, _same("data_format", "mode")),
+    "pd_op.where": PirOp("where", (("condition", "Condition"), ("x", "X"), ("y", "Y")), OUT),
+    "pd_op.clip": PirOp("clip", (("x", "X"), ("min", "@min|Min"), ("max", "@max|Max")), OUT),
+    "pd_op.add_n": PirOp("sum", (("inputs", "X"),), OUT),
+    "pd_op.mean_all": PirOp("mean", X, OUT),
+    "pd_op.min": _reduce("reduce_min"),
+    "pd_op.prod": PirOp("reduce_prod", (("x", "X"), ("axis", "@dim")), OUT,
+                        {"keepdim": "keep_dim", "reduce_all": "reduce_all"}, adjust=_reduce_all_when_no_axis),
+    "pd_op.all": _reduce_attr_axis("reduce_all"),
+    "pd_op.any": _reduce_attr_axis("reduce_any"),
+    "pd_op.frobenius_norm": PirOp("frobenius_norm", (("x", "X"), ("axis", "@dim")), OUT,
+                                  {"keep_dim": "keep_dim", "reduce_all": "reduce_all"},
+                                  adjust=_reduce_all_when_no_axis),
+    "pd_op.argmax": PirOp("arg_max", (("x", "X"), ("axis", "@axis")), OUT, _same("keepdims", "flatten", "dtype")),
+    "pd_op.argmin": PirOp("arg_min", (("x", "X"), ("axis", "@axis")), OUT, _same("keepdims", "flatten", "dtype")),
+    "pd_op.cumsum": PirOp("cumsum", (("x", "X"), ("axis", "@axis")), OUT, _same("flatten", "exclusive", "reverse")),
+    "pd_op.topk": PirOp("top_k_v2", (("x", "X"), ("k", "@k|K")), (("out", "Out"), ("indices", "Indices")),
+                        _same("axis", "largest", "sorted")),
+    "pd_op.gather": PirOp("gather", (("x", "X"), ("index", "Index"), ("axis", "@axis|Axis")), OUT),
+    "pd_op.scatter": PirOp("scatter", (("x", "X"), ("index", "Ids"), ("updates", "Updates")), OUT,
+                           _same("overwrite")),
+    "pd_op.gather_tree": PirOp("gather_tree", (("ids", "Ids"), ("parents", "Parents")), OUT),
+    "pd_op.unstack": PirOp("unstack", X, (("out", "Y"),), _same("axis", "num")),
+    "pd_op.expand": PirOp("expand_v2", (("x", "X"), ("shape", "@shape|Shape|expand_shapes_tensor")), OUT),
+    "pd_op.expand_as": PirOp("expand_as_v2", (("x", "X"), ("y", "Y")), OUT, _same("target_shape")),
+    "pd_op.one_hot": PirOp("one_hot_v2", (("x", "X"), ("num_classes", "@depth|depth_tensor")), OUT),
+    "pd_op.numel": PirOp("size", (("x", "Input"),), (("size", "Out"),)),
+    "pd_op.full_like": PirOp("fill_any_like", (("x", "X"), ("value", "@value")), OUT, {"dtype": "dtype"}),
+    "pd_op.assign_value_": PirOp("assign_value", (("output", "~"),), OUT, _same("shape", "dtype", "values"),
+                                 adjust=_values_by_dtype),
+    "pd_op.uniform": PirOp("uniform_random", (("shape", "@shape|ShapeTensor|ShapeTensorList"), ("min", "@min"),
+                                              ("max", "@max")), OUT, _same("dtype", "seed")),
+    "pd_op.gaussian": PirOp("gaussian_random", (("shape", "@shape|ShapeTensor|ShapeTensorList"),), OUT,
+                            _same("mean", "std", "seed", "dtype")),
+    "pd_op.pad": PirOp("pad", (("x", "X"), ("pad_value", "@pad_value")), OUT, _same("paddings")),
+    "pd_op.pad3d": PirOp("pad3d", (("x", "X"), ("paddings", "@paddings|Paddings")), OUT,
+                         {"mode": "mode", "pad_value": "value", "data_format": "data_format"}),
+    "pd_op.pool3d": PirOp("pool3d", X, OUT, {
+        "kernel_size": "ksize", **_same("strides", "paddings", "ceil_mode", "exclusive", "data_format",
+                                        "pooling_type", "global_pooling", "adaptive", "padding_algorithm")}),
+    "pd_op.max_pool2d_with_index": _pool_with_index("max_pool2d_with_index"),
+    "pd_op.max_pool3d_with_index": _pool_with_index("max_pool3d_with_index"),
+    "pd_op.conv3d": _conv("conv3d"),
+    "pd_op.conv3d_transpose": PirOp("conv3d_transpose", (("x", "Input"), ("filter", "Filter")), (("out", "Output"),),
+                                    _same("strides", "paddings", "output_padding", "output_size",
+                                          "padding_algorithm", "groups", "dilations", "data_format")),
+    "pd_op.group_norm": PirOp("group_norm", (("x", "X"), ("scale", "Scale"), ("bias", "Bias")),
+                              (("y", "Y"), ("mean", "Mean"), ("variance", "Variance")),
+                              {"epsilon": "epsilon", "groups": "groups", "data_format": "data_layout"}),
+    "pd_op.instance_norm": PirOp("instance_norm", (("x", "X"), ("scale", "Scale"), ("bias", "Bias")),
+                                 (("y", "Y"), ("saved_mean", "SavedMean"), ("saved_variance", "SavedVariance")),
+                                 _same("epsilon")),
+    "pd_op.cross_entropy_with_softmax": PirOp(
+        "softmax_with_cross_entropy", (("input", "Logits"), ("label", "Label")),
+        (("softmax", "Softmax"), ("loss", "Loss")),
+        _same("soft_label", "use_softmax", "numeric_stable_mode", "ignore_index", "axis")),
 }
 
 # Ops that make the constants other ops fold into attributes; run as kernelcore ops where a value is used as a

@@ -291,10 +291,10 @@ class Reader:
             if first is None or first.dtype not in VT_NAMES:
                 self.fail(f"{name}'s operand has no known dtype")
             legacy_attrs[spec.input_dtype_attr] = var_type(first.dtype)
-        if spec.adjust is not None:
-            spec.adjust(legacy_attrs)
         opdef = get_op_def(spec.legacy)
         try:
+            if spec.adjust is not None:
+                spec.adjust(legacy_attrs)
             legacy_attrs = {k: coerce_attr(opdef, k, v) for k, v in legacy_attrs.items()}
         except ValueError as e:
             self.fail(f"an attribute of kernelcore's {spec.legacy}: {e}")
@@ -321,6 +321,8 @@ class Reader:
                 out_name = self.fresh(stem, pir_out)
             self.define(op, k, Value(name=out_name))
             outputs[slot] = [out_name]
+        for slot in spec.extra_outputs:
+            outputs[slot] = [self.fresh(stem, slot.lower())]
         if spec.cast_result is not None:
             self.emit_with_cast(spec, inputs, outputs, legacy_attrs, i)
         else:

@@ -132,6 +132,8 @@ def attr_value(at, reader):
             reader.fail(f"an integer attribute holds {str(d)[:20]!r}")
         return d
     if kind in ("a_f32", "a_f64"):
+        if d is None and "VD" in at:  # JSON has no infinity or NaN: Paddle writes them as "INF", "-INF", "NaN"
+            return _special_float(at["VD"], reader)
         if not isinstance(d, (int, float)) or isinstance(d, bool):
             reader.fail(f"a float attribute holds {str(d)[:20]!r}")
         return float(d)
@@ -146,6 +148,16 @@ def attr_value(at, reader):
     if kind == "a_scalar":  # a typed scalar: [type, value] or the value
         return d[1] if isinstance(d, list) and len(d) == 2 else d
     return d  # place, data layout and others kernelcore does not read
+
+
+_SPECIAL_FLOATS = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
+
+
+def _special_float(text, reader) -> float:
+    value = _SPECIAL_FLOATS.get(text.lower()) if isinstance(text, str) else None
+    if value is None:
+        reader.fail(f"a float attribute holds {str(text)[:20]!r} (Paddle writes INF, -INF or NaN there)")
+    return value
 
 
 def attrs_of(op, reader) -> dict:
@@ -182,8 +194,10 @@ _FLOAT_TYPES = (pb.AttrType.FLOAT, pb.AttrType.FLOAT64)
 
 
 def _number(x, kind):
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or x != x or x in (float("inf"), float("-inf")):
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise ValueError(f"expected a number, got {str(x)[:40]!r}")
+    if kind is int and (x != x or x in (float("inf"), float("-inf"))):  # a float attribute may be infinite
+        raise ValueError(f"expected an integer, got {x!r}")
     if kind is int and x != int(x):
         raise ValueError(f"expected an integer, got {x!r}")
     return kind(x)
