@@ -10,6 +10,7 @@ kernelcore/ir/op_sources.py from the run (a full run: no --subset). `./dev sweep
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -35,7 +36,8 @@ FORMATS = [
     ("p3-pir", "Paddle 3.3.1, PIR .json", ROOT / ".venv-paddle", ""),
 ]
 MAX_RESTARTS = 200
-ENTRY_TIMEOUT_S = 60  # a Paddle crash costs one restart; the generator resumes after the call that crashed
+ENTRY_TIMEOUT_S = 60
+GENERATE_S = "generate_s.txt"  # a Paddle crash costs one restart; the generator resumes after the call that crashed
 STATUS_ORDER = [check.MISSING, check.WRONG, check.PARITY]
 
 
@@ -56,6 +58,13 @@ def generate(fmt_key: str, venv: Path, pir_flag, subset: int, log=print) -> Path
     if not python.exists():
         return None
     out = cache_dir(fmt_key, subset)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f".{fmt_key}-s{subset}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a second sweep (another test run) waits, then finds the cache
+        return _generate_locked(out, fmt_key, python, pir_flag, subset, log)
+
+
+def _generate_locked(out: Path, fmt_key: str, python: Path, pir_flag, subset: int, log) -> Path:
     if not (out / "manifest.json").exists():
         for stale in CACHE.glob(f"{fmt_key}-s{subset}-*"):  # written by an older generator or table
             if stale != out:
@@ -65,8 +74,11 @@ def generate(fmt_key: str, venv: Path, pir_flag, subset: int, log=print) -> Path
     if pir_flag:
         env["FLAGS_enable_pir_api"] = pir_flag
     args = ["nice", str(python), str(HERE / "api_sweep_gen.py"), str(out), "--subset", str(subset)]
+    start = time.perf_counter()
     for _ in range(MAX_RESTARTS):
         if (out / "manifest.json").exists():
+            if not (out / GENERATE_S).exists():  # what Paddle's side cost when it ran, for the report
+                (out / GENERATE_S).write_text(f"{time.perf_counter() - start:.1f}")
             return out
         code = _run_watched(args, env, out / "current", log)
         if code != 0 and log:
@@ -134,10 +146,8 @@ def sweep_format(fmt_key, venv, pir_flag, subset, log=print) -> dict | None:
     t1 = time.perf_counter()
     manifest, results = check.check_dir(directory)
     t2 = time.perf_counter()
-    timing = directory / "generate_s.txt"  # what the generation cost when it ran, not the cache's 0 s
-    if not timing.exists():
-        timing.write_text(f"{t1 - t0:.1f}")
-    t0 = t1 - float(timing.read_text())
+    timing = directory / GENERATE_S
+    t0 = t1 - float(timing.read_text()) if timing.exists() else t0
     by_site = {r["id"]: r for r in results}
     by_function = defaultdict(list)
     for rec in manifest["records"]:

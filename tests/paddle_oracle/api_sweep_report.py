@@ -180,11 +180,11 @@ def op_sources(tables: dict) -> dict[str, list[str]]:
             for op, fns in sorted(writers.items()) if op not in check.PIR_STRUCTURE | {"feed", "fetch"}}
 
 
-OP_SOURCES_HEAD = '''"""Which of Paddle's Python functions usually write each op type, so that a message about an op kernelcore lacks
-can name what the user wrote. Generated from the API sweep (`./dev sweep`, tests/paddle_oracle/api_sweep.py
---write): for every op type of the programs Paddle wrote there (legacy op types, and PIR's pd_op.* names), up to
-three functions writing it, the most direct first (the fewest op types in their program). Do not edit by hand; tests/test_api_sweep.py checks it
-against the sweep.
+OP_SOURCES_HEAD = '''"""Which of Paddle's Python functions usually write each op type, so that a message about an op that
+kernelcore lacks can name what the user wrote. Generated from the API sweep (`./dev sweep`,
+tests/paddle_oracle/api_sweep.py --write): for every op type of the programs Paddle wrote there (legacy op types,
+and PIR's pd_op.* names), up to three functions writing it, the most direct first (the fewest op types in their
+program). Do not edit by hand; tests/test_api_sweep.py checks it against the sweep.
 """
 from __future__ import annotations
 
