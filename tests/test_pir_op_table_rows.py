@@ -115,3 +115,30 @@ def test_assign_value_keeps_its_values_in_the_slot_of_its_dtype(dtype, elem):
 def test_assign_value_of_a_dtype_kernelcore_does_not_hold_values_for_is_refused():
     with pytest.raises(LoadError, match="assign_value_ of dtype"):
         pir_program_from_bytes(_assign_value("float16", [1.0], "t_f16"), source="m.json")
+
+
+def _arange_to_numel(dtype: str, elem: str) -> bytes:
+    def full(vid, value):
+        return {"#": "1.full", "A": [_attr("shape", "a_intarray", [1]), _attr("value", "a_f64", value),
+                                     _attr("dtype", "a_dtype", "int64")], "I": [],
+                "O": [{"%": vid, "TT": _tensor([1], "t_i64")}]}
+    return _program([
+        _data(1, [6]),
+        {"#": "1.numel", "A": [], "I": [{"%": 1}], "O": [{"%": 2, "TT": _tensor([], "t_i64")}]},
+        full(3, 0.0), full(4, 1.0),
+        {"#": "1.arange", "A": [_attr("dtype", "a_dtype", dtype)], "I": [{"%": 3}, {"%": 2}, {"%": 4}],
+         "O": [{"%": 5, "TT": _tensor([-1], elem)}]},
+        _fetch(5, 6)])
+
+
+def test_an_arange_to_a_computed_end_runs():
+    """arange's end may come from another op (numel here, as paddle.combinations writes it); the constants beside
+    it take the dtype arange states."""
+    prog = pir_program_from_bytes(_arange_to_numel("int64", "t_i64"))
+    got = _run(prog, np.zeros(6, np.float32))
+    assert got.dtype == np.int64 and got.tolist() == list(range(6))
+
+
+def test_an_arange_whose_computed_end_is_of_another_dtype_is_refused():
+    with pytest.raises(LoadError, match="or of its dtype float32"):
+        pir_program_from_bytes(_arange_to_numel("float32", "t_f32"), source="m.json")

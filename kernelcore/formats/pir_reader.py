@@ -356,15 +356,16 @@ class Reader:
 
     def retype_constants(self, name: str, operands, dtype: str | None) -> None:
         """Make the constants `operands` come from in `dtype` (an op whose dtype attribute its legacy twin reads
-        from its operands)."""
+        from its operands); an operand computed at run time must already be of that dtype."""
         if dtype is None:
             return
         for v in operands:
             maker = self.emitted[v.maker] if v.maker is not None else None
-            if maker is None or maker.type != "fill_constant":
-                self.fail(f"{name}'s operands must be constants (pd_op.full) here")
-            maker.attrs["dtype"] = var_type(dtype)
-            v.dtype = dtype
+            if maker is not None and maker.type == "fill_constant":
+                maker.attrs["dtype"] = var_type(dtype)
+                v.dtype = dtype
+            elif v.dtype != dtype:
+                self.fail(f"{name}'s operands must be constants (pd_op.full) or of its dtype {dtype} here")
 
     def mark_tensor(self, v: Value) -> None:
         """`v` is read as a tensor: the constant op that makes it (if any) must run."""
