@@ -10,6 +10,17 @@ def _zero(xp, x, g):
     return xp.zeros_like(g)
 
 
+def _logit_grad(xp, x, g, a):
+    eps = a["eps"]
+    inside = (x >= eps) & (x <= 1 - eps) if eps > 0 else True
+    return xp.where(inside, g / (x * (1 - x)), x.dtype.type(0))
+
+
+def _stanh_grad(xp, x, g, a):
+    t = xp.tanh(x * x.dtype.type(a["scale_a"]))
+    return g * x.dtype.type(a["scale_a"] * a["scale_b"]) * (1 - t * t)
+
+
 # op type -> (formula, body(xp, x, out_grad) -> X@GRAD)
 GRADS = {
     "square": ("2 X Out@GRAD", lambda xp, x, g: g * x * 2),
@@ -35,13 +46,20 @@ GRADS = {
     "log10": ("Out@GRAD / (X ln 10)", lambda xp, x, g: g / (x * LN10)),
     "expm1": ("exp(X) Out@GRAD", lambda xp, x, g: g * xp.exp(x)),
 }
+# op type -> (formula, body(xp, x, out_grad, attrs) -> X@GRAD)
+WITH_ATTRS = {
+    "logit": ("Out@GRAD / (X (1 - X)), 0 where X was clipped", _logit_grad),
+    "stanh": ("Out@GRAD scale_a scale_b (1 - tanh(scale_a X)^2)", _stanh_grad),
+}
 
-for _type, (_formula, _body) in GRADS.items():
+for _type, (_formula, _body) in {**GRADS, **WITH_ATTRS}.items():
     _d = standard(_type, ins=("X",), comment=f"The gradient of {_type}: X@GRAD = {_formula}.")
+    _reads_attrs = _type in WITH_ATTRS
 
-    def _k(ctx, ins, attrs, _body=_body):
+    def _k(ctx, ins, attrs, _body=_body, _reads_attrs=_reads_attrs):
         x, g = ins
-        return (_body(ctx.xp, x, g).astype(g.dtype, copy=False),)
+        d = _body(ctx.xp, x, g, attrs) if _reads_attrs else _body(ctx.xp, x, g)
+        return (d.astype(g.dtype, copy=False),)
     _k.__name__ = f"{_type}_grad"
     _d.kernel()(_k)
 

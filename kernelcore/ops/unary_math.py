@@ -22,6 +22,12 @@ def round_half_away(xp, x, attrs):
     return rounded / x.dtype.type(scale) if attrs["decimals"] else rounded
 
 
+def logit_of(xp, x, eps: float):
+    if eps > 0:
+        x = xp.clip(x, x.dtype.type(eps), x.dtype.type(1 - eps))
+    return xp.log(x / (1 - x))
+
+
 # op type -> (formula, attrs, body(xp, x, attrs))
 FLOAT_OUT = {
     "square": ("Out = X * X", [], lambda xp, x, a: x * x),
@@ -47,6 +53,11 @@ FLOAT_OUT = {
     "log2": ("Out = log2(X)", [], lambda xp, x, a: xp.log2(x)),
     "log10": ("Out = log10(X)", [], lambda xp, x, a: xp.log10(x)),
     "expm1": ("Out = exp(X) - 1", [], lambda xp, x, a: xp.expm1(x)),
+    "logit": ("Out = log(X / (1 - X)), X first clipped to [eps, 1 - eps] where eps > 0",
+              [Attr("eps", A.FLOAT, "the clip bound (0: no clip)", 1e-6)], lambda xp, x, a: logit_of(xp, x, a["eps"])),
+    "stanh": ("Out = scale_b * tanh(scale_a * X)",
+              [Attr("scale_a", A.FLOAT, "X's scale", 0.67), Attr("scale_b", A.FLOAT, "Out's scale", 1.7159)],
+              lambda xp, x, a: x.dtype.type(a["scale_b"]) * xp.tanh(x * x.dtype.type(a["scale_a"]))),
 }
 
 # op type -> (formula, body(xp, x)); Out is bool
