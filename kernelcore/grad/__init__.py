@@ -31,3 +31,4 @@ from . import vision, norm  # noqa: F401  - conv, pool, activations and the visi
 from . import detection, grad_clip, index_arith, roi_align, tensor_array, window_ops  # noqa: F401  - decoding, clipping, detection, Swin windows
 from . import unary_math, padding, reorder, norms_p  # noqa: F401  - their gradients
 from . import lp_pool, along_axis, blend, creation, loss_pointwise  # noqa: F401  - their gradients
+from . import linalg_basic, search, scan, binary_math, reduce_extrema, nll_loss  # noqa: F401  - their gradients
