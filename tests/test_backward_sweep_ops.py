@@ -147,3 +147,46 @@ def test_meshgrid_of_three_vectors_is_numpys_ij_grid():
     got = kc.Executor().run(prog, feed={f"x{i}": x for i, x in enumerate(xs)}, fetch_list=["g0", "g1", "g2"])
     for g, w in zip(got, np.meshgrid(*xs, indexing="ij")):
         np.testing.assert_array_equal(g, w)
+
+
+NLL_LABEL = np.array([0, 2, -100, 1])
+CASES += [
+    GCase("bmm", {"X": f64(2, 3, 4), "Y": f64(2, 4, 2)}),
+    GCase("dot", {"X": f64(3, 4), "Y": f64(3, 4)}),
+    GCase("dot", {"X": f64(4), "Y": f64(4)}, id="dot_1d"),
+    GCase("mv", {"X": f64(3, 4), "Vec": f64(4)}),
+    GCase("addmm", {"Input": f64(3), "X": f64(2, 4), "Y": f64(4, 3)}, {"Beta": 0.5, "Alpha": 1.5}),
+    GCase("cross", {"X": f64(2, 3), "Y": f64(2, 3)}, {"dim": 1}),
+    GCase("cross", {"X": f64(3, 2), "Y": f64(3, 2)}, id="cross_default_dim"),
+    GCase("trace", {"Input": f64(2, 3, 4)}, {"offset": 1, "axis1": 1, "axis2": 2}),
+    GCase("diagonal", {"Input": f64(3, 2, 4)}, {"offset": -1, "axis1": 2, "axis2": 0}),
+    GCase("inverse", {"Input": f64(2, 3, 3) + 3 * np.eye(3)}, use=("Output_out_0",)),
+    GCase("masked_select", {"X": f64(2, 3), "Mask": np.array([True, False, True])}, use=("Y_out_0",)),
+    GCase("cumprod", {"X": away(3, 4)}, {"dim": 1}),
+    GCase("cumprod", {"X": away(3, 4)}, {"dim": 0, "reverse": True, "exclusive": True}, id="cumprod_reverse_exclusive"),
+    GCase("logcumsumexp", {"X": f64(3, 4)}),
+    GCase("logcumsumexp", {"X": f64(3, 4)}, {"axis": 0, "reverse": True}, id="logcumsumexp_reverse"),
+    GCase("logcumsumexp", {"X": f64(3, 4)}, {"flatten": True}, id="logcumsumexp_flatten"),
+    GCase("cummax", {"x": distinct(3, 4)}, {"axis": 1}),
+    GCase("cummin", {"x": distinct(3, 4)}, {"axis": 0}),
+    GCase("atan2", {"X1": away(3, 4), "X2": away(4)}),
+    GCase("elementwise_fmax", {"X": distinct(3, 4), "Y": distinct(3, 4)}),
+    GCase("elementwise_fmin", {"X": distinct(3, 4), "Y": distinct(1, 4)}),
+    GCase("copysign", {"x": away(3, 4), "y": away(3, 4)}),
+    GCase("elementwise_heaviside", {"X": away(3, 4), "Y": f64(3, 4)}),
+    GCase("reduce_amax", {"X": distinct(2, 3, 4)}, {"dim": [0, 2]}),
+    GCase("reduce_amin", {"X": distinct(2, 3)}, {"reduce_all": True}),
+    GCase("logit", {"X": f64(3, 4, low=0.05, high=0.95)}, {"eps": 0.01}),
+    GCase("stanh", {"X": f64(3, 4)}, {"scale_a": 0.5, "scale_b": 2.0}),
+]
+CASES += [GCase("nll_loss", {"X": f64(4, 3), "Label": NLL_LABEL, "Weight": f64(3, low=0.5, high=2.0)},
+                {"reduction": r}, stop=("Weight_0",), use=("Out_out_0",), id=f"nll_loss_{r}")
+          for r in ("none", "sum", "mean")]
+
+
+def test_amax_shares_the_gradient_among_ties():
+    _, prog, feed, _, wrt = build(GCase("reduce_amax", {"X": np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]])},
+                                        {"dim": [1]}))
+    feed["w_Out_out_0"] = np.ones(2)
+    (g,) = _run(kc.Executor(), prog, feed, [wrt[0] + "@GRAD"], False)
+    np.testing.assert_array_equal(g, [[0.0, 0.5, 0.5], [0.5, 0.5, 0.0]])

@@ -167,3 +167,86 @@ CASES += [
 ]
 CASES += [Case("kldiv_loss", {"X": np.log(PROBS), "Target": np.where(TARGETS > 0.3, TARGETS, 0.0)}, kldiv_ref,
                attrs={"reduction": r}, id=f"kldiv_loss_{r}") for r in ("none", "sum", "mean", "batchmean")]
+
+
+# -- small linear algebra, searches, running reductions, binary math, amax/amin, nll_loss --------------------
+A3 = f64(2, 3, 4)
+B3 = f64(2, 4, 5)
+M = f64(3, 3) + 3 * np.eye(3)
+V3 = f64(4, 3)
+W3 = f64(4, 3)
+SEQ = np.array([[1.0, 3.0, 5.0, 7.0], [2.0, 2.0, 4.0, 8.0]])
+VALS = np.array([[3.0, 0.0, 9.0], [2.0, 5.0, 8.0]])
+SCAN_IN = f64(3, 4, low=0.5, high=1.5) * np.sign(f64(3, 4))
+NLL_X = np.log(f64(4, 3, low=0.1, high=1.0))
+NLL_LABEL = np.array([0, 2, -100, 1])
+NLL_W = np.array([0.5, 1.0, 2.0])
+
+
+def nll_ref(X, Label, Weight=None, reduction="mean", ignore_index=-100, **a):
+    w = np.ones(X.shape[1]) if Weight is None else Weight
+    losses = np.array([0.0 if l == ignore_index else -w[l] * X[n, l] for n, l in enumerate(Label)])
+    total = sum(w[l] for l in Label if l != ignore_index)
+    out = {"none": losses, "sum": np.array(losses.sum()), "mean": np.array(losses.sum() / total)}[reduction]
+    return {"Out": out, "Total_weight": np.array(total)}
+
+
+CASES += [
+    Case("bmm", {"X": A3, "Y": B3}, lambda X, Y, **a: {"Out": np.einsum("bmk,bkn->bmn", X, Y)}),
+    Case("dot", {"X": V3, "Y": W3}, lambda X, Y, **a: {"Out": np.einsum("bi,bi->b", X, Y)}),
+    Case("mv", {"X": f64(3, 4) + 0, "Vec": np.arange(4.0)}, lambda X, Vec, **a: {"Out": X @ Vec}),
+    Case("addmm", {"Input": np.arange(3.0), "X": f64(2, 4), "Y": f64(4, 3)},
+         lambda Input, X, Y, Beta, Alpha: {"Out": Beta * Input + Alpha * (X @ Y)}, attrs={"Beta": 0.5, "Alpha": 2.0}),
+    Case("cross", {"X": V3, "Y": W3}, lambda X, Y, **a: {"Out": np.stack([
+        X[:, 1] * Y[:, 2] - X[:, 2] * Y[:, 1], X[:, 2] * Y[:, 0] - X[:, 0] * Y[:, 2],
+        X[:, 0] * Y[:, 1] - X[:, 1] * Y[:, 0]], axis=1)}),
+    Case("trace", {"Input": A3}, lambda Input, **a: {"Out": np.array([Input[i, 0, 1] + Input[i, 1, 2] + Input[i, 2, 3]
+                                                                      for i in range(2)])},
+         attrs={"offset": 1, "axis1": 1, "axis2": 2}),
+    Case("diagonal", {"Input": A3}, lambda Input, **a: {"Out": np.stack([Input[0, 0, :], Input[1, 1, :]], axis=-1)},
+         attrs={"offset": 0, "axis1": 0, "axis2": 1}),
+    Case("inverse", {"Input": M}, lambda Input, **a: {"Output": np.linalg.solve(Input, np.eye(3))}, rtol=1e-9),
+    Case("searchsorted", {"SortedSequence": SEQ, "Values": VALS},
+         lambda **a: {"Out": np.array([[1, 0, 4], [0, 3, 3]])}),
+    Case("searchsorted", {"SortedSequence": SEQ, "Values": VALS},
+         lambda **a: {"Out": np.array([[2, 0, 4], [2, 3, 4]], np.int32)}, attrs={"right": True, "out_int32": True},
+         id="searchsorted_right"),
+    Case("searchsorted", {"SortedSequence": SEQ[0], "Values": VALS},
+         lambda **a: {"Out": np.array([[1, 0, 4], [1, 2, 4]])}, id="searchsorted_1d"),
+    Case("where_index", {"Condition": np.array([[True, False], [False, True]])},
+         lambda **a: {"Out": np.array([[0, 0], [1, 1]])}),
+    Case("masked_select", {"X": np.arange(6.0).reshape(2, 3), "Mask": np.array([True, False, True])},
+         lambda **a: {"Y": np.array([0.0, 2.0, 3.0, 5.0])}),
+    Case("isclose", {"Input": np.array([1.0, 2.0, np.nan]), "Other": np.array([1.0 + 1e-9, 2.1, np.nan])},
+         lambda **a: {"Out": np.array([True, False, True])}, attrs={"equal_nan": True}),
+    Case("allclose", {"Input": np.array([1.0, 2.0]), "Other": np.array([1.0, 2.001])},
+         lambda **a: {"Out": np.array(True)}, attrs={"rtol": "1e-3", "atol": "0"}),
+    Case("equal_all", {"X": np.array([1, 2]), "Y": np.array([1, 3])}, lambda **a: {"Out": np.array(False)}),
+    Case("cumprod", {"X": SCAN_IN}, lambda X, **a: {"Out": np.cumprod(X, axis=1)}, attrs={"dim": 1}),
+    Case("cumprod", {"X": SCAN_IN}, lambda X, **a: {"Out": np.concatenate(
+        [np.cumprod(X[::-1], axis=0)[::-1][1:], np.ones((1, 4))], axis=0)},
+         attrs={"dim": 0, "reverse": True, "exclusive": True}, id="cumprod_reverse_exclusive"),
+    Case("logcumsumexp", {"X": SCAN_IN}, lambda X, **a: {"Out": np.log(np.cumsum(np.exp(X), axis=-1))}),
+    Case("cummax", {"x": np.array([1.0, 3.0, 2.0, 3.0, 0.0])},
+         lambda **a: {"out": np.array([1.0, 3.0, 3.0, 3.0, 3.0]), "indices": np.array([0, 1, 1, 3, 3])}),
+    Case("cummin", {"x": np.array([[2.0, 1.0, 4.0]])},
+         lambda **a: {"out": np.array([[2.0, 1.0, 1.0]]), "indices": np.array([[0, 1, 1]], np.int32)},
+         attrs={"axis": 1, "dtype": 2}),
+    Case("atan2", {"X1": f64(3, 4), "X2": f64(4)}, lambda X1, X2, **a: {"Out": np.arctan2(X1, X2)}),
+    Case("elementwise_fmax", {"X": np.array([1.0, np.nan, 3.0]), "Y": np.array([2.0, 5.0, np.nan])},
+         lambda **a: {"Out": np.array([2.0, 5.0, 3.0])}),
+    Case("elementwise_fmin", {"X": np.array([1.0, np.nan, 3.0]), "Y": np.array([2.0, 5.0, np.nan])},
+         lambda **a: {"Out": np.array([1.0, 5.0, 3.0])}),
+    Case("copysign", {"x": np.array([1.0, -2.0, 3.0]), "y": np.array([-0.0, 1.0, -5.0])},
+         lambda **a: {"out": np.array([-1.0, 2.0, -3.0])}),
+    Case("elementwise_heaviside", {"X": np.array([-1.0, 0.0, 2.0]), "Y": np.array([9.0, 0.5, 9.0])},
+         lambda **a: {"Out": np.array([0.0, 0.5, 1.0])}),
+    Case("reduce_amax", {"X": A3}, lambda X, **a: {"Out": X.max(axis=(0, 2), keepdims=True)},
+         attrs={"dim": [0, -1], "keep_dim": True}),
+    Case("reduce_amin", {"X": A3}, lambda X, **a: {"Out": np.array(X.min())}, attrs={"reduce_all": True}),
+    Case("logit", {"X": np.array([0.25, 0.5, 0.0])}, lambda **a: {"Out": np.log(np.array([1 / 3, 1.0, 0.1 / 0.9]))},
+         attrs={"eps": 0.1}),
+    Case("stanh", {"X": f64(3, 4)}, lambda X, **a: {"Out": 1.7159 * np.tanh(0.67 * X)}),
+]
+CASES += [Case("nll_loss", {"X": NLL_X, "Label": NLL_LABEL, "Weight": NLL_W}, nll_ref, attrs={"reduction": r},
+               id=f"nll_loss_{r}") for r in ("none", "sum", "mean")]
