@@ -32,3 +32,4 @@ from . import detection, grad_clip, index_arith, roi_align, tensor_array, window
 from . import unary_math, padding, reorder, norms_p  # noqa: F401  - their gradients
 from . import lp_pool, along_axis, blend, creation, loss_pointwise  # noqa: F401  - their gradients
 from . import linalg_basic, search, scan, binary_math, reduce_extrema, nll_loss  # noqa: F401  - their gradients
+from . import patches, unpool, bilinear  # noqa: F401  - their gradients

@@ -11,3 +11,4 @@ from . import tensor_array, beam_search, index_arith, grad_clip, detection, box_
 from . import unary_math, padding, reorder, norms_p  # noqa: F401  - the ops the API sweep found missing: elementwise math, pad, flip and shuffles, p-norms
 from . import lp_pool, along_axis, blend, creation, loss_pointwise  # noqa: F401  - lp pooling, picks along an axis, lerp, new tensors, pointwise losses
 from . import linalg_basic, search, scan, binary_math, reduce_extrema, nll_loss  # noqa: F401  - small linear algebra, searches and closeness tests, running reductions, binary math, amax/amin, nll_loss
+from . import patches, unpool, bilinear  # noqa: F401  - unfold/fold, max unpooling, bilinear products
