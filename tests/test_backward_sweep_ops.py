@@ -190,3 +190,24 @@ def test_amax_shares_the_gradient_among_ties():
     feed["w_Out_out_0"] = np.ones(2)
     (g,) = _run(kc.Executor(), prog, feed, [wrt[0] + "@GRAD"], False)
     np.testing.assert_array_equal(g, [[0.0, 0.5, 0.5], [0.5, 0.5, 0.0]])
+
+
+CASES += [
+    GCase("unfold", {"X": f64(1, 2, 4, 5)},
+          {"kernel_sizes": [2, 3], "strides": [1, 2], "paddings": [1, 0, 0, 1], "dilations": [2, 1]}),
+    GCase("fold", {"X": f64(1, 8, 4)}, {"output_sizes": [3, 3], "kernel_sizes": [2, 2]}),
+    GCase("unpool", {"X": f64(1, 2, 2, 2), "Indices": np.array([[[[0, 3], [9, 14]], [[5, 2], [8, 15]]]])},
+          {"ksize": [2, 2], "strides": [2, 2], "paddings": [0, 0], "output_size": [4, 4]}),
+    GCase("unpool3d", {"X": f64(1, 1, 1, 1, 2), "Indices": np.array([[[[[1, 6]]]]])},
+          {"ksize": [2, 2, 2], "strides": [2, 2, 2], "paddings": [0, 0, 0]}),
+    GCase("bilinear_tensor_product", {"X": f64(3, 2), "Y": f64(3, 4), "Weight": f64(5, 2, 4), "Bias": f64(1, 5)}),
+]
+
+
+def test_fold_is_unfolds_adjoint():
+    """<unfold(x), y> == <x, fold(y)>: fold adds each column back where unfold took it from."""
+    from kernelcore.ops.patches import fold_of, unfold_of
+    attrs = {"kernel_sizes": [3, 2], "strides": [2, 1], "paddings": [1, 1, 0, 2], "dilations": [1, 2]}
+    x = f64(2, 3, 5, 4)
+    y = f64(*unfold_of(np, x, attrs).shape)
+    np.testing.assert_allclose((unfold_of(np, x, attrs) * y).sum(), (x * fold_of(np, y, attrs, (5, 4))).sum())

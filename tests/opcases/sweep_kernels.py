@@ -250,3 +250,39 @@ CASES += [
 ]
 CASES += [Case("nll_loss", {"X": NLL_X, "Label": NLL_LABEL, "Weight": NLL_W}, nll_ref, attrs={"reduction": r},
                id=f"nll_loss_{r}") for r in ("none", "sum", "mean")]
+
+
+# -- unfold / fold, max unpooling, bilinear products ----------------------------------------------------------
+def unfold_ref(X, kernel_sizes, strides, paddings, dilations, **a):
+    """Window by window, tap by tap."""
+    n, c, h, w = X.shape
+    kh, kw = kernel_sizes
+    top, left, bottom, right = paddings
+    xp = np.pad(X, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    oh = (h + top + bottom - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (w + left + right - dilations[1] * (kw - 1) - 1) // strides[1] + 1
+    y = np.zeros((n, c * kh * kw, oh * ow), X.dtype)
+    for ci in range(c):
+        for i in range(kh):
+            for j in range(kw):
+                for r in range(oh):
+                    for s in range(ow):
+                        y[:, (ci * kh + i) * kw + j, r * ow + s] = \
+                            xp[:, ci, r * strides[0] + i * dilations[0], s * strides[1] + j * dilations[1]]
+    return {"Y": y}
+
+
+UNFOLD_ATTRS = {"kernel_sizes": [2, 3], "strides": [1, 2], "paddings": [1, 0, 0, 1], "dilations": [2, 1]}
+UNPOOL_X = np.array([[[[5.0, 7.0], [6.0, 8.0]]]])
+UNPOOL_I = np.array([[[[0, 3], [9, 14]]]])
+CASES += [
+    Case("unfold", {"X": f64(2, 2, 4, 5)}, unfold_ref, attrs=UNFOLD_ATTRS),
+    Case("fold", {"X": np.ones((1, 4, 4))}, lambda X, **a: {"Y": np.array([[[[1, 2, 1], [2, 4, 2], [1, 2, 1]]]], float)},
+         attrs={"output_sizes": [3, 3], "kernel_sizes": [2, 2]}),
+    Case("unpool", {"X": UNPOOL_X, "Indices": UNPOOL_I},
+         lambda **a: {"Out": np.array([5, 0, 0, 7, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 8, 0], float).reshape(1, 1, 4, 4)},
+         attrs={"ksize": [2, 2], "strides": [2, 2], "paddings": [0, 0]}),
+    Case("bilinear_tensor_product", {"X": f64(3, 2), "Y": f64(3, 4), "Weight": f64(5, 2, 4), "Bias": f64(1, 5)},
+         lambda X, Y, Weight, Bias: {"Out": np.array([[X[b] @ Weight[k] @ Y[b] + Bias[0, k] for k in range(5)]
+                                                       for b in range(3)])}),
+]
