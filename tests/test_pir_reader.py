@@ -219,6 +219,23 @@ def test_debugger_steps_into_a_pir_while_body_timestep_by_timestep(pir_zoo):
 
 
 @pytest.mark.paddle
+def test_a_pir_while_loop_is_differentiated(pir_zoo):
+    """dy2static's while (y = y/2 + tanh(y), three times, after y = 2x) read from PIR differentiates: its
+    iteration scopes are kept in a training run. d sum(y)/dx = 2 * prod_k (1.5 - tanh(y_k)^2)."""
+    prog, scope = _load(pir_zoo, "if_while_true")
+    block = prog.global_block()
+    y = block.var(fetch_target_names(prog)[0])
+    dx, = kc.gradients([y], [block.var("x")])
+    x = np.linspace(0.1, 1.2, 6, dtype=np.float32).reshape(2, 3)
+    got, = kc.Executor().run(prog, feed={"x": x}, fetch_list=[dx.name], scope=scope, training=True)
+    want, yk = np.full(x.shape, 2.0), 2.0 * x.astype(np.float64)
+    for _ in range(3):
+        want *= 1.5 - np.tanh(yk) ** 2
+        yk = 0.5 * yk + np.tanh(yk)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.paddle
 def test_pir_file_is_told_apart_by_content(pir_zoo):
     head = (pir_zoo / "mlp.json").read_bytes()[:4096]
     assert is_pir_json(head)

@@ -122,8 +122,10 @@ def read_while(r, op, i: int) -> None:
     copy_into(r, yields[0], cond_var, idx, i)
     scopes = r.fresh(stem, "scopes")
     r.extra_types[scopes] = ("scopes", None)
+    # is_test false, as Paddle builds a while: the executor keeps the iteration scopes only in a training run
+    # (which a gradient reads), so an inference run still drops each as it ends
     r.emit(Emit("while", {"X": list(loop), "Condition": [cond_var]},
-                {"Out": list(loop), "StepScopes": [scopes]}, {"sub_block": BlockRef(idx), "is_test": True}, i))
+                {"Out": list(loop), "StepScopes": [scopes]}, {"sub_block": BlockRef(idx), "is_test": False}, i))
     for k, name in enumerate(loop):
         r.define(op, k, Value(name=name))
     r.where = where
