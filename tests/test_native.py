@@ -425,11 +425,11 @@ def test_max_pooling_in_c_propagates_nan_as_numpys_maximum():
 @pytest.mark.parametrize("attrs", [dict(offset=3.0, threshold=6.0, scale=6.0),
                                    dict(offset=1.5, threshold=4.0, scale=5.0)])
 def test_hard_swish_and_its_gradient_in_c_equal_numpys_bits(shape, attrs, monkeypatch):
-    """kernelcore/native/hard_swish.c against the NumPy bodies it stands in for (ops/activation_extra.py,
-    grad/vision.py), through the op kernels: the same bits, NaN, +-inf, -0 and the clip's edges included, at 1-3
+    """kernelcore/native/hard_swish.c against the NumPy bodies it stands in for (ops/activation.py,
+    grad/activation.py), through the op kernels: the same bits, NaN, +-inf, -0 and the clip's edges included, at 1-3
     threads."""
-    from kernelcore.grad import vision as V
-    from kernelcore.ops import activation_extra as AE
+    from kernelcore.grad import activation as GA
+    from kernelcore.ops import activation as AE
     x = (rng.standard_normal(shape) * 4).astype(np.float32)
     edges = [np.nan, np.inf, -np.inf, -0.0, -attrs["offset"], attrs["threshold"] - attrs["offset"], 0.0]
     x.reshape(-1)[:len(edges)] = edges[:x.size]
@@ -441,7 +441,7 @@ def test_hard_swish_and_its_gradient_in_c_equal_numpys_bits(shape, attrs, monkey
             got[threads] = (prepared("hard_swish")(_Ctx, [x], attrs)[0],
                             prepared("hard_swish_grad")(_Ctx, [x, g], attrs)[0])
     with np.errstate(invalid="ignore"):
-        want = (AE._hard_swish(np, x, attrs), g * V._d_hard_swish(np, x, attrs))
+        want = (AE._hard_swish(np, x, attrs), g * GA._d_hard_swish(np, x, attrs))
     for threads, pair in got.items():
         for a, b in zip(pair, want):
             np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32), err_msg=f"{threads} threads")

@@ -1,5 +1,5 @@
-"""Gradients of the vision ops (kernelcore/ops/conv.py, pool.py, activation_extra.py, vision_tensor.py, interp.py;
-the normalisations' are in norm.py).
+"""Gradients of the vision ops (kernelcore/ops/conv.py, pool.py, vision_tensor.py, interp.py; the normalisations'
+are in norm.py, the activations' in activation.py).
 
 Convolutions: Input@GRAD is the transposed convolution of Output@GRAD (the forward col2im body; at stride 1 the
 same thing as a plain convolution with the flipped filter, which takes the forward's faster path), Filter@GRAD one
@@ -22,7 +22,6 @@ from ..ops import pool as P
 from .. import native
 from ..runtime.cpu_parts import by_images_in_parts, chunks, cpu_parts, run_parts
 from ..ops._spatial import channel_last
-from ..ops.activation_extra import sigmoid
 
 from ..transforms.backward import standard, wanted
 
@@ -345,120 +344,6 @@ _pool_grad("pool2d", 2)
 _pool_grad("pool3d", 3)
 _max_index_grad("max_pool2d_with_index")
 _max_index_grad("max_pool3d_with_index")
-
-
-# ---------------------------------------------------------------------------
-# activations: X@GRAD = Out@GRAD * f'(X)
-# ---------------------------------------------------------------------------
-def _c(x, v):
-    return x.dtype.type(v)
-
-
-def _d_softplus(xp, x, beta, threshold):
-    bx = x * _c(x, beta)
-    return xp.where(bx > _c(x, threshold), _c(x, 1), sigmoid(xp, xp.minimum(bx, _c(x, threshold))))
-
-
-def _d_mish(xp, x, a):
-    t = _c(x, a["threshold"])
-    sp = xp.where(x > t, x, xp.log1p(xp.exp(xp.minimum(x, t))))
-    th = xp.tanh(sp)
-    return th + x * (1 - th * th) * _d_softplus(xp, x, 1.0, a["threshold"])
-
-
-def _d_hard_swish(xp, x, a):
-    off, thr, sc = _c(x, a["offset"]), _c(x, a["threshold"]), _c(x, a["scale"])
-    inner = x + off
-    return xp.where(inner <= 0, _c(x, 0), xp.where(inner >= thr, thr / sc, (2 * x + off) / sc))
-
-
-# X@GRAD = Out@GRAD * f'(X), the grad op reading X (Paddle's slots for these)
-DERIVATIVES = {
-    "leaky_relu": lambda xp, x, a: xp.where(x >= 0, _c(x, 1), _c(x, a["alpha"])),
-    "hard_swish": _d_hard_swish,
-    "swish": lambda xp, x, a: (lambda s: s + _c(x, a["beta"]) * x * s * (1 - s))(
-        sigmoid(xp, x * _c(x, a["beta"]))),
-    "softplus": lambda xp, x, a: _d_softplus(xp, x, a["beta"], a["threshold"]),
-    "mish": _d_mish,
-    "brelu": lambda xp, x, a: ((x > _c(x, a["t_min"])) & (x < _c(x, a["t_max"]))).astype(x.dtype),
-    "celu": lambda xp, x, a: xp.where(x > 0, _c(x, 1), xp.exp(xp.minimum(x, _c(x, 0)) / _c(x, a["alpha"]))),
-    # sigmoid(-X) as 0.5 * (1 - tanh(X / 2)): no overflow for large |X|
-    "logsigmoid": lambda xp, x, a: _c(x, 0.5) * (1 - xp.tanh(x * _c(x, 0.5))),
-    "softsign": lambda xp, x, a: 1 / ((1 + xp.abs(x)) * (1 + xp.abs(x))),
-    "tanh_shrink": lambda xp, x, a: xp.tanh(x) * xp.tanh(x),
-    "hard_shrink": lambda xp, x, a: (xp.abs(x) > _c(x, a["threshold"])).astype(x.dtype),
-    "softshrink": lambda xp, x, a: (xp.abs(x) > _c(x, a["lambda"])).astype(x.dtype),
-    "thresholded_relu": lambda xp, x, a: (x > _c(x, a["threshold"])).astype(x.dtype),
-}
-# the same, where Paddle's grad op reads both X and Out (the derivative is taken from X)
-DERIVATIVES_READING_OUT_TOO = {
-    "elu": lambda xp, x, a: xp.where(x > 0, _c(x, 1), _c(x, a["alpha"]) * xp.exp(xp.minimum(x, _c(x, 0)))),
-    "silu": lambda xp, x, a: (lambda s: s * (1 + x * (1 - s)))(sigmoid(xp, x)),
-}
-# X@GRAD = Out@GRAD * f'(X) written as a function of Out, the grad op reading Out only (Paddle's slots)
-OUT_DERIVATIVES = {
-    "relu6": lambda xp, out, a: ((out > 0) & (out < _c(out, a["threshold"]))).astype(out.dtype),
-    "hard_sigmoid": lambda xp, out, a: ((out > 0) & (out < 1)).astype(out.dtype) * _c(out, a["slope"]),
-    # Out > 0: scale; else Out = scale * alpha * (exp(X) - 1), whose derivative is Out + scale * alpha
-    "selu": lambda xp, out, a: xp.where(out > 0, _c(out, a["scale"]), out + _c(out, a["scale"] * a["alpha"])),
-}
-
-
-def _act_kernel(deriv, reads_out_too=False):
-    def kernel(ctx, ins, attrs):
-        x, g = (ins[0], ins[2]) if reads_out_too else ins
-        return (g * deriv(ctx.xp, x, attrs),)
-    return kernel
-
-
-for _table, _slots in ((DERIVATIVES, dict(ins=("X",))), (DERIVATIVES_READING_OUT_TOO, dict(ins=("X",), outs=("Out",))),
-                       (OUT_DERIVATIVES, dict(outs=("Out",), infer_from={"X@GRAD": ("Out", False)}))):
-    for _t, _deriv in _table.items():
-        _reads = " and ".join(_slots.get("ins", ()) + _slots.get("outs", ()))
-        _d = standard(_t, comment=f"The gradient of {_t}: X@GRAD = Out@GRAD * {_t}'(X), as Paddle's {_t}_grad "
-                                  f"computes it (reading {_reads}).", **_slots)
-        _k = _act_kernel(_deriv, _table is DERIVATIVES_READING_OUT_TOO)
-        _k.__name__ = f"{_t}_grad"
-        _d.kernel()(_k)
-
-
-MAXOUT_GRAD = standard("maxout", ins=("X",), outs=("Out",),
-                       comment="The gradient of maxout: each Out@GRAD element goes to the first channel of its run "
-                               "that holds the maximum (Paddle's order).")
-
-
-@MAXOUT_GRAD.kernel()
-def maxout_grad(ctx, ins, attrs):
-    from ..ops.activation_extra import maxout_geometry, maxout_runs
-    xp = ctx.xp
-    x, out, g = ins
-    groups = attrs["groups"]
-    axis = maxout_geometry(x.shape, groups, attrs["axis"])
-    runs = maxout_runs(x, groups, axis)
-    first = xp.argmax(runs == xp.expand_dims(out, axis + 1), axis=axis + 1)  # the first maximum of each run
-    hit = xp.expand_dims(first, axis + 1) == xp.arange(groups).reshape((groups,) + (1,) * (x.ndim - axis - 1))
-    return ((hit * xp.expand_dims(g, axis + 1)).astype(g.dtype).reshape(x.shape),)
-
-
-PRELU_GRAD = standard("prelu", ins=("X", "Alpha"), in_grads=("X", "Alpha"),
-                      comment="The gradient of prelu: X@GRAD = Out@GRAD where X > 0, else Alpha * Out@GRAD; "
-                              "Alpha@GRAD = the sum of X * Out@GRAD where X <= 0, over the dims Alpha is shared "
-                              "along.")
-
-
-@PRELU_GRAD.kernel()
-def prelu_grad(ctx, ins, attrs):
-    from ..ops.activation_extra import alpha_shape
-    xp = ctx.xp
-    x, alpha, g = ins
-    shape, _ = alpha_shape(x.shape, attrs["mode"], attrs["data_format"])
-    a = alpha.reshape(shape).astype(x.dtype)
-    pos = x > 0
-    dx = xp.where(pos, g, g * a)
-    contrib = xp.where(pos, g.dtype.type(0), g * x)
-    red = tuple(i for i, s in enumerate(shape) if s == 1)
-    da = contrib.sum(axis=red, keepdims=True).reshape(alpha.shape).astype(alpha.dtype)
-    return dx, da
 
 
 # ---------------------------------------------------------------------------
