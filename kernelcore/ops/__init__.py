@@ -6,7 +6,6 @@ from . import optimizer, dropout  # noqa: F401  - training: optimizer updates, d
 from . import math_extra, tensor_extra, indexing  # noqa: F401  - Transformer/BERT programs
 from . import rnn  # noqa: F401  - the fused rnn op (paddle.nn.LSTM/GRU/SimpleRNN)
 from . import conv, pool, norm, interp, vision_tensor  # noqa: F401  - convolution, pooling, normalisation (batch, group, instance, layer), resizing
-from . import activation_extra  # noqa: F401  - relu6, hard_swish, swish, prelu, maxout and the other activations vision models write
 from . import tensor_array, beam_search, index_arith, grad_clip, detection, box_ops, roi_align, window_ops  # noqa: F401  - decoding, clipping, detection, Swin windows
 from . import unary_math, padding, reorder, norms_p  # noqa: F401  - the ops the API sweep found missing: elementwise math, pad, flip and shuffles, p-norms
 from . import lp_pool, along_axis, blend, creation, loss_pointwise  # noqa: F401  - lp pooling, picks along an axis, lerp, new tensors, pointwise losses
