@@ -27,9 +27,10 @@ build a grad sub-block by running the backward machinery over their sub-block (c
 from . import activation, control_flow, loss, math, nn, shape, tensor  # noqa: F401  - each registers its rules
 from . import math_extra, tensor_extra, indexing  # noqa: F401  - Transformer/BERT ops
 from . import rnn  # noqa: F401  - rnn_grad (Paddle's fused rnn op)
-from . import vision, norm  # noqa: F401  - conv, pool, activations and the vision models' tensor ops; the normalisations
+from . import conv, pool, norm, interp, pad  # noqa: F401  - convolution, pooling, normalisation, resizing, padding
 from . import detection, grad_clip, index_arith, roi_align, tensor_array, window_ops  # noqa: F401  - decoding, clipping, detection, Swin windows
 from . import unary_math, padding, reorder, norms_p  # noqa: F401  - their gradients
 from . import lp_pool, along_axis, blend, creation, loss_pointwise  # noqa: F401  - their gradients
 from . import linalg_basic, search, scan, binary_math, reduce_extrema, nll_loss  # noqa: F401  - their gradients
 from . import patches, unpool, bilinear  # noqa: F401  - their gradients
+from . import indexed_update, arrange  # noqa: F401  - their gradients

@@ -5,9 +5,10 @@ from . import control_flow  # noqa: F401
 from . import optimizer, dropout  # noqa: F401  - training: optimizer updates, dropout
 from . import math_extra, tensor_extra, indexing  # noqa: F401  - Transformer/BERT programs
 from . import rnn  # noqa: F401  - the fused rnn op (paddle.nn.LSTM/GRU/SimpleRNN)
-from . import conv, pool, norm, interp, vision_tensor  # noqa: F401  - convolution, pooling, normalisation (batch, group, instance, layer), resizing
+from . import conv, pool, norm, interp, pad  # noqa: F401  - convolution, pooling, normalisation (batch, group, instance, layer), resizing
 from . import tensor_array, beam_search, index_arith, grad_clip, detection, box_ops, roi_align, window_ops  # noqa: F401  - decoding, clipping, detection, Swin windows
 from . import unary_math, padding, reorder, norms_p  # noqa: F401  - the ops the API sweep found missing: elementwise math, pad, flip and shuffles, p-norms
 from . import lp_pool, along_axis, blend, creation, loss_pointwise  # noqa: F401  - lp pooling, picks along an axis, lerp, new tensors, pointwise losses
 from . import linalg_basic, search, scan, binary_math, reduce_extrema, nll_loss  # noqa: F401  - small linear algebra, searches and closeness tests, running reductions, binary math, amax/amin, nll_loss
 from . import patches, unpool, bilinear  # noqa: F401  - unfold/fold, max unpooling, bilinear products
+from . import indexed_update, arrange  # noqa: F401  - writes at positions (scatter_nd_add, index_add, put_along_axis, index_put, masked_fill); cutting, joining and repeating
