@@ -211,3 +211,26 @@ def test_fold_is_unfolds_adjoint():
     x = f64(2, 3, 5, 4)
     y = f64(*unfold_of(np, x, attrs).shape)
     np.testing.assert_allclose((unfold_of(np, x, attrs) * y).sum(), (x * fold_of(np, y, attrs, (5, 4))).sum())
+
+
+CASES += [
+    GCase("scatter_nd_add", {"X": f64(3, 2), "Index": np.array([[1], [1], [0]]), "Updates": f64(3, 2)}),
+    GCase("index_add", {"X": f64(2, 3), "Index": np.array([2, 0, 2]), "AddValue": f64(2, 3)}, {"axis": 1}),
+    GCase("put_along_axis", {"Input": f64(3, 4), "Index": np.array([[0], [3], [1]]), "Value": f64(3, 1)},
+          {"Axis": 1}),
+    GCase("put_along_axis", {"Input": f64(3, 4), "Index": np.array([[0, 0, 2, 1]]), "Value": f64(1, 4)},
+          {"Axis": 0, "Reduce": "add"}, id="put_along_axis_add"),
+    GCase("index_put", {"x": f64(3, 4), "indices": [np.array([0, 2]), np.array([1, 1])], "value": f64(2)}),
+    GCase("index_put", {"x": f64(3, 4), "indices": [np.array([0, 0]), np.array([1, 1])], "value": f64(1)},
+          {"accumulate": True}, id="index_put_accumulate"),
+    GCase("masked_fill", {"x": f64(3, 4), "mask": np.array([True, False, False, True]), "value": f64(1)}),
+    GCase("strided_slice", {"Input": f64(3, 4)}, {"axes": [0, 1], "starts": [-1, 0], "ends": [0, 10],
+                                                  "strides": [-1, 2]}),
+    GCase("crop_tensor", {"X": f64(3, 4)}, {"shape": [2, -1], "offsets": [1, 1]}),
+    GCase("unbind", {"X": f64(3, 2)}, {"axis": 0}, n_out={"Out": 3}),
+    GCase("broadcast_tensors", {"X": [f64(3, 1), f64(4)]}, n_out={"Out": 2}),
+    GCase("diag_embed", {"Input": f64(2, 3)}, {"offset": -1, "dim1": 0, "dim2": 2}),
+    GCase("repeat_interleave", {"X": f64(3, 2), "RepeatsTensor": np.array([2, 0, 1])}),
+    GCase("kron", {"X": f64(2, 3), "Y": f64(3)}),
+    GCase("multiplex", {"X": [f64(3, 2), f64(3, 2)], "Ids": np.array([[1], [0], [1]], np.int32)}),
+]

@@ -286,3 +286,41 @@ CASES += [
          lambda X, Y, Weight, Bias: {"Out": np.array([[X[b] @ Weight[k] @ Y[b] + Bias[0, k] for k in range(5)]
                                                        for b in range(3)])}),
 ]
+
+
+# -- writes at positions; cutting, joining and repeating ------------------------------------------------------
+X34 = np.arange(12.0).reshape(3, 4)
+CASES += [
+    Case("scatter_nd_add", {"X": np.zeros((3, 2)), "Index": np.array([[1], [1], [0]]), "Updates": np.ones((3, 2))},
+         lambda **a: {"Out": np.array([[1.0, 1.0], [2.0, 2.0], [0.0, 0.0]])}),
+    Case("index_add", {"X": np.zeros((2, 3)), "Index": np.array([2, 0, 2]), "AddValue": np.ones((2, 3))},
+         lambda **a: {"Out": np.array([[1.0, 0.0, 2.0], [1.0, 0.0, 2.0]])}, attrs={"axis": 1}),
+    Case("put_along_axis", {"Input": X34, "Index": np.array([[0], [3], [1]]), "Value": np.array([[-1.0]])},
+         lambda Input, **a: {"Result": np.array([[-1, 1, 2, 3], [4, 5, 6, -1], [8, -1, 10, 11]], float)},
+         attrs={"Axis": 1}),
+    Case("put_along_axis", {"Input": X34, "Index": np.array([[0, 0]]), "Value": np.array([[1.0, 2.0]])},
+         lambda Input, **a: {"Result": X34 + np.array([[1, 2, 0, 0], [0] * 4, [0] * 4])},
+         attrs={"Axis": 0, "Reduce": "add"}, id="put_along_axis_add"),
+    Case("index_put", {"x": X34, "indices": [np.array([0, 2]), np.array([1, 1])], "value": np.array([7.0])},
+         lambda x, **a: {"out": np.where(np.isin(np.arange(12), [1, 9]).reshape(3, 4), 7.0, x)}),
+    Case("masked_fill", {"x": X34, "mask": np.array([True, False, False, True]), "value": np.array(0.5)},
+         lambda x, mask, value: {"out": np.where(mask, 0.5, x)}),
+    Case("strided_slice", {"Input": X34}, lambda Input, **a: {"Out": Input[2:0:-1, ::2]},
+         attrs={"axes": [0, 1], "starts": [-1, 0], "ends": [0, 10], "strides": [-1, 2]}),
+    Case("strided_slice", {"Input": X34}, lambda Input, **a: {"Out": Input[1, 1:3]},
+         attrs={"axes": [0, 1], "starts": [1, 1], "ends": [2, 3], "strides": [1, 1], "decrease_axis": [0]},
+         id="strided_slice_decrease"),
+    Case("crop_tensor", {"X": X34}, lambda X, **a: {"Out": X[1:3, 1:]}, attrs={"shape": [2, -1], "offsets": [1, 1]}),
+    Case("unbind", {"X": X34[:1]}, lambda X, **a: {"Out": [X[0]]}),
+    Case("broadcast_tensors", {"X": [np.arange(3.0)]}, lambda X, **a: {"Out": [X[0]]}),
+    Case("diag_embed", {"Input": np.array([[1.0, 2.0]])},
+         lambda **a: {"Out": np.array([[[0, 1, 0], [0, 0, 2], [0, 0, 0]]], float)}, attrs={"offset": 1}),
+    Case("repeat_interleave", {"X": X34}, lambda X, **a: {"Out": np.repeat(X, 2, axis=1)},
+         attrs={"Repeats": 2, "dim": 1}),
+    Case("repeat_interleave", {"X": X34, "RepeatsTensor": np.array([1, 0, 2])},
+         lambda X, **a: {"Out": X[[0, 2, 2]]}, id="repeat_interleave_tensor"),
+    Case("kron", {"X": np.array([[1.0, 2.0]]), "Y": np.array([[1.0], [10.0]])},
+         lambda **a: {"Out": np.array([[1.0, 2.0], [10.0, 20.0]])}),
+    Case("multiplex", {"X": [X34, -X34], "Ids": np.array([[1], [0], [1]], np.int32)},
+         lambda X, Ids: {"Out": np.stack([-X34[0], X34[1], -X34[2]])}),
+]
