@@ -34,3 +34,4 @@ from . import lp_pool, along_axis, blend, creation, loss_pointwise  # noqa: F401
 from . import linalg_basic, search, scan, binary_math, reduce_extrema, nll_loss  # noqa: F401  - their gradients
 from . import patches, unpool, bilinear  # noqa: F401  - their gradients
 from . import indexed_update, arrange  # noqa: F401  - their gradients
+from . import linalg_solve  # noqa: F401  - their gradients

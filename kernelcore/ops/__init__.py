@@ -12,3 +12,4 @@ from . import lp_pool, along_axis, blend, creation, loss_pointwise  # noqa: F401
 from . import linalg_basic, search, scan, binary_math, reduce_extrema, nll_loss  # noqa: F401  - small linear algebra, searches and closeness tests, running reductions, binary math, amax/amin, nll_loss
 from . import patches, unpool, bilinear  # noqa: F401  - unfold/fold, max unpooling, bilinear products
 from . import indexed_update, arrange  # noqa: F401  - writes at positions (scatter_nd_add, index_add, put_along_axis, index_put, masked_fill); cutting, joining and repeating
+from . import linalg_solve  # noqa: F401  - determinants, solves, Cholesky, matrix powers, multi_dot
