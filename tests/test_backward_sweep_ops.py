@@ -234,3 +234,43 @@ CASES += [
     GCase("kron", {"X": f64(2, 3), "Y": f64(3)}),
     GCase("multiplex", {"X": [f64(3, 2), f64(3, 2)], "Ids": np.array([[1], [0], [1]], np.int32)}),
 ]
+
+
+def spd(*batch, n=3):
+    a = f64(*batch, n, n)
+    return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+
+
+CASES += [
+    GCase("determinant", {"Input": spd(2)}),
+    GCase("slogdeterminant", {"Input": spd(2)}),
+    GCase("solve", {"X": spd(2), "Y": f64(2, 3, 2)}),
+    GCase("solve", {"X": spd(), "Y": f64(3)}, id="solve_vector"),
+    GCase("triangular_solve", {"X": spd(2), "Y": f64(2, 3, 2)}),
+    GCase("triangular_solve", {"X": spd(2), "Y": f64(2, 3, 2)}, {"upper": False, "transpose": True,
+                                                                 "unitriangular": True}, id="triangular_solve_lower_t"),
+    GCase("cholesky_solve", {"X": f64(2, 3, 2), "Y": np.linalg.cholesky(spd(2))}),
+    GCase("cholesky_solve", {"X": f64(3, 2), "Y": np.linalg.cholesky(spd()).T}, {"upper": True},
+          id="cholesky_solve_upper"),
+    GCase("matrix_power", {"X": f64(2, 3, 3)}, {"n": 3}),
+    GCase("matrix_power", {"X": spd(2)}, {"n": -2}, id="matrix_power_negative"),
+    GCase("multi_dot", {"X": [f64(3), f64(3, 4), f64(4, 2)]}),
+]
+
+
+def test_cholesky_gradient_is_the_symmetric_one():
+    """Only symmetric perturbations keep X a valid input, so the rule returns the symmetric gradient: it matches
+    central differences taken along X + eps (E + E^T) / 2."""
+    x = spd(n=3)
+    _, prog, feed, loss, wrt = build(GCase("cholesky", {"X": x}))
+    exe = kc.Executor()
+    (g,) = _run(exe, prog, feed, [wrt[0] + "@GRAD"], False)
+    np.testing.assert_allclose(g, g.T, atol=1e-12)
+    forward = prog.clone()
+    e = np.zeros((3, 3))
+    e[2, 0] = e[0, 2] = 0.5
+    vals = []
+    for sign in (1, -1):
+        (v,) = _run(exe, forward, {**feed, wrt[0]: x + sign * 1e-6 * e}, [loss], False)
+        vals.append(float(v))
+    np.testing.assert_allclose((vals[0] - vals[1]) / 2e-6, (g * e).sum(), rtol=1e-5)

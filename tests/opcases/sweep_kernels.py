@@ -324,3 +324,29 @@ CASES += [
     Case("multiplex", {"X": [X34, -X34], "Ids": np.array([[1], [0], [1]], np.int32)},
          lambda X, Ids: {"Out": np.stack([-X34[0], X34[1], -X34[2]])}),
 ]
+
+
+# -- determinants, solves, Cholesky, matrix powers, multi_dot -------------------------------------------------
+SPD = f64(2, 3, 3)
+SPD = SPD @ SPD.transpose(0, 2, 1) + 3 * np.eye(3)
+RHS = f64(2, 3, 2)
+CASES += [
+    Case("determinant", {"Input": SPD}, lambda Input: {"Out": np.array([np.linalg.det(m) for m in Input])},
+         rtol=1e-9),
+    Case("slogdeterminant", {"Input": np.array([[[2.0, 0.0], [0.0, -3.0]]])},
+         lambda **a: {"Out": np.array([[-1.0], [np.log(6.0)]])}),
+    Case("solve", {"X": SPD, "Y": RHS}, lambda X, Y: {"Out": np.stack([np.linalg.inv(a) @ b for a, b in zip(X, Y)])},
+         rtol=1e-9),
+    Case("solve", {"X": SPD[0], "Y": RHS[0, :, 0]}, lambda X, Y: {"Out": np.linalg.inv(X) @ Y}, rtol=1e-9,
+         id="solve_vector"),
+    Case("triangular_solve", {"X": SPD, "Y": RHS},
+         lambda X, Y, **a: {"Out": np.stack([np.linalg.inv(np.tril(a, -1) + np.eye(3)).T @ b for a, b in zip(X, Y)])},
+         attrs={"upper": False, "transpose": True, "unitriangular": True}, rtol=1e-9),
+    Case("cholesky", {"X": SPD}, lambda X, upper: {"Out": np.stack([np.linalg.cholesky(m).T for m in X])},
+         attrs={"upper": True}, rtol=1e-9),
+    Case("cholesky_solve", {"X": RHS, "Y": np.stack([np.linalg.cholesky(m) for m in SPD])},
+         lambda X, Y, **a: {"Out": np.stack([np.linalg.inv(s) @ b for s, b in zip(SPD, X)])}, rtol=1e-8),
+    Case("matrix_power", {"X": SPD}, lambda X, n: {"Out": np.stack([np.linalg.inv(m @ m) for m in X])},
+         attrs={"n": -2}, rtol=1e-9),
+    Case("multi_dot", {"X": [np.arange(3.0), f64(3, 4), f64(4, 2)]}, lambda X: {"Out": X[0] @ X[1] @ X[2]}),
+]
