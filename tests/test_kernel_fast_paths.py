@@ -1,6 +1,6 @@
 """The faster kernel paths against the plain formulas they replace (kernelcore/ops/conv.py, ops/rnn.py,
-grad/vision.py): each path is checked where its shape selects it, on NumPy, against a reference written the
-obvious way. The finite-difference cases (tests/vision_grad_cases.py) and the Paddle parity tests check the ops
+grad/conv.py, grad/pool.py): each path is checked where its shape selects it, on NumPy, against a reference written
+the obvious way. The finite-difference cases (tests/vision_grad_cases.py) and the Paddle parity tests check the ops
 end to end; these pin the individual branches, including dtypes the program tests do not reach."""
 import math
 
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from kernelcore.grad import norm as GN
-from kernelcore.grad import vision as V
+from kernelcore.grad import conv as V
+from kernelcore.grad import pool as GP
 from kernelcore.ops import conv as C
 from kernelcore.ops import norm as N
 from kernelcore.ops import pool as P
@@ -245,7 +246,7 @@ def test_max_pool_gradient_goes_to_each_windows_first_maximum(shape, ksize, stri
     pp = [(p, p) for p in pads]
     out = P._max_by_offsets(np, x, ksize, strides, pp, outs)
     g = f32(*out.shape)
-    got = V._max_grad_offsets(np, x, out, g, ksize, strides, pp, outs)
+    got = GP._max_grad_offsets(np, x, out, g, ksize, strides, pp, outs)
     np.testing.assert_allclose(got, _max_pool_grad_reference(x, g, ksize, strides, pads), rtol=1e-6, atol=1e-6)
 
 

@@ -272,7 +272,7 @@ DEPTHWISE_CASES = [
 def test_depthwise_convolution_in_c_equals_the_numpy_kernels(shape, ks, strides, pads, dils, monkeypatch):
     """The forward, Input@GRAD and Filter@GRAD, against the NumPy paths (per-channel columns, per-tap multiply-adds,
     the flipped-filter convolution) on strides, dilations, asymmetric and over-wide padding and 1x1 maps."""
-    from kernelcore.grad import vision as V
+    from kernelcore.grad import conv as V
     from kernelcore.ops import conv as C
     c = shape[1]
     x = rng.standard_normal(shape).astype(np.float32)
@@ -357,7 +357,7 @@ def test_conv_transpose_through_col2im_equals_the_numpy_adds(xshape, wshape, str
 def test_depthwise_grad_with_an_output_gradient_of_the_wrong_shape_is_not_read_out_of_bounds(monkeypatch):
     """A hostile program's Output@GRAD that is not the forward's output shape takes the NumPy path, which says
     what is wrong; the C kernel, which trusts its geometry, never sees it."""
-    from kernelcore.grad import vision as V
+    from kernelcore.grad import conv as V
     x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
     w = rng.standard_normal((3, 1, 3, 3)).astype(np.float32)
     called = []
@@ -379,7 +379,7 @@ POOL_CASES = [
 
 
 def _pool_ops(xs, ks, strides, pads):
-    from kernelcore.grad import vision as V
+    from kernelcore.grad import pool as V
     from kernelcore.ops import pool as P
     outs = [(xs[2 + i] + pads[i][0] + pads[i][1] - ks[i]) // strides[i] + 1 for i in range(2)]
     return P, V, outs

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from kernelcore import native
 from kernelcore.grad import norm as GN
-from kernelcore.grad import vision as V
+from kernelcore.grad import conv as V
 from kernelcore.ops import conv as C
 from kernelcore.ops import norm as N
 from kernelcore.runtime import fast_paths

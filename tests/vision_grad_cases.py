@@ -1,6 +1,6 @@
-"""Finite-difference cases for the vision ops' gradient rules (kernelcore/grad/vision.py), as keyword dicts for
-tests/test_backward.py's GCase (kept here so that file only gains one line). Inputs are float64 and small: the
-numeric gradient runs the forward program twice per input element. Max pooling and the piecewise activations get
+"""Finite-difference cases for the vision ops' gradient rules (kernelcore/grad/conv.py, pool.py, norm.py,
+activation.py, interp.py, pad.py), as keyword dicts for tests/test_backward.py's GCase (kept here so that file only
+gains one line). Inputs are float64 and small: the numeric gradient runs the forward program twice per input element. Max pooling and the piecewise activations get
 inputs without ties or kinks within a step; batch norm runs in a training run (batch statistics)."""
 import numpy as np
 

@@ -1,5 +1,5 @@
 """2-D max pooling's C kernels as fast variants of pool2d and pool2d_grad (kernelcore/ops/pool.py,
-kernelcore/grad/vision.py): each image's channel in one pass, shared over the cores, a window's first maximum
+kernelcore/grad/pool.py): each image's channel in one pass, shared over the cores, a window's first maximum
 winning as in the reference (tests/test_native.py compares them)."""
 from __future__ import annotations
 

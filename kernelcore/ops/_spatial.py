@@ -61,3 +61,22 @@ def check_ints(name, values, nd, positive=True):
     if positive and any(v <= 0 for v in values):
         raise ValueError(f"{name} must be > 0, got {values}")
     return values
+
+
+def channels_first(xp, x, data_format: str):
+    """x with its channels at dim 1 (a view), whatever `data_format` put them."""
+    return xp.moveaxis(x, -1, 1) if channel_last(data_format) else x
+
+
+def layout_again(xp, x, data_format: str):
+    """A channels-first x back in `data_format`'s layout (contiguous)."""
+    return xp.ascontiguousarray(xp.moveaxis(x, 1, -1)) if channel_last(data_format) else x
+
+
+def apply_transposed(xp, g, mats, first_axis):
+    """X@GRAD of a separable linear map whose dim first_axis + i was mixed by mats[i] (out, in): pooling's averages,
+    resizing and padding."""
+    for i, m in enumerate(mats):
+        a = first_axis + i
+        g = xp.moveaxis(xp.tensordot(g, xp.asarray(m.astype(g.dtype)), axes=([a], [0])), -1, a)
+    return xp.ascontiguousarray(g)

@@ -1,4 +1,4 @@
-"""Cases for kernelcore/ops/activation.py's vision activations, vision_tensor.py and interp.py.
+"""Cases for kernelcore/ops/activation.py's vision activations, pad.py and interp.py.
 
 Activation references: the formulas in float64 (Paddle's documentation). Shape ops: shapes worked out by hand.
 pad3d: NumPy's own pad modes are a different implementation from the kernel's only in name, so the reference
