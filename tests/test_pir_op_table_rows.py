@@ -142,3 +142,15 @@ def test_an_arange_to_a_computed_end_runs():
 def test_an_arange_whose_computed_end_is_of_another_dtype_is_refused():
     with pytest.raises(LoadError, match="or of its dtype float32"):
         pir_program_from_bytes(_arange_to_numel("float32", "t_f32"), source="m.json")
+
+
+def test_a_row_whose_legacy_op_no_module_registers_says_the_pir_op_has_no_counterpart(monkeypatch):
+    """A row may name an op before its kernel lands: the file is refused as for an op with no row (which the API
+    sweep counts as a missing op), naming both."""
+    from kernelcore.formats import pir_reader
+    from kernelcore.formats.pir_op_spec import OUT, X, PirOp
+    monkeypatch.setitem(pir_reader.PIR_OPS, "pd_op.relu", PirOp("no_such_kernel_op", X, OUT))
+    data = _program([_data(1, [3]), {"#": "1.relu", "A": [], "I": [{"%": 1}], "O": [{"%": 2, "TT": _tensor([3])}]},
+                     _fetch(2, 3)])
+    with pytest.raises(LoadError, match="no counterpart for PIR op 'pd_op.relu' in this build .*no_such_kernel_op"):
+        pir_program_from_bytes(data, source="m.json")

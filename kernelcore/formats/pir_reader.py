@@ -240,7 +240,8 @@ class Reader:
 
     def mapped(self, name: str, spec: PirOp, op, i: int) -> None:
         if not has_op(spec.legacy):
-            self.fail(f"{name} maps to kernelcore's {spec.legacy!r}, which this build does not have")
+            self.fail(f"kernelcore has no counterpart for PIR op {name!r} in this build (its row maps it to "
+                      f"{spec.legacy!r}, which no op module registers)")
         ids = self.operands(op)
         if len(ids) != len(spec.inputs):
             self.fail(f"{len(ids)} operand(s); {name} takes {len(spec.inputs)} ({', '.join(spec.pir_inputs)})")
