@@ -57,8 +57,8 @@ def binary(legacy: str) -> PirOp:
     return PirOp(legacy, (("x", "X"), ("y", "Y")), OUT, fixed={"axis": -1})
 
 
-def logical(legacy: str) -> PirOp:
-    """A binary op whose legacy form has no broadcast `axis` (the bitwise and logical ops)."""
+def binary_no_axis(legacy: str) -> PirOp:
+    """A two-operand op (x, y) whose legacy form has no broadcast `axis` (bitwise and logical ops, bmm, kron)."""
     return PirOp(legacy, (("x", "X"), ("y", "Y")), OUT)
 
 

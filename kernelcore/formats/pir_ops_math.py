@@ -2,8 +2,8 @@
 Rows: see pir_op_spec.py."""
 from __future__ import annotations
 
-from .pir_op_spec import (OUT, PirOp, X, binary, logical, reduce, reduce_all_when_no_axis, reduce_attr_axis, same,
-    unary)
+from .pir_op_spec import (OUT, PirOp, X, binary, binary_no_axis, reduce, reduce_all_when_no_axis, reduce_attr_axis,
+                          same, unary)
 
 MATH_OPS: dict[str, PirOp] = {
     **{f"pd_op.{t}": unary(t) for t in (
@@ -36,12 +36,12 @@ MATH_OPS: dict[str, PirOp] = {
     "pd_op.greater_equal": binary("greater_equal"),
     "pd_op.less_equal": binary("less_equal"),
     "pd_op.not_equal": binary("not_equal"),
-    "pd_op.bitwise_and": logical("bitwise_and"),
-    "pd_op.bitwise_or": logical("bitwise_or"),
-    "pd_op.bitwise_xor": logical("bitwise_xor"),
-    "pd_op.logical_and": logical("logical_and"),
-    "pd_op.logical_or": logical("logical_or"),
-    "pd_op.logical_xor": logical("logical_xor"),
+    "pd_op.bitwise_and": binary_no_axis("bitwise_and"),
+    "pd_op.bitwise_or": binary_no_axis("bitwise_or"),
+    "pd_op.bitwise_xor": binary_no_axis("bitwise_xor"),
+    "pd_op.logical_and": binary_no_axis("logical_and"),
+    "pd_op.logical_or": binary_no_axis("logical_or"),
+    "pd_op.logical_xor": binary_no_axis("logical_xor"),
     "pd_op.isnan": unary("isnan_v2"),
     "pd_op.isinf": unary("isinf_v2"),
     "pd_op.isfinite": unary("isfinite_v2"),
@@ -62,10 +62,10 @@ MATH_OPS: dict[str, PirOp] = {
                                   {"keep_dim": "keep_dim", "reduce_all": "reduce_all"},
                                   adjust=reduce_all_when_no_axis),
     "pd_op.cumsum": PirOp("cumsum", (("x", "X"), ("axis", "@axis")), OUT, same("flatten", "exclusive", "reverse")),
-    "pd_op.fmax": logical("elementwise_fmax"),
-    "pd_op.fmin": logical("elementwise_fmin"),
-    "pd_op.heaviside": logical("elementwise_heaviside"),
-    "pd_op.equal_all": logical("equal_all"),
+    "pd_op.fmax": binary_no_axis("elementwise_fmax"),
+    "pd_op.fmin": binary_no_axis("elementwise_fmin"),
+    "pd_op.heaviside": binary_no_axis("elementwise_heaviside"),
+    "pd_op.equal_all": binary_no_axis("equal_all"),
     "pd_op.atan2": PirOp("atan2", (("x", "X1"), ("y", "X2")), OUT),
     "pd_op.copysign": PirOp("copysign", (("x", "x"), ("y", "y")), (("out", "out"),)),
     "pd_op.cross": PirOp("cross", (("x", "X"), ("y", "Y")), OUT, {"axis": "dim"}),
@@ -84,14 +84,24 @@ MATH_OPS: dict[str, PirOp] = {
                                  reverse="reverse"),
     "pd_op.cummax": PirOp("cummax", (("x", "x"),), (("out", "out"), ("indices", "indices")), same("axis", "dtype")),
     "pd_op.cummin": PirOp("cummin", (("x", "x"),), (("out", "out"), ("indices", "indices")), same("axis", "dtype")),
-    "pd_op.kron": logical("kron"),
+    "pd_op.kron": binary_no_axis("kron"),
     "pd_op.det": PirOp("determinant", (("x", "Input"),), OUT),
     "pd_op.slogdet": PirOp("slogdeterminant", (("x", "Input"),), OUT),
     "pd_op.cholesky": unary("cholesky", upper="upper"),
     "pd_op.cholesky_solve": PirOp("cholesky_solve", (("x", "X"), ("y", "Y")), OUT, same("upper")),
     "pd_op.triangular_solve": PirOp("triangular_solve", (("x", "X"), ("y", "Y")), OUT,
                                     same("upper", "transpose", "unitriangular")),
-    "pd_op.solve": logical("solve"),
+    "pd_op.solve": binary_no_axis("solve"),
     "pd_op.matrix_power": unary("matrix_power", n="n"),
     "pd_op.multi_dot": unary("multi_dot"),
+    "pd_op.bmm": binary_no_axis("bmm"),
+    "pd_op.dot": binary_no_axis("dot"),
+    # legacy isclose's rtol and atol attributes are strings, as allclose's
+    "pd_op.isclose": PirOp("isclose", (("x", "Input"), ("y", "Other"), ("rtol", "Rtol"), ("atol", "Atol")),
+                           OUT, same("equal_nan")),
+    "pd_op.logsumexp": unary("logsumexp", axis="axis", keepdim="keepdim", reduce_all="reduce_all"),
+    "pd_op.dist": PirOp("dist", (("x", "X"), ("y", "Y")), OUT, same("p")),
+    "pd_op.renorm": unary("renorm", p="p", axis="axis", max_norm="max_norm"),
+    "pd_op.kthvalue": PirOp("kthvalue", X, (("out", "Out"), ("indices", "Indices")), same("k", "axis", "keepdim")),
+    "pd_op.reduce_as": PirOp("reduce_as", (("x", "x"), ("target", "target")), (("out", "out"),)),
 }

@@ -95,4 +95,5 @@ TENSOR_OPS: dict[str, PirOp] = {
     "pd_op.repeat_interleave": PirOp("repeat_interleave", X, OUT,
                                      {"repeats": "Repeats", "axis": "dim", "output_size": "output_size"}),
     "pd_op.multiplex": PirOp("multiplex", (("inputs", "X"), ("index", "Ids")), OUT),
+    "pd_op.diagonal": PirOp("diagonal", (("x", "Input"),), OUT, same("offset", "axis1", "axis2")),
 }
