@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from .math import unbroadcast
 from ..ops._infer import normalize_axis
-from ..ops.arrange import (crop_index, diag_embed_geometry, diagonal_positions, multiplex_ids, repeats_of,
-                           strided_index)
+from ..ops.arrange import (crop_index, diag_embed_geometry, diagonal_positions, diagonal_view_index, multiplex_ids,
+                           repeats_of, strided_index)
 from ..transforms.backward import standard
 
 STRIDED_SLICE_GRAD = standard(
@@ -118,3 +118,18 @@ def multiplex_grad(ctx, ins, attrs):
     sel = multiplex_ids(xp, xs, ids)
     shape = (g.shape[0],) + (1,) * (g.ndim - 1)
     return ([xp.where((sel == k).reshape(shape), g, g.dtype.type(0)) for k in range(len(xs))],)
+
+
+FILL_DIAGONAL_TENSOR_GRAD = standard("fill_diagonal_tensor", ins=("X", "Y"), in_grads=("X", "Y"),
+                                     comment="X@GRAD = Out@GRAD with the diagonal zeroed; Y@GRAD = that diagonal.")
+
+
+@FILL_DIAGONAL_TENSOR_GRAD.kernel()
+def fill_diagonal_tensor_grad(ctx, ins, attrs):
+    xp = ctx.xp
+    x, y, g = ins
+    dims, (i, j) = diagonal_view_index(xp, x, attrs)
+    dy = xp.moveaxis(g, dims, (-2, -1))[..., i, j].reshape(y.shape)
+    dx = g.copy()
+    xp.moveaxis(dx, dims, (-2, -1))[..., i, j] = 0
+    return dx, dy

@@ -205,3 +205,33 @@ def multiplex(ctx, ins, attrs):
     stacked = xp.stack(xs)
     sel = multiplex_ids(xp, xs, ids)
     return (stacked[sel, xp.arange(sel.shape[0])],)
+
+
+FILL_DIAGONAL_TENSOR = register_op(
+    "fill_diagonal_tensor", "Out = X with its diagonal `offset` over (dim1, dim2) replaced by Y.",
+    inputs=[In("X", "the tensor"), In("Y", "X's other dims, then the diagonal's length")],
+    outputs=[Out("Out", "X's shape and dtype")],
+    attrs=[Attr("offset", A.LONG, "the diagonal", 0), Attr("dim1", A.INT, "the first matrix dim", 0),
+           Attr("dim2", A.INT, "the second matrix dim", 1)])
+
+
+def diagonal_view_index(xp, x, attrs):
+    """(dims moved last, the diagonal's (rows, cols) in them)."""
+    d1, d2 = normalize_axis(attrs["dim1"], x.ndim), normalize_axis(attrs["dim2"], x.ndim)
+    if d1 == d2:
+        raise ValueError("fill_diagonal_tensor: dim1 and dim2 must differ")
+    k = attrs["offset"]
+    n = max(0, min(x.shape[d1] - max(-k, 0), x.shape[d2] - max(k, 0)))
+    return (d1, d2), diagonal_positions(xp, n, k)
+
+
+@FILL_DIAGONAL_TENSOR.kernel()
+def fill_diagonal_tensor(ctx, ins, attrs):
+    xp = ctx.xp
+    x, y = ins
+    dims, (i, j) = diagonal_view_index(xp, x, attrs)
+    out = x.copy()
+    moved = xp.moveaxis(out, dims, (-2, -1))
+    target = moved[..., i, j]
+    moved[..., i, j] = y.astype(x.dtype).reshape(target.shape)
+    return (out,)

@@ -1,4 +1,5 @@
-"""Tensors made from a shape or from small inputs: empty, eye, linspace, meshgrid and diag_v2.
+"""Tensors made from a shape or from small inputs: empty, eye, linspace, meshgrid, diag_v2, logspace, the triangle
+indices, and the random randint and randperm.
 
 `empty`'s values are unspecified in Paddle (whatever memory held); here they are zeros, so a run is repeatable."""
 from __future__ import annotations
@@ -127,3 +128,88 @@ def diag_v2(ctx, ins, attrs):
     if x.ndim != 2:
         raise ValueError(f"diag_v2 takes a 1-D or 2-D X, got shape {list(x.shape)}")
     return (xp.diagonal(x, k).copy(),)
+
+
+LOGSPACE = register_op(
+    "logspace", "Out = Base ^ (Num evenly spaced exponents from Start to Stop, both included).",
+    inputs=[In("Start", "(one element) the first exponent"), In("Stop", "(one element) the last exponent"),
+            In("Num", "(one int element) how many values"), In("Base", "(one element) the base")],
+    outputs=[Out("Out", "[Num], `dtype`")],
+    attrs=[Attr("dtype", A.INT, "(VarType) the dtype", VT.FP32, checks=(NUMPY_DTYPE,))])
+
+
+@LOGSPACE.kernel()
+def logspace(ctx, ins, attrs):
+    xp = ctx.xp
+    start, stop, num, base = ins
+    (exponents,) = linspace(ctx, (start, stop, num), {"dtype": VT.FP64})
+    return (xp.power(base.reshape(()).astype(xp.float64), exponents).astype(dtypes.to_numpy(attrs["dtype"])),)
+
+
+def _triangle_indices(op_type, rows_attr, cols_attr, lower):
+    d = register_op(
+        op_type, f"out = [2, n]: the row and column of each element {'on or below' if lower else 'on or above'} "
+                 "diagonal `offset` of a rows x cols matrix, row by row.",
+        outputs=[Out("out", "[2, n], `dtype`")],
+        attrs=[Attr(rows_attr, A.INT, "rows"), Attr(cols_attr, A.INT, "columns"),
+               Attr("offset", A.INT, "the diagonal", 0),
+               Attr("dtype", A.INT, "(VarType) the dtype", VT.INT64, checks=(NUMPY_DTYPE,))])
+
+    @d.kernel()
+    def kernel(ctx, ins, attrs):
+        xp = ctx.xp
+        rows, cols = attrs[rows_attr], attrs[cols_attr]
+        check_new_shape([rows, cols])
+        pick = xp.tril_indices if lower else xp.triu_indices
+        r, c = pick(rows, attrs["offset"], cols)
+        return (xp.stack([r, c]).astype(dtypes.to_numpy(attrs["dtype"])),)
+    kernel.__name__ = op_type
+
+
+_triangle_indices("tril_indices", "rows", "cols", True)
+_triangle_indices("triu_indices", "row", "col", False)
+
+
+def unit_draws(ctx, rng, shape):
+    """float64 draws in [0, 1) from either generator API (NumPy's Generator, CuPy's RandomState)."""
+    if ctx.place.kind == "cpu":
+        return rng.random(shape)
+    return rng.random_sample(size=shape)
+
+
+RANDINT = register_op(
+    "randint", "Out = a tensor of `shape` with integers drawn uniformly from [low, high).",
+    inputs=[In("ShapeTensor", "(1-D int tensor) the shape; overrides `shape`", dispensable=True),
+            In("ShapeTensorList", "(1-element int tensors) the dims one by one", duplicable=True, dispensable=True)],
+    outputs=[Out("Out", "the random tensor")],
+    attrs=[Attr("low", A.INT, "the smallest value", 0), Attr("high", A.INT, "one past the largest"),
+           Attr("shape", A.LONGS, "the shape", []),
+           Attr("dtype", A.INT, "(VarType) the dtype", VT.INT64, checks=(NUMPY_DTYPE,)),
+           Attr("seed", A.INT, "the seed (0: the program's generator)", 0)])
+
+
+@RANDINT.kernel()
+def randint(ctx, ins, attrs):
+    xp = ctx.xp
+    low, high = attrs["low"], attrs["high"]
+    if high <= low:
+        raise ValueError(f"randint: high ({high}) must exceed low ({low})")
+    shape = given_shape(ins[0], ins[1], attrs["shape"])
+    u = unit_draws(ctx, ctx.rng(attrs["seed"]), tuple(shape))
+    return ((low + xp.floor(u * (high - low))).astype(dtypes.to_numpy(attrs["dtype"])),)
+
+
+RANDPERM = register_op(
+    "randperm", "Out = a random permutation of 0 .. n-1.", outputs=[Out("Out", "[n], `dtype`")],
+    attrs=[Attr("n", A.INT, "the length"), Attr("dtype", A.INT, "(VarType) the dtype", VT.INT64, checks=(NUMPY_DTYPE,)),
+           Attr("seed", A.INT, "the seed (0: the program's generator)", 0)])
+
+
+@RANDPERM.kernel()
+def randperm(ctx, ins, attrs):
+    n = attrs["n"]
+    if n < 0:
+        raise ValueError(f"randperm: n must be >= 0, got {n}")
+    check_new_shape([n])
+    u = unit_draws(ctx, ctx.rng(attrs["seed"]), (n,))
+    return (ctx.xp.argsort(u).astype(dtypes.to_numpy(attrs["dtype"])),)
