@@ -35,3 +35,4 @@ from . import linalg_basic, search, scan, binary_math, reduce_extrema, nll_loss 
 from . import patches, unpool, bilinear  # noqa: F401  - their gradients
 from . import indexed_update, arrange  # noqa: F401  - their gradients
 from . import linalg_solve  # noqa: F401  - their gradients
+from . import reduce_misc, labels, temporal_shift  # noqa: F401  - their gradients (labels also marks the integer ops)

@@ -13,3 +13,4 @@ from . import linalg_basic, search, scan, binary_math, reduce_extrema, nll_loss 
 from . import patches, unpool, bilinear  # noqa: F401  - unfold/fold, max unpooling, bilinear products
 from . import indexed_update, arrange  # noqa: F401  - writes at positions (scatter_nd_add, index_add, put_along_axis, index_put, masked_fill); cutting, joining and repeating
 from . import linalg_solve  # noqa: F401  - determinants, solves, Cholesky, matrix powers, multi_dot
+from . import reduce_misc, labels, bits_counts, temporal_shift  # noqa: F401  - logsumexp, dist, renorm, kthvalue, reduce_as; label helpers; integer ops; temporal_shift
