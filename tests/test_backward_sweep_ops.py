@@ -234,7 +234,7 @@ CASES += [
     GCase("crop_tensor", {"X": f64(3, 4)}, {"shape": [2, -1], "offsets": [1, 1]}),
     GCase("unbind", {"X": f64(3, 2)}, {"axis": 0}, n_out={"Out": 3}),
     GCase("broadcast_tensors", {"X": [f64(3, 1), f64(4)]}, n_out={"Out": 2}),
-    GCase("diag_embed", {"Input": f64(2, 3)}, {"offset": -1, "dim1": 0, "dim2": 2}),
+    GCase("diag_embed", {"Input": f64(2, 3)}, {"offset": 1, "dim1": 0, "dim2": 2}),
     GCase("repeat_interleave", {"X": f64(3, 2), "RepeatsTensor": np.array([2, 0, 1])}),
     GCase("kron", {"X": f64(2, 3), "Y": f64(3)}),
     GCase("multiplex", {"X": [f64(3, 2), f64(3, 2)], "Ids": np.array([[1], [0], [1]], np.int32)}),
@@ -262,3 +262,36 @@ CASES += [
     GCase("multi_dot", {"X": [f64(3), f64(3, 4), f64(4, 2)]}),
 ]
 CASES += [GCase("cholesky", {"X": spd(2)}), GCase("cholesky", {"X": spd()}, {"upper": True}, id="cholesky_upper")]
+
+
+CASES += [
+    GCase("logsumexp", {"X": f64(2, 3, 4)}, {"axis": [0, 2], "keepdim": True}),
+    GCase("dist", {"X": away(2, 3), "Y": away(3) * 3}, {"p": 3.0}),
+    GCase("dist", {"X": distinct(2, 3), "Y": np.zeros(3)}, {"p": float("inf")}, id="dist_inf"),
+    GCase("renorm", {"X": f64(2, 3, 4)}, {"p": 2.0, "axis": 1, "max_norm": 1.5}),
+    GCase("renorm", {"X": away(3, 4)}, {"p": 3.0, "axis": 0, "max_norm": 1.0}, id="renorm_p3"),
+    GCase("kthvalue", {"X": distinct(3, 4)}, {"k": 2, "axis": 1}, use=("Out_out_0",)),
+    GCase("kthvalue", {"X": distinct(3, 4)}, {"k": 3, "axis": 0, "keepdim": True}, use=("Out_out_0",),
+          id="kthvalue_keepdim"),
+    GCase("reduce_as", {"x": f64(2, 3, 4), "target": f64(3, 1)}, stop=("target_0",)),
+    GCase("label_smooth", {"X": f64(3, 4)}, {"epsilon": 0.2}),
+    GCase("fill_diagonal_tensor", {"X": f64(2, 3, 4), "Y": f64(3, 2)}, {"offset": 1, "dim1": 0, "dim2": 2}),
+    GCase("temporal_shift", {"X": f64(4, 4, 1, 2)}, {"seg_num": 2, "shift_ratio": 0.25}),
+    GCase("temporal_shift", {"X": f64(3, 1, 2, 8)}, {"seg_num": 3, "shift_ratio": 0.25, "data_format": "NHWC"},
+          id="temporal_shift_nhwc"),
+]
+
+
+@pytest.mark.parametrize("op_type,attrs", [("randint", {"low": -2, "high": 3, "shape": [50]}),
+                                           ("randperm", {"n": 50})])
+def test_random_integers_cover_their_range(op_type, attrs):
+    prog = kc.Program()
+    prog.global_block().append_op(op_type, {}, {"Out": "out"}, attrs)
+    exe = kc.Executor()
+    exe.seed(3)
+    (out,) = exe.run(prog, fetch_list=["out"])
+    assert out.dtype == np.int64 and out.shape == (50,)
+    if op_type == "randperm":
+        assert sorted(out.tolist()) == list(range(50))
+    else:
+        assert out.min() >= -2 and out.max() <= 2 and len(set(out.tolist())) == 5

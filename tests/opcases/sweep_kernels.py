@@ -350,3 +350,75 @@ CASES += [
          attrs={"n": -2}, rtol=1e-9),
     Case("multi_dot", {"X": [np.arange(3.0), f64(3, 4), f64(4, 2)]}, lambda X: {"Out": X[0] @ X[1] @ X[2]}),
 ]
+
+
+# -- logsumexp, dist, renorm, kthvalue, reduce_as; labels; integer ops; new tensors; temporal_shift -------------
+def renorm_ref(X, p, axis, max_norm):
+    out = X.copy()
+    for i in range(X.shape[axis]):
+        s = np.take(X, i, axis=axis)
+        n = (np.abs(s) ** p).sum() ** (1 / p)
+        if n > max_norm:
+            idx = [slice(None)] * X.ndim
+            idx[axis] = i
+            out[tuple(idx)] = s * max_norm / (n + 1e-7)
+    return {"Out": out}
+
+
+def temporal_shift_ref(X, seg_num, shift_ratio, **a):
+    nt, c, h, w = X.shape
+    v = X.reshape(nt // seg_num, seg_num, c, h, w)
+    out = np.zeros_like(v)
+    c1, c2 = int(c * shift_ratio), int(c * 2 * shift_ratio)
+    for t in range(seg_num):
+        for ch in range(c):
+            src = t - 1 if ch < c1 else t + 1 if ch < c2 else t
+            if 0 <= src < seg_num:
+                out[:, t, ch] = v[:, src, ch]
+    return {"Out": out.reshape(X.shape)}
+
+
+CASES += [
+    Case("logsumexp", {"X": A3}, lambda X, **a: {"Out": np.log(np.exp(X).sum(axis=(0, 2)))}, attrs={"axis": [0, 2]}),
+    Case("logsumexp", {"X": np.array([1000.0, 1000.0])}, lambda X, **a: {"Out": np.array(1000.0 + np.log(2.0))},
+         attrs={"reduce_all": True}, id="logsumexp_large"),
+    Case("dist", {"X": f64(2, 3), "Y": f64(3)}, lambda X, Y, p: {"Out": np.array((np.abs(X - Y) ** p).sum() ** (1 / p))},
+         attrs={"p": 3.0}),
+    Case("renorm", {"X": A3}, renorm_ref, attrs={"p": 2.0, "axis": 1, "max_norm": 1.5}),
+    Case("kthvalue", {"X": np.array([[3.0, 1.0, 2.0], [5.0, 6.0, 4.0]])},
+         lambda **a: {"Out": np.array([2.0, 5.0]), "Indices": np.array([2, 0])}, attrs={"k": 2}),
+    Case("reduce_as", {"x": A3, "target": np.zeros((3, 1))}, lambda x, target: {"out": x.sum(axis=(0, 2))[:, None]}),
+    Case("label_smooth", {"X": np.eye(3)[[0, 2]]}, lambda X, epsilon: {"Out": 0.9 * X + 0.1 / 3},
+         attrs={"epsilon": 0.1}),
+    Case("sequence_mask", {"X": np.array([1, 3, 0])},
+         lambda **a: {"Y": np.array([[1, 0, 0], [1, 1, 1], [0, 0, 0]], np.int64)}),
+    Case("shard_index", {"X": np.array([[1], [6], [12], [19]])},
+         lambda **a: {"Out": np.array([[-1], [1], [-1], [-1]])},
+         attrs={"index_num": 20, "nshards": 4, "shard_id": 1}),
+    Case("bincount", {"X": np.array([1, 1, 3]), "Weights": np.array([0.5, 1.0, 2.0])},
+         lambda **a: {"Out": np.array([0.0, 1.5, 0.0, 2.0, 0.0])}, attrs={"minlength": 5}),
+    Case("bitwise_left_shift", {"x": np.array([1, -3], np.int32), "y": np.array([2, 1], np.int32)},
+         lambda **a: {"out": np.array([4, -6], np.int32)}),
+    Case("bitwise_right_shift", {"x": np.array([-8, 8], np.int32), "y": np.array([1, 1], np.int32)},
+         lambda **a: {"out": np.array([0x7FFFFFFC, 4], np.int32)}, attrs={"is_arithmetic": False},
+         id="bitwise_right_shift_logical"),
+    Case("is_empty", {"X": np.zeros((2, 0))}, lambda **a: {"Out": np.array(True)}),
+    Case("nextafter", {"x": np.array([1.0, 0.0]), "y": np.array([2.0, -1.0])},
+         lambda **a: {"out": np.array([1.0 + 2.0 ** -52, -5e-324])}),
+    Case("logspace", {"Start": np.array([0.0]), "Stop": np.array([3.0]), "Num": np.array([4], np.int32),
+                      "Base": np.array([2.0])},
+         lambda **a: {"Out": np.array([1.0, 2.0, 4.0, 8.0], np.float32)}, attrs={"dtype": 5}),
+    Case("tril_indices", {}, lambda **a: {"out": np.array([[0, 1, 1, 2, 2, 2], [0, 0, 1, 0, 1, 2]])},
+         attrs={"rows": 3, "cols": 3, "offset": 0}),
+    Case("triu_indices", {}, lambda **a: {"out": np.array([[0, 0, 1], [1, 2, 2]], np.int32)},
+         attrs={"row": 3, "col": 3, "offset": 1, "dtype": 2}),
+    Case("fill_diagonal_tensor", {"X": np.zeros((2, 3)), "Y": np.array([5.0, 6.0])},
+         lambda **a: {"Out": np.array([[0, 5, 0], [0, 0, 6]], float)}, attrs={"offset": 1}),
+    Case("temporal_shift", {"X": f64(4, 4, 1, 2)}, temporal_shift_ref, attrs={"seg_num": 2, "shift_ratio": 0.25}),
+]
+
+
+CASES += [
+    Case("randint", {}, lambda **a: {}, attrs={"low": -2, "high": 3, "shape": [4, 5]}, random=True),
+    Case("randperm", {}, lambda **a: {}, attrs={"n": 6}, random=True),
+]
