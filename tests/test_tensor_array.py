@@ -207,3 +207,16 @@ def test_the_debugger_steps_the_loop_with_the_array_visible():
     assert len(session.value("arr")) in (2, 3)  # t=2's start, or its end after the write
     session.back_timestep()
     assert session.timestep == 1 and len(session.value("arr")) == 1
+
+
+def test_each_run_starts_its_arrays_empty():
+    """A second, shorter run in the same scope holds its own entries only, as Paddle's executor gives each run
+    fresh arrays: the loop of 4 steps leaves 4 entries, the loop of 2 after it in that scope gives 2."""
+    scope = kc.Scope()
+    long_prog, feed = loop_program(4)
+    kc.Executor().run(long_prog, feed=feed, fetch_list=["out"], scope=scope)
+    assert len(scope.find_var("arr").value) == 4
+    short_prog, _ = loop_program(2)
+    out, = kc.Executor().run(short_prog, feed=feed, fetch_list=["out"], scope=scope)
+    assert len(scope.find_var("arr").value) == 2
+    np.testing.assert_allclose(out, _numpy_loop(feed, 2), rtol=1e-12)

@@ -257,6 +257,14 @@ class ExecContext:
         return self.run.executor._rng(self.place)
 
 
+def _empty_arrays(prepared, scope) -> None:
+    """A whole run starts its tensor arrays empty (a run of ops from `begin` > 0 continues the earlier state)."""
+    for name in prepared.fresh_arrays:
+        var = scope.local_var(name)
+        if var is not None and isinstance(var.value, list):
+            var.value = None
+
+
 def _exec_block(run: RunState, prepared: PreparedBlock, scope: Scope, begin: int, end: int | None,
                 timestep: int | None = None, parent: ExecContext | None = None) -> Iterator:
     """The one loop. A generator; yields only when a debugger asked to pause."""
@@ -419,6 +427,8 @@ class Executor:
             prepared = self._prepare(program, 0)
             fetch_names = self._fetch_names(program, fetch_list)
             bound = bind(run, prepared, scope, True)
+            if begin == 0:
+                _empty_arrays(prepared, scope)
             self._feed(program, prepared, scope, feed or {})
             # a paused run lets other code run between its ops: it keeps the BLAS's threads
             with cpu_parts.split_run(self.place.xp, prepared.split_run and not pausing):

@@ -75,7 +75,7 @@ def _first_input_dtype(program: Program, block_idx: int, names) -> str | None:
 
 class PreparedBlock:
     __slots__ = ("program", "block_idx", "ops", "var_descs", "binding", "feed_ops", "feed_decls", "layout",
-                 "first_uses", "declared", "template", "read_at_start", "split_run", "__weakref__")
+                 "first_uses", "declared", "template", "read_at_start", "split_run", "fresh_arrays", "__weakref__")
 
     def __init__(self, program: Program, block_idx: int, place):
         self.program, self.block_idx = program, block_idx
@@ -89,6 +89,10 @@ class PreparedBlock:
                          if op.type == "feed"}
         self.feed_decls: dict[str, tuple | None] = {}
         self.declared = [n for n, _ in self.var_descs]
+        # the tensor arrays a run builds up entry by entry: each run starts them empty, as Paddle's executor
+        # does (its run-local scope), or a shorter second run would keep the first one's tail
+        self.fresh_arrays = [v.name for v in block.desc.vars
+                             if not v.persistable and v.type.type == pb.VarType.LOD_TENSOR_ARRAY]
         # block 0 of a program whose runs split ops into parts on the CPU's cores (kernelcore/runtime/cpu_parts.py)
         self.split_run = block_idx == 0 and cpu_parts.wants_parts(
             get_op_def(t) for t in {op.type for b in program.desc.blocks for op in b.ops} if has_op(t))
