@@ -104,4 +104,9 @@ MATH_OPS: dict[str, PirOp] = {
     "pd_op.renorm": unary("renorm", p="p", axis="axis", max_norm="max_norm"),
     "pd_op.kthvalue": PirOp("kthvalue", X, (("out", "Out"), ("indices", "Indices")), same("k", "axis", "keepdim")),
     "pd_op.reduce_as": PirOp("reduce_as", (("x", "x"), ("target", "target")), (("out", "out"),)),
+    "pd_op.bitwise_left_shift": PirOp("bitwise_left_shift", (("x", "x"), ("y", "y")), (("out", "out"),),
+                                      same("is_arithmetic")),
+    "pd_op.bitwise_right_shift": PirOp("bitwise_right_shift", (("x", "x"), ("y", "y")), (("out", "out"),),
+                                       same("is_arithmetic")),
+    "pd_op.nextafter": PirOp("nextafter", (("x", "x"), ("y", "y")), (("out", "out"),)),
 }

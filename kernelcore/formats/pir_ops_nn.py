@@ -135,4 +135,7 @@ NN_OPS: dict[str, PirOp] = {
         "softmax_with_cross_entropy", (("input", "Logits"), ("label", "Label")),
         (("softmax", "Softmax"), ("loss", "Loss")),
         same("soft_label", "use_softmax", "numeric_stable_mode", "ignore_index", "axis")),
+    "pd_op.label_smooth": PirOp("label_smooth", (("label", "X"), ("prior_dist", "PriorDist")), OUT, same("epsilon")),
+    "pd_op.temporal_shift": unary("temporal_shift", seg_num="seg_num", shift_ratio="shift_ratio",
+                                  data_format="data_format"),
 }
