@@ -295,3 +295,51 @@ def test_random_integers_cover_their_range(op_type, attrs):
         assert sorted(out.tolist()) == list(range(50))
     else:
         assert out.min() >= -2 and out.max() <= 2 and len(set(out.tolist())) == 5
+
+
+CASES += [
+    GCase("affine_grid", {"Theta": f64(2, 2, 3)}, {"output_shape": [2, 1, 3, 4], "align_corners": False}),
+    GCase("row_conv", {"X": f64(2, 5, 3), "Filter": f64(3, 3)}),
+    GCase("row_conv", {"X": f64(4, 2), "Filter": f64(2, 2)}, id="row_conv_one_sequence"),
+]
+
+
+def test_a_false_assert_stops_the_run_with_a_kernelcore_error():
+    prog = kc.Program()
+    block = prog.global_block()
+    block.create_var("c", [1], "bool")
+    block.create_var("d", [3], "float64")
+    block.append_op("assert", {"Cond": "c", "Data": ["d"]}, {}, {"summarize": 2})
+    with pytest.raises(kc.errors.KernelcoreError, match=r"assert failed; its data: \[1.0, 2.0\]"):
+        kc.Executor().run(prog, feed={"c": np.array([False]), "d": np.array([1.0, 2.0, 3.0])}, fetch_list=[])
+    kc.Executor().run(prog, feed={"c": np.array([True]), "d": np.zeros(3)}, fetch_list=[])
+
+
+def test_draws_follow_their_parameters():
+    prog = kc.Program()
+    block = prog.global_block()
+    block.create_var("p", [2000], "float64")
+    block.append_op("bernoulli", {"X": "p"}, {"Out": "b"})
+    block.append_op("poisson", {"X": "p"}, {"Out": "n"})
+    block.append_op("standard_gamma", {"x": "p"}, {"out": "g"})
+    exe = kc.Executor()
+    exe.seed(5)
+    b, n, g = exe.run(prog, feed={"p": np.full(2000, 0.3)}, fetch_list=["b", "n", "g"])
+    assert set(np.unique(b)) <= {0.0, 1.0} and abs(b.mean() - 0.3) < 0.05
+    assert abs(n.mean() - 0.3) < 0.05 and (n >= 0).all()
+    assert abs(g.mean() - 0.3) < 0.05 and (g > 0).all()
+
+
+def test_multinomial_without_replacement_draws_distinct_ids_of_positive_weight():
+    prog = kc.Program()
+    block = prog.global_block()
+    block.create_var("w", [3, 5], "float64")
+    block.append_op("multinomial", {"X": "w"}, {"Out": "ids"}, {"num_samples": 3})
+    weights = np.array([[0.0, 3.0, 1.0, 0.5, 0.0], [1.0, 1.0, 1.0, 0.0, 0.0], [0.2, 0.0, 5.0, 1.0, 1.0]])
+    exe = kc.Executor()
+    exe.seed(11)
+    for _ in range(5):
+        (ids,) = exe.run(prog, feed={"w": weights}, fetch_list=["ids"])
+        assert ids.dtype == np.int64 and ids.shape == (3, 3)
+        for row, w in zip(ids, weights):
+            assert len(set(row.tolist())) == 3 and (w[row] > 0).all()

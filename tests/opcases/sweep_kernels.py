@@ -422,3 +422,45 @@ CASES += [
     Case("randint", {}, lambda **a: {}, attrs={"low": -2, "high": 3, "shape": [4, 5]}, random=True),
     Case("randperm", {}, lambda **a: {}, attrs={"n": 6}, random=True),
 ]
+
+
+# -- draws, assert, histogram, matrix_rank, affine_grid, row_conv ---------------------------------------------
+def affine_grid_ref(Theta, output_shape, align_corners=True, **a):
+    n, _, h, w = output_shape
+    xs, ys = np.linspace(-1, 1, w), np.linspace(-1, 1, h)
+    if not align_corners:
+        xs, ys = xs * (w - 1) / w, ys * (h - 1) / h
+    out = np.zeros((n, h, w, 2))
+    for b in range(n):
+        for i in range(h):
+            for j in range(w):
+                out[b, i, j] = Theta[b] @ np.array([xs[j], ys[i], 1.0])
+    return {"Output": out}
+
+
+def row_conv_ref(X, Filter):
+    out = np.zeros_like(X)
+    for t in range(X.shape[-2]):
+        for k in range(Filter.shape[0]):
+            if t + k < X.shape[-2]:
+                out[..., t, :] += X[..., t + k, :] * Filter[k]
+    return {"Out": out}
+
+
+CASES += [
+    Case("bernoulli", {"X": np.array([0.0, 1.0, 1.0, 0.0])}, lambda X: {"Out": X}),
+    Case("poisson", {"X": np.zeros((2, 3))}, lambda X: {"Out": X}),
+    Case("multinomial", {"X": np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 2.0]])},
+         lambda X, **a: {"Out": np.array([[1, 1], [2, 2]])}, attrs={"num_samples": 2, "replacement": True}),
+    Case("assert", {"Cond": np.array([True])}, lambda **a: {}),
+    Case("histogram", {"X": np.array([1.0, 2.0, 2.0, 4.0, 9.0])}, lambda **a: {"Out": np.array([1, 2, 1])},
+         attrs={"bins": 3, "min": 0.0, "max": 6.0}),
+    Case("histogram", {"X": np.array([1.0, 2.0, 2.0, 4.0])}, lambda **a: {"Out": np.array([1, 2, 0, 1])},
+         attrs={"bins": 4}, id="histogram_own_range"),
+    Case("matrix_rank", {"X": np.array([[[1.0, 2.0], [2.0, 4.0]], [[1.0, 0.0], [0.0, 1.0]]])},
+         lambda **a: {"Out": np.array([1, 2])}),
+    Case("affine_grid", {"Theta": f64(2, 2, 3)}, affine_grid_ref, attrs={"output_shape": [2, 1, 3, 4]}),
+    Case("affine_grid", {"Theta": f64(1, 2, 3)}, affine_grid_ref,
+         attrs={"output_shape": [1, 1, 2, 3], "align_corners": False}, id="affine_grid_centres"),
+    Case("row_conv", {"X": f64(2, 5, 3), "Filter": f64(2, 3)}, row_conv_ref),
+]
