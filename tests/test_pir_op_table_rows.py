@@ -154,3 +154,25 @@ def test_a_row_whose_legacy_op_no_module_registers_says_the_pir_op_has_no_counte
                      _fetch(2, 3)])
     with pytest.raises(LoadError, match="no counterpart for PIR op 'pd_op.relu' in this build .*no_such_kernel_op"):
         pir_program_from_bytes(data, source="m.json")
+
+
+def test_a_tensor_array_is_written_in_place_and_stacked():
+    """dy2static's lists: create_array declares the array, array_write_ and increment_ write into the variables
+    of the operands they alias (the array, the counter), array_to_tensor stacks what was written."""
+    def op(kind, ins, outs, attrs=()):
+        return {"#": f"1.{kind}", "A": list(attrs), "I": [{"%": i} for i in ins], "O": outs}
+    index = op("full", [], [{"%": 3, "TT": _tensor([1], "t_i64")}],
+               [_attr("shape", "a_intarray", [1]), _attr("value", "a_f64", 0.0), _attr("dtype", "a_dtype", "int64")])
+    prog = pir_program_from_bytes(_program([
+        _data(1, [2]),
+        op("create_array", [], [{"%": 2, "TT": {"#": "1.t_dtensor_array"}}], [_attr("dtype", "a_dtype", "float32")]),
+        index,
+        op("array_write_", [2, 1, 3], [{"%": 4, "TT": {"#": "1.t_dtensor_array"}}]),
+        op("increment_", [3], [{"%": 5, "TT": _tensor([1], "t_i64")}], [_attr("value", "a_f32", 1.0)]),
+        op("exp", [1], [{"%": 6, "TT": _tensor([2])}]),
+        op("array_write_", [2, 6, 3], [{"%": 7, "TT": {"#": "1.t_dtensor_array"}}]),
+        op("array_to_tensor", [2], [{"%": 8, "TT": _tensor([2, 2])}, {"%": 9, "TT": _tensor([2], "t_i32")}],
+           [_attr("axis", "a_i32", 0), _attr("use_stack", "a_bool", True)]),
+        _fetch(8, 10)]))
+    x = np.array([0.5, -1.0], np.float32)
+    np.testing.assert_allclose(_run(prog, x), np.stack([x, np.exp(x)]), rtol=1e-6)

@@ -111,4 +111,12 @@ TENSOR_OPS: dict[str, PirOp] = {
     "pd_op.randint": PirOp("randint", (("shape", "@shape|ShapeTensor|ShapeTensorList"),), OUT,
                            same("low", "high", "dtype")),
     "pd_op.randperm": PirOp("randperm", (), OUT, same("n", "dtype")),
+    # tensor arrays (dy2static's loops over lists) and the in-place writes of a loop body, each result written
+    # into the variable of the operand it aliases
+    "pd_op.array_write_": PirOp("write_to_array", (("array", "~"), ("x", "X"), ("i", "I")), (("out", "Out=array"),)),
+    "pd_op.array_read": PirOp("read_from_array", (("array", "X"), ("i", "I")), OUT),
+    "pd_op.array_to_tensor": PirOp("tensor_array_to_tensor", X, (("out", "Out"), ("out_index", "OutIndex")),
+                                   same("axis", "use_stack")),
+    "pd_op.increment_": PirOp("increment", X, (("out", "Out=x"),), {"value": "step"}),
+    "pd_op.assign_out_": PirOp("assign", (("x", "X"), ("output", "~")), (("out", "Out=output"),)),
 }

@@ -92,6 +92,8 @@ class Reader:
                                             parts=parts))
         if name == "builtin.split":
             return self.split(op)
+        if name == "pd_op.create_array":
+            return self.array(op)
         if name in ("builtin.shadow_output", "pd_op.shadow_output"):
             return None  # names a value for Paddle's executor; kernelcore names values by their producer
         if name in CONSTANT_MAKERS:
@@ -200,6 +202,12 @@ class Reader:
         for k, n in enumerate(v.name):
             self.define(op, k, Value(name=n))
 
+    def array(self, op) -> None:
+        """A tensor array: a variable, as legacy programs declare one; array_write_ fills it in place."""
+        name = self.fresh(self.stem("create_array"), "out")
+        self.declared.append((self.cur, name, "array", dtype_attr(attrs_of(op, self).get("dtype"))))
+        self.define(op, 0, Value(name=name))
+
     def fetch(self, op) -> None:
         ids = self.operands(op)
         if len(ids) != 1:
@@ -249,8 +257,12 @@ class Reader:
         legacy_attrs = dict(spec.fixed)
         by_operand = {}
         for (pir_name, where), vid in zip(spec.inputs, ids):
-            if vid == 0 or where == "~":
-                continue  # an absent optional operand, or one the legacy op has no use for
+            if vid == 0:
+                continue  # an absent optional operand
+            if where == "~":  # one the legacy op has no use for, though a result may alias it (array_write_)
+                if self.values.get(vid) is not None:
+                    by_operand[pir_name] = self.values[vid]
+                continue
             v = self.value(vid)
             by_operand[pir_name] = v
             if where is None:
@@ -318,6 +330,7 @@ class Reader:
                 if src is None or isinstance(src.name, list):
                     self.fail(f"result {pir_out!r} aliases operand {alias!r}, which is absent")
                 out_name = src.name
+                src.const = None  # written in place: no longer the constant it was made as
             else:
                 out_name = self.fresh(stem, pir_out)
             self.define(op, k, Value(name=out_name))

@@ -52,6 +52,8 @@ class BlockRef:
 def create_var(block, name: str, shape, dtype) -> None:
     if shape == "scopes":
         block.create_var(name, type=pb.VarType.STEP_SCOPES, dtype=None)
+    elif shape == "array":
+        block.create_var(name, type=pb.VarType.LOD_TENSOR_ARRAY, dtype=dtype or "float32")
     else:
         block.create_var(name, shape=shape, dtype=dtype or "float32")
 

@@ -54,9 +54,17 @@ def worker(files: list[str], log: Path) -> None:
     os._exit(0)
 
 
+def ops_in(block):
+    """The ops of `block` and of the blocks nested in them (an if's branches, a while's body)."""
+    for op in block.ops:
+        yield op
+        for sub in op.blocks():
+            yield from ops_in(sub)
+
+
 def signatures(prog) -> dict:
     table = {}
-    for op in prog.global_block().ops:
+    for op in ops_in(prog.global_block()):
         try:
             table[op.name()] = {"inputs": op.get_input_names(), "attrs": op.get_attr_names(),
                                 "outputs": op.get_output_names()}
