@@ -343,3 +343,31 @@ def test_multinomial_without_replacement_draws_distinct_ids_of_positive_weight()
         assert ids.dtype == np.int64 and ids.shape == (3, 3)
         for row, w in zip(ids, weights):
             assert len(set(row.tolist())) == 3 and (w[row] > 0).all()
+
+
+SYMMETRIC_INPUT |= {"eigh", "eigvalsh"}
+CASES += [
+    GCase("svd", {"X": f64(2, 4, 3)}),
+    GCase("svd", {"X": f64(3, 5)}, use=("S_out_0",), id="svd_values_of_a_wide_matrix"),
+    GCase("qr", {"X": f64(2, 4, 3)}),
+    GCase("qr", {"X": f64(3, 5)}, id="qr_wide"),
+    GCase("eigh", {"X": spd(2)}),
+    GCase("eigvalsh", {"X": spd(2)}, use=("Eigenvalues_out_0",)),
+]
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 3), (3, 5)])
+def test_decompositions_rebuild_their_matrix(shape):
+    x = f64(*shape)
+    prog = kc.Program()
+    block = prog.global_block()
+    block.create_var("x", list(shape), "float64")
+    block.append_op("svd", {"X": "x"}, {"U": "u", "S": "s", "VH": "vh"})
+    block.append_op("qr", {"X": "x"}, {"Q": "q", "R": "r"})
+    u, s, vh, q, r = kc.Executor().run(prog, feed={"x": x}, fetch_list=["u", "s", "vh", "q", "r"])
+    np.testing.assert_allclose(u @ (s[..., :, None] * vh), x, atol=1e-12)
+    assert (np.diff(s, axis=-1) <= 0).all()
+    np.testing.assert_allclose(q @ r, x, atol=1e-12)
+    np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.broadcast_to(np.eye(q.shape[-1]), q.shape[:-2] +
+                                                                         (q.shape[-1],) * 2), atol=1e-12)
+    assert np.allclose(np.tril(r, -1), 0)

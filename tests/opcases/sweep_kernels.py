@@ -464,3 +464,17 @@ CASES += [
          attrs={"output_shape": [1, 1, 2, 3], "align_corners": False}, id="affine_grid_centres"),
     Case("row_conv", {"X": f64(2, 5, 3), "Filter": f64(2, 3)}, row_conv_ref),
 ]
+
+
+# -- decompositions: the parts a reference fixes without a sign convention --------------------------------------
+TALL = f64(2, 4, 3)
+CASES += [
+    Case("svd", {"X": TALL}, lambda X, **a: {"S": np.sqrt(np.linalg.eigvalsh(X.transpose(0, 2, 1) @ X))[:, ::-1]},
+         check=("S",), rtol=1e-9, atol=1e-9),
+    Case("eigh", {"X": SPD}, lambda X, **a: {"Eigenvalues": np.sort(np.linalg.eigvals(X).real, axis=-1)},
+         check=("Eigenvalues",), rtol=1e-9),
+    Case("eigvalsh", {"X": np.tril(SPD)}, lambda X, **a: {"Eigenvalues": np.sort(np.linalg.eigvals(SPD).real, axis=-1)},
+         check=("Eigenvalues",), rtol=1e-9, id="eigvalsh_reads_the_lower_triangle"),
+    # Q and R up to signs: tests/test_backward_sweep_ops.py rebuilds X from them; here the device path runs
+    Case("qr", {"X": TALL}, lambda X, **a: {}, random=True, id="qr_runs"),
+]
