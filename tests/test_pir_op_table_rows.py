@@ -176,3 +176,13 @@ def test_a_tensor_array_is_written_in_place_and_stacked():
         _fetch(8, 10)]))
     x = np.array([0.5, -1.0], np.float32)
     np.testing.assert_allclose(_run(prog, x), np.stack([x, np.exp(x)]), rtol=1e-6)
+
+
+def test_svdvals_runs_as_a_legacy_svd_whose_other_results_the_reader_names():
+    """PIR's svdvals gives S alone; legacy svd must write U and VH too, so the reader names them."""
+    prog = pir_program_from_bytes(_program([
+        _data(1, [3, 2]),
+        {"#": "1.svdvals", "A": [], "I": [{"%": 1}], "O": [{"%": 2, "TT": _tensor([2])}]},
+        _fetch(2, 3)]))
+    x = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]], np.float32)
+    np.testing.assert_allclose(_run(prog, x), np.linalg.svd(x, compute_uv=False), rtol=1e-5)

@@ -2,8 +2,8 @@
 Rows: see pir_op_spec.py."""
 from __future__ import annotations
 
-from .pir_op_spec import (OUT, PirOp, X, binary, binary_no_axis, reduce, reduce_all_when_no_axis, reduce_attr_axis,
-                          same, unary)
+from .pir_op_spec import (DROP, OUT, PirOp, X, binary, binary_no_axis, reduce, reduce_all_when_no_axis,
+                          reduce_attr_axis, same, unary)
 
 MATH_OPS: dict[str, PirOp] = {
     **{f"pd_op.{t}": unary(t) for t in (
@@ -109,4 +109,11 @@ MATH_OPS: dict[str, PirOp] = {
     "pd_op.bitwise_right_shift": PirOp("bitwise_right_shift", (("x", "x"), ("y", "y")), (("out", "out"),),
                                        same("is_arithmetic")),
     "pd_op.nextafter": PirOp("nextafter", (("x", "x"), ("y", "y")), (("out", "out"),)),
+    "pd_op.svd": PirOp("svd", X, (("u", "U"), ("s", "S"), ("vh", "VH")), same("full_matrices")),
+    "pd_op.svdvals": PirOp("svd", X, (("s", "S"),), fixed={"full_matrices": False}, extra_outputs=("U", "VH")),
+    "pd_op.qr": PirOp("qr", X, (("q", "Q"), ("r", "R")), same("mode")),
+    "pd_op.eigh": PirOp("eigh", X, (("out_w", "Eigenvalues"), ("out_v", "Eigenvectors")), same("UPLO")),
+    "pd_op.eigvalsh": PirOp("eigvalsh", X, (("eigenvalues", "Eigenvalues"), ("eigenvectors", "Eigenvectors")),
+                            {"uplo": "UPLO", "is_test": DROP}),
+    "pd_op.matrix_rank": PirOp("matrix_rank", X, OUT, same("tol", "use_default_tol", "hermitian")),
 }

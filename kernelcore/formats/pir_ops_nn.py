@@ -138,4 +138,6 @@ NN_OPS: dict[str, PirOp] = {
     "pd_op.label_smooth": PirOp("label_smooth", (("label", "X"), ("prior_dist", "PriorDist")), OUT, same("epsilon")),
     "pd_op.temporal_shift": unary("temporal_shift", seg_num="seg_num", shift_ratio="shift_ratio",
                                   data_format="data_format"),
+    "pd_op.affine_grid": PirOp("affine_grid", (("input", "Theta"), ("output_shape", "@output_shape|OutputShape")),
+                               (("output", "Output"),), same("align_corners")),
 }

@@ -119,4 +119,12 @@ TENSOR_OPS: dict[str, PirOp] = {
                                    same("axis", "use_stack")),
     "pd_op.increment_": PirOp("increment", X, (("out", "Out=x"),), {"value": "step"}),
     "pd_op.assign_out_": PirOp("assign", (("x", "X"), ("output", "~")), (("out", "Out=output"),)),
+    # draws (Paddle's outputs are compared by shape and dtype only)
+    "pd_op.bernoulli": unary("bernoulli"),
+    "pd_op.poisson": unary("poisson"),
+    "pd_op.standard_gamma": PirOp("standard_gamma", (("x", "x"),), (("out", "out"),)),
+    "pd_op.multinomial": PirOp("multinomial", (("x", "X"), ("num_samples", "@num_samples")), OUT,
+                               same("replacement")),
+    "pd_op.histogram": PirOp("histogram", (("input", "X"), ("weight", "Weight")), OUT,
+                             same("bins", "min", "max", "density")),
 }
