@@ -38,3 +38,4 @@ from . import linalg_solve  # noqa: F401  - their gradients
 from . import reduce_misc, labels, temporal_shift  # noqa: F401  - their gradients (labels also marks the integer ops)
 from . import random_draws, affine_grid, row_conv  # noqa: F401  - their gradients (random_draws marks the ones without)
 from . import decompositions  # noqa: F401  - their gradients
+from . import special_fns  # noqa: F401  - their gradients

@@ -16,3 +16,4 @@ from . import linalg_solve  # noqa: F401  - determinants, solves, Cholesky, matr
 from . import reduce_misc, labels, bits_counts, temporal_shift  # noqa: F401  - logsumexp, dist, renorm, kthvalue, reduce_as; label helpers; integer ops; temporal_shift
 from . import random_draws, checks, statistics, affine_grid, row_conv  # noqa: F401  - tensor-parameterised draws, assert, histogram and matrix_rank, affine_grid, row_conv
 from . import decompositions  # noqa: F401  - svd, qr, eigh, eigvalsh
+from . import special_fns  # noqa: F401  - lgamma, digamma, polygamma, erf, erfinv, the modified Bessel functions
