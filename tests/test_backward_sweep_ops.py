@@ -371,3 +371,19 @@ def test_decompositions_rebuild_their_matrix(shape):
     np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.broadcast_to(np.eye(q.shape[-1]), q.shape[:-2] +
                                                                          (q.shape[-1],) * 2), atol=1e-12)
     assert np.allclose(np.tril(r, -1), 0)
+
+
+CASES += [
+    GCase("lgamma", {"X": np.array([-2.5, -0.3, 0.2, 1.5, 4.0])}),
+    GCase("gammaln", {"x": np.array([0.4, 3.0])}),
+    GCase("digamma", {"X": np.array([-1.5, 0.3, 2.0, 9.0])}),
+    GCase("polygamma", {"x": np.array([-0.5, 0.7, 3.0])}, {"n": 2}),
+    GCase("erf", {"X": np.array([-3.0, -0.4, 0.5, 2.7])}),
+    GCase("erfinv", {"X": np.array([-0.9, -0.1, 0.4, 0.95])}),
+    # unscaled, a large x's value (~1e6) would drown the others' finite differences in rounding; the scaled forms
+    # cover the large-x branch
+    GCase("i0", {"x": np.array([-3.0, 0.5, 4.0])}),
+    GCase("i0e", {"x": np.array([-3.0, 0.5, 16.0])}),
+    GCase("i1", {"x": np.array([-3.0, 0.5, 4.0])}),
+    GCase("i1e", {"x": np.array([-3.0, 0.5, 16.0])}),
+]

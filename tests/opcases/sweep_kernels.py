@@ -478,3 +478,30 @@ CASES += [
     # Q and R up to signs: tests/test_backward_sweep_ops.py rebuilds X from them; here the device path runs
     Case("qr", {"X": TALL}, lambda X, **a: {}, random=True, id="qr_runs"),
 ]
+
+
+# -- special functions: Python's math module and known values as the oracle ------------------------------------
+GAMMA_X = np.array([-2.5, -0.3, 0.2, 1.0, 2.5, 7.0, 31.5])
+ERF_X = np.array([-4.0, -1.2, 0.0, 0.3, 2.49, 2.51, 6.0])
+BESSEL_X = np.array([-20.0, -2.5, 0.0, 1.0, 14.9, 15.1])
+CASES += [
+    Case("lgamma", {"X": GAMMA_X}, lambda X: {"Out": np.array([math.lgamma(v) for v in X])}, rtol=1e-12, atol=1e-12),
+    Case("gammaln", {"x": GAMMA_X.astype(np.float32)},
+         lambda x: {"out": np.array([math.lgamma(v) for v in x], np.float32)}, rtol=1e-6),
+    # digamma(1) = -Euler's gamma; digamma(x + 1) = digamma(x) + 1/x; reflection at -0.5
+    Case("digamma", {"X": np.array([1.0, 2.0, 0.5, -0.5])},
+         lambda X: {"Out": np.array([-0.5772156649015329, 0.42278433509846713, -1.9635100260214235,
+                                     0.03648997397857652])}, rtol=1e-12),
+    Case("polygamma", {"x": np.array([1.0, 2.0])}, lambda x, n: {"out": np.array([math.pi ** 2 / 6,
+                                                                                 math.pi ** 2 / 6 - 1])},
+         attrs={"n": 1}, rtol=1e-12),
+    Case("erf", {"X": ERF_X}, lambda X: {"Out": np.array([math.erf(v) for v in X])}, rtol=1e-13, atol=1e-15),
+    Case("erfinv", {"X": np.array([math.erf(v) for v in (-1.7, -0.2, 0.0, 0.9, 2.2)] + [1.0])},
+         lambda X: {"Out": np.array([-1.7, -0.2, 0.0, 0.9, 2.2, np.inf])}, rtol=1e-10),
+    Case("i0", {"x": BESSEL_X}, lambda x: {"out": np.i0(x)}, rtol=1e-9),
+    Case("i0e", {"x": BESSEL_X}, lambda x: {"out": np.i0(x) * np.exp(-np.abs(x))}, rtol=1e-9),
+    # I1 = I0', by central differences of NumPy's I0
+    Case("i1", {"x": BESSEL_X}, lambda x: {"out": (np.i0(x + 1e-5) - np.i0(x - 1e-5)) / 2e-5}, rtol=1e-7, atol=1e-9),
+    Case("i1e", {"x": BESSEL_X}, lambda x: {"out": (np.i0(x + 1e-5) - np.i0(x - 1e-5)) / 2e-5 * np.exp(-np.abs(x))},
+         rtol=1e-7, atol=1e-9),
+]
