@@ -178,11 +178,18 @@ def test_a_tensor_array_is_written_in_place_and_stacked():
     np.testing.assert_allclose(_run(prog, x), np.stack([x, np.exp(x)]), rtol=1e-6)
 
 
-def test_svdvals_runs_as_a_legacy_svd_whose_other_results_the_reader_names():
-    """PIR's svdvals gives S alone; legacy svd must write U and VH too, so the reader names them."""
+def test_svdvals_differentiates_as_a_legacy_svd_whose_u_and_vh_the_reader_names():
+    """PIR's svdvals gives S alone; legacy svd's gradient reads U and VH, so the reader names them.
+    d sum(S)/dX = U V^T (the reduced factors)."""
     prog = pir_program_from_bytes(_program([
         _data(1, [3, 2]),
         {"#": "1.svdvals", "A": [], "I": [{"%": 1}], "O": [{"%": 2, "TT": _tensor([2])}]},
         _fetch(2, 3)]))
+    block = prog.global_block()
+    dx, = kc.gradients([block.var(fetch_target_names(prog)[0])], [block.var("x")])
     x = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]], np.float32)
-    np.testing.assert_allclose(_run(prog, x), np.linalg.svd(x, compute_uv=False), rtol=1e-5)
+    s, got = kc.Executor().run(prog, feed={"x": x}, fetch_list=[fetch_target_names(prog)[0], dx.name],
+                               scope=kc.Scope(), training=True)
+    u, want_s, vh = np.linalg.svd(x.astype(np.float64), full_matrices=False)
+    np.testing.assert_allclose(s, want_s, rtol=1e-5)
+    np.testing.assert_allclose(got, u @ vh, rtol=1e-4, atol=1e-5)

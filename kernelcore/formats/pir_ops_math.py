@@ -110,10 +110,15 @@ MATH_OPS: dict[str, PirOp] = {
                                        same("is_arithmetic")),
     "pd_op.nextafter": PirOp("nextafter", (("x", "x"), ("y", "y")), (("out", "out"),)),
     "pd_op.svd": PirOp("svd", X, (("u", "U"), ("s", "S"), ("vh", "VH")), same("full_matrices")),
+    # legacy svd's gradient reads U and VH, which svdvals does not give: the reader names them
     "pd_op.svdvals": PirOp("svd", X, (("s", "S"),), fixed={"full_matrices": False}, extra_outputs=("U", "VH")),
     "pd_op.qr": PirOp("qr", X, (("q", "Q"), ("r", "R")), same("mode")),
     "pd_op.eigh": PirOp("eigh", X, (("out_w", "Eigenvalues"), ("out_v", "Eigenvectors")), same("UPLO")),
     "pd_op.eigvalsh": PirOp("eigvalsh", X, (("eigenvalues", "Eigenvalues"), ("eigenvectors", "Eigenvectors")),
                             {"uplo": "UPLO", "is_test": DROP}),
     "pd_op.matrix_rank": PirOp("matrix_rank", X, OUT, same("tol", "use_default_tol", "hermitian")),
+    # special functions; the ones Paddle's legacy form names with lower-case slots (x, out) come as they are
+    **{f"pd_op.{t}": unary(t) for t in ("digamma", "erf", "erfinv", "lgamma")},
+    **{f"pd_op.{t}": PirOp(t, (("x", "x"),), (("out", "out"),)) for t in ("gammaln", "i0", "i0e", "i1", "i1e")},
+    "pd_op.polygamma": PirOp("polygamma", (("x", "x"),), (("out", "out"),), same("n")),
 }
