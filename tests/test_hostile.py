@@ -160,9 +160,9 @@ def test_cache_still_reuses_the_binding_for_the_same_scope():
     prog.global_block().append_op("scale", {"X": ["x"]}, {"Out": ["y"]}, {"scale": 3.0})
     exe, scope = kc.Executor(), kc.Scope()
     exe.run(prog, feed={"x": np.ones(2, np.float32)}, fetch_list=["y"], scope=scope)
-    bound = exe.prepare(prog)._bound
+    bound = exe.prepare(prog).binding[2]  # (the scope, weakly; its versions; the bound ops; ...)
     out, = exe.run(prog, feed={"x": np.ones(2, np.float32)}, fetch_list=["y"], scope=scope)
-    assert exe.prepare(prog)._bound is bound and out.tolist() == [3.0, 3.0]
+    assert exe.prepare(prog).binding[2] is bound and out.tolist() == [3.0, 3.0]
 
 
 # 6 ---------------------------------------------------------------------------------------------------
