@@ -39,3 +39,4 @@ from . import reduce_misc, labels, temporal_shift  # noqa: F401  - their gradien
 from . import random_draws, affine_grid, row_conv  # noqa: F401  - their gradients (random_draws marks the ones without)
 from . import decompositions  # noqa: F401  - their gradients
 from . import special_fns  # noqa: F401  - their gradients
+from . import complex_parts, fft  # noqa: F401  - their gradients

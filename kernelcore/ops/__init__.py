@@ -17,3 +17,4 @@ from . import reduce_misc, labels, bits_counts, temporal_shift  # noqa: F401  - 
 from . import random_draws, checks, statistics, affine_grid, row_conv  # noqa: F401  - tensor-parameterised draws, assert, histogram and matrix_rank, affine_grid, row_conv
 from . import decompositions  # noqa: F401  - svd, qr, eigh, eigvalsh
 from . import special_fns  # noqa: F401  - lgamma, digamma, polygamma, erf, erfinv, the modified Bessel functions
+from . import complex_parts, fft  # noqa: F401  - complex numbers from and into real parts; the discrete Fourier transforms
