@@ -62,6 +62,8 @@ CASES += [
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_gradient_matches_finite_differences(case):
+    if case.op in CHAINED and case.id != "angle_of_real":
+        return _chain_finite_differences(case)
     forward, prog, feed, loss, wrt = build(case)
     exe = kc.Executor(kc.CPUPlace())
     got = _run(exe, prog, feed, [n + "@GRAD" for n in wrt], case.training)
@@ -76,7 +78,10 @@ def test_gradient_matches_finite_differences(case):
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_gradient_kernels_on_strict_device_match_cpu(case):
-    _, prog, feed, _, wrt = build(case)
+    if case.op in CHAINED and case.id != "angle_of_real":
+        _, prog, feed, wrt = chain_program(case)
+    else:
+        _, prog, feed, _, wrt = build(case)
     fetch = [n + "@GRAD" for n in wrt]
     want = _run(kc.Executor(kc.CPUPlace()), prog, feed, fetch, case.training)
     got = _run(kc.Executor(StrictPlace()), prog, feed, fetch, case.training)
@@ -386,4 +391,69 @@ CASES += [
     GCase("i0e", {"x": np.array([-3.0, 0.5, 16.0])}),
     GCase("i1", {"x": np.array([-3.0, 0.5, 4.0])}),
     GCase("i1e", {"x": np.array([-3.0, 0.5, 16.0])}),
+]
+
+
+COMPLEX_OUTPUT = {"fft_r2c", "fft_c2c", "conj", "complex", "as_complex"}
+COMPLEX_INPUT = {"fft_c2c", "fft_c2r", "conj", "angle", "real", "imag", "as_real"}
+
+
+def chain_program(case):
+    """loss = sum(w * op(inputs)), through as_complex before a complex input ([..., 2] real pairs fed) and as_real
+    after a complex output: the ops of a complex path, differentiated with respect to real inputs. Returns (forward,
+    program with backward, feed, the real input names)."""
+    prog = kc.Program()
+    block = prog.global_block()
+    feed, ins = {}, {}
+    for slot, x in case.inputs.items():
+        name = f"{slot}_0"
+        block.create_var(name, list(x.shape), "float64", stop_gradient=False)
+        feed[name] = x
+        if case.op in COMPLEX_INPUT:
+            block.append_op("as_complex", {"X": name}, {"Out": f"{name}_c"})
+            name = f"{name}_c"
+        ins[slot] = name
+    block.append_op(case.op, ins, {"Out": "y"}, case.attrs)
+    out = "y"
+    if case.op in COMPLEX_OUTPUT:
+        block.append_op("as_real", {"X": "y"}, {"Out": "yr"})
+        out = "yr"
+    (val,) = kc.Executor().run(prog.clone(), feed=feed, fetch_list=[out])
+    feed["w"] = rng.uniform(0.5, 1.5, val.shape)
+    block.create_var("w", list(val.shape), "float64", stop_gradient=True)
+    block.append_op("elementwise_mul", {"X": out, "Y": "w"}, {"Out": "wy"})
+    block.append_op("reduce_sum", {"X": "wy"}, {"Out": "loss"}, {"reduce_all": True, "dim": []})
+    forward = prog.clone()
+    kc.append_backward(block.var("loss"))
+    return forward, prog, feed, [f"{slot}_0" for slot in case.inputs]
+
+
+def _chain_finite_differences(case):
+    forward, prog, feed, wrt = chain_program(case)
+    exe = kc.Executor()
+    got = exe.run(prog, feed=feed, fetch_list=[n + "@GRAD" for n in wrt])
+    for n, g in zip(wrt, got):
+        np.testing.assert_allclose(g, numeric_grad(exe, forward, feed, "loss", n, case), rtol=1e-6, atol=1e-7,
+                                   err_msg=f"{case}: {n}@GRAD")
+
+
+CHAINED = {"fft_r2c", "fft_c2c", "fft_c2r", "conj", "angle", "real", "imag", "complex", "as_complex", "as_real"}
+CASES += [
+    GCase("fft_r2c", {"X": away(2, 6)}, {"axes": [1], "normalization": "backward", "forward": True, "onesided": True}),
+    GCase("fft_r2c", {"X": away(3, 5)}, {"axes": [0, 1], "normalization": "ortho", "forward": False, "onesided": True},
+          id="fft_r2c_2d_inverse_ortho"),
+    GCase("fft_r2c", {"X": away(2, 4)}, {"axes": [1], "normalization": "forward", "forward": True, "onesided": False},
+          id="fft_r2c_full"),
+    GCase("fft_c2c", {"X": away(3, 2, 2)}, {"axes": [0], "normalization": "backward", "forward": True}),
+    GCase("fft_c2c", {"X": away(2, 4, 2)}, {"axes": [1], "normalization": "forward", "forward": False},
+          id="fft_c2c_inverse"),
+    GCase("fft_c2r", {"X": away(2, 4, 2)}, {"axes": [1], "normalization": "backward", "forward": False,
+                                             "last_dim_size": 6}),
+    GCase("fft_c2r", {"X": away(2, 3, 2)}, {"axes": [1], "normalization": "ortho", "forward": True, "last_dim_size": 5},
+          id="fft_c2r_odd_forward"),
+    GCase("conj", {"X": away(2, 3, 2)}), GCase("angle", {"X": away(4, 2)}, id="angle_of_complex"),
+    GCase("real", {"X": away(3, 2)}), GCase("imag", {"X": away(3, 2)}),
+    GCase("complex", {"X": away(2, 3), "Y": away(3)}),
+    GCase("as_complex", {"X": away(3, 2)}), GCase("as_real", {"X": away(3, 2)}),
+    GCase("angle", {"X": away(3)}, id="angle_of_real"),  # 0 or pi: flat
 ]

@@ -505,3 +505,37 @@ CASES += [
     Case("i1e", {"x": BESSEL_X}, lambda x: {"out": (np.i0(x + 1e-5) - np.i0(x - 1e-5)) / 2e-5 * np.exp(-np.abs(x))},
          rtol=1e-7, atol=1e-9),
 ]
+
+
+# -- complex parts and Fourier transforms: DFT sums written out -------------------------------------------------
+def dft(x, sign, scale):
+    """sum over n of x[n] exp(sign 2 pi i k n / N), times scale, along the last axis."""
+    n = x.shape[-1]
+    k = np.arange(n)
+    return scale * (x[..., None, :] * np.exp(sign * 2j * np.pi * np.outer(k, k) / n)).sum(-1)
+
+
+SIGNAL = f64(2, 6)
+SPECTRUM = (f64(2, 4) + 1j * f64(2, 4)).astype(np.complex128)
+CASES += [
+    Case("complex", {"X": np.array([1.0, 2.0], np.float32), "Y": np.array([3.0], np.float32)},
+         lambda X, Y: {"Out": np.array([1 + 3j, 2 + 3j], np.complex64)}),
+    Case("real", {"X": SPECTRUM}, lambda X: {"Out": X.real}),
+    Case("imag", {"X": SPECTRUM}, lambda X: {"Out": X.imag}),
+    Case("conj", {"X": SPECTRUM}, lambda X: {"Out": X.real - 1j * X.imag}),
+    Case("angle", {"X": np.array([1j, -1.0, 1 + 1j])}, lambda X: {"Out": np.array([np.pi / 2, np.pi, np.pi / 4])}),
+    Case("as_complex", {"X": np.array([[1.0, 2.0], [3.0, -4.0]])}, lambda X: {"Out": np.array([1 + 2j, 3 - 4j])}),
+    Case("as_real", {"X": np.array([1 + 2j, 3 - 4j])}, lambda X: {"Out": np.array([[1.0, 2.0], [3.0, -4.0]])}),
+    Case("fft_r2c", {"X": SIGNAL}, lambda X, **a: {"Out": dft(X, -1, 1.0)[:, :4]},
+         attrs={"axes": [1], "normalization": "backward", "forward": True, "onesided": True}, rtol=1e-10, atol=1e-12),
+    Case("fft_r2c", {"X": SIGNAL}, lambda X, **a: {"Out": dft(X, 1, 1 / np.sqrt(6))},
+         attrs={"axes": [-1], "normalization": "ortho", "forward": False, "onesided": False}, rtol=1e-10, atol=1e-12,
+         id="fft_r2c_inverse_ortho_full"),
+    Case("fft_c2c", {"X": SPECTRUM}, lambda X, **a: {"Out": dft(X, 1, 1 / 4)},
+         attrs={"axes": [1], "normalization": "backward", "forward": False}, rtol=1e-10, atol=1e-12),
+    # the real signal whose onesided spectrum is X: the Hermitian extension's inverse DFT
+    Case("fft_c2r", {"X": SPECTRUM}, lambda X, **a: {"Out": dft(np.concatenate(
+        [X.real[:, :1], X[:, 1:3], X.real[:, 3:], np.conj(X[:, 2:0:-1])], axis=1), 1, 1 / 6).real},
+         attrs={"axes": [1], "normalization": "backward", "forward": False, "last_dim_size": 6}, rtol=1e-10,
+         atol=1e-12),
+]
