@@ -40,3 +40,4 @@ from . import random_draws, affine_grid, row_conv  # noqa: F401  - their gradien
 from . import decompositions  # noqa: F401  - their gradients
 from . import special_fns  # noqa: F401  - their gradients
 from . import complex_parts, fft  # noqa: F401  - their gradients
+from . import distinct  # noqa: F401  - mode's gradient
