@@ -457,3 +457,8 @@ CASES += [
     GCase("as_complex", {"X": away(3, 2)}), GCase("as_real", {"X": away(3, 2)}),
     GCase("angle", {"X": away(3)}, id="angle_of_real"),  # 0 or pi: flat
 ]
+
+
+# distinct values (a tie would break under a finite-difference step): the mode is each row's smallest
+CASES += [GCase("mode", {"X": distinct(2, 4)}, use=("Out_out_0",)),
+          GCase("mode", {"X": distinct(3, 4)}, {"axis": 0, "keepdim": True}, use=("Out_out_0",), id="mode_keepdim")]

@@ -539,3 +539,27 @@ CASES += [
          attrs={"axes": [1], "normalization": "backward", "forward": False, "last_dim_size": 6}, rtol=1e-10,
          atol=1e-12),
 ]
+
+
+# -- distinct values and the mode ----------------------------------------------------------------------------------
+CASES += [
+    Case("unique", {"X": np.array([3, 1, 3, 2, 1, 3])},
+         lambda **a: {"Out": np.array([1, 2, 3]), "Indices": np.array([1, 3, 0]),
+                      "Index": np.array([2, 0, 2, 1, 0, 2]), "Counts": np.array([2, 1, 3])}),
+    Case("unique", {"X": np.array([[1.0, 2.0], [0.0, 5.0], [1.0, 2.0]])},
+         lambda **a: {"Out": np.array([[0.0, 5.0], [1.0, 2.0]]), "Indices": np.array([1, 0]),
+                      "Index": np.array([1, 0, 1]), "Counts": np.array([1, 2])}, attrs={"axis": [0]},
+         id="unique_rows"),
+    Case("unique_consecutive", {"X": np.array([1, 1, 2, 2, 2, 1, 3])},
+         lambda **a: {"Out": np.array([1, 2, 1, 3]), "Index": np.array([0, 0, 1, 1, 1, 2, 3]),
+                      "Counts": np.array([2, 3, 1, 1])}),
+    Case("unique_consecutive", {"X": np.array([[1, 1, 2], [1, 1, 2]])},
+         lambda **a: {"Out": np.array([[1, 2], [1, 2]]), "Index": np.array([0, 0, 1]), "Counts": np.array([2, 1])},
+         attrs={"axis": [1]}, id="unique_consecutive_columns"),
+    # ties: the smallest of the most frequent values, at its last position
+    Case("mode", {"X": np.array([[2.0, 1.0, 2.0, 1.0, 5.0], [7.0, 3.0, 3.0, 7.0, 7.0]])},
+         lambda **a: {"Out": np.array([1.0, 7.0]), "Indices": np.array([3, 4])}),
+    Case("mode", {"X": np.array([[4.0, 4.0], [1.0, 4.0]])},
+         lambda **a: {"Out": np.array([[1.0, 4.0]]), "Indices": np.array([[1, 1]])}, attrs={"axis": 0, "keepdim": True},
+         id="mode_keepdim"),
+]
