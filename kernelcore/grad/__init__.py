@@ -41,3 +41,4 @@ from . import decompositions  # noqa: F401  - their gradients
 from . import special_fns  # noqa: F401  - their gradients
 from . import complex_parts, fft  # noqa: F401  - their gradients
 from . import distinct  # noqa: F401  - mode's gradient
+from . import einsum  # noqa: F401  - its gradient

@@ -19,3 +19,4 @@ from . import decompositions  # noqa: F401  - svd, qr, eigh, eigvalsh
 from . import special_fns  # noqa: F401  - lgamma, digamma, polygamma, erf, erfinv, the modified Bessel functions
 from . import complex_parts, fft  # noqa: F401  - complex numbers from and into real parts; the discrete Fourier transforms
 from . import distinct  # noqa: F401  - unique, unique_consecutive, mode
+from . import einsum  # noqa: F401  - einsum
