@@ -462,3 +462,14 @@ CASES += [
 # distinct values (a tie would break under a finite-difference step): the mode is each row's smallest
 CASES += [GCase("mode", {"X": distinct(2, 4)}, use=("Out_out_0",)),
           GCase("mode", {"X": distinct(3, 4)}, {"axis": 0, "keepdim": True}, use=("Out_out_0",), id="mode_keepdim")]
+
+
+CASES += [
+    GCase("einsum", {"Operands": [f64(2, 3, 4), f64(2, 4, 5)]}, {"equation": "...ij,...jk->...ik"}, use=("Out_out_0",)),
+    GCase("einsum", {"Operands": [f64(3, 4), f64(4, 5)]}, {"equation": "ij,jk"}, use=("Out_out_0",),
+          id="einsum_implicit"),
+    GCase("einsum", {"Operands": [f64(3, 4), f64(2)]}, {"equation": "ij,k->i"}, use=("Out_out_0",),
+          id="einsum_letter_of_one_operand"),
+    GCase("einsum", {"Operands": [f64(1, 3, 4), f64(2, 4)]}, {"equation": "...ij,...j->...i"}, use=("Out_out_0",),
+          id="einsum_broadcast_batch"),
+]

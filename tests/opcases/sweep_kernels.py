@@ -563,3 +563,26 @@ CASES += [
          lambda **a: {"Out": np.array([[1.0, 4.0]]), "Indices": np.array([[1, 1]])}, attrs={"axis": 0, "keepdim": True},
          id="mode_keepdim"),
 ]
+
+
+# -- einsum: the sums written as loops ---------------------------------------------------------------------------
+EA, EB = f64(2, 3, 4), f64(2, 4, 5)
+
+
+def batched_matmul_loops(ea, eb):
+    out = np.zeros((2, 3, 5))
+    for b in range(2):
+        for i in range(3):
+            for k in range(5):
+                out[b, i, k] = sum(ea[b, i, j] * eb[b, j, k] for j in range(4))
+    return out
+
+
+CASES += [
+    Case("einsum", {"Operands": [EA, EB]}, lambda Operands, equation: {"Out": batched_matmul_loops(*Operands)},
+         attrs={"equation": "...ij,...jk->...ik"}),
+    Case("einsum", {"Operands": [EA[0], EB[0]]}, lambda Operands, equation: {"Out": batched_matmul_loops(EA, EB)[0]},
+         attrs={"equation": "ij,jk"}, id="einsum_implicit_output"),
+    Case("einsum", {"Operands": [EA[:, :, :3]]}, lambda Operands, equation: {"Out": np.array(
+        sum(EA[b, i, i] for b in range(2) for i in range(3)))}, attrs={"equation": "bii->"}, id="einsum_trace"),
+]
