@@ -36,7 +36,7 @@ from . import patches, unpool, bilinear  # noqa: F401  - their gradients
 from . import indexed_update, arrange  # noqa: F401  - their gradients
 from . import linalg_solve  # noqa: F401  - their gradients
 from . import reduce_misc, labels, temporal_shift  # noqa: F401  - their gradients (labels also marks the integer ops)
-from . import random_draws, affine_grid, row_conv  # noqa: F401  - their gradients (random_draws marks the ones without)
+from . import random_draws, affine_grid, row_conv  # noqa: F401  - (random_draws marks the ops without one)
 from . import decompositions  # noqa: F401  - their gradients
 from . import special_fns  # noqa: F401  - their gradients
 from . import complex_parts, fft  # noqa: F401  - their gradients
