@@ -110,7 +110,8 @@ def test_bad_paddings_are_a_kernelcore_error():
 POOL_IN = f64(1, 2, 5, 4, low=0.2, high=2.0)
 SOFT = f64(3, 4, low=0.0, high=1.0)
 CASES += [
-    GCase("lp_pool2d", {"x": POOL_IN}, {"kernel_size": [2, 2], "strides": [1, 2], "paddings": [0, 0], "norm_type": 2.0}),
+    GCase("lp_pool2d", {"x": POOL_IN},
+          {"kernel_size": [2, 2], "strides": [1, 2], "paddings": [0, 0], "norm_type": 2.0}),
     GCase("lp_pool2d", {"x": POOL_IN}, {"kernel_size": [3, 2], "strides": [2, 1], "paddings": [1, 0],
                                         "norm_type": 3.0}, id="lp_pool2d_p3_padded"),
     GCase("lp_pool2d", {"x": POOL_IN.transpose(0, 2, 3, 1)},

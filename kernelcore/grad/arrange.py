@@ -34,7 +34,8 @@ def crop_tensor_grad(ctx, ins, attrs):
     return (dx,)
 
 
-UNBIND_GRAD = standard("unbind", ins=("X",), comment="X@GRAD = the Out@GRAD stacked along `axis` (0 for a missing one).")
+UNBIND_GRAD = standard("unbind", ins=("X",),
+                       comment="X@GRAD = the Out@GRAD stacked along `axis` (0 for a missing one).")
 
 
 @UNBIND_GRAD.kernel()
@@ -46,7 +47,8 @@ def unbind_grad(ctx, ins, attrs):
     return (xp.stack([g if g is not None else xp.zeros(part, dtype=x.dtype) for g in gs], axis=axis),)
 
 
-BROADCAST_TENSORS_GRAD = standard("broadcast_tensors", ins=("X",), comment="X[i]@GRAD = Out[i]@GRAD summed to X[i]'s shape.")
+BROADCAST_TENSORS_GRAD = standard("broadcast_tensors", ins=("X",),
+                                  comment="X[i]@GRAD = Out[i]@GRAD summed to X[i]'s shape.")
 
 
 @BROADCAST_TENSORS_GRAD.kernel()

@@ -27,7 +27,8 @@ STRIDED_SLICE = register_op(
     "strided_slice", "Out = Input[starts:ends:strides] along `axes` (negative positions count from the end; "
                      "decrease_axis drops those dims).",
     inputs=[In("Input", "the tensor sliced"),
-            *[In(f"{n}Tensor", f"(1-D int) overrides {n.lower()}", dispensable=True) for n in ("Starts", "Ends", "Strides")],
+            *[In(f"{n}Tensor", f"(1-D int) overrides {n.lower()}", dispensable=True)
+              for n in ("Starts", "Ends", "Strides")],
             *[In(f"{n}TensorList", f"(1-element ints) override {n.lower()}", duplicable=True, dispensable=True)
               for n in ("Starts", "Ends", "Strides")]],
     outputs=[Out("Out", "the slice, Input's dtype")],
@@ -39,7 +40,8 @@ STRIDED_SLICE = register_op(
 def strided_index(x, ins, attrs):
     """(the slice tuple into Input, the shape before decrease_axis drops dims)."""
     _, st, et, tt, sl, el, tl = ins
-    starts, ends, strides = _given(st, sl, attrs["starts"]), _given(et, el, attrs["ends"]), _given(tt, tl, attrs["strides"])
+    starts, ends = _given(st, sl, attrs["starts"]), _given(et, el, attrs["ends"])
+    strides = _given(tt, tl, attrs["strides"])
     axes = attrs["axes"]
     if not len(axes) == len(starts) == len(ends) == len(strides):
         raise ValueError(f"strided_slice: axes, starts, ends and strides differ in length: {axes}, {starts}, "

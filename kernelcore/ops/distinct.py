@@ -31,7 +31,8 @@ def unique(ctx, ins, attrs):
     dt = dtypes.to_numpy(attrs["dtype"])
     if attrs["axis"]:
         axis = normalize_axis(attrs["axis"][0], x.ndim)
-        out, first, inverse, counts = xp.unique(x, return_index=True, return_inverse=True, return_counts=True, axis=axis)
+        out, first, inverse, counts = xp.unique(x, return_index=True, return_inverse=True, return_counts=True,
+                                                axis=axis)
     else:
         out, first, inverse, counts = xp.unique(x.reshape(-1), return_index=True, return_inverse=True,
                                                 return_counts=True)

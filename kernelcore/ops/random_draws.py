@@ -72,7 +72,8 @@ def standard_gamma(ctx, ins, attrs):
 MULTINOMIAL = register_op(
     "multinomial", "Out = num_samples category ids drawn from each row of X's weights (without replacement: "
                    "distinct ids, by Gumbel keys).",
-    inputs=[In("X", "[C] or [B, C] non-negative weights")], outputs=[Out("Out", "[num_samples] or [B, num_samples], int64")],
+    inputs=[In("X", "[C] or [B, C] non-negative weights")],
+    outputs=[Out("Out", "[num_samples] or [B, num_samples], int64")],
     attrs=[Attr("num_samples", A.INT, "draws per row", 1), Attr("replacement", A.BOOLEAN, "ids may repeat", False)])
 
 

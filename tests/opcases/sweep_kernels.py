@@ -151,7 +151,8 @@ CASES += [
          lambda **a: {"Out": np.array([1.0, 1.25, 1.5, 1.75, 2.0], np.float32)}, attrs={"dtype": 5}),
     # the one-op runner names one output per duplicable slot; tests/test_backward_sweep_ops.py runs three
     Case("meshgrid", {"X": [np.arange(2.0)]}, lambda X, **a: {"Out": [X[0]]}),
-    Case("diag_v2", {"X": np.array([1.0, 2.0])}, lambda X, **a: {"Out": np.array([[7, 1, 7], [7, 7, 2], [7, 7, 7]], float)},
+    Case("diag_v2", {"X": np.array([1.0, 2.0])},
+         lambda X, **a: {"Out": np.array([[7, 1, 7], [7, 7, 2], [7, 7, 7]], float)},
          attrs={"offset": 1, "padding_value": 7.0}),
     Case("diag_v2", {"X": np.arange(9.0).reshape(3, 3)}, lambda X, **a: {"Out": np.array([3.0, 7.0])},
          attrs={"offset": -1}, id="diag_v2_of_a_matrix"),
@@ -277,7 +278,8 @@ UNPOOL_X = np.array([[[[5.0, 7.0], [6.0, 8.0]]]])
 UNPOOL_I = np.array([[[[0, 3], [9, 14]]]])
 CASES += [
     Case("unfold", {"X": f64(2, 2, 4, 5)}, unfold_ref, attrs=UNFOLD_ATTRS),
-    Case("fold", {"X": np.ones((1, 4, 4))}, lambda X, **a: {"Y": np.array([[[[1, 2, 1], [2, 4, 2], [1, 2, 1]]]], float)},
+    Case("fold", {"X": np.ones((1, 4, 4))},
+         lambda X, **a: {"Y": np.array([[[[1, 2, 1], [2, 4, 2], [1, 2, 1]]]], float)},
          attrs={"output_sizes": [3, 3], "kernel_sizes": [2, 2]}),
     Case("unpool", {"X": UNPOOL_X, "Indices": UNPOOL_I},
          lambda **a: {"Out": np.array([5, 0, 0, 7, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 8, 0], float).reshape(1, 1, 4, 4)},
@@ -382,7 +384,8 @@ CASES += [
     Case("logsumexp", {"X": A3}, lambda X, **a: {"Out": np.log(np.exp(X).sum(axis=(0, 2)))}, attrs={"axis": [0, 2]}),
     Case("logsumexp", {"X": np.array([1000.0, 1000.0])}, lambda X, **a: {"Out": np.array(1000.0 + np.log(2.0))},
          attrs={"reduce_all": True}, id="logsumexp_large"),
-    Case("dist", {"X": f64(2, 3), "Y": f64(3)}, lambda X, Y, p: {"Out": np.array((np.abs(X - Y) ** p).sum() ** (1 / p))},
+    Case("dist", {"X": f64(2, 3), "Y": f64(3)},
+         lambda X, Y, p: {"Out": np.array((np.abs(X - Y) ** p).sum() ** (1 / p))},
          attrs={"p": 3.0}),
     Case("renorm", {"X": A3}, renorm_ref, attrs={"p": 2.0, "axis": 1, "max_norm": 1.5}),
     Case("kthvalue", {"X": np.array([[3.0, 1.0, 2.0], [5.0, 6.0, 4.0]])},
