@@ -20,3 +20,4 @@ from . import special_fns  # noqa: F401  - lgamma, digamma, polygamma, erf, erfi
 from . import complex_parts, fft  # noqa: F401  - complex numbers from and into real parts; Fourier transforms
 from . import distinct  # noqa: F401  - unique, unique_consecutive, mode
 from . import einsum  # noqa: F401  - einsum
+from . import grid_sample  # noqa: F401  - grid_sampler
