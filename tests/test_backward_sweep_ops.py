@@ -474,3 +474,29 @@ CASES += [
     GCase("einsum", {"Operands": [f64(1, 3, 4), f64(2, 4)]}, {"equation": "...ij,...j->...i"}, use=("Out_out_0",),
           id="einsum_broadcast_batch"),
 ]
+
+
+CASES += [
+    GCase("grid_sampler", {"X": f64(2, 3, 4, 5), "Grid": f64(2, 3, 2, 2, low=-1.2, high=1.2)}),
+    GCase("grid_sampler", {"X": f64(1, 2, 3, 4), "Grid": f64(1, 2, 3, 2, low=-0.9, high=0.9)},
+          {"padding_mode": "border", "align_corners": False}, id="grid_sampler_border_centres"),
+]
+
+
+def _grid_sampler_program(attrs):
+    prog = kc.Program()
+    block = prog.global_block()
+    block.create_var("x", [1, 1, 2, 3], "float64")
+    block.create_var("g", [1, 1, 2, 2], "float64")
+    block.append_op("grid_sampler", {"X": "x", "Grid": "g"}, {"Output": "y"}, attrs)
+    return prog
+
+
+def test_grid_sampler_nearest_and_the_unsupported_reflection():
+    x = np.arange(6.0).reshape(1, 1, 2, 3)
+    grid = np.array([[[[-1.0, -1.0], [0.9, 0.8]]]])  # pixel (0, 0), and (col 1.9 -> 2, row 0.9 -> 1)
+    feed = {"x": x, "g": grid}
+    (y,) = kc.Executor().run(_grid_sampler_program({"mode": "nearest"}), feed=feed, fetch_list=["y"])
+    np.testing.assert_array_equal(y, [[[[0.0, 5.0]]]])
+    with pytest.raises(kc.errors.KernelcoreError, match="reflection"):
+        kc.Executor().run(_grid_sampler_program({"padding_mode": "reflection"}), feed=feed, fetch_list=["y"])

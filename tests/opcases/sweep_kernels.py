@@ -589,3 +589,32 @@ CASES += [
     Case("einsum", {"Operands": [EA[:, :, :3]]}, lambda Operands, equation: {"Out": np.array(
         sum(EA[b, i, i] for b in range(2) for i in range(3)))}, attrs={"equation": "bii->"}, id="einsum_trace"),
 ]
+
+
+# -- grid_sampler: bilinear sampling written pixel by pixel ------------------------------------------------------
+def grid_sample_ref(X, Grid, mode="bilinear", padding_mode="zeros", align_corners=True):
+    n, c, h, w = X.shape
+    out = np.zeros((n, c) + Grid.shape[1:3])
+    for b in range(n):
+        for i in range(Grid.shape[1]):
+            for j in range(Grid.shape[2]):
+                gx, gy = Grid[b, i, j]
+                px = (gx + 1) * (w - 1) / 2 if align_corners else ((gx + 1) * w - 1) / 2
+                py = (gy + 1) * (h - 1) / 2 if align_corners else ((gy + 1) * h - 1) / 2
+                if padding_mode == "border":
+                    px, py = min(max(px, 0), w - 1), min(max(py, 0), h - 1)
+                x0, y0 = int(np.floor(px)), int(np.floor(py))
+                fx, fy = px - x0, py - y0
+                for yy, xx, wt in ((y0, x0, (1 - fx) * (1 - fy)), (y0, x0 + 1, fx * (1 - fy)),
+                                   (y0 + 1, x0, (1 - fx) * fy), (y0 + 1, x0 + 1, fx * fy)):
+                    if 0 <= yy < h and 0 <= xx < w:
+                        out[b, :, i, j] += wt * X[b, :, yy, xx]
+    return {"Output": out}
+
+
+GRID = f64(2, 3, 2, 2, low=-1.2, high=1.2)
+CASES += [
+    Case("grid_sampler", {"X": f64(2, 3, 4, 5), "Grid": GRID}, grid_sample_ref),
+    Case("grid_sampler", {"X": f64(2, 3, 4, 5), "Grid": GRID}, grid_sample_ref,
+         attrs={"padding_mode": "border", "align_corners": False}, id="grid_sampler_border_centres"),
+]
