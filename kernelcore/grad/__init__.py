@@ -43,3 +43,4 @@ from . import complex_parts, fft  # noqa: F401  - their gradients
 from . import distinct  # noqa: F401  - mode's gradient
 from . import einsum  # noqa: F401  - its gradient
 from . import grid_sample  # noqa: F401  - its gradient
+from . import spectral_norm  # noqa: F401  - its gradient

@@ -21,3 +21,4 @@ from . import complex_parts, fft  # noqa: F401  - complex numbers from and into 
 from . import distinct  # noqa: F401  - unique, unique_consecutive, mode
 from . import einsum  # noqa: F401  - einsum
 from . import grid_sample  # noqa: F401  - grid_sampler
+from . import spectral_norm  # noqa: F401  - spectral_norm
