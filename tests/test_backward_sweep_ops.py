@@ -500,3 +500,10 @@ def test_grid_sampler_nearest_and_the_unsupported_reflection():
     np.testing.assert_array_equal(y, [[[[0.0, 5.0]]]])
     with pytest.raises(kc.errors.KernelcoreError, match="reflection"):
         kc.Executor().run(_grid_sampler_program({"padding_mode": "reflection"}), feed=feed, fetch_list=["y"])
+
+
+# the rule holds u and v fixed, as Paddle's does: exact once the power iteration has converged
+CASES += [GCase("spectral_norm", {"Weight": f64(3, 4), "U": f64(3), "V": f64(4)}, {"power_iters": 500},
+                stop=("U_0", "V_0")),
+          GCase("spectral_norm", {"Weight": f64(2, 3, 2), "U": f64(3), "V": f64(4)}, {"dim": 1, "power_iters": 500},
+                stop=("U_0", "V_0"), id="spectral_norm_dim1")]

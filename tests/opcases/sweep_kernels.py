@@ -618,3 +618,16 @@ CASES += [
     Case("grid_sampler", {"X": f64(2, 3, 4, 5), "Grid": GRID}, grid_sample_ref,
          attrs={"padding_mode": "border", "align_corners": False}, id="grid_sampler_border_centres"),
 ]
+
+
+# -- spectral_norm: sigma by NumPy's SVD once the power iteration has converged -----------------------------------
+SN_W = f64(3, 2, 2)
+CASES += [
+    Case("spectral_norm", {"Weight": SN_W, "U": f64(3), "V": f64(4)},
+         lambda Weight, **a: {"Out": Weight / np.linalg.svd(Weight.reshape(3, 4), compute_uv=False)[0]},
+         attrs={"dim": 0, "power_iters": 100}, rtol=1e-8),
+    Case("spectral_norm", {"Weight": SN_W, "U": f64(2), "V": f64(6)},
+         lambda Weight, **a: {"Out": Weight / np.linalg.svd(Weight.transpose(1, 0, 2).reshape(2, 6),
+                                                              compute_uv=False)[0]},
+         attrs={"dim": 1, "power_iters": 100}, rtol=1e-8, id="spectral_norm_dim1"),
+]
