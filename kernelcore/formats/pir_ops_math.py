@@ -121,4 +121,13 @@ MATH_OPS: dict[str, PirOp] = {
     **{f"pd_op.{t}": unary(t) for t in ("digamma", "erf", "erfinv", "lgamma")},
     **{f"pd_op.{t}": PirOp(t, (("x", "x"),), (("out", "out"),)) for t in ("gammaln", "i0", "i0e", "i1", "i1e")},
     "pd_op.polygamma": PirOp("polygamma", (("x", "x"),), (("out", "out"),), same("n")),
+    # complex numbers and the Fourier transforms
+    **{f"pd_op.{t}": unary(t) for t in ("angle", "conj", "real", "imag", "as_real", "as_complex")},
+    "pd_op.complex": PirOp("complex", (("real", "X"), ("imag", "Y")), OUT),
+    "pd_op.fft_r2c": PirOp("fft_r2c", X, OUT, same("axes", "normalization", "forward", "onesided")),
+    "pd_op.fft_c2r": PirOp("fft_c2r", X, OUT, same("axes", "normalization", "forward", "last_dim_size")),
+    "pd_op.einsum": PirOp("einsum", (("x", "Operands"),),
+                          (("out", "Out"), ("inner_cache", "InnerCache"), ("xshape", "XShape")), same("equation")),
+    "pd_op.spectral_norm": PirOp("spectral_norm", (("weight", "Weight"), ("u", "U"), ("v", "V")), OUT,
+                                 same("dim", "power_iters", "eps")),
 }

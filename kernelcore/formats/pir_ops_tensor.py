@@ -127,4 +127,11 @@ TENSOR_OPS: dict[str, PirOp] = {
                                same("replacement")),
     "pd_op.histogram": PirOp("histogram", (("input", "X"), ("weight", "Weight")), OUT,
                              same("bins", "min", "max", "density")),
+    "pd_op.mode": PirOp("mode", X, (("out", "Out"), ("indices", "Indices")), same("axis", "keepdim")),
+    "pd_op.unique": PirOp("unique", X, (("out", "Out"), ("indices", "Indices"), ("inverse", "Index"),
+                                        ("counts", "Counts")),
+                          same("return_index", "return_inverse", "return_counts", "axis", "dtype", "is_sorted")),
+    "pd_op.unique_consecutive": PirOp("unique_consecutive", X, (("out", "Out"), ("index", "Index"),
+                                                                ("counts", "Counts")),
+                                      same("return_inverse", "return_counts", "axis", "dtype")),
 }
