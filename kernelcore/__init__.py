@@ -43,7 +43,7 @@ from .api import layers  # noqa: E402
 from .observe.scope_forest import ScopeForest  # noqa: E402
 __all__ += ["layers", "ScopeForest"]
 
-# Training: optimizers (kc.optimizer.SGD/Momentum/Adam) and seed 003's Model.
+# Training: optimizers (kc.optimizer.SGD/Momentum/Adam) and Model.
 from .transforms import optimizer  # noqa: E402
 from .api.model import Model  # noqa: E402
 __all__ += ["optimizer", "Model"]

@@ -1,4 +1,4 @@
-"""Gradient rules and gradient ops (seed 002/003: each operator has a gradient operator).
+"""Gradient rules and gradient ops: each operator has a gradient operator.
 
 A rule is Paddle's GradOpMaker: given a view of one forward op (`GradContext`), it returns the descs of
 the ops that compute that op's input gradients from its output gradients. Rules live in one table,

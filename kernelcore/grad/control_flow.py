@@ -18,7 +18,7 @@ run time they are local to the scope it runs in; the grad op reads them there by
 (`<inner name>@GRAD`) and hands them out through its own outputs. A control-flow op nested in a
 sub-block gets its grad op in the enclosing grad block and its grad block under that one.
 
-Scopes (seed 002): the forward op keeps its kid scopes when the executor runs with training=True; the
+Scopes: the forward op keeps its kid scopes when the executor runs with training=True; the
 grad op runs its grad block in each kept scope (so the grad ops read that step's forward values), then
 drops it with ctx.drop_scope, newest first, and empties the step-scopes variable (Paddle's
 ClearStepScopes). A gradient run after a forward run that kept no scopes is an error that says so, never
@@ -246,7 +246,7 @@ def recurrent_grad(ctx, ins, attrs):
             v = _local(s, grad_name(name))
             carry.append(v if v is not None else xp.zeros_like(_value_in(s, name, "ex_state")))
         ctx.step_event("step_end", t, s)
-        ctx.drop_scope(s)  # seed 002: the gradient op frees the step scopes, newest first
+        ctx.drop_scope(s)  # the gradient op frees the step scopes, newest first
     _clear(ctx, "step_scopes")
     param_g = [(v if v is not None else xp.zeros_like(p)) if w else None
                for v, p, w in zip(param_g, params or [], want_param)]

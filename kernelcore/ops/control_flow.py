@@ -1,6 +1,6 @@
 """Control flow (seeds 001 and 002): ops that run a sub-block in kid scopes.
 
-  recurrent          a for loop over dim 0 of its `inputs`: one step scope per timestep (seed 001's RNNOp)
+  recurrent          a for loop over dim 0 of its `inputs`: one step scope per timestep
   while              runs its sub-block while the Condition variable holds true
   conditional_block  runs its sub-block once, or not at all (cond's branches, IfElse's branches)
   split_lod_tensor / merge_lod_tensor   the per-instance split and merge around IfElse's two branches
@@ -17,7 +17,7 @@ carries its origin (op, block, op index, timestep). When the executor runs with 
 are kept (the backward pass reads them) and listed in the op's step-scopes variable; otherwise each is
 dropped as soon as nothing needs it, so memory stays flat however many steps run. Scopes a previous run of
 the same op kept are dropped when the op runs again (Paddle's ClearStepScopes): the scope hierarchy lives
-for one minibatch (seed 001).
+for one minibatch.
 
 Decision, recurrent: the scopes are kept when `ctx.training and is_train`. Paddle's `is_train` defaults to
 true and every program Paddle or StaticRNN writes carries true, so "training or is_train" would keep every

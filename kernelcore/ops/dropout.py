@@ -1,7 +1,7 @@
 """dropout, with Paddle's slots (X, Seed / Out, Mask) and its two implementations.
 
 Training versus inference: Paddle decides by the `is_test` attribute alone. kernelcore also has the
-executor's training flag (seed 002's Context), so the op runs in inference mode when `is_test` is true
+executor's training flag, so the op runs in inference mode when `is_test` is true
 *or* the run is not a training run (`Executor.run(..., training=False)`, the default). A program built
 for training therefore drops units only in runs made with training=True; a program whose dropout says
 is_test=true never drops.

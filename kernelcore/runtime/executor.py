@@ -1,4 +1,4 @@
-"""The executor: runs a block in a scope (seed 004's Net), one observed loop.
+"""The executor: runs a block in a scope, one observed loop.
 
 Shaped like JAX's eval_jaxpr: a block is *prepared* once (kernel chosen,
 attributes parsed, slots resolved to names), then *bound* to a scope (names
@@ -137,7 +137,7 @@ class RunState:
 
 class ExecContext:
     """What a kernel sees: the scope its block runs in, the place, the array module and
-    the training flag (seed 002's Context), plus the op being run."""
+    the training flag, plus the op being run."""
 
     __slots__ = ("run", "scope", "place", "xp", "training", "block", "op", "timestep", "parent", "donated")
 
@@ -546,7 +546,7 @@ class Executor:
 
     def run_block(self, program: Program, block: int, scope: Scope, begin: int = 0, end: int | None = None,
                   *, training: bool = False) -> None:
-        """Run ops [begin, end) of any block in `scope` (seed 004's Run(scope, begin, end))."""
+        """Run ops [begin, end) of any block in `scope`."""
         run = RunState(self, program, self.place, training, _active_observers.get())
         gen = _exec_block(run, self._prepare(program, block), scope, begin, end)
         for _ in gen:
