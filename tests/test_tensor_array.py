@@ -220,3 +220,36 @@ def test_each_run_starts_its_arrays_empty():
     out, = kc.Executor().run(short_prog, feed=feed, fetch_list=["out"], scope=scope)
     assert len(scope.find_var("arr").value) == 2
     np.testing.assert_allclose(out, _numpy_loop(feed, 2), rtol=1e-12)
+
+
+def test_the_tensor_panel_shows_an_array_as_its_entries_and_the_trace_records_its_length():
+    """The sidebar's tensor panel draws a tensor array as its entries stacked (axis 0 picks the entry), at
+    each timestep the entries written so far; sending it binds that stack. The trace's op records give the
+    array's length as its shape."""
+    pytest.importorskip("anywidget")
+    from kernelcore_widgets.tensor_panel import tensor_json, tensor_send
+    prog, feed = loop_program()
+    want = _numpy_loop(feed)
+    session = kc.debug(prog, feed=feed, fetch_list=["out"], scope=kc.Scope())
+    for _ in range(3):
+        session.step_timestep()
+    t = session.timestep
+    assert t == 2
+    view = tensor_json(session, "arr", axes=[1, 2], index=[1, 0, 0])
+    assert view["exists"] and view["shape"] == [t, 2, 3] and view["dtype"] == "float64"
+    assert view["status"].startswith(f"a tensor array of {t} entries, each float64 [2, 3]; axis 0 picks")
+    np.testing.assert_allclose(np.asarray(view["slice"]["data"], dtype=float), want[1], rtol=1e-6)
+    namespace = {}
+    tensor_send(session, namespace, "arr", None, None, None, False, "arr_now", "value", False)
+    np.testing.assert_allclose(namespace["arr_now"], want[:t], rtol=1e-12)
+    writes = [e for e in session.trace.events if e.kind == "op_run" and e.op_type == "write_to_array"]
+    assert [list(e.outputs[0][2]) for e in writes[:t]] == [[1], [2]]
+    assert all(e.outputs[0][3] == "list" for e in writes[:t])
+
+
+def test_an_array_the_panel_cannot_stack_says_why():
+    from kernelcore_widgets.tensor_panel import array_as_tensor  # noqa: E402
+    assert array_as_tensor([])[1] == "an empty tensor array"
+    assert "no value at entries [1]" in array_as_tensor([np.ones(2), None])[1]
+    value, why = array_as_tensor([np.ones(2), np.ones(3)])
+    assert value is None and "different shapes" in why

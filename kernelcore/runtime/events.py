@@ -163,8 +163,18 @@ class BlockRun:
 def meta_of(value) -> tuple:
     dt = getattr(value, "dtype", None)
     if dt is None:
-        return (None, type(value).__name__ if value is not None else None)
+        return _meta_of_other(value)
     return (value.shape, _dtype_name(dt))
+
+
+def _meta_of_other(value) -> tuple:
+    """(shape, dtype) of a value that is no array: a tensor array (a list) has its length as its shape and
+    "list" as its dtype; a number or a string its type's name alone; nothing (None, None)."""
+    if value is None:
+        return (None, None)
+    if isinstance(value, list):
+        return ((len(value),), "list")
+    return (None, type(value).__name__)
 
 
 def compact(rec) -> tuple:
@@ -173,7 +183,7 @@ def compact(rec) -> tuple:
     metas = []
     for v in rec[RECORD_HEAD:]:  # inlined meta_of, dtype names resolved only when read: this runs per op
         dt = getattr(v, "dtype", None)
-        metas.append((v.shape, dt) if dt is not None else (None, type(v).__name__ if v is not None else None))
+        metas.append((v.shape, dt) if dt is not None else _meta_of_other(v))
     return rec[:RECORD_HEAD] + (META, *metas)
 
 

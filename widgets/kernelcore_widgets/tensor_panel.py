@@ -24,11 +24,38 @@ def find_value(sess, name: str, scope: int | None):
     for sid in order:
         node = forest[sid]
         info = node.vars.get(name)
-        if info is not None and info.kind == "tensor":
+        if info is not None and info.kind in ("tensor", "tensor_list"):
             v = node._values.get(name)
+            if isinstance(v, list):
+                return v, sid
             if hasattr(v, "shape") and hasattr(v, "dtype"):
                 return v, sid
     return None, None
+
+
+# the most entries of a tensor array the panel stacks into one view (a beam search's steps, an RNN's outputs)
+MAX_ARRAY_ENTRIES = 4096
+
+
+def array_as_tensor(entries: list):
+    """A tensor array's entries stacked on a new leading axis (axis 0 picks the entry), and a line saying so;
+    (None, why) when they cannot stack: holes, entries of other shapes or dtypes, too many."""
+    n = len(entries)
+    if n == 0:
+        return None, "an empty tensor array"
+    if n > MAX_ARRAY_ENTRIES:
+        return None, f"a tensor array of {n} entries (the panel stacks at most {MAX_ARRAY_ENTRIES})"
+    if any(e is None for e in entries):
+        holes = [i for i, e in enumerate(entries) if e is None][:8]
+        return None, f"a tensor array of {n} entries with no value at entries {holes}"
+    first = entries[0]
+    if any(getattr(e, "shape", None) != first.shape or getattr(e, "dtype", None) != first.dtype for e in entries):
+        shapes = sorted({f"{getattr(e, 'dtype', type(e).__name__)} {list(getattr(e, 'shape', ()))}"
+                         for e in entries})[:4]
+        return None, f"a tensor array of {n} entries of different shapes or dtypes ({', '.join(shapes)})"
+    xp = place_of(first).xp
+    return xp.stack(entries), (f"a tensor array of {n} entries, each {first.dtype} {list(first.shape)}; "
+                               "axis 0 picks the entry")
 
 
 def _diff(value, prev):
@@ -42,6 +69,11 @@ def tensor_json(sess, name: str, scope: int | None = None, axes=None, index=None
     no scope holds it at this position."""
     where = str(sess.position)
     value, sid = find_value(sess, name, scope)
+    array_note = ""
+    if isinstance(value, list):
+        value, array_note = array_as_tensor(value)
+        if value is None:
+            return _no_tensor(name, sid, where, sess, f"{name!r} is {array_note} (scope {sid}, at {where})")
     out = {"name": name, "exists": value is not None, "scope": sid, "position_text": where, "pause": sess.pause_index,
            "shape": [], "dtype": "", "place": "", "axes": [0, 1], "index": [], "diff": False,
            "has_previous": False, "slice": None, "health": None}
@@ -56,15 +88,22 @@ def tensor_json(sess, name: str, scope: int | None = None, axes=None, index=None
         axes, index = check_view(shape, axes, index)
     except ValueError:  # the variable changed shape since the panel asked (another timestep): start over
         axes, index = check_view(shape)
-    prev = diff_base(sess, name, value)
+    prev = diff_base(sess, name, value) if not array_note else None  # an array's entries differ by step
     if prev is not None and getattr(prev, "shape", None) != value.shape:
         prev = None
     diff = diff and prev is not None
     d = draw(_diff(value, prev) if diff else value, axes, index, diff)
     out.update(shape=shape, dtype=str(value.dtype), place=str(place_of(value)), axes=axes, index=index, diff=diff,
                has_previous=prev is not None, slice=d["slice"], health=d["health"],
-               status=d["status"] + f" (scope {sid}, at {where})")
+               status=(array_note + "; " if array_note else "") + d["status"] + f" (scope {sid}, at {where})")
     return out
+
+
+def _no_tensor(name, sid, where, sess, status) -> dict:
+    """The panel's reply for a variable that exists but has nothing to draw."""
+    return {"name": name, "exists": True, "scope": sid, "position_text": where, "pause": sess.pause_index,
+            "shape": [], "dtype": "", "place": "", "axes": [0, 1], "index": [], "diff": False,
+            "has_previous": False, "slice": None, "health": None, "status": status}
 
 
 def tensor_send(sess, namespace, name, scope, axes, index, diff, target, what, overwrite) -> dict:
@@ -72,6 +111,10 @@ def tensor_send(sess, namespace, name, scope, axes, index, diff, target, what, o
     IPython user namespace). A target that is taken is replaced only when the request says the person
     confirmed (`overwrite`); else NameTaken."""
     value, _sid = find_value(sess, name, scope)
+    if isinstance(value, list):  # a tensor array goes as the panel shows it: its entries stacked
+        value, why = array_as_tensor(value)
+        if value is None:
+            raise RequestError(f"{name!r} is {why}: nothing to send as one tensor")
     if value is None:
         raise RequestError(f"no tensor {name!r} at {sess.position}: nothing to send")
     if what == "slice":
