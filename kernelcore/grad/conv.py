@@ -132,6 +132,15 @@ def _depthwise_input_grad(xp, g, w, strides, pads, dils, c, in_sizes):
     return xp.ascontiguousarray(dxpad[(slice(None), slice(None)) + crop])
 
 
+def _grad_operands(xp, ins, attrs, nd):
+    """A convolution gradient's (Input, Filter, Output@GRAD) channels first, its data format and groups, and the
+    forward's (strides, paddings, dilations)."""
+    x, w, g = ins
+    fmt, groups = attrs["data_format"], attrs["groups"]
+    x, g = channels_first(xp, x, fmt), channels_first(xp, g, fmt)
+    return x, w, g, fmt, groups, C.conv_geometry(attrs.__getitem__, x.shape[2:], w.shape[2:], nd)
+
+
 def _conv_grad(fwd_type, nd):
     d = standard(fwd_type, ins=("Input", "Filter"), out_grads=("Output",), in_grads=("Input", "Filter"),
                  comment=f"The gradient of {fwd_type}: Input@GRAD = the transposed convolution of Output@GRAD "
@@ -140,10 +149,7 @@ def _conv_grad(fwd_type, nd):
     @d.kernel()
     def kernel(ctx, ins, attrs):
         xp = ctx.xp
-        x, w, g = ins
-        fmt, groups = attrs["data_format"], attrs["groups"]
-        x, g = channels_first(xp, x, fmt), channels_first(xp, g, fmt)
-        strides, pads, dils = C.conv_geometry(attrs.__getitem__, x.shape[2:], w.shape[2:], nd)
+        x, w, g, fmt, groups, (strides, pads, dils) = _grad_operands(xp, ins, attrs, nd)
         dx, dw = conv_grads_parts(xp, x, w, g, strides, pads, dils, groups,
                                   wanted(ctx, "Input@GRAD"), wanted(ctx, "Filter@GRAD"))
         return (None if dx is None else layout_again(xp, dx, fmt)), dw
@@ -196,10 +202,7 @@ def _conv_transpose_grad(fwd_type, nd):
     @d.kernel()
     def kernel(ctx, ins, attrs):
         xp = ctx.xp
-        x, w, g = ins
-        fmt, groups = attrs["data_format"], attrs["groups"]
-        x, g = channels_first(xp, x, fmt), channels_first(xp, g, fmt)
-        strides, pads, dils = C.conv_geometry(attrs.__getitem__, x.shape[2:], w.shape[2:], nd)
+        x, w, g, fmt, groups, (strides, pads, dils) = _grad_operands(xp, ins, attrs, nd)
         dx = dw = None
         if wanted(ctx, "Input@GRAD"):
             full = C.conv_forward(xp, g, w, strides, pads, dils, groups)
