@@ -40,6 +40,7 @@ try:  # the protobuf module moved between releases
 except ImportError:  # pragma: no cover
     from paddle.fluid.proto import framework_pb2  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
+from static_case import save_inference_case  # noqa: E402
 
 paddle.enable_static()
 SEED = 20261123
@@ -110,30 +111,11 @@ def build_cell(kind):
 
 
 def save_case(outdir, name, build):
-    paddle.seed(SEED)
-    np.random.seed(SEED)
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    main.random_seed = startup.random_seed = SEED
-    with paddle.static.program_guard(main, startup):
-        feed_names, fetch_vars, feeds = build()
-    exe = paddle.static.Executor(paddle.CPUPlace())
-    scope = paddle.static.Scope()
-    with paddle.static.scope_guard(scope):
-        exe.run(startup)
-        outs = exe.run(main, feed=feeds, fetch_list=fetch_vars)
-        prefix = os.path.join(outdir, name)
-        feed_vars = [main.global_block().var(n) for n in feed_names]
-        paddle.static.save_inference_model(prefix, feed_vars, fetch_vars, exe, program=main)
-    np.savez(prefix + ".npz", **feeds, **{f"fetch_{i}": np.asarray(o) for i, o in enumerate(outs)})
-    saved = paddle.static.deserialize_program(open(prefix + ".pdmodel", "rb").read())
-    meta = {"paddle": paddle.__version__, "feed_names": feed_names,
-            # what the saved program fetches (2.6.2 wraps each fetch target in a scale op first)
-            "fetch_names": [op.input("X")[0] for op in sorted(
-                (o for o in saved.global_block().ops if o.type == "fetch"), key=lambda o: o.attr("col"))],
-            "op_types": [op.type for op in saved.global_block().ops],
-            "main_op_types": [op.type for op in main.global_block().ops],
-            "ops": ops_layout(saved)}
-    with open(prefix + ".json", "w") as f:
+    main, saved, meta = save_inference_case(outdir, name, build, SEED)
+    meta.update({"op_types": [op.type for op in saved.global_block().ops],
+                 "main_op_types": [op.type for op in main.global_block().ops],
+                 "ops": ops_layout(saved)})
+    with open(os.path.join(outdir, name) + ".json", "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
     return meta
 
