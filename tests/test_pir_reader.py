@@ -22,6 +22,7 @@ from kernelcore.formats.paddle_files import feed_target_names, fetch_target_name
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATOR = ROOT / "tests" / "paddle_oracle" / "make_pir_models.py"
+MINIMAL_PIR = ROOT / "tests" / "golden" / "pir_data_relu_fetch.json"  # data -> relu -> fetch, as Paddle 3 writes it
 PADDLE3 = ROOT / ".venv-paddle" / "bin" / "python"
 CASES = ["mlp", "ops", "more_ops", "encoder", "bert_like", "lstm", "gru", "if_while_true", "if_while_false", "lenet",
          "resnet18", "resnext50_32x4d", "mobilenet_v1", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large",
@@ -245,14 +246,8 @@ def test_pir_file_is_told_apart_by_content(pir_zoo):
 
 # -- malformed files: LoadError naming the place, never another exception --------------------------------------
 def _minimal() -> dict:
-    t = {"#": "0.t_dtensor", "D": [{"#": "0.t_f32"}, [-1, 4], "NCHW", [], 0]}
-    return {"base_code": {"magic": "pir", "version": 4, "trainable": False},
-            "program": {"regions": [{"#": "region_0", "blocks": [{"#": "block_0", "args": [], "ops": [
-                {"#": "1.data", "A": [{"N": "name", "AT": {"#": "0.a_str", "D": "x"}}], "I": [],
-                 "O": [{"%": 1, "TT": t}]},
-                {"#": "1.relu", "A": [], "I": [{"%": 1}], "O": [{"%": 2, "TT": t}]},
-                {"#": "1.fetch", "A": [{"N": "col", "AT": {"#": "0.a_i32", "D": 0}}], "I": [{"%": 2}],
-                 "O": [{"%": 3, "TT": t}]}]}]}]}}
+    """data -> relu -> fetch, in the shape Paddle 3 writes."""
+    return json.loads(MINIMAL_PIR.read_text())
 
 
 def _bytes(doc) -> bytes:

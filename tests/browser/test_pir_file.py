@@ -5,21 +5,14 @@ from __future__ import annotations
 import json
 import re
 
-from lab_helpers import shot
+from lab_helpers import ROOT, shot
 
 FACTORY = "Kernelcore Graph"
 
 
 def _tiny_pir() -> dict:
-    """data -> relu -> fetch, in the shape Paddle 3 writes (as tests/test_pir_reader.py's _minimal)."""
-    t = {"#": "0.t_dtensor", "D": [{"#": "0.t_f32"}, [-1, 4], "NCHW", [], 0]}
-    return {"base_code": {"magic": "pir", "version": 4, "trainable": False},
-            "program": {"regions": [{"#": "region_0", "blocks": [{"#": "block_0", "args": [], "ops": [
-                {"#": "1.data", "A": [{"N": "name", "AT": {"#": "0.a_str", "D": "x"}}], "I": [],
-                 "O": [{"%": 1, "TT": t}]},
-                {"#": "1.relu", "A": [], "I": [{"%": 1}], "O": [{"%": 2, "TT": t}]},
-                {"#": "1.fetch", "A": [{"N": "col", "AT": {"#": "0.a_i32", "D": 0}}], "I": [{"%": 2}],
-                 "O": [{"%": 3, "TT": t}]}]}]}]}}
+    """data -> relu -> fetch, in the shape Paddle 3 writes (the document tests/test_pir_reader.py also reads)."""
+    return json.loads((ROOT / "tests" / "golden" / "pir_data_relu_fetch.json").read_text())
 
 
 def _set_theme(page, theme: str) -> None:
