@@ -306,6 +306,17 @@ class Recorder:
                                   f"{self.keep_last}: {kept}")
         return RecordedRun(it.trace, [(it.scope_id, {}, dict(it.initial))], it.first_event, self.program)
 
+    def iteration_state(self, iteration: int) -> Iteration:
+        """Iteration `iteration` as recorded (the values it started from), while it is kept or is the one a
+        watch stopped: what replay_to needs to run it again."""
+        if self._stopped is not None and self._stopped.index == iteration:
+            return self._stopped
+        it = next((i for i in self.kept if i.index == iteration), None)
+        if it is None:
+            raise KernelcoreError(f"iteration {iteration} kept no values; the recorder keeps the last "
+                                  f"{self.keep_last}: {[i.index for i in self.kept]}")
+        return it
+
     def numbers(self, iteration: int, metric: str = "l2") -> dict[str, float]:
         """{op id: the largest `metric` over its outputs} in one iteration: the per-node figures of an overlay."""
         cols = self.summaries.columns()
