@@ -26,6 +26,8 @@ export interface DebugActions {
   readonly live: boolean;
   /** The session's state, the last action's outcome, or why the actions are off. */
   readonly text: string;
+  /** The session's state or why the actions are off, never an outcome (what a node not acted on shows). */
+  readonly stateText: string;
   /** Whether the last action worked. */
   readonly ok: boolean;
   act(a: DebugAction): void;
@@ -56,6 +58,10 @@ export class WidgetDebugActions implements DebugActions {
     return this._state.ok !== false;
   }
 
+  get stateText(): string {
+    return this.live ? 'live debug session: these actions act on it' : this.text;
+  }
+
   act(a: DebugAction): void {
     this._model.send({ type: 'debug', ...a });
   }
@@ -69,7 +75,8 @@ export class WidgetDebugActions implements DebugActions {
 
 /** The labextension's actions: requests over the debugger model (the active notebook kernel's session). */
 export class ModelDebugActions implements DebugActions {
-  private _last: { text: string; ok: boolean } | null = null;
+  /** The last outcome; a "ran to" outcome names the position the session's state says (below). */
+  private _last: { text: string; ok: boolean; ranTo?: boolean } | null = null;
   private _seen: number | null = null;
   private _cbs = new Set<() => void>();
 
@@ -101,17 +108,33 @@ export class ModelDebugActions implements DebugActions {
 
   get text(): string {
     const s = this._dbg.session;
-    if (!this._connected || !s) {
+    const off = this._whyOff();
+    if (off !== null || !s) {
+      return off ?? '';
+    }
+    if (this._last && this._seen === s.id) {
+      // the reply comes before the state it leads to: a "ran to" names the position of the latest state
+      return this._last.ranTo ? `ran to ${s.position_text}` : this._last.text;
+    }
+    return this.stateText;
+  }
+
+  get stateText(): string {
+    const s = this._dbg.session;
+    const off = this._whyOff();
+    if (off !== null || !s) {
+      return off ?? '';
+    }
+    return `live debug session: ${s.finished && s.at_present ? 'the run has ended' : `paused at ${s.position_text}`}`;
+  }
+
+  /** Why the actions are off (null: they are on). */
+  private _whyOff(): string | null {
+    if (!this._connected || !this._dbg.session) {
       return `no live debug session: ${this._dbg.statusText || 'not connected to the kernel'}`;
     }
     const missing = this._missing;
-    if (missing !== null) {
-      return `the live debug session runs another program than this graph shows (it has no '${missing}' op)`;
-    }
-    if (this._last && this._seen === s.id) {
-      return this._last.text;
-    }
-    return `live debug session: ${s.finished && s.at_present ? 'the run has ended' : `paused at ${s.position_text}`}`;
+    return missing === null ? null : `the live debug session runs another program than this graph shows (it has no '${missing}' op)`;
   }
 
   get ok(): boolean {
@@ -126,7 +149,7 @@ export class ModelDebugActions implements DebugActions {
       if (!r.ok) {
         this._last = { text: `not done: ${r.error ?? 'failed'}`, ok: false };
       } else if (a.action === 'run_to') {
-        this._last = { text: `ran to ${this._dbg.session?.position_text ?? '?'}`, ok: true };
+        this._last = { text: 'ran to', ok: true, ranTo: true };
       } else {
         const x = r.result as Breakpoint | Watch | null;
         this._last = { text: `added ${a.action === 'watch' ? 'watch' : 'breakpoint'} ${x?.text ?? ''}`.trim(), ok: true };
@@ -165,13 +188,19 @@ export type ActionTarget = { kind: 'op'; block: number; op: number; label: strin
  * The action bar for `target` into `host` (emptied first): buttons disabled without a live session, a note
  * saying the session's state or the last outcome, and for a variable a small watch form ("Watch...").
  */
-export function renderActions(host: HTMLElement, d: DebugActions, target: ActionTarget | null): void {
+export function renderActions(host: HTMLElement, dbg: DebugActions, target: ActionTarget | null): void {
   clear(host);
+  const key = target ? targetKey(target) : '';
+  if (host.dataset.target !== key) {
+    delete host.dataset.acted; // another node: the last outcome was about the one before
+  }
+  host.dataset.target = key;
   if (!target) {
     host.classList.add('jp-Kernelcore-hidden');
     return;
   }
   host.classList.remove('jp-Kernelcore-hidden');
+  const d = { ...actedOn(host, dbg, key), live: dbg.live };
   const off = !d.live;
   const buttons: HTMLButtonElement[] = [];
   const add = (b: HTMLButtonElement) => {
@@ -213,9 +242,28 @@ export function renderActions(host: HTMLElement, d: DebugActions, target: Action
     );
     host.append(row, form);
   }
-  const note = h('div', { cls: ['jp-Kernelcore-debugNote', d.live ? '' : 'jp-Kernelcore-muted', d.ok ? '' : 'jp-Kernelcore-error'], text: d.text });
+  const outcome = host.dataset.acted === key;
+  const note = h('div', {
+    cls: ['jp-Kernelcore-debugNote', d.live ? '' : 'jp-Kernelcore-muted', !outcome || dbg.ok ? '' : 'jp-Kernelcore-error'],
+    text: outcome ? dbg.text : dbg.stateText
+  });
   note.dataset.live = String(d.live);
   host.appendChild(note);
+}
+
+/** A target as a key: an outcome note stays only while the node it was about stays shown. */
+function targetKey(t: ActionTarget): string {
+  return t.kind === 'op' ? `o${t.block}:${t.op}` : `v:${t.name}`;
+}
+
+/** `dbg`'s act, remembering on `host` which node the action was about. */
+function actedOn(host: HTMLElement, dbg: DebugActions, key: string): Pick<DebugActions, 'act'> {
+  return {
+    act: (a: DebugAction) => {
+      host.dataset.acted = key;
+      dbg.act(a);
+    }
+  };
 }
 
 /** What the actions act on for program id `id` (an op or a var node), from the graph's own names. */

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ModelDebugActions } from '../src/debugactions';
+import { ModelDebugActions, renderActions } from '../src/debugactions';
 import { CommLike, DebuggerModel, KernelLike } from '../src/debugmodel';
 import { ServerMessage, StateMessage, TensorView } from '../src/protocol';
 import { KernelcoreSidebar } from '../src/sidebar';
@@ -130,6 +130,34 @@ describe('debug actions over the debugger model (outputs and files)', () => {
     model.setKernel(null);
     expect(d.live).toBe(false);
     expect(d.text).toContain('no live debug session');
+  });
+
+  it('says where "Run to here" stopped from the state that follows its reply, as the sidebar does', async () => {
+    const { model, comm } = connected();
+    const d = new ModelDebugActions(model);
+    d.act({ action: 'run_to', block: 1, op: 0 });
+    reply(comm, null); // the kernel replies first, then pushes the state the move led to
+    await tick();
+    const moved = STATES.find(m => m.state.session!.position_text !== STATES[0].state.session!.position_text)!;
+    comm.deliver(moved);
+    expect(d.text).toBe(`ran to ${moved.state.session!.position_text}`);
+    expect(d.text).toBe(`ran to ${model.session!.position_text}`);
+  });
+
+  it("keeps an action's outcome only while the node it was about stays selected", async () => {
+    const { model, comm } = connected();
+    const d = new ModelDebugActions(model);
+    const host = document.createElement('div');
+    renderActions(host, d, { kind: 'op', block: 0, op: 0, label: 'recurrent #0 of block 0' });
+    button(host, 'jp-Kernelcore-breakHere').click();
+    reply(comm, { id: 4, kind: 'op', op_type: null, block: 0, op: 0, write: null, enabled: true, text: '#4 before block 0 op #0' });
+    await tick();
+    renderActions(host, d, { kind: 'op', block: 0, op: 0, label: 'recurrent #0 of block 0' });
+    expect(host.querySelector('.jp-Kernelcore-debugNote')!.textContent).toBe('added breakpoint #4 before block 0 op #0');
+    renderActions(host, d, { kind: 'var', name: 'x' });
+    const note = host.querySelector('.jp-Kernelcore-debugNote')!.textContent!;
+    expect(note).not.toContain('added breakpoint');
+    expect(note).toContain('paused at');
   });
 
   it("refuses a session that lacks one of the shown program's op types, and says which", () => {
