@@ -4,6 +4,7 @@
     cmp.first_divergence        # the first output, in a's execution order, beyond the tolerance (None: none)
     cmp.worst(10)               # the ten largest relative L2 errors
     cmp.numbers("rel_l2")       # {op id: number}: the per-node figures a graph overlay takes
+    cmp.overlay(graph)          # the same, coloured on a ProgramGraph of the program
     cmp                         # a table (text; HTML in a notebook)
 
 A value is matched by its variable name, the timestep it was written at and how many times that name had been
@@ -102,6 +103,16 @@ class RunComparison:
             x = getattr(d, metric)
             out[key] = worse(out[key], x, key=_sortable) if key in out else x
         return out
+
+    def overlay(self, graph, metric: str = "rel_l2", per: str = "op", **kw):
+        """Colour `graph` (a ProgramGraph of run a's program, or anything with its `overlay` method) by
+        numbers(metric, per): the comparison on the graph. Errors span decades, so the scale is "log"; a
+        cosine is worse the lower it is, so its scale is linear and a folded group shows its members'
+        minimum. Other keywords go to graph.overlay; returns the graph."""
+        low_is_bad = metric == "cosine"
+        style = {"label": f"{metric} of b vs a", "scale": "gradient" if low_is_bad else "log",
+                 "aggregate": "min" if low_is_bad else "max"}
+        return graph.overlay(self.numbers(metric, per), on=per + "s", **{**style, **kw})
 
     def to_json(self, limit: int | None = None) -> dict:
         first = self.first_divergence

@@ -13,6 +13,7 @@ export interface ProgramGraphTraits {
   collapsed: string[];
   ran: Record<string, unknown>;
   run_diff: Record<string, unknown>;
+  overlay_spec: Record<string, unknown>;
 }
 
 /** The synced traits of kernelcore_widgets.ScopeForest. */

@@ -59,6 +59,28 @@ class GraphState(t.HasTraits):
     collapsed = t.List(t.Unicode()).tag(sync=True)
     ran = t.Dict().tag(sync=True)       # op id -> {"runs", "ns", "timesteps"} of the last run shown; {}: none
     run_diff = t.Dict().tag(sync=True)  # op id -> {"var", "max_abs", "max_rel"} where two runs' outputs differ
+    overlay_spec = t.Dict().tag(sync=True)  # per-node numbers the nodes are coloured by (overlay.py); {}: none
+
+    def overlay(self, values, *, on: str = "ops", scale="gradient", colors=None, label: str = "value",
+                aggregate: str = "max") -> "GraphState":
+        """Colour nodes by a number each: `values` is {op id ("o<block>:<index>") or op index of block 0:
+        number} with on="ops", {variable name or var id ("v<block>:<name>"): number} with on="vars".
+
+        scale: "gradient" (linear from the smallest to the largest finite value), "log" (the same over
+        log10; values <= 0 take the lowest colour) or a list of increasing thresholds (n thresholds: n+1
+        bands). colors: '#rrggbb' colours (a gradient's stops, or one per band); None: the view's palette.
+        label: what the numbers are (the legend and tooltips say it). aggregate: what a folded group shows
+        of its members ("max", "min" or "mean"; a NaN member makes it NaN). NaN and +-Infinity get colours
+        of their own; nodes without a value keep theirs. A key the program lacks raises a KernelcoreError
+        naming the nearest ones. Returns the graph, so `display(graph.overlay(...))` works."""
+        from .overlay import overlay_state
+        self.overlay_spec = overlay_state(self._program, values, on=on, scale=scale, colors=colors, label=label,
+                                          aggregate=aggregate)
+        return self
+
+    def clear_overlay(self) -> None:
+        """Take the overlay off: nodes get their usual colours back."""
+        self.overlay_spec = {}
 
     def show_run(self, trace, compare=None) -> None:
         """Overlay what `trace`'s run did: ops executed (counts, time), ops that never ran (left out of `ran`);
