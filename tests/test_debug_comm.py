@@ -306,3 +306,21 @@ def test_a_name_the_program_lacks_is_an_error_reply_with_close_matches(session):
         r = sb.ask(command, **args)
         assert not r["ok"] and "the program has no" in r["error"] and "did you mean" in r["error"], (command, r)
     assert sb.state["breakpoints"] == [] and sb.state["watches"] == []
+
+
+def test_a_past_timesteps_step_scope_shows_its_values_as_the_cursors_does(session):
+    """The sidebar's Variables list every scope; a step scope the cursor's op does not see (an earlier
+    timestep's, rebuilt from the trace in the past) shows its values' dtype, shape and statistics too, not
+    a bare "tensor"."""
+    sess, feed, hs, names = session
+    sb = Sidebar(lambda: sess)
+    while sb.ask("step_timestep") and sb.state["timestep"] != 2:
+        pass
+    sb.ask("back")  # the past (t=1's end): rebuilt from the record; t=0's step scope is not on the cursor's chain
+    assert not sb.state["at_present"]
+    t0 = next(sc for sc in sb.state["variables"] if "t=0" in sc["label"])
+    assert not t0["visible"]
+    h_new = next(v for v in t0["vars"] if v["name"] == names["h_new"])
+    assert h_new["preview"] is not None
+    assert h_new["preview"]["shape"] == list(hs[0].shape)
+    assert h_new["preview"]["mean"] == pytest.approx(float(hs[0].mean()), rel=1e-5)

@@ -55,8 +55,9 @@ def _callstack(sess) -> list[dict]:
 
 
 def _variables(sess) -> list[dict]:
-    """The scope forest at the cursor: every scope, innermost chain first; values previewed in the scopes the
-    cursor's op sees (its scope and their ancestors), up to MAX_PREVIEWS."""
+    """The scope forest at the cursor: every scope, innermost chain first; values previewed, up to MAX_PREVIEWS,
+    in the scopes the cursor's op sees (its scope and their ancestors) first, then in the others (a past
+    timestep's step scope, rebuilt from the trace, shows its values as a live one does)."""
     forest = sess.forest()
     inner = sess.position.innermost
     chain: list[int] = []
@@ -74,7 +75,7 @@ def _variables(sess) -> list[dict]:
         for name, info in node.vars.items():
             v = info.to_json()
             v["preview"] = None
-            if seen and budget > 0 and info.kind == "tensor":
+            if budget > 0 and info.kind == "tensor":
                 v["preview"] = value_preview(node._values[name], info.place)
                 budget -= 1
             vars_.append(v)
