@@ -8,6 +8,7 @@ import { ABCWidgetFactory, DocumentRegistry, DocumentWidget, IDocumentWidget } f
 import { ServerConnection } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 import { button, clear, h } from './dom';
+import { NAME_ATTRIBUTE } from './graphexport';
 import { PartsError, PartsSource, SearchResult } from './parts';
 import { Disposable, showProgram } from './render';
 import type { GroupContentsJSON } from './schema';
@@ -81,6 +82,7 @@ export class ProgramFileView extends Widget {
     this._view?.dispose();
     this._view = null;
     clear(this._host);
+    this._host.setAttribute(NAME_ATTRIBUTE, this.path.split('/').pop() ?? ''); // an export's file name
     this._status.textContent = 'asking the server for the program\u2026';
     let resp: Response;
     try {

@@ -4,6 +4,7 @@
  */
 import { clear, h, nextTask } from './dom';
 import { ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from './graph';
+import { GraphKeyAction, graphKeyAction, graphKeyShortcuts } from './graphkeys';
 import { cancelLayout, layoutEngine, LayoutError } from './layout';
 
 let paneCounter = 0;
@@ -11,8 +12,11 @@ let paneCounter = 0;
 const MINIMAP_MAX_NODES = 1000;
 /** A canvas narrower or lower than this has no overview: the 180x130 px box would cover much of the graph. */
 export const MINIMAP_MIN_CANVAS = { width: 540, height: 300 };
-/** Screen pixels per Graphviz point below which a graph opens zoomed in (10pt labels stay readable). */
-const MIN_SCALE = 0.6;
+/**
+ * Opening a group zooms out to show it whole no further than this (screen px per Graphviz point), and
+ * zooms in to it from a smaller scale: the opened group's 10pt labels read at 10 CSS px or more.
+ */
+export const EXPAND_MIN_SCALE = 1;
 /** Fit shows the whole graph only where labels stay this readable (screen px per Graphviz point). */
 const FIT_MIN = 0.35;
 /** A graph opens no smaller than this (screen px per Graphviz point): its 10pt labels read at 11 CSS px. */
@@ -64,6 +68,10 @@ export class GraphPane {
   onSelect: (id: string) => void = () => undefined;
   onToggle: (cid: string) => void = () => undefined;
   onHover: (id: string | null) => void = () => undefined;
+  /** "/" in the focused canvas: the view's search box takes the focus */
+  onSearchKey: () => void = () => undefined;
+  /** Escape in the focused canvas: the view clears its search and selection */
+  onClearKey: () => void = () => undefined;
   private _hits = new Map<Element, Hit>();
   private _edges: Array<{ el: Element; from: string; to: string }> = [];
   private _prefix: string;
@@ -81,6 +89,13 @@ export class GraphPane {
   private _collapsed = new Set<string>();
   private _drag: { x: number; y: number; moved: boolean; id: number } | null = null;
   private _suppressClick = false;
+  /** the group Enter opens or folds: the last one clicked (else the one holding the selected node) */
+  private _keyGroup: string | null = null;
+  private _selected: string | undefined = undefined;
+  /** the view is the opening one (no zoom, pan or fit since): a resize computes it again */
+  private _opening = false;
+  private _openedAt = '';
+  private _resize: ResizeObserver | null = null;
 
   constructor(title?: string) {
     this._prefix = `kc${++paneCounter}_`;
@@ -88,7 +103,10 @@ export class GraphPane {
     if (title) {
       this.el.appendChild(h('div', { cls: 'jp-Kernelcore-paneTitle', text: title }));
     }
-    this.canvas = h('div', { cls: 'jp-Kernelcore-graphCanvas', attrs: { tabindex: '0' } });
+    this.canvas = h('div', {
+      cls: 'jp-Kernelcore-graphCanvas',
+      attrs: { tabindex: '0', role: 'application', 'aria-label': 'program graph', 'aria-keyshortcuts': graphKeyShortcuts() }
+    });
     this.minimap = h('div', { cls: 'jp-Kernelcore-minimap jp-Kernelcore-hidden', attrs: { 'aria-label': 'overview: click to go there' } });
     const stage = h('div', { cls: 'jp-Kernelcore-canvasStage' }, [this.canvas, this.minimap]);
     this.el.appendChild(stage);
@@ -106,6 +124,16 @@ export class GraphPane {
     this.canvas.addEventListener('click', this._onClick);
     this.canvas.addEventListener('mouseover', this._onOver);
     this.canvas.addEventListener('mouseleave', () => this.onHover(null));
+    this.canvas.addEventListener('keydown', this._onKey);
+    if (typeof ResizeObserver !== 'undefined') {
+      this._resize = new ResizeObserver(() => this._reopen());
+      this._resize.observe(this.canvas);
+    }
+  }
+
+  /** The whole drawing's box in SVG user units (what an export shows), or null before the first layout. */
+  get wholeBox(): Box | null {
+    return this._vb0 ? { ...this._vb0 } : null;
   }
 
   get collapsed(): Set<string> {
@@ -213,8 +241,10 @@ export class GraphPane {
   }
 
   /**
-   * After a re-layout: put what stands for `id` where it was on screen (`before`), or center it; and zoom
-   * out as far as needed (not below MIN_SCALE) to show it whole.
+   * After a re-layout: put what stands for `id` where it was on screen (`before`), or center it. A group
+   * just opened is zoomed to show it whole, but at EXPAND_MIN_SCALE or more (zoomed in to that from a
+   * smaller scale): a big group shows its top, readable, not the whole of it as a thin strip. Anything
+   * else keeps the current scale, or less to show it whole.
    */
   private _keepInView(id: string, before: [number, number] | null): void {
     const el = (this.clusterEls.get(id) ?? this.nodeEls.get(id)) as SVGGraphicsElement | undefined;
@@ -231,16 +261,12 @@ export class GraphPane {
       this.centerOn(id);
       return;
     }
-    // the scale: the current one, or smaller so the opened group fits (never below MIN_SCALE px/pt)
-    let w = this._vb.w;
-    let hgt = this._vb.h;
-    const need = Math.max(bb.width * 1.1 / w, bb.height * 1.1 / hgt);
-    if (need > 1) {
-      const k = Math.min(need, Math.max(1, (r.width / MIN_SCALE) / w));
-      w *= k;
-      hgt *= k;
-    }
-    const upp = Math.max(w / r.width, hgt / r.height);
+    const now = 1 / Math.max(this._vb.w / r.width, this._vb.h / r.height);
+    const whole = Math.min(r.width / (bb.width * 1.1), r.height / (bb.height * 1.1));
+    const opened = /\bcluster\b/.test(el.getAttribute('class') ?? '');
+    const scale = opened ? Math.max(EXPAND_MIN_SCALE, Math.min(now, whole)) : Math.min(now, whole);
+    const upp = 1 / scale;
+    const w = r.width * upp;
     const [sx, sy] = before ?? [r.width / 2, r.height * 0.15];
     // keep the group's top center at the same screen point when it fits, else its top left
     const cx = bb.x + bb.width / 2;
@@ -338,10 +364,11 @@ export class GraphPane {
     }
     this.svg = svg;
     // the first view needs the node elements (it starts at the program's first op)
-    if (!keepView || !this._vb) {
+    const opening = !keepView || !this._vb;
+    if (opening) {
       this._vb = this._initialView();
     }
-    this._applyViewBox(svg);
+    this._applyViewBox(svg, opening);
     this.canvas.appendChild(svg);
     // the overview copy is not needed for the first paint: built in a later task
     clear(this.minimap);
@@ -358,6 +385,7 @@ export class GraphPane {
 
   /** Put state classes on the drawn elements. */
   applyClasses(s: PaneClasses): void {
+    this._selected = s.selected;
     const g = this.graph;
     if (!this.svg || !g) {
       return;
@@ -404,7 +432,9 @@ export class GraphPane {
   }
 
   // ---- view box: zoom, pan, fit --------------------------------------------------------------------
-  private _applyViewBox(svg = this.svg): void {
+  private _applyViewBox(svg = this.svg, opening = false): void {
+    this._opening = opening;
+    this._openedAt = opening ? this._sizeKey() : '';
     if (svg && this._vb) {
       const b = this._vb;
       svg.setAttribute('viewBox', `${b.x} ${b.y} ${b.w} ${b.h}`);
@@ -580,6 +610,14 @@ export class GraphPane {
     this._lastFit = this._vb ? `${this._vb.x},${this._vb.y},${this._vb.w}` : null;
   }
 
+  /** Back to the opening scale (OPEN_MIN_SCALE, or what shows a small graph whole), around the view's center. */
+  resetZoom(): void {
+    const opening = this._initialView();
+    if (opening && this._vb) {
+      this.zoom(opening.w / this._vb.w);
+    }
+  }
+
   /** Zoom by `k` (<1 zooms in) around the point (px, py) in SVG user units (default: the center). */
   zoom(k: number, px?: number, py?: number): void {
     const b = this._vb;
@@ -714,8 +752,10 @@ export class GraphPane {
       return;
     }
     if (hit.type === 'node') {
+      this._keyGroup = null;
       this.onSelect(hit.id);
     } else {
+      this._keyGroup = hit.cid;
       this.onToggle(hit.cid);
     }
   };
@@ -725,7 +765,92 @@ export class GraphPane {
     this.onHover(hit && hit.type === 'node' ? hit.id : null);
   };
 
+  // ---- keys (only while the canvas has the focus: the listener is on it) ----------------------------------
+  private _onKey = (ev: KeyboardEvent) => {
+    const action = ev.target === this.canvas ? graphKeyAction(ev) : null;
+    if (!action || !this._vb) {
+      return;
+    }
+    // the key is the graph's: not the notebook's (command mode's arrows, 0 0, Enter) nor the page's scroll
+    ev.preventDefault();
+    ev.stopPropagation();
+    this.runKey(action);
+  };
+
+  /** Do what a graph key does. */
+  runKey(action: GraphKeyAction): void {
+    const b = this._vb;
+    switch (action.kind) {
+      case 'pan':
+        if (b) {
+          this.pan(-action.dx * b.w, -action.dy * b.h);
+        }
+        break;
+      case 'zoom':
+        this.zoom(action.factor);
+        break;
+      case 'reset':
+        this.resetZoom();
+        break;
+      case 'fit':
+        this.fit();
+        break;
+      case 'search':
+        this.onSearchKey();
+        break;
+      case 'toggle': {
+        const cid = this._groupForKeys();
+        if (cid) {
+          this._keyGroup = cid;
+          this.onToggle(cid);
+        }
+        break;
+      }
+      case 'clear':
+        this._keyGroup = null;
+        this.onClearKey();
+        break;
+    }
+  }
+
+  /** The group Enter opens or folds: the last one clicked, else the innermost one holding the selected node. */
+  private _groupForKeys(): string | null {
+    const g = this.graph;
+    if (!g) {
+      return null;
+    }
+    if (this._keyGroup && g.clusters.has(this._keyGroup)) {
+      return this._keyGroup;
+    }
+    const key = this._selected ? g.byId.get(this._selected) : undefined;
+    return (key ? g.nodes.get(key)?.container : null) ?? null;
+  }
+
+  // ---- the opening view follows the canvas's size until the view is moved -----------------------------
+  private _sizeKey(): string {
+    const r = this._drawingArea();
+    return `${Math.round(r.width)}x${Math.round(r.height)}`;
+  }
+
+  /**
+   * A canvas sized after the drawing was put in it (a pane of the Debugger widget, a cell output not yet
+   * attached: no width at first) gets its opening view again at its real size.
+   */
+  private _reopen(): void {
+    if (!this._opening || !this.svg || this._sizeKey() === this._openedAt) {
+      return;
+    }
+    const r = this._drawingArea();
+    if (!r.width || !r.height) {
+      return;
+    }
+    this._vb = this._initialView();
+    this._applyViewBox(this.svg, true);
+  }
+
   dispose(): void {
+    this._resize?.disconnect();
+    this._resize = null;
     this._gen++;
     if (this._signal) {
       cancelLayout(this._signal);
