@@ -16,6 +16,7 @@ import { DebugActions, renderActions, targetOf, WidgetDebugActions } from '../de
 import { button, clear, h, nextTask } from '../dom';
 import { localDetails, renderNodeDetails } from '../details';
 import { DRAW_LIMIT, EXPAND_BUDGET, ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from '../graph';
+import { exportButtons, programName } from '../graphexport';
 import { GraphPane, HEAT_LEVELS } from '../graphpane';
 import { Listeners, RenderProps, setTrait, WidgetModel } from '../model';
 import type { ProgramGraphTraits } from '../widgets.generated';
@@ -123,6 +124,7 @@ export class ProgramGraphView {
       button('\u2212', () => this.panes().forEach(p => p.zoom(1.25)), { title: 'zoom out' }),
       button('Expand all', () => this.expandAll(), { cls: 'jp-Kernelcore-expandAll', title: `unfold groups, outermost first, up to ${EXPAND_BUDGET} nodes at once` }),
       button('Fold all', () => this.foldAll(), { cls: 'jp-Kernelcore-foldAll', title: 'fold every group (stages stay open)' }),
+      ...exportButtons(() => this.left, () => programName(this.root, this.graph?.opCount ?? 0), text => this._say(text)),
       this._status
     ]);
     this._crumbs = h('div', { cls: 'jp-Kernelcore-crumbs', attrs: { 'aria-label': 'open groups' } });
@@ -272,6 +274,8 @@ export class ProgramGraphView {
       this._hover = id ? { side, id } : null;
       this._restyle();
     };
+    pane.onSearchKey = () => this._search.focus();
+    pane.onClearKey = () => this._clearSearchAndSelection();
     this._panes.appendChild(pane.el);
     return pane;
   }
@@ -417,6 +421,17 @@ export class ProgramGraphView {
   private _focus(id: string): void {
     this.left.applyClasses({ removed: this._removed, prunedGroups: this._prunedGroups(), matches: new Set(this._matches), selected: String(this.model.get('selected') ?? ''), current: this._current });
     this._crumbsFor(id);
+  }
+
+  /** Escape in a graph: no search, nothing selected. */
+  private _clearSearchAndSelection(): void {
+    if (this._search.value) {
+      this._search.value = '';
+      this._search.dispatchEvent(new Event('input'));
+    }
+    if (this.model.get('selected')) {
+      setTrait(this.model, 'selected', '');
+    }
   }
 
   private _say(text: string): void {
