@@ -31,6 +31,11 @@ kernel written once against `ctx.xp` can go wrong on a GPU:
   name takes raises TypeError (cupy_signatures.txt, generated beside the name list; CuPy's ufuncs and
   Cython functions have no readable signature and are not checked).
 
+* CuPy's user kernels (`xp.ElementwiseKernel`, `xp.ReductionKernel`, `xp.RawKernel`) and `xp.cuda` (streams, graph
+  capture) come from strict_cuda.py: their calls are checked as CuPy checks them and run a NumPy twin; inside a
+  graph capture every device operation here is recorded for the graph's replay, and what a capture refuses
+  (syncs, host copies, random draws) raises CUDARuntimeError.
+
 Not modelled: keyword arguments of ndarray methods and ufuncs, dtype promotion differences, and performance. `xp.random` draws with NumPy's generator (CuPy's streams differ anyway).
 """
 from __future__ import annotations
@@ -41,6 +46,8 @@ import types
 from pathlib import Path
 
 import numpy as np
+
+from . import strict_cuda
 
 NAMESPACE_FILE = Path(__file__).with_name("cupy_namespace.txt")
 HOST_ONLY = ("Implicit conversion to a NumPy array is not allowed. "
@@ -172,11 +179,50 @@ def _function(name: str, fn, check_signature: bool = False):
         if check_signature:
             _check_call(name, args, kwargs)
         if data_shaped:
+            strict_cuda.refuse(f"xp.{name}: a result shaped by the data is a read back")
             stats["syncs"] += 1
         args = _unwrap(args, f"xp.{name}")
         kwargs = {k: _unwrap(v, f"xp.{name}") for k, v in kwargs.items()}
-        return _wrap(fn(*args, **kwargs))
+        return _wrap(_call(fn, args, kwargs))
     return device_function
+
+
+def _call(fn, args, kwargs):
+    """fn(*args, **kwargs) on NumPy values; inside a graph capture also recorded (strict_cuda.record) so that the
+    graph's replay computes it again into the same buffers. A NumPy scalar result becomes a 0-d array first: the
+    device array it is wrapped in must be the buffer the replay writes."""
+    if not strict_cuda.capturing():
+        return fn(*args, **kwargs)
+    out = kwargs.get("out")
+    if out is not None:
+        strict_cuda.keep_before_write(out if type(out) is tuple else (out,))
+    raw = _as_buffers(fn(*args, **kwargs))
+    strict_cuda.record(lambda: _copy_into(raw, fn(*args, **kwargs)), _fresh(raw, args + tuple(kwargs.values())))
+    return raw
+
+
+def _as_buffers(x):
+    if isinstance(x, np.generic):
+        return np.asarray(x)
+    if type(x) in (tuple, list):
+        return type(x)(_as_buffers(v) for v in x)
+    return x
+
+
+def _copy_into(raw, new) -> None:
+    if isinstance(raw, np.ndarray):
+        if raw is not new:
+            np.copyto(raw, new, casting="unsafe")
+    elif type(raw) in (tuple, list):
+        for r, n in zip(raw, new):
+            _copy_into(r, n)
+
+
+def _fresh(raw, given) -> list:
+    """The arrays of a result that an operation allocated (owning their memory, none of its arguments)."""
+    found = raw if type(raw) in (tuple, list) else (raw,)
+    return [a for a in found if isinstance(a, np.ndarray) and a.base is None
+            and not any(a is g for g in given)]
 
 
 def _host_to_device(name: str, fn):
@@ -186,20 +232,21 @@ def _host_to_device(name: str, fn):
         given = a
         if isinstance(a, ndarray):
             a = a._a
-        elif isinstance(a, (list, tuple)):
-            a = _unwrap_index(a)
-            stats["to_device"] += 1
         else:
+            strict_cuda.refuse(f"xp.{name} of host data: a copy from the host")
+            if isinstance(a, (list, tuple)):
+                a = _unwrap_index(a)
             stats["to_device"] += 1
         _check_call(name, (a,) + args, kwargs)
         out = fn(a, *args, **kwargs)
         if out is a and isinstance(given, ndarray):
-            if name == "array":
-                out = out.copy()
-            else:
+            if name != "array":
                 return given  # CuPy hands back the very array when nothing needs converting
+            out = out.copy()
         elif isinstance(out, np.ndarray) and isinstance(a, np.ndarray) and np.may_share_memory(out, a):
             out = out.copy()  # from the host: device memory of its own, as CuPy's copy to the device gives
+        if strict_cuda.capturing():  # a device-to-device copy or conversion, done again by the graph's replay
+            strict_cuda.record(lambda: _copy_into(out, a), _fresh(out, (a,)))
         return _wrap(out)
     return to_device
 
@@ -218,7 +265,7 @@ class _ufunc:
             if type(a) in (list, tuple):
                 raise TypeError(f"Unsupported type {type(a)}: {where} takes device arrays and scalars, not a "
                                 f"Python sequence; build an array with xp.asarray first")
-        return _wrap(self._uf(*_unwrap(args, where), **{k: _unwrap(v, where) for k, v in kwargs.items()}))
+        return _wrap(_call(self._uf, _unwrap(args, where), {k: _unwrap(v, where) for k, v in kwargs.items()}))
 
     def __getattr__(self, name):
         if name not in _UFUNC_METHODS:
@@ -229,8 +276,11 @@ class _ufunc:
         def call(*args, **kwargs):
             if name == "at":  # ufunc.at(a, indices, b): the indices may be host arrays (CuPy copies them)
                 a, idx, *rest = args
-                return _wrap(method(_unwrap(a, where), _unwrap_index(idx), *_unwrap(tuple(rest), where), **kwargs))
-            return _wrap(method(*_unwrap(args, where), **{k: _unwrap(v, where) for k, v in kwargs.items()}))
+                target = _unwrap(a, where)
+                if strict_cuda.capturing():
+                    strict_cuda.keep_before_write((target,))
+                return _wrap(_call(method, (target, _unwrap_index(idx), *_unwrap(tuple(rest), where)), kwargs))
+            return _wrap(_call(method, _unwrap(args, where), {k: _unwrap(v, where) for k, v in kwargs.items()}))
         return call
 
     def __repr__(self):
@@ -238,6 +288,7 @@ class _ufunc:
 
 
 def _synced(x):
+    strict_cuda.refuse("a value read back to the host")
     stats["syncs"] += 1
     return x
 
@@ -286,10 +337,12 @@ class ndarray:
     # -- explicit copies
     def get(self, stream=None, order="C", out=None):
         """The array's values copied to the host as NumPy."""
+        strict_cuda.refuse("a copy to the host")
         stats["to_host"] += 1
         return np.array(self._a, order=order)
 
     def set(self, arr, stream=None):
+        strict_cuda.refuse("a copy from the host")
         stats["to_device"] += 1
         self._a[...] = arr
 
@@ -331,16 +384,16 @@ class ndarray:
 
     # -- conversions CuPy allows (each a device sync)
     def __float__(self):
-        return _synced(float(self._a))
+        return float(_synced(self._a))
 
     def __int__(self):
-        return _synced(int(self._a))
+        return int(_synced(self._a))
 
     def __complex__(self):
-        return _synced(complex(self._a))
+        return complex(_synced(self._a))
 
     def __bool__(self):
-        return _synced(bool(self._a))
+        return bool(_synced(self._a))
 
     # -- container
     def __len__(self):
@@ -356,11 +409,15 @@ class ndarray:
     def __getitem__(self, key):
         key = _unwrap_index(key)
         if _has_mask(key):
+            strict_cuda.refuse("a boolean mask's result size is a read back")
             stats["syncs"] += 1  # a boolean mask's result size is read back from the device
-        return _wrap(self._a[key])
+        return _wrap(_call(operator.getitem, (self._a, key), {}))
 
     def __setitem__(self, key, value):
-        self._a[_unwrap_index(key)] = _unwrap_index(value)
+        a, key, value = self._a, _unwrap_index(key), _unwrap_index(value)
+        if strict_cuda.capturing():
+            strict_cuda.keep_before_write((a,))
+        _call(operator.setitem, (a, key, value), {})
 
     def __repr__(self):
         return f"strict_xp.{self._a!r}"
@@ -430,7 +487,7 @@ def _binary(fn, op: str, reflected=False):
         o = _operand(other, op)
         if o is NotImplemented:
             return NotImplemented
-        return _wrap(fn(o, self._a) if reflected else fn(self._a, o))
+        return _wrap(_call(fn, (o, self._a) if reflected else (self._a, o), {}))
     return method
 
 
@@ -439,7 +496,9 @@ def _inplace(fn, op: str):
         o = _operand(other, op)
         if o is NotImplemented:
             return NotImplemented
-        fn(self._a, o)
+        if strict_cuda.capturing():
+            strict_cuda.keep_before_write((self._a,))
+        _call(fn, (self._a, o), {})
         return self
     return method
 
@@ -457,7 +516,7 @@ for _n, _f in {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": op
                "gt": operator.gt, "ge": operator.ge}.items():
     setattr(ndarray, f"__{_n}__", _binary(_f, _n))
 for _n, _f in {"neg": operator.neg, "pos": operator.pos, "abs": operator.abs, "invert": operator.invert}.items():
-    setattr(ndarray, f"__{_n}__", (lambda f: lambda self: _wrap(f(self._a)))(_f))
+    setattr(ndarray, f"__{_n}__", (lambda f: lambda self: _wrap(_call(f, (self._a,), {})))(_f))
 
 
 # ---------------------------------------------------------------------------
@@ -476,6 +535,7 @@ class RandomState:
         fn = getattr(self._rs, name)
 
         def draw(*args, dtype=None, **kwargs):
+            strict_cuda.refuse("a random draw: a graph's replay would draw the same numbers again")
             out = fn(*_unwrap(args, f"RandomState.{name}"), **kwargs)
             if dtype is not None:
                 out = np.asarray(out).astype(dtype, copy=False)
@@ -498,6 +558,14 @@ _CONSTRUCTORS = {"asarray", "array", "asanyarray", "ascontiguousarray"}
 _OWN = {"ndarray": ndarray, "asnumpy": asnumpy, "get_array_module": get_array_module}
 
 
+def _refused_in_capture(fn, what: str):
+    @functools.wraps(fn)
+    def refused(*args, **kwargs):
+        strict_cuda.refuse(what)
+        return fn(*args, **kwargs)
+    return refused
+
+
 def _build(prefix: str, np_module, name: str) -> types.ModuleType:
     ns = types.ModuleType(name, f"strict stand-in for {prefix} (the names CuPy {CUPY_VERSION} and NumPy share)")
     for attr in _members(prefix):
@@ -518,6 +586,8 @@ def _build(prefix: str, np_module, name: str) -> types.ModuleType:
             pass  # dtypes, exceptions, constants: CuPy re-exports NumPy's
         elif attr in _CONSTRUCTORS:
             v = _host_to_device(attr, v)
+        elif prefix == "cupy.random":
+            v = _refused_in_capture(_function(attr, v), "a random draw: a graph's replay would draw the same again")
         else:
             v = _function(attr, v, check_signature=prefix == "cupy")
         setattr(ns, attr, v)
@@ -529,6 +599,10 @@ xp = _build("cupy", np, "kernelcore.testing.strict_xp.xp")
 for _sub in ("random", "linalg", "fft"):
     if _sub in _members("cupy"):
         setattr(xp, _sub, _build(f"cupy.{_sub}", getattr(np, _sub), f"{xp.__name__}.{_sub}"))
+# CuPy's user kernels and streams, which NumPy has no counterpart of (strict_cuda.py)
+xp.ElementwiseKernel, xp.ReductionKernel, xp.RawKernel = (strict_cuda.ElementwiseKernel, strict_cuda.ReductionKernel,
+                                                          strict_cuda.RawKernel)
+xp.cuda = strict_cuda.cuda_module()
 if "lib" in _members("cupy"):  # cupy.lib.stride_tricks: as_strided, sliding_window_view (im2col)
     xp.lib = types.ModuleType(f"{xp.__name__}.lib", "strict stand-in for cupy.lib")
     xp.lib.stride_tricks = _build("cupy.lib.stride_tricks", np.lib.stride_tricks, f"{xp.__name__}.lib.stride_tricks")
