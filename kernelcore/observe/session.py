@@ -76,6 +76,8 @@ class DebugSession:
         self._cur = 0
         self._view_cache: TimeView | None = None
         self._next_id = 1
+        self._moving = False        # a forward move is running (on the thread that drives the session)
+        self._pause_asked = False   # set from another thread (request_pause): the move stops at its next op
         self._gen = self.executor.run_iter(program, feed, fetch_list, self.scope, training=training, begin=begin,
                                            pausing=True, observers=[self.trace])
         self._advance()
@@ -222,7 +224,28 @@ class DebugSession:
                            self.breakpoints, self.watches, self.executor.place.xp, self.record.initial, self.hits)
 
     # -- moving forward ----------------------------------------------------------------------------------
+    @property
+    def moving(self) -> bool:
+        """A forward move is running now (asked from another thread: a front end serving Pause)."""
+        return self._moving
+
+    def request_pause(self) -> bool:
+        """Ask the move that is running to stop before its next op, with stop_reason "paused". Meant for another
+        thread than the one running the move (only a flag is set; the move reads it between ops). True when a
+        move was running to be asked; nothing is remembered for a later move otherwise."""
+        if not self._moving:
+            return False
+        self._pause_asked = True
+        return True
+
     def _forward(self, done: Callable[[Position], bool], reason: str) -> DebugSession:
+        self._moving, self._pause_asked = True, False
+        try:
+            return self._forward_until(done, reason)
+        finally:
+            self._moving = self._pause_asked = False
+
+    def _forward_until(self, done: Callable[[Position], bool], reason: str) -> DebugSession:
         while True:
             if self._cur + 1 < len(self._pauses):
                 self._cur += 1  # replaying the record
@@ -249,6 +272,9 @@ class DebugSession:
                 return self._notify()
             if done(pos):
                 self.stop_reason = reason
+                return self._notify()
+            if self._pause_asked:
+                self.stop_reason = "paused"
                 return self._notify()
 
     def step(self) -> DebugSession:
