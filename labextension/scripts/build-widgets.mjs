@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HERE, REPO } from './version.mjs';
 
-const VIEWS = ['ProgramGraph', 'ScopeForest', 'RNNStepper', 'TraceTimeline', 'Debugger', 'TensorViewer'];
+const VIEWS = ['ProgramGraph', 'ScopeForest', 'RNNStepper', 'TraceTimeline', 'Debugger', 'TensorViewer', 'HealthView'];
 const out = join(REPO, 'widgets', 'kernelcore_widgets', 'static');
 mkdirSync(out, { recursive: true });
 const version = JSON.parse(readFileSync(join(HERE, 'package.json'), 'utf8')).version;

@@ -213,6 +213,58 @@ export interface SentNameTaken {
   what: SendWhat;
 }
 
+/** [iteration, value] */
+export type HealthPoint = [number, number];
+
+/** [first, last] iterations */
+export type HealthRange = [number, number];
+
+/** a HealthView's loss or gradient-norm curve: at most 500 points (min and max per bucket of iterations) and the NaN/Inf iterations as ranges */
+export interface HealthCurve {
+  name: string;
+  points: HealthPoint[];
+  bad: HealthRange[];
+  last: number | null;
+}
+
+/** one op of a HealthView's table: its statistic over iterations (bounded like a curve), its NaN/Inf iterations and the first of them */
+export interface HealthOpRow {
+  id: string;
+  block: number;
+  op: number;
+  op_type: string;
+  vars: string[];
+  more_vars: number;
+  first_bad: number | null;
+  bad: HealthRange[];
+  points: HealthPoint[];
+  last: number | null;
+  peak: number | null;
+}
+
+/** where a recording first wrote NaN/Inf */
+export interface HealthFirstBad {
+  iteration: number;
+  order: number;
+  block: number;
+  op: number;
+  op_type: string;
+  var: string;
+  id: string;
+}
+
+/** a HealthView's overview trait */
+export interface HealthOverview {
+  iterations: number;
+  ops: number;
+  matching: number;
+  pages: number;
+  page_size: number;
+  first_bad: HealthFirstBad | Record<string, unknown>;
+  stats: string[];
+  hit: string;
+}
+
 /** provenance: a DAG of the writes a value came from, each once; `cut` lists the nodes whose inputs a budget (limits) left unfollowed */
 export interface Origin {
   root: number;

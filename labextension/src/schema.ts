@@ -51,7 +51,7 @@ export function frameOps(frames: DebugFrame[] | null | undefined): string[] {
 }
 
 /** The view module names; each is labextension/src/views/<Name>.ts and static/<Name>.js. */
-export const VIEW_NAMES = ['ProgramGraph', 'ScopeForest', 'RNNStepper', 'TraceTimeline', 'Debugger', 'TensorViewer'] as const;
+export const VIEW_NAMES = ['ProgramGraph', 'ScopeForest', 'RNNStepper', 'TraceTimeline', 'Debugger', 'TensorViewer', 'HealthView'] as const;
 
 export function isProgramJSON(x: unknown): x is ProgramJSON {
   return !!x && typeof x === 'object' && Array.isArray((x as ProgramJSON).blocks);

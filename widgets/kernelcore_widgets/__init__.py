@@ -1,6 +1,7 @@
 """kernelcore's Jupyter widgets (anywidget) and JupyterLab integration.
 
-    from kernelcore_widgets import ProgramGraph, ScopeForest, RNNStepper, TraceTimeline, Debugger, TensorViewer
+    from kernelcore_widgets import (ProgramGraph, ScopeForest, RNNStepper, TraceTimeline, Debugger, TensorViewer,
+                                    HealthView)
 
 The views are ESM modules built from labextension/src/views/ into static/; the JupyterLab extension
 (renderers for kernelcore's MIME types, file viewers, the debugger sidebar) into labextension/; the
@@ -14,6 +15,7 @@ from . import comm as _comm
 from . import program_comm as _program_comm
 from ._base import FrontEndNotBuilt
 from .debugger import Debugger, active_debugger
+from .health_view import HealthView
 from .program_graph import ProgramGraph
 from .rnn_stepper import RNNStepper
 from .schema import value_preview
@@ -21,8 +23,8 @@ from .scope_forest import ScopeForest
 from .tensor_viewer import TensorViewer
 from .trace_timeline import TraceTimeline
 
-__all__ = ["Debugger", "FrontEndNotBuilt", "ProgramGraph", "RNNStepper", "ScopeForest", "TensorViewer", "TraceTimeline",
-           "active_debugger", "value_preview"]
+__all__ = ["Debugger", "FrontEndNotBuilt", "HealthView", "ProgramGraph", "RNNStepper", "ScopeForest", "TensorViewer",
+           "TraceTimeline", "active_debugger", "value_preview"]
 
 
 _comm.register()  # in an IPython kernel: the sidebar can reach the debug session; elsewhere a no-op

@@ -69,8 +69,8 @@ def _exported(ts: str) -> set[str]:
 
 
 def traits_ts() -> str:
-    from .. import Debugger, ProgramGraph, RNNStepper, ScopeForest, TensorViewer, TraceTimeline
-    classes = (ProgramGraph, ScopeForest, RNNStepper, TraceTimeline, Debugger, TensorViewer)
+    from .. import Debugger, HealthView, ProgramGraph, RNNStepper, ScopeForest, TensorViewer, TraceTimeline
+    classes = (ProgramGraph, ScopeForest, RNNStepper, TraceTimeline, Debugger, TensorViewer, HealthView)
     used = gen_traits_ts.names_used(classes)
     out = ["// " + HEADER.format("the synced traits of the kernelcore_widgets classes")]
     for module, text in (("./contract.generated", contract_ts()), ("./protocol.generated", protocol_ts())):

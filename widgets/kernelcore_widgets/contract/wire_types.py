@@ -415,6 +415,60 @@ class SentNameTaken(TypedDict):
     what: SendWhat
 
 
+# [iteration, value]
+HealthPoint = tuple[int, float]
+
+
+# [first, last] iterations
+HealthRange = tuple[int, int]
+
+
+class HealthCurve(TypedDict):
+    """a HealthView's loss or gradient-norm curve: at most 500 points (min and max per bucket of iterations) and the NaN/Inf iterations as ranges"""
+    name: str
+    points: list[HealthPoint]
+    bad: list[HealthRange]
+    last: float | None
+
+
+class HealthOpRow(TypedDict):
+    """one op of a HealthView's table: its statistic over iterations (bounded like a curve), its NaN/Inf iterations and the first of them"""
+    id: str
+    block: int
+    op: int
+    op_type: str
+    vars: list[str]
+    more_vars: int
+    first_bad: int | None
+    bad: list[HealthRange]
+    points: list[HealthPoint]
+    last: float | None
+    peak: float | None
+
+
+class HealthFirstBad(TypedDict):
+    """where a recording first wrote NaN/Inf"""
+    iteration: int
+    order: int
+    block: int
+    op: int
+    op_type: str
+    var: str
+    id: str
+
+
+class HealthOverview(TypedDict):
+    """a HealthView's overview trait"""
+    iterations: int
+    ops: int
+    matching: int
+    pages: int
+    page_size: int
+    first_bad: HealthFirstBad | dict[str, Any]
+    stats: list[str]
+    hit: str
+
+
 class Origin(TypedDict):
     """provenance: a DAG of the writes a value came from, each once; `cut` lists the nodes whose inputs a budget (limits) left unfollowed"""
     root: int

@@ -1,0 +1,210 @@
+"""What the training-health view draws, computed from a flight recorder's summary columns
+(kernelcore/observe/summary_table.py): per op, a statistic over iterations and the iterations where it wrote
+NaN/Inf; per parameter, its gradient's L2 norm over iterations; the loss curve.
+
+Every series is bounded before it leaves the kernel: a run of 10^4 iterations becomes at most MAX_POINTS
+points (each bucket of iterations keeps its lowest and its highest point, so a one-iteration spike survives),
+and the iterations with NaN/Inf become at most MAX_POINTS // 2 ranges.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kernelcore.ir.node_ids import op_id
+
+MAX_POINTS = 500
+# what a sparkline can show: a summary column, or a count of bad elements per output
+STATS = ("l2", "max", "min", "mean", "nonfinite", "zero")
+MAX_VARS_SHOWN = 8  # output names listed per op
+
+
+def downsample(iterations, values, max_points: int = MAX_POINTS) -> list[list]:
+    """[[iteration, value], ...] of the finite points, in iteration order, at most `max_points`: past that the
+    points are cut into max_points // 2 buckets and each keeps its minimum and its maximum."""
+    iterations, values = np.asarray(iterations), np.asarray(values, dtype=np.float64)
+    keep = np.isfinite(values)
+    iterations, values = iterations[keep], values[keep]
+    if len(values) > max_points:
+        edges = np.linspace(0, len(values), max_points // 2 + 1).astype(np.int64)
+        picks = []
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            chunk = values[lo:hi]
+            a, b = lo + int(np.argmin(chunk)), lo + int(np.argmax(chunk))
+            picks += sorted({a, b})
+        iterations, values = iterations[picks], values[picks]
+    return [[int(i), float(v)] for i, v in zip(iterations, values)]
+
+
+def bad_ranges(bad_iterations, n_iterations: int, max_ranges: int = MAX_POINTS // 2) -> list[list[int]]:
+    """Sorted iterations as [[first, last], ...] runs of consecutive ones; when that is more than `max_ranges`,
+    runs of buckets of iterations (each bucket holding a bad one), so the list stays bounded."""
+    its = np.unique(np.asarray(bad_iterations, dtype=np.int64))
+    if not len(its):
+        return []
+    width = 1
+    while True:
+        b = its // width
+        starts = np.flatnonzero(np.r_[True, np.diff(b) > 1])
+        if len(starts) <= max_ranges:
+            ends = np.r_[starts[1:], len(b)] - 1
+            return [[int(b[s] * width), int(min((b[e] + 1) * width - 1, max(n_iterations - 1, its[-1])))]
+                    for s, e in zip(starts, ends)]
+        width *= 2
+
+
+def stat_column(cols: dict, stat: str) -> np.ndarray:
+    """Per row (one output of one op in one iteration), the value of `stat`."""
+    if stat == "nonfinite":
+        return (cols["nan"] + cols["pos_inf"] + cols["neg_inf"]).astype(np.float64)
+    return cols[stat].astype(np.float64)
+
+
+def _groups(keys: np.ndarray):
+    """(the order that sorts `keys` stably, the start of each run of equal keys in it, those keys)."""
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if len(k) else np.zeros(0, np.int64)
+    return order, starts, k[starts]
+
+
+def _reduce(stat: str, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """One value per group of rows: the largest (the smallest for "min", the average for "mean") of its
+    outputs' values, NaN ignored (a summary's min/max/mean are NaN when no element was finite)."""
+    if not len(starts):
+        return np.zeros(0)
+    if stat == "min":
+        return np.fmin.reduceat(values, starts)
+    if stat == "mean":
+        finite = np.isfinite(values)
+        total = np.add.reduceat(np.where(finite, values, 0.0), starts)
+        count = np.add.reduceat(finite.astype(np.int64), starts)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+    return np.fmax.reduceat(values, starts)
+
+
+class OpSeries:
+    """Per op (block, op) of a recording: its statistic per iteration, its bad iterations, the first of them
+    and where it ranks. Made once per refresh; `rows(ids)` builds the bounded payload of the ops shown."""
+
+    def __init__(self, cols: dict, sites: list, stat: str):
+        self.stat = stat
+        block, op = cols["block"].astype(np.int64), cols["op"].astype(np.int64)
+        self.iterations = int(cols["iteration"].max()) + 1 if len(block) else 0
+        keys, index = np.unique((block << 32) | op, return_inverse=True)
+        self.keys = keys
+        first_row = np.full(len(keys), len(block), np.int64)
+        np.minimum.at(first_row, index, np.arange(len(block)))
+        self.op_types = [cols["op_type"][r] for r in first_row]
+        self._vars = _vars_by_op(sites)
+        its = cols["iteration"].astype(np.int64)
+        order, starts, _ = _groups(index * max(self.iterations, 1) + its)
+        self._op_of_group = index[order][starts]
+        self._it_of_group = its[order][starts]
+        self._value_of_group = _reduce(stat, stat_column(cols, stat)[order], starts)
+        bad = (cols["nan"] + cols["pos_inf"] + cols["neg_inf"]) > 0
+        self._bad_index, self._bad_its = index[bad], its[bad]
+        self.first_bad = np.full(len(keys), -1, np.int64)
+        if bad.any():
+            first = np.full(len(keys), np.iinfo(np.int64).max)
+            np.minimum.at(first, self._bad_index, self._bad_its)
+            self.first_bad = np.where(first == np.iinfo(np.int64).max, -1, first)
+        self._order_in_first_bad = self._first_bad_order(cols, index, its, bad)
+        self.peak = np.zeros(len(keys))
+        finite = np.isfinite(self._value_of_group)
+        np.maximum.at(self.peak, self._op_of_group[finite], np.abs(self._value_of_group[finite]))
+
+    def _first_bad_order(self, cols, index, its, bad) -> np.ndarray:
+        """Per op, the position of its first bad write within its first bad iteration (ties of first_bad are
+        broken by which op ran first)."""
+        out = np.full(len(self.keys), np.iinfo(np.int64).max)
+        rows = np.flatnonzero(bad & (its == self.first_bad[index]))
+        np.minimum.at(out, index[rows], cols["order"][rows].astype(np.int64))
+        return out
+
+    def block_op(self, i: int) -> tuple[int, int]:
+        k = int(self.keys[i])
+        return k >> 32, k & 0xFFFFFFFF
+
+    def ids(self) -> list[str]:
+        return [op_id(*self.block_op(i)) for i in range(len(self.keys))]
+
+    def ranked(self, sort: str, text: str = "") -> list[int]:
+        """Op positions matching `text` (in the op id, type or an output's name, case-insensitive), the worst
+        first ("worst": those that wrote NaN/Inf by first bad iteration and op order, then the largest peak of
+        the statistic) or in program order ("program")."""
+        text = text.strip().lower()
+        ids = self.ids()
+        picked = [i for i in range(len(self.keys)) if not text or text in ids[i].lower()
+                  or text in str(self.op_types[i]).lower() or any(text in v.lower() for v in self._vars.get(
+                      self.block_op(i), ()))]
+        if sort == "program":
+            return picked
+        inf = np.iinfo(np.int64).max
+        return sorted(picked, key=lambda i: (self.first_bad[i] < 0, self.first_bad[i] if self.first_bad[i] >= 0
+                                             else inf, self._order_in_first_bad[i], -self.peak[i], i))
+
+    def rows(self, positions: list[int]) -> list[dict]:
+        """The payload of the ops at `positions`: each op's bounded sparkline and its bad ranges."""
+        out = []
+        for i in positions:
+            mine = self._op_of_group == i
+            bad_its = self._bad_its[self._bad_index == i]
+            block, op = self.block_op(i)
+            names = sorted(self._vars.get((block, op), ()))
+            values = self._value_of_group[mine]
+            finite = values[np.isfinite(values)]
+            out.append({"id": op_id(block, op), "block": block, "op": op, "op_type": str(self.op_types[i]),
+                        "vars": names[:MAX_VARS_SHOWN], "more_vars": max(len(names) - MAX_VARS_SHOWN, 0),
+                        "first_bad": int(self.first_bad[i]) if self.first_bad[i] >= 0 else None,
+                        "bad": bad_ranges(bad_its, self.iterations),
+                        "points": downsample(self._it_of_group[mine], values),
+                        "last": float(finite[-1]) if len(finite) else None,
+                        "peak": float(self.peak[i]) if len(finite) else None})
+        return out
+
+
+def _vars_by_op(sites: list) -> dict:
+    out: dict = {}
+    for block, op, _op_type, var, _t in sites:
+        out.setdefault((block, op), set()).add(var)
+    return out
+
+
+def first_bad(cols: dict) -> dict:
+    """Where the recording first wrote NaN/Inf: {iteration, order, block, op, op_type, var, id}, or {}. Rows
+    are in iteration order and, within one, in the order the ops ran, so it is the first bad row."""
+    bad = np.flatnonzero((cols["nan"] + cols["pos_inf"] + cols["neg_inf"]) > 0)
+    if not len(bad):
+        return {}
+    r = int(bad[0])
+    block, op = int(cols["block"][r]), int(cols["op"][r])
+    return {"iteration": int(cols["iteration"][r]), "order": int(cols["order"][r]), "block": block, "op": op,
+            "op_type": str(cols["op_type"][r]), "var": str(cols["var"][r]), "id": op_id(block, op)}
+
+
+def last_write_series(cols: dict, names, column: str) -> dict[str, tuple]:
+    """{name: (iterations, values, bad iterations)}: per iteration, `column` of the last write of each of
+    `names` (a gradient summed from parts is written more than once; the last write is the whole)."""
+    wanted = set(names)
+    rows = np.flatnonzero(np.fromiter((v in wanted for v in cols["var"]), bool, len(cols["var"])))
+    out: dict = {}
+    if not len(rows):
+        return out
+    var = cols["var"][rows]
+    its = cols["iteration"][rows].astype(np.int64)
+    bad = (cols["nan"] + cols["pos_inf"] + cols["neg_inf"])[rows] > 0
+    for name in sorted(set(var)):
+        mine = var == name
+        r_its, r_vals = its[mine], cols[column][rows][mine].astype(np.float64)
+        last = np.flatnonzero(np.r_[r_its[1:] != r_its[:-1], True])  # rows are in running order
+        out[name] = (r_its[last], r_vals[last], np.unique(r_its[bad[mine]]))
+    return out
+
+
+def loss_from_values(values) -> tuple:
+    """(iterations, values, bad iterations) of a loss the loop fetched itself (a list it appends to)."""
+    vals = np.asarray([float(np.asarray(v).reshape(-1)[0]) if np.size(v) else np.nan for v in list(values)],
+                      dtype=np.float64)
+    its = np.arange(len(vals))
+    return its, vals, its[~np.isfinite(vals)]
