@@ -3,6 +3,7 @@
 import threading
 
 import numpy as np
+import pytest
 
 from test_debug_moves import start_rnn
 
@@ -64,3 +65,60 @@ def test_a_pause_asked_while_replaying_the_record_stops_the_replay():
     sess.cont()
     assert sess.stop_reason == "paused"
     assert sess.pause_index == 2 and not sess.at_present  # still in the record: the replay stopped there
+
+
+# -- the sidebar's comm and the Debugger widget: Pause served while a move runs ------------------------------
+def _blocking_move(sess):
+    """Make the session's next move wait, after its second pause, until `go` is set; `running` is set then."""
+    running, go = threading.Event(), threading.Event()
+    advance, seen = sess._advance, [0]
+
+    def advance_and_wait():
+        more = advance()
+        seen[0] += 1
+        if seen[0] == 2:
+            running.set()
+            assert go.wait(30), "the test never let the move go on"
+        return more
+    sess._advance = advance_and_wait
+    return running, go
+
+
+def test_the_sidebar_comm_answers_a_pause_during_a_move_and_every_request_exactly_once():
+    pytest.importorskip("anywidget")
+    from kernelcore_widgets import comm
+    sess, *_ = start_rnn()
+    got: list[dict] = []
+    ch = comm.DebugChannel(got.append, lambda: sess)
+    running, go = _blocking_move(sess)
+    move = threading.Thread(target=ch.handle, args=({"type": "request", "id": 1, "command": "cont", "args": {}},))
+    move.start()
+    assert running.wait(30)
+    ch.handle({"type": "request", "id": 2, "command": "pause", "args": {}})  # as the comm's subshell would
+    assert [(m["type"], m.get("id"), m.get("ok")) for m in got] == [("reply", 2, True)]  # at once, alone
+    go.set()
+    move.join(30)
+    replies = [m for m in got if m["type"] == "reply"]
+    assert sorted(m["id"] for m in replies) == [1, 2]
+    assert got[-1]["type"] == "state" and got[-1]["state"]["session"]["stop_reason"] == "paused"
+    assert not got[-1]["state"]["session"]["finished"]
+    ch.handle({"type": "request", "id": 3, "command": "pause", "args": {}})  # nothing runs now
+    assert got[-1] == {"type": "reply", "id": 3, "command": "pause", "ok": False,
+                       "error": "no move is running: nothing to pause", "result": None}
+
+
+def test_pause_requests_are_routed_to_the_subshell_they_came_from_and_the_rest_to_the_main_shell():
+    from kernelcore_widgets.kernel_targets import pin_to_main_shell
+    from kernelcore_widgets.pause_route import serve_pause_beside
+
+    class FakeComm:
+        def _reply_subshell_for(self, data, default):
+            return "the-subshell-last-sent-on"
+    c = FakeComm()
+    pin_to_main_shell(c)
+    serve_pause_beside(c)
+    assert c._reply_subshell_for({"type": "request", "command": "cont"}, "sidebar-subshell") is None
+    assert c._reply_subshell_for({"type": "request", "command": "pause"}, "sidebar-subshell") == "sidebar-subshell"
+    widget_pause = {"method": "custom", "content": {"type": "pause"}}
+    assert c._reply_subshell_for(widget_pause, "widget-subshell") == "widget-subshell"
+    assert c._reply_subshell_for({"method": "custom", "content": {"type": "cont"}}, "widget-subshell") is None

@@ -28,6 +28,7 @@ from kernelcore.observe.debug import active_session, session_hooks
 
 from .dispatch import command_of, run_command, to_wire
 from .kernel_targets import pin_to_main_shell, register_target
+from .pause_route import is_pause, serve_pause_beside
 from .requests import MAX_INT, MAX_STR, NameTaken, RequestError, brief, error_text
 from .schema import value_preview
 
@@ -157,9 +158,13 @@ class DebugChannel:
 
     def handle(self, msg) -> None:
         """Answer one request from the browser: exactly one reply (an error reply for anything that fails,
-        malformed requests included), then the state."""
+        malformed requests included), then the state. A Pause is answered alone: it may come on another
+        thread while a move runs here, and that move sends the state once it stops (pause_route.py)."""
         reply = {"type": "reply", "id": _reply_id(msg), "command": _reply_command(msg),
                  "ok": True, "error": None, "result": None}
+        if is_pause(msg):
+            self._send(self._answer_pause(reply))
+            return
         try:
             command = msg.get("command") if isinstance(msg, dict) else None
             if not isinstance(msg, dict) or msg.get("type") != "request" or not isinstance(command, str):
@@ -184,6 +189,16 @@ class DebugChannel:
             self._send({"type": "state", "state": {"version": PROTOCOL_VERSION, "session": None}})
             _log.warning("kernelcore debugger: the state after %s could not be built: %s", reply["command"],
                          error_text(e))
+
+    def _answer_pause(self, reply: dict) -> dict:
+        """Pause's reply: ok when a move was running to be asked, else an error saying none was. Reads the
+        session without binding to it (the move's thread owns the listeners)."""
+        sess = self._session()
+        if sess is None:
+            return {**reply, "ok": False, "error": "no debug session in this kernel: nothing to pause"}
+        if not sess.request_pause():
+            return {**reply, "ok": False, "error": "no move is running: nothing to pause"}
+        return reply
 
     def _do(self, command: str, args: dict):
         command_of(command)
@@ -217,6 +232,7 @@ def _on_new_session(_sess) -> None:
 
 def _open(comm, open_msg) -> None:
     pin_to_main_shell(comm)
+    serve_pause_beside(comm)
     ch = DebugChannel(lambda m: comm.send(m))
     _channels.add(ch)
     pair = (comm, ch)

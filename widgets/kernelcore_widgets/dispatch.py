@@ -75,6 +75,11 @@ def _nothing(_value) -> None:
     return None
 
 
+def _paused(sess) -> None:
+    if not sess.request_pause():
+        raise RequestError("no move is running: nothing to pause")
+
+
 # command -> handler(session, namespace=..., **checked arguments); the argument-less moves call the session's
 # method of the same name
 HANDLERS = {
@@ -82,6 +87,7 @@ HANDLERS = {
     "run_n": lambda s, n, **_: _nothing(s.run_n(n)),
     "goto_pause": lambda s, pause, **_: _nothing(s.goto_pause(pause)),
     "goto_event": lambda s, event, **_: _nothing(s.goto_event(event)),
+    "pause": lambda s, **_: _paused(s),
     "break_add": _break_add,
     "break_enable": _break_enable,
     "break_remove": lambda s, id, **_: _nothing(s.remove_breakpoint(id)),
