@@ -4,7 +4,7 @@ import type { SampleValue, ValuePreview } from './contract.generated';
 export type { SampleValue, ValuePreview };
 
 /** generated from kernelcore_widgets/contract/commands.py */
-export type Command = "state" | "step" | "next" | "finish" | "step_timestep" | "cont" | "back" | "back_timestep" | "reverse_cont" | "present" | "run_to" | "run_n" | "goto_pause" | "goto_event" | "break_add" | "break_enable" | "break_remove" | "watch_add" | "provenance" | "tensor" | "tensor_send";
+export type Command = "state" | "step" | "next" | "finish" | "step_timestep" | "cont" | "back" | "back_timestep" | "reverse_cont" | "present" | "pause" | "run_to" | "run_n" | "goto_pause" | "goto_event" | "break_add" | "break_enable" | "break_remove" | "watch_add" | "provenance" | "tensor" | "tensor_send";
 
 export interface Request {
   type: "request";
@@ -303,7 +303,7 @@ export type WatchCond = "nan" | "overflow" | "zero" | "range" | "unchanged" | "g
 /** generated from kernelcore_widgets/contract/commands.py */
 export type SendWhat = "value" | "slice";
 
-export const COMMANDS = ["state", "step", "next", "finish", "step_timestep", "cont", "back", "back_timestep", "reverse_cont", "present", "run_to", "run_n", "goto_pause", "goto_event", "break_add", "break_enable", "break_remove", "watch_add", "provenance", "tensor", "tensor_send"] as const;
+export const COMMANDS = ["state", "step", "next", "finish", "step_timestep", "cont", "back", "back_timestep", "reverse_cont", "present", "pause", "run_to", "run_n", "goto_pause", "goto_event", "break_add", "break_enable", "break_remove", "watch_add", "provenance", "tensor", "tensor_send"] as const;
 
 export const BREAK_KINDS: readonly BreakKind[] = ["op_type", "op", "write", "nan"];
 export const WATCH_CONDS: readonly WatchCond[] = ["nan", "overflow", "zero", "range", "unchanged", "grad_norm", "update_ratio"];
@@ -321,6 +321,7 @@ export interface CommandArgs {
   back_timestep: Record<string, never>;
   reverse_cont: Record<string, never>;
   present: Record<string, never>;
+  pause: Record<string, never>;
   run_to: { block: number; op: number; timestep?: number | null };
   run_n: { n: number };
   goto_pause: { pause: number };
@@ -351,10 +352,10 @@ export const MOVES: readonly MoveSpec[] = [
   { name: "step", label: "Step", palette: "Kernelcore: Step (into sub-blocks)", help: "one op, into sub-blocks", commandId: "kernelcore:step", keys: "Accel Shift F11", backwards: false },
   { name: "next", label: "Next", palette: "Kernelcore: Next (over sub-blocks)", help: "one op of this block, over sub-blocks", commandId: "kernelcore:next", keys: "Accel Shift F10", backwards: false },
   { name: "finish", label: "Finish", palette: "Kernelcore: Finish (to the end of this block)", help: "to the end of this block", commandId: "kernelcore:finish", keys: "Accel Shift F12", backwards: false },
-  { name: "step_timestep", label: "Step t", palette: "Kernelcore: Step to the next timestep", help: "to the next timestep of the loop", commandId: "kernelcore:step-timestep", keys: "Accel Shift F8", backwards: false },
+  { name: "step_timestep", label: "Step timestep", palette: "Kernelcore: Step to the next timestep", help: "to the next timestep of the loop", commandId: "kernelcore:step-timestep", keys: "Accel Shift F8", backwards: false },
   { name: "cont", label: "Continue", palette: "Kernelcore: Continue", help: "to the next breakpoint or watch hit, or the end", commandId: "kernelcore:continue", keys: "Accel Shift F9", backwards: false },
   { name: "back", label: "Back", palette: "Kernelcore: Back one op", help: "one op back (time travel: nothing runs)", commandId: "kernelcore:back", keys: "Alt Shift F10", backwards: true },
-  { name: "back_timestep", label: "Back t", palette: "Kernelcore: Back to the previous timestep", help: "to the start of the previous timestep", commandId: "kernelcore:back-timestep", keys: "Alt Shift F8", backwards: true },
+  { name: "back_timestep", label: "Back timestep", palette: "Kernelcore: Back to the previous timestep", help: "to the start of the previous timestep", commandId: "kernelcore:back-timestep", keys: "Alt Shift F8", backwards: true },
   { name: "reverse_cont", label: "Reverse", palette: "Kernelcore: Reverse continue", help: "back to the previous breakpoint or watch hit", commandId: "kernelcore:reverse-continue", keys: "Alt Shift F9", backwards: true },
 ];
 

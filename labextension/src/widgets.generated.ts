@@ -51,6 +51,7 @@ export interface DebuggerTraits {
   frames: Frame[];
   stop_reason: string;
   finished: boolean;
+  busy: boolean;
   time_travel: number;
   breakpoints: Array<{ id: number; kind: string; text: string; enabled: boolean }>;
 }

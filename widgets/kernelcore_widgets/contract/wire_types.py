@@ -241,7 +241,7 @@ VarRef = str | None | list[str]
 
 
 # generated from kernelcore_widgets/contract/commands.py
-Command = Literal["state", "step", "next", "finish", "step_timestep", "cont", "back", "back_timestep", "reverse_cont", "present", "run_to", "run_n", "goto_pause", "goto_event", "break_add", "break_enable", "break_remove", "watch_add", "provenance", "tensor", "tensor_send"]
+Command = Literal["state", "step", "next", "finish", "step_timestep", "cont", "back", "back_timestep", "reverse_cont", "present", "pause", "run_to", "run_n", "goto_pause", "goto_event", "break_add", "break_enable", "break_remove", "watch_add", "provenance", "tensor", "tensor_send"]
 
 
 class Request(TypedDict):
