@@ -20,6 +20,7 @@ from ipywidgets import widget_serialization
 from ._base import STATIC, KCWidget
 from .contract.commands import BY_NAME, MOVE_NAMES
 from .dispatch import run_command
+from .pause_route import serve_pause_beside
 from .program_graph import ProgramGraph
 from .requests import brief
 from .rnn_stepper import STEPPED, RNNStepper
@@ -81,6 +82,7 @@ class Debugger(KCWidget):
     frames = t.List().tag(sync=True, ts="Frame[]")  # the cursor as frames, outermost first
     stop_reason = t.Unicode("").tag(sync=True)
     finished = t.Bool(False).tag(sync=True)       # the run has ended
+    busy = t.Bool(False).tag(sync=True)           # a move runs now: the view disables the moves and offers Pause
     time_travel = t.Int(-1).tag(sync=True)        # the pause shown when the cursor is in the past; -1: the present
     # the session's breakpoints and watches
     breakpoints = t.List().tag(sync=True, ts="Array<{ id: number; kind: string; text: string; enabled: boolean }>")
@@ -106,6 +108,7 @@ class Debugger(KCWidget):
                 d.refresh()
         self._follow = follow
         session.listeners.append(follow)
+        serve_pause_beside(getattr(self, "comm", None))
         self.refresh()
         _set_active(self)
 
@@ -156,11 +159,14 @@ class Debugger(KCWidget):
     # -- commands -------------------------------------------------------------------------------------
     def _run(self, command: str) -> Stop:
         s = self.session
+        self.busy = True  # synced at once: the view shows "running…" and Pause while the move runs
         try:
             run_command(s, command, run_errors_in_state=False)  # the session tells its listeners: we refresh
         except kc.KernelcoreError as e:  # the run failed: the session has ended and says why
             self.refresh()
             self.stop_reason = f"error: {e}"
+        finally:
+            self.busy = False
         return Stop(self.position, self.stop_reason, self.finished, list(self.frames))
 
     def command(self, name: str) -> Stop:
@@ -170,8 +176,20 @@ class Debugger(KCWidget):
         return self._run(name)
 
     # -- messages -------------------------------------------------------------------------------------
+    def pause(self) -> bool:
+        """Ask the move that is running (from another thread: the view's Pause) to stop before its next op;
+        False when none runs."""
+        return self.session.request_pause()
+
     def _messages(self) -> dict:
-        return {name: (lambda _c, name=name: self._run(name)) for name in COMMANDS}
+        moves = {name: (lambda _c, name=name: self._run(name)) for name in COMMANDS}
+        return {**moves, "pause": self._pause_message}
+
+    def _pause_message(self, _content) -> None:
+        """Served on the comm's subshell while a move runs (pause_route.py): it sets the session's flag and
+        nothing else; the move, when it stops, updates the traits."""
+        if not self.pause():
+            self._send_error("pause", "no move is running: nothing to pause")
 
     def _unknown_message(self, content) -> None:
         self.stop_reason = f"unknown message {brief(content)}"
