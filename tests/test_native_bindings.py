@@ -23,6 +23,8 @@ C_TO_CTYPES = {
     "const char *": ctypes.c_char_p,
     "const float *": ctypes.c_void_p,
     "float *": ctypes.c_void_p,
+    "const double *": ctypes.c_void_p,
+    "double *": ctypes.c_void_p,
     "const int64_t *": ctypes.c_void_p,
 }
 PROTOTYPE = re.compile(r"KC_EXPORT\s+(?P<ret>[\w\s*]+?)\s*\b(?P<name>kc_\w+)\s*\((?P<args>[^)]*)\)\s*;")
