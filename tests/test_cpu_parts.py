@@ -256,8 +256,8 @@ def test_a_cnns_classifier_and_its_gradients_run_in_parts(monkeypatch):
 def _split_conv_in_child(q):
     with threadpool_limits(2), P.split_run(np, True):
         x, w = np.ones((4, 3, 8, 8), np.float32), np.ones((5, 3, 3, 3), np.float32)
-        from kernelcore.ops import conv as C
-        q.put(float(C.conv_forward_parts(np, x, w, [1, 1], [(1, 1), (1, 1)], [1, 1], 1).sum()))
+        from kernelcore.native import conv as NC
+        q.put(float(NC.forward_in_parts(np, x, w, [1, 1], [(1, 1), (1, 1)], [1, 1], 1).sum()))
 
 
 @needs_blas
@@ -282,9 +282,9 @@ def test_a_forked_child_runs_parts_on_its_own_pool(monkeypatch):
 
 
 def _whole_conv():
-    from kernelcore.ops import conv as C
+    from kernelcore.native import conv as NC
     x, w = np.ones((4, 3, 8, 8), np.float32), np.ones((5, 3, 3, 3), np.float32)
-    return C.conv_forward(np, x, w, [1, 1], [(1, 1), (1, 1)], [1, 1], 1)
+    return NC.FAST.forward(np, x, w, [1, 1], [(1, 1), (1, 1)], [1, 1], 1)
 
 
 def test_without_a_blas_to_hold_nothing_splits(monkeypatch):
@@ -303,15 +303,15 @@ def test_short_ops_run_whole_and_long_ones_split():
     """The work estimate keeps ops that finish before a hand-off pays whole (MobileNetV2's 1x1 convolutions, a
     small momentum update) and splits the long ones (ResNet-18's 3x3 convolutions, a depthwise convolution on a
     16x16 map, whose multiply-adds weigh DEPTHWISE_WORK each)."""
-    from kernelcore.ops import conv as C
+    from kernelcore.native import conv as NC
     from kernelcore.ops import optimizer as O
     from kernelcore.ops import pool as Pool
 
     def parts(x, w, s=1):
-        return P.cpu_parts(np, C.conv_work(x, w, [s, s], x[1] if w[1] == 1 else 1))
+        return P.cpu_parts(np, NC.conv_work(x, w, [s, s], x[1] if w[1] == 1 else 1))
 
-    assert C.conv_work((8, 144, 16, 16), (144, 1, 3, 3), [1, 1], 144) == \
-        C.DEPTHWISE_WORK * C.conv_macs((8, 144, 16, 16), (144, 1, 3, 3), [1, 1])
+    assert NC.conv_work((8, 144, 16, 16), (144, 1, 3, 3), [1, 1], 144) == \
+        NC.DEPTHWISE_WORK * NC.conv_macs((8, 144, 16, 16), (144, 1, 3, 3), [1, 1])
     with threadpool_limits(2), P.split_run(np, True):
         assert parts((8, 64, 16, 16), (64, 64, 3, 3)) == 2
         assert parts((8, 512, 2, 2), (512, 512, 3, 3)) == 2

@@ -17,6 +17,7 @@ from threadpoolctl import threadpool_limits
 import kernelcore as kc
 from kernelcore.runtime import cpu_parts
 from kernelcore import native
+from kernelcore.native import conv as NC
 from kernelcore.ops import conv as C
 from kernelcore.runtime import fast_paths
 
@@ -272,18 +273,16 @@ DEPTHWISE_CASES = [
 def test_depthwise_convolution_in_c_equals_the_numpy_kernels(shape, ks, strides, pads, dils, monkeypatch):
     """The forward, Input@GRAD and Filter@GRAD, against the NumPy paths (per-channel columns, per-tap multiply-adds,
     the flipped-filter convolution) on strides, dilations, asymmetric and over-wide padding and 1x1 maps."""
-    from kernelcore.grad import conv as V
-    from kernelcore.ops import conv as C
     c = shape[1]
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal((c, 1, *ks)).astype(np.float32)
-    got = C.conv_forward(np, x, w, list(strides), list(pads), list(dils), c)
+    got = NC.FAST.forward(np, x, w, list(strides), list(pads), list(dils), c)
     g = rng.standard_normal(got.shape).astype(np.float32)
-    got_dx, got_dw = V.conv_grads_parts(np, x, w, g, list(strides), list(pads), list(dils), c, True, True)
-    only_dw = V.conv_grads_parts(np, x, w, g, list(strides), list(pads), list(dils), c, False, True)
+    got_dx, got_dw = NC.grads_in_parts(np, x, w, g, list(strides), list(pads), list(dils), c, True, True)
+    only_dw = NC.grads_in_parts(np, x, w, g, list(strides), list(pads), list(dils), c, False, True)
     _numpy_path(monkeypatch)
-    want = C.conv_forward(np, x, w, list(strides), list(pads), list(dils), c)
-    want_dx, want_dw = V.conv_grads_parts(np, x, w, g, list(strides), list(pads), list(dils), c, True, True)
+    want = NC.FAST.forward(np, x, w, list(strides), list(pads), list(dils), c)
+    want_dx, want_dw = NC.grads_in_parts(np, x, w, g, list(strides), list(pads), list(dils), c, True, True)
     _close(got, want)
     _close(got_dx, want_dx)
     _close(got_dw, want_dw, rtol=5e-5)
@@ -343,12 +342,11 @@ def test_conv_transpose_through_col2im_equals_the_numpy_adds(xshape, wshape, str
                                                              monkeypatch):
     """conv_transpose_forward (a convolution's Input@GRAD, conv2d_transpose's output) by one GEMM and col2im.c
     against its NumPy adds (the GEMMs differ in orientation, so to float32 rounding)."""
-    from kernelcore.ops import conv as C
     x = rng.standard_normal(xshape).astype(np.float32)
     w = rng.standard_normal(wshape).astype(np.float32)
-    got = C.conv_transpose_forward(np, x, w, list(strides), list(pads), list(dils), 1, list(out_hw))
+    got = NC.FAST.transpose_forward(np, x, w, list(strides), list(pads), list(dils), 1, list(out_hw))
     _numpy_path(monkeypatch)
-    want = C.conv_transpose_forward(np, x, w, list(strides), list(pads), list(dils), 1, list(out_hw))
+    want = NC.FAST.transpose_forward(np, x, w, list(strides), list(pads), list(dils), 1, list(out_hw))
     assert got.shape == want.shape == (xshape[0], wshape[1], *out_hw)
     _close(got, want)
 
@@ -357,13 +355,12 @@ def test_conv_transpose_through_col2im_equals_the_numpy_adds(xshape, wshape, str
 def test_depthwise_grad_with_an_output_gradient_of_the_wrong_shape_is_not_read_out_of_bounds(monkeypatch):
     """A hostile program's Output@GRAD that is not the forward's output shape takes the NumPy path, which says
     what is wrong; the C kernel, which trusts its geometry, never sees it."""
-    from kernelcore.grad import conv as V
     x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
     w = rng.standard_normal((3, 1, 3, 3)).astype(np.float32)
     called = []
     monkeypatch.setattr(native, "depthwise_conv2d_grads", lambda *a, **k: called.append(1))
     with pytest.raises(ValueError):
-        V.conv_grads_parts(np, x, w, np.zeros((1, 3, 8, 8), np.float32), [1, 1], [(1, 1), (1, 1)], [1, 1], 3,
+        NC.grads_in_parts(np, x, w, np.zeros((1, 3, 8, 8), np.float32), [1, 1], [(1, 1), (1, 1)], [1, 1], 3,
                            True, True)
     assert not called
 
@@ -713,9 +710,9 @@ def test_im2col_in_c_equals_the_window_view(shape, ks, strides, pads, dils, monk
     ways of writing a block."""
     x = rng.standard_normal(shape).astype(np.float32)
     outs = [C.conv_out_size(shape[2 + i], ks[i], pads[i], strides[i], dils[i]) for i in range(2)]
-    got = C.im2col(np, x, ks, strides, pads, dils, outs)
+    got = NC.FAST.im2col(np, x, ks, strides, pads, dils, outs)
     _numpy_path(monkeypatch)
-    np.testing.assert_array_equal(got, C.im2col(np, x, ks, strides, pads, dils, outs))
+    np.testing.assert_array_equal(got, NC.FAST.im2col(np, x, ks, strides, pads, dils, outs))
 
 
 CONV_CASES = [
@@ -758,11 +755,11 @@ def test_the_convolution_in_c_matches_the_numpy_path(xs, ws, strides, pads, dils
     monkeypatch.setattr(native, "conv2d", lambda *a: calls.append(1) or real(*a))
     for threads in (1, 2, 3):
         monkeypatch.setattr(native, "threads", lambda t=threads: t)
-        got[threads] = C.conv_forward(np, x, w, strides, pads, dils, 1)
+        got[threads] = NC.FAST.forward(np, x, w, strides, pads, dils, 1)
     assert len(calls) == 3, "the convolution did not take the C kernel"
     with monkeypatch.context() as m:
         m.setattr(native, "ready", lambda *a: False)
-        want = C.conv_forward(np, x, w, strides, pads, dils, 1)
+        want = NC.FAST.forward(np, x, w, strides, pads, dils, 1)
     assert len(calls) == 3
     assert got[1].shape == want.shape == (xs[0], ws[0], *outs)
     scale = np.sqrt(np.prod(ws[1:])) * 1e-5

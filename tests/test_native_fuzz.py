@@ -21,8 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from kernelcore import native
 from kernelcore.grad import norm as GN
-from kernelcore.grad import conv as V
-from kernelcore.ops import conv as C
+from kernelcore.native import conv as NC
 from kernelcore.ops import norm as N
 from kernelcore.runtime import fast_paths
 
@@ -107,12 +106,12 @@ def depthwise_inputs(shape, ks, outs, seed):
 
 def depthwise_forward(x, w, strides, pads, dils):
     c = x.shape[1]
-    return (C.conv_forward(np, x, w, strides, pads, dils, c),
-            C.conv_forward_parts(np, x, w, strides, pads, dils, c))
+    return (NC.FAST.forward(np, x, w, strides, pads, dils, c),
+            NC.forward_in_parts(np, x, w, strides, pads, dils, c))
 
 
 def depthwise_grads(x, w, g, strides, pads, dils, want_dx, want_dw):
-    return V.conv_grads_parts(np, x, w, g, strides, pads, dils, x.shape[1], want_dx, want_dw)
+    return NC.grads_in_parts(np, x, w, g, strides, pads, dils, x.shape[1], want_dx, want_dw)
 
 
 def describe(shape, ks, strides, pads, dils):
@@ -170,11 +169,11 @@ def test_depthwise_non_finite_values_land_where_numpys_do(case, data):
     x, w, g, rng = depthwise_inputs(shape, ks, outs, seed)
     where = describe(shape, ks, strides, pads, dils)
     bad_x, bad_g = put_specials(data.draw, x, rng), put_specials(data.draw, g, rng)
-    got_y = C.conv_forward(np, bad_x, w, strides, pads, dils, shape[1])
+    got_y = NC.FAST.forward(np, bad_x, w, strides, pads, dils, shape[1])
     got_dw = depthwise_grads(bad_x, w, g, strides, pads, dils, False, True)[1]
     got_g = depthwise_grads(x, w, bad_g, strides, pads, dils, True, True)
     with numpy_path():
-        want_y = C.conv_forward(np, bad_x, w, strides, pads, dils, shape[1])
+        want_y = NC.FAST.forward(np, bad_x, w, strides, pads, dils, shape[1])
         want_dw = depthwise_grads(bad_x, w, g, strides, pads, dils, False, True)[1]
         want_g = depthwise_grads(x, w, bad_g, strides, pads, dils, True, True)
     assert_matches(got_y, want_y, f"forward, specials in x, {where}")
@@ -205,9 +204,9 @@ def test_depthwise_forward_nan_or_inf_filter_tap_and_padding(special):
     w = np.ones((2, 1, 1, 2), np.float32)
     w[0, 0, 0, 0] = special                 # the left tap: in the left padding for the one output, x[0, 0, 0, 0]
     args = ([1, 1], [(0, 0), (1, 0)], [1, 1])
-    got = C.conv_forward(np, x, w, *args, 2)                         # [1, 1]: the right tap only, 1 * 1 = 1
+    got = NC.FAST.forward(np, x, w, *args, 2)                         # [1, 1]: the right tap only, 1 * 1 = 1
     with numpy_path():
-        want = C.conv_forward(np, x, w, *args, 2)                    # [nan, 1]: inf * 0 + 1 * 1
+        want = NC.FAST.forward(np, x, w, *args, 2)                    # [nan, 1]: inf * 0 + 1 * 1
     assert_c_sums_only_the_convolutions_terms(got, np.ones((1, 2, 1, 1), np.float32), want)
 
 
@@ -262,8 +261,8 @@ def test_convolution_through_c_columns_equals_numpy(case):
     g = rng.standard_normal((shape[0], o, *outs)).astype(np.float32)
 
     def run():
-        return (C.conv_forward(np, x, w, strides, pads, dils, groups),
-                *V.conv_grads_parts(np, x, w, g, strides, pads, dils, groups, True, True))
+        return (NC.FAST.forward(np, x, w, strides, pads, dils, groups),
+                *NC.grads_in_parts(np, x, w, g, strides, pads, dils, groups, True, True))
     got = run()
     with numpy_path():
         want = run()

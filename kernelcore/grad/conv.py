@@ -2,16 +2,17 @@
 Output@GRAD (the forward col2im body; at stride 1 the same thing as a plain convolution with the flipped filter,
 which takes the forward's faster path), Filter@GRAD one GEMM of Output@GRAD with the im2col columns of the input;
 transposed convolutions swap the two roles. Slots follow Paddle's grad ops.
+
+The bodies take the ConvBodies (kernelcore/ops/conv.py) whose forward, im2col and transposed convolution they are
+built on: the reference's here, a fast variant's in kernelcore/native/conv.py, which makes its kernels with
+`conv_grad_kernel` and `conv_transpose_grad_kernel` too.
 """
 from __future__ import annotations
 
 import itertools
 import math
-from functools import partial
 
 from ..ops import conv as C
-from .. import native
-from ..runtime.cpu_parts import chunks, cpu_parts, run_parts
 from ..ops._spatial import channels_first, layout_again
 from ..transforms.backward import standard, wanted
 
@@ -19,7 +20,7 @@ from ..transforms.backward import standard, wanted
 # ---------------------------------------------------------------------------
 # convolutions
 # ---------------------------------------------------------------------------
-def conv_filter_grad(xp, x, g, wshape, strides, pads, dils, groups):
+def conv_filter_grad(xp, x, g, wshape, strides, pads, dils, groups, bodies=C.REFERENCE):
     """dW[o, c, k] = sum over n, p of g[n, o, p] * Xpad[n, c, p * s + k * d] (channels first)."""
     n, c = x.shape[:2]
     o = wshape[0]
@@ -32,10 +33,10 @@ def conv_filter_grad(xp, x, g, wshape, strides, pads, dils, groups):
     x = xp.ascontiguousarray(x)
     blocks = C.column_blocks(xp, n, o // groups, c * math.prod(ks) * math.prod(outs), groups)
     if blocks is None:
-        return _filter_grad_gemm(xp, x, g, wshape, strides, pads, dils, groups)
+        return _filter_grad_gemm(xp, x, g, wshape, strides, pads, dils, groups, bodies)
     dw = None
     for s in blocks:  # a block of images at a time, the columns in cache (C.COLUMN_BLOCK)
-        part = _filter_grad_gemm(xp, x[s], g[s], wshape, strides, pads, dils, groups)
+        part = _filter_grad_gemm(xp, x[s], g[s], wshape, strides, pads, dils, groups, bodies)
         dw = part if dw is None else xp.add(dw, part, out=dw)
     return dw
 
@@ -58,7 +59,7 @@ def _depthwise_filter_grad_channels_last(xp, xpad, g, ks, strides, dils):
     return xp.ascontiguousarray(dw.T).reshape(c, 1, *ks)
 
 
-def _filter_grad_gemm(xp, x, g, wshape, strides, pads, dils, groups):
+def _filter_grad_gemm(xp, x, g, wshape, strides, pads, dils, groups, bodies=C.REFERENCE):
     """conv_filter_grad's general path: Output@GRAD times the im2col columns of the (unpadded) input, one GEMM per
     group."""
     n = x.shape[0]
@@ -66,13 +67,13 @@ def _filter_grad_gemm(xp, x, g, wshape, strides, pads, dils, groups):
     ks = wshape[2:]
     outs = g.shape[2:]
     p = math.prod(outs)
-    cols = C.im2col(xp, x, ks, strides, pads, dils, outs).reshape(groups, cg * math.prod(ks), n * p)
+    cols = bodies.im2col(xp, x, ks, strides, pads, dils, outs).reshape(groups, cg * math.prod(ks), n * p)
     og = o // groups
     gm = xp.ascontiguousarray(g.reshape(n, groups, og, p).transpose(1, 2, 0, 3)).reshape(groups, og, n * p)
     return xp.matmul(gm, cols.transpose(0, 2, 1)).reshape(wshape)
 
 
-def conv_input_grad(xp, g, w, strides, pads, dils, groups, in_sizes, in_channels):
+def conv_input_grad(xp, g, w, strides, pads, dils, groups, in_sizes, in_channels, bodies=C.REFERENCE):
     """Input@GRAD of conv_forward (channels first). Stride 1: a plain convolution of Output@GRAD with the filter
     flipped in space and transposed per group (in <-> out channels), padded by dilation * (kernel - 1) - pad on
     each side; that takes the forward's im2col + GEMM path (or its 1x1 GEMM, or its depthwise multiply-adds)
@@ -91,10 +92,10 @@ def conv_input_grad(xp, g, w, strides, pads, dils, groups, in_sizes, in_channels
             og = o // groups
             wt = xp.flip(w.reshape(groups, og, cg, *ks).swapaxes(1, 2), axis=tuple(range(3, 3 + nd)))
             wt = xp.ascontiguousarray(wt).reshape(groups * cg, og, *ks)
-            return C.conv_forward(xp, g, wt, [1] * nd, full, dils, groups)
+            return bodies.forward(xp, g, wt, [1] * nd, full, dils, groups)
     if groups == in_channels and w.shape[1] == 1 and groups > 1:
         return _depthwise_input_grad(xp, g, w, strides, pads, dils, in_channels, in_sizes)
-    return C.conv_transpose_forward(xp, g, w, strides, pads, dils, groups, in_sizes)
+    return bodies.transpose_forward(xp, g, w, strides, pads, dils, groups, in_sizes)
 
 
 def _depthwise_input_grad(xp, g, w, strides, pads, dils, c, in_sizes):
@@ -141,78 +142,57 @@ def _grad_operands(xp, ins, attrs, nd):
     return x, w, g, fmt, groups, C.conv_geometry(attrs.__getitem__, x.shape[2:], w.shape[2:], nd)
 
 
+def conv_grads(xp, x, w, g, strides, pads, dils, groups, want_dx, want_dw):
+    """(Input@GRAD, Filter@GRAD) of a convolution (channels first), None where not wanted: the reference."""
+    return (conv_input_grad(xp, g, w, strides, pads, dils, groups, list(x.shape[2:]), x.shape[1]) if want_dx
+            else None,
+            conv_filter_grad(xp, x, g, w.shape, strides, pads, dils, groups) if want_dw else None)
+
+
+def conv_grad_kernel(fwd_type, nd, grads):
+    """The kernel of an nd-D convolution's gradient that runs `grads` (conv_grads' signature) on the operands."""
+    def kernel(ctx, ins, attrs):
+        xp = ctx.xp
+        x, w, g, fmt, groups, (strides, pads, dils) = _grad_operands(xp, ins, attrs, nd)
+        dx, dw = grads(xp, x, w, g, strides, pads, dils, groups,
+                       wanted(ctx, "Input@GRAD"), wanted(ctx, "Filter@GRAD"))
+        return (None if dx is None else layout_again(xp, dx, fmt)), dw
+
+    kernel.__name__ = f"{fwd_type}_grad"
+    return kernel
+
+
 def _conv_grad(fwd_type, nd):
     d = standard(fwd_type, ins=("Input", "Filter"), out_grads=("Output",), in_grads=("Input", "Filter"),
                  comment=f"The gradient of {fwd_type}: Input@GRAD = the transposed convolution of Output@GRAD "
                          "with Filter; Filter@GRAD = Output@GRAD times the im2col columns of Input.")
+    d.kernel()(conv_grad_kernel(fwd_type, nd, conv_grads))
+    d.runs_in_parts = True  # its fast variant (kernelcore/native/conv.py) splits it over the cores
 
-    @d.kernel()
+
+def conv_transpose_grad_kernel(fwd_type, nd, bodies):
+    """The kernel of an nd-D transposed convolution's gradient, built on `bodies` (a ConvBodies)."""
     def kernel(ctx, ins, attrs):
         xp = ctx.xp
         x, w, g, fmt, groups, (strides, pads, dils) = _grad_operands(xp, ins, attrs, nd)
-        dx, dw = conv_grads_parts(xp, x, w, g, strides, pads, dils, groups,
-                                  wanted(ctx, "Input@GRAD"), wanted(ctx, "Filter@GRAD"))
-        return (None if dx is None else layout_again(xp, dx, fmt)), dw
+        dx = dw = None
+        if wanted(ctx, "Input@GRAD"):
+            full = bodies.forward(xp, g, w, strides, pads, dils, groups)
+            dx = layout_again(xp, xp.ascontiguousarray(full[(slice(None), slice(None)) +
+                                                     tuple(slice(0, s) for s in x.shape[2:])]), fmt)
+        if wanted(ctx, "Filter@GRAD"):
+            dw = conv_filter_grad(xp, g, x, w.shape, strides, pads, dils, groups, bodies)
+        return dx, dw
 
     kernel.__name__ = f"{fwd_type}_grad"
-    d.runs_in_parts = True
-
-
-def conv_grads_parts(xp, x, w, g, strides, pads, dils, groups, want_dx, want_dw):
-    """(Input@GRAD, Filter@GRAD) of a convolution, None where not wanted, in parts on the CPU's cores
-    (kernelcore/runtime/cpu_parts.py): Input@GRAD by images, Filter@GRAD by input channels (one group) or by
-    groups; each element sums the same terms as the whole op's."""
-    n, c = x.shape[:2]
-    if native.depthwise_ready(xp, x, w, groups) and g.shape == (n, c, *(
-            C.conv_out_size(x.shape[2 + i], w.shape[2 + i], pads[i], strides[i], dils[i]) for i in range(2))):
-        # kernelcore/native/depthwise_conv.c: both gradients a plane at a time, its own threads
-        return native.depthwise_conv2d_grads(x, w, g, strides, [lo for lo, _ in pads], dils, want_dx, want_dw)
-    # each part makes one of the two gradients (or a share of one): the split pays when one outlasts the hand-off
-    # (MobileNetV2's 1x1 convolutions' gradients, 0.2-0.6 ms together, ran 5-35% slower split)
-    parts = cpu_parts(xp, C.conv_work(x.shape, w.shape, strides, groups))
-    if parts < 2:
-        return (conv_input_grad(xp, g, w, strides, pads, dils, groups, list(x.shape[2:]), c) if want_dx else None,
-                conv_filter_grad(xp, x, g, w.shape, strides, pads, dils, groups) if want_dw else None)
-    calls = [partial(conv_input_grad, xp, g[s], w, strides, pads, dils, groups, list(x.shape[2:]), c)
-             for s in chunks(n, (parts + 1) // 2 if want_dw else parts)] if want_dx else []
-    dx_calls = len(calls)
-    if want_dw:
-        o, cg = w.shape[:2]
-        dw_parts = parts - dx_calls
-        if groups == 1:  # by input channels: Filter@GRAD's columns
-            calls += [partial(conv_filter_grad, xp, x[:, s], g, (o, s.stop - s.start, *w.shape[2:]), strides, pads,
-                              dils, 1) for s in chunks(c, dw_parts)]
-        else:  # by groups: Filter@GRAD's rows
-            og = o // groups
-            calls += [partial(conv_filter_grad, xp, x[:, s.start * cg:s.stop * cg], g[:, s.start * og:s.stop * og],
-                              ((s.stop - s.start) * og, *w.shape[1:]), strides, pads, dils, s.stop - s.start)
-                      for s in chunks(groups, dw_parts)]
-    done = run_parts(calls)
-    dx = (done[0] if dx_calls == 1 else xp.concatenate(done[:dx_calls])) if want_dx else None
-    dws = done[dx_calls:]
-    dw = (dws[0] if len(dws) == 1 else xp.concatenate(dws, axis=1 if groups == 1 else 0)) if want_dw else None
-    return dx, dw
+    return kernel
 
 
 def _conv_transpose_grad(fwd_type, nd):
     d = standard(fwd_type, ins=("Input", "Filter"), out_grads=("Output",), in_grads=("Input", "Filter"),
                  comment=f"The gradient of {fwd_type}: Input@GRAD = the convolution of Output@GRAD with Filter; "
                          "Filter@GRAD = Input times the im2col columns of Output@GRAD.")
-
-    @d.kernel()
-    def kernel(ctx, ins, attrs):
-        xp = ctx.xp
-        x, w, g, fmt, groups, (strides, pads, dils) = _grad_operands(xp, ins, attrs, nd)
-        dx = dw = None
-        if wanted(ctx, "Input@GRAD"):
-            full = C.conv_forward(xp, g, w, strides, pads, dils, groups)
-            dx = layout_again(xp, xp.ascontiguousarray(full[(slice(None), slice(None)) +
-                                                     tuple(slice(0, s) for s in x.shape[2:])]), fmt)
-        if wanted(ctx, "Filter@GRAD"):
-            dw = conv_filter_grad(xp, g, x, w.shape, strides, pads, dils, groups)
-        return dx, dw
-
-    kernel.__name__ = f"{fwd_type}_grad"
+    d.kernel()(conv_transpose_grad_kernel(fwd_type, nd, C.REFERENCE))
 
 
 for _t, _nd in (("conv2d", 2), ("depthwise_conv2d", 2), ("conv3d", 3)):

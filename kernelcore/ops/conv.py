@@ -1,10 +1,7 @@
 """Convolutions with Paddle's slots and attributes: conv2d, depthwise_conv2d, conv3d, conv2d_transpose,
-depthwise_conv2d_transpose, conv3d_transpose.
+depthwise_conv2d_transpose, conv3d_transpose: the reference kernels, over xp.
 
-One N-d body serves 2-D and 3-D (Paddle writes conv2d for Conv1D, with unsqueeze2/squeeze2 around it). On the
-host, float32 2-D convolutions of one group go to kernelcore/native/conv_gemm.c (im2col straight into its GEMM's
-panels, the output written in NCHW) and depthwise ones to depthwise_conv.c; elsewhere (the GPU, other dtypes, groups,
-3-D, no C library):
+One N-d body serves 2-D and 3-D (Paddle writes conv2d for Conv1D, with unsqueeze2/squeeze2 around it):
   * grouped/ordinary convolution: im2col through an `as_strided` window view of the padded input, laid out
     (group, Cin/groups * kernel, batch * output pixels), then one GEMM per group (`xp.matmul` over the group
     stack): weights (groups, Cout/groups, Cin/groups * kernel) @ columns;
@@ -14,19 +11,19 @@ panels, the output written in NCHW) and depthwise ones to depthwise_conv.c; else
   * transposed convolution: one GEMM (weights^T @ input) to columns, then col2im as one strided add per
     kernel offset.
 The only Python loops run over groups-free kernel offsets, never over pixels, channels or the batch.
+
+The bodies are the methods of ConvBodies, and the kernels are made from them: kernelcore/native/conv.py's fast
+variants (2-D float32 convolutions in C, work in parts on the cores) subclass it and replace its leaves.
 """
 from __future__ import annotations
 
 import itertools
 import math
-from functools import partial
 
 import numpy as np
 
 from ..ir.proto.framework_pb2 import AttrType as A
-from .. import native
 from ..ir.registry import Attr, In, Out, register_op
-from ..runtime.cpu_parts import chunks, cpu_parts, run_parts_into
 from ._spatial import attr_or, channel_last, check_ints, conv_out_size, pairs, update_padding
 
 
@@ -53,59 +50,16 @@ def pad_spatial(xp, x, pads):
     return out
 
 
-def conv_forward(xp, x, w, strides, pads, dils, groups):
-    """Out[n, o, p...] = sum_{c in o's group, k...} W[o, c, k...] * Xpad[n, c, p*s + k*d ...]."""
-    n, c = x.shape[:2]
-    nd = x.ndim - 2
-    o, cg = w.shape[:2]
-    ks = w.shape[2:]
-    outs = [conv_out_size(x.shape[2 + i], ks[i], pads[i], strides[i], dils[i]) for i in range(nd)]
+def output_sizes(x_shape, w_shape, strides, pads, dils):
+    """The output's spatial size of a convolution (channels first), or a ValueError where it would be empty."""
+    nd = len(x_shape) - 2
+    ks = w_shape[2:]
+    outs = [conv_out_size(x_shape[2 + i], ks[i], pads[i], strides[i], dils[i]) for i in range(nd)]
     if any(v <= 0 for v in outs):
-        padded = [x.shape[2 + i] + pads[i][0] + pads[i][1] for i in range(nd)]
+        padded = [x_shape[2 + i] + pads[i][0] + pads[i][1] for i in range(nd)]
         raise ValueError(f"the output would be empty: padded input {padded}, kernel {list(ks)}, "
                          f"dilations {dils}, strides {strides}")
-    if groups == c and cg == 1 and c > 1:
-        if native.depthwise_ready(xp, x, w, groups):  # kernelcore/native/depthwise_conv.c: no padded copy
-            return native.depthwise_conv2d(x, w, strides, [lo for lo, _ in pads], dils, outs)
-        return _depthwise(xp, pad_spatial(xp, x, pads) if any(lo or hi for lo, hi in pads) else x, w, strides,
-                          dils, outs)
-    if native.conv2d_ready(xp, x, w, groups):  # kernelcore/native/conv_gemm.c: im2col into its GEMM's panels
-        return native.conv2d(x, w, strides, [lo for lo, _ in pads], dils, outs)
-    x = xp.ascontiguousarray(x)
-    og, k = o // groups, math.prod(ks)
-    p = math.prod(outs)
-    if (all(v == 1 for v in ks) and all(s == 1 for s in strides) and not any(lo or hi for lo, hi in pads)
-            and p >= 16):
-        # 1x1, stride 1: the input already is the column matrix, per image (tiny maps take the folded path
-        # below: one GEMM over batch * pixels beats n GEMMs of a few columns, 2x on 2x2 maps)
-        cols = x.reshape(n, groups, cg, p)
-        out = xp.matmul(w.reshape(groups, og, cg), cols)            # (n, groups, og, p): no im2col copy
-        return out.reshape(n, o, *outs)
-    blocks = column_blocks(xp, n, og, groups * cg * k * p, groups)
-    if blocks is None:
-        return _im2col_gemm(xp, x, w, strides, pads, dils, groups, outs)
-    out = xp.empty((n, o, *outs), dtype=xp.result_type(x, w))
-    for s in blocks:
-        out[s] = _im2col_gemm(xp, x[s], w, strides, pads, dils, groups, outs)
-    return out
-
-
-def im2col(xp, x, ks, strides, pads, dils, outs):
-    """The im2col columns of x (N, C, spatial...) for a convolution with kernel `ks`: (C * prod(ks), N * prod(outs)),
-    rows (channel, kernel offset...), columns (image, output position...). Float32 2-D on the host: in C
-    (kernelcore/native/im2col.c), the padding written as zeros; else the padded input's window view, copied."""
-    nd = x.ndim - 2
-    if nd == 2 and native.ready(xp, x):
-        return native.im2col(x, ks, strides, [lo for lo, _ in pads], dils, outs)
-    if any(lo or hi for lo, hi in pads):
-        x = pad_spatial(xp, x, pads)
-    n, c = x.shape[:2]
-    es = x.strides
-    view = _strided(xp)(
-        x, shape=(c, *ks, n, *outs),
-        strides=(es[1], *(es[2 + i] * dils[i] for i in range(nd)), es[0],
-                 *(es[2 + i] * strides[i] for i in range(nd))))
-    return view.reshape(c * math.prod(ks), n * math.prod(outs))       # the copy
+    return outs
 
 
 # A GEMM with few rows (output channels per group) reads each column once for few multiply-adds, so it runs at
@@ -127,58 +81,79 @@ def column_blocks(xp, n, rows, per_image, groups=1):
     return [slice(i, min(n, i + step)) for i in range(0, n, step)] if step < n else None
 
 
-def _im2col_gemm(xp, x, w, strides, pads, dils, groups, outs):
-    """conv_forward's general path: the im2col columns of the (unpadded) input, one GEMM per group, the result
-    back to (N, Cout, out spatial...)."""
-    n = x.shape[0]
-    o, cg = w.shape[:2]
-    ks = w.shape[2:]
-    og, k, p = o // groups, math.prod(ks), math.prod(outs)
-    cols = im2col(xp, x, ks, strides, pads, dils, outs).reshape(groups, cg * k, n * p)
-    out = xp.matmul(w.reshape(groups, og, cg * k), cols)              # (groups, og, n * p)
-    out = out.reshape(o, n, p).transpose(1, 0, 2)
-    return xp.ascontiguousarray(out).reshape(n, o, *outs)
+class ConvBodies:
+    """The convolutions' bodies (channels first), over xp: the reference. The bodies built on others reach them
+    through `self` (the forward its im2col, the gradients in kernelcore/grad/conv.py the forward, im2col and the
+    transposed convolution through the object they are given), so a subclass that replaces these leaves
+    (kernelcore/native/conv.py) has every body built on them take its leaves."""
+
+    def forward(self, xp, x, w, strides, pads, dils, groups):
+        """Out[n, o, p...] = sum_{c in o's group, k...} W[o, c, k...] * Xpad[n, c, p*s + k*d ...]."""
+        n, c = x.shape[:2]
+        o, cg = w.shape[:2]
+        ks = w.shape[2:]
+        outs = output_sizes(x.shape, w.shape, strides, pads, dils)
+        if groups == c and cg == 1 and c > 1:
+            return _depthwise(xp, pad_spatial(xp, x, pads) if any(lo or hi for lo, hi in pads) else x, w, strides,
+                              dils, outs)
+        x = xp.ascontiguousarray(x)
+        og, k = o // groups, math.prod(ks)
+        p = math.prod(outs)
+        if (all(v == 1 for v in ks) and all(s == 1 for s in strides) and not any(lo or hi for lo, hi in pads)
+                and p >= 16):
+            # 1x1, stride 1: the input already is the column matrix, per image (tiny maps take the folded path
+            # below: one GEMM over batch * pixels beats n GEMMs of a few columns, 2x on 2x2 maps)
+            cols = x.reshape(n, groups, cg, p)
+            out = xp.matmul(w.reshape(groups, og, cg), cols)            # (n, groups, og, p): no im2col copy
+            return out.reshape(n, o, *outs)
+        blocks = column_blocks(xp, n, og, groups * cg * k * p, groups)
+        if blocks is None:
+            return self._im2col_gemm(xp, x, w, strides, pads, dils, groups, outs)
+        out = xp.empty((n, o, *outs), dtype=xp.result_type(x, w))
+        for s in blocks:
+            out[s] = self._im2col_gemm(xp, x[s], w, strides, pads, dils, groups, outs)
+        return out
+
+    def im2col(self, xp, x, ks, strides, pads, dils, outs):
+        """The im2col columns of x (N, C, spatial...) for a convolution with kernel `ks`: (C * prod(ks),
+        N * prod(outs)), rows (channel, kernel offset...), columns (image, output position...): the padded
+        input's window view, copied."""
+        nd = x.ndim - 2
+        if any(lo or hi for lo, hi in pads):
+            x = pad_spatial(xp, x, pads)
+        n, c = x.shape[:2]
+        es = x.strides
+        view = _strided(xp)(
+            x, shape=(c, *ks, n, *outs),
+            strides=(es[1], *(es[2 + i] * dils[i] for i in range(nd)), es[0],
+                     *(es[2 + i] * strides[i] for i in range(nd))))
+        return view.reshape(c * math.prod(ks), n * math.prod(outs))       # the copy
+
+    def _im2col_gemm(self, xp, x, w, strides, pads, dils, groups, outs):
+        """forward's general path: the im2col columns of the (unpadded) input, one GEMM per group, the result
+        back to (N, Cout, out spatial...)."""
+        n = x.shape[0]
+        o, cg = w.shape[:2]
+        ks = w.shape[2:]
+        og, k, p = o // groups, math.prod(ks), math.prod(outs)
+        cols = self.im2col(xp, x, ks, strides, pads, dils, outs).reshape(groups, cg * k, n * p)
+        out = xp.matmul(w.reshape(groups, og, cg * k), cols)              # (groups, og, n * p)
+        out = out.reshape(o, n, p).transpose(1, 0, 2)
+        return xp.ascontiguousarray(out).reshape(n, o, *outs)
+
+    def transpose_forward(self, xp, x, w, strides, pads, dils, groups, out_sizes):
+        """The gradient of forward with respect to its input: Out = col2im(W^T @ X), one GEMM per group and
+        one strided add per kernel offset, in the same order either way. The adds' innermost loop runs along
+        whichever is longer, the output channels (columns and sum laid out channels-last, the result brought back
+        channels-first) or the input's last spatial dim (channels-first): a NumPy add over rows of 2 pixels costs
+        ~10x what it costs over rows of 512 channels (ResNet-18's last stage, the input gradients of its
+        512-channel convolutions on 2x2 maps, ran 1.7x faster so)."""
+        return conv_transpose_forward(xp, x, w, strides, pads, dils, groups, out_sizes)
 
 
-# a depthwise convolution's multiply-add costs ~16 of a GEMM-bound one's (per-channel products, no BLAS
-# blocking): MobileNetV2's depthwise layers on 16x16 maps, 2.7M multiply-adds, took 0.9 ms on one core
-DEPTHWISE_WORK = 16
-
-
-def conv_macs(x_shape, w_shape, strides) -> int:
-    """About how many multiply-adds a convolution of these shapes makes (output pixels from input / stride)."""
-    return (x_shape[0] * math.prod(w_shape) * math.prod(x_shape[2:])) // max(1, math.prod(strides))
-
-
-def conv_work(x_shape, w_shape, strides, groups) -> int:
-    """A convolution's work in kernelcore/runtime/cpu_parts.py's units: its multiply-adds, scaled for the depthwise path."""
-    depthwise = groups == x_shape[1] and w_shape[1] == 1 and groups > 1
-    return conv_macs(x_shape, w_shape, strides) * (DEPTHWISE_WORK if depthwise else 1)
-
-
-def conv_forward_parts(xp, x, w, strides, pads, dils, groups):
-    """conv_forward in parts on the CPU's cores (kernelcore/runtime/cpu_parts.py): by images where the columns
-    outweigh the filter (early layers: many pixels), else by output channels, so that each part reads its share
-    of the filter (late layers: ResNet-18's 512x512x3x3 filter on 2x2 maps ran 1.9x slower split by images)."""
-    # the C kernels (depthwise, one-group 2-D) share their loops out over the cores themselves
-    in_c = native.depthwise_ready(xp, x, w, groups) or native.conv2d_ready(xp, x, w, groups)
-    parts = 1 if in_c else cpu_parts(xp, conv_work(x.shape, w.shape, strides, groups))
-    n, o = x.shape[0], w.shape[0]
-    if parts < 2:
-        return conv_forward(xp, x, w, strides, pads, dils, groups)
-    out_pixels = n * math.prod(x.shape[2:]) // max(1, math.prod(strides))
-    shape = (n, o, *(conv_out_size(x.shape[2 + i], w.shape[2 + i], pads[i], strides[i], dils[i])
-                     for i in range(x.ndim - 2)))
-    dtype = xp.result_type(x, w)
-    if any(v <= 0 for v in shape[2:]):
-        return conv_forward(xp, x, w, strides, pads, dils, groups)  # which says why the output would be empty
-    if groups == 1 and out_pixels < o and o > 1:
-        return run_parts_into(xp, shape, dtype, 1, [(s, partial(conv_forward, xp, x, w[s], strides, pads, dils, 1))
-                                                    for s in chunks(o, parts)])
-    if n < 2:
-        return conv_forward(xp, x, w, strides, pads, dils, groups)
-    return run_parts_into(xp, shape, dtype, 0, [(s, partial(conv_forward, xp, x[s], w, strides, pads, dils, groups))
-                                                for s in chunks(n, parts)])
+REFERENCE = ConvBodies()
+conv_forward = REFERENCE.forward
+im2col = REFERENCE.im2col
 
 
 def _depthwise(xp, xpad, w, strides, dils, outs):
@@ -230,24 +205,11 @@ def _depthwise(xp, xpad, w, strides, dils, outs):
             out += tmp  # `out` and `tmp` are fresh arrays of ours
     return out
 
-
 def conv_transpose_forward(xp, x, w, strides, pads, dils, groups, out_sizes):
-    """The gradient of conv_forward with respect to its input: Out = col2im(W^T @ X), one GEMM per group and
-    one strided add per kernel offset, in the same order either way. The adds' innermost loop runs along whichever
-    is longer, the output channels (columns and sum laid out channels-last, the result brought back channels-first)
-    or the input's last spatial dim (channels-first): a NumPy add over rows of 2 pixels costs ~10x what it costs
-    over rows of 512 channels (ResNet-18's last stage, the input gradients of its 512-channel convolutions on 2x2
-    maps, ran 1.7x faster so)."""
+    """ConvBodies.transpose_forward's reference (see there)."""
     n, cin = x.shape[:2]
     ins, og, ks = x.shape[2:], w.shape[1], w.shape[2:]
     cg, p = cin // groups, math.prod(ins)
-    if len(ins) == 2 and groups == 1 and native.ready(xp, x, w):
-        # kernelcore/native/col2im.c: the columns [og * taps, n * p] from one GEMM, added a plane at a time in
-        # cache, in the same order as the adds below (ResNet-18's 128-channel input gradients on 8x8 maps: the adds
-        # took 1.4 ms of 2.4 on one thread)
-        xm = xp.ascontiguousarray(x.reshape(n, cin, p).transpose(1, 0, 2)).reshape(cin, n * p)
-        cols = xp.matmul(w.reshape(cin, og * math.prod(ks)).T, xm)
-        return native.col2im(cols, n, og, out_sizes, ks, strides, [lo for lo, _ in pads], dils, ins)
     full = [max((ins[i] - 1) * strides[i] + dils[i] * (ks[i] - 1) + 1, pads[i][0] + out_sizes[i])
             for i in range(len(ins))]                                  # every tap's reach, and the padded output
     crop = tuple(slice(pads[i][0], pads[i][0] + out_sizes[i]) for i in range(len(ins)))
@@ -276,7 +238,6 @@ def tap_window(offs, ins, strides, dils):
     """The spatial slices that kernel offset `offs` of every input pixel lands on in the col2im buffer."""
     return tuple(slice(offs[i] * dils[i], offs[i] * dils[i] + strides[i] * (ins[i] - 1) + 1, strides[i])
                  for i in range(len(ins)))
-
 
 # ---------------------------------------------------------------------------
 # attribute handling shared by the kernels and shape inference
@@ -424,7 +385,14 @@ def _make_conv(op_type, nd, layout, comment):
 
     d.infer_shape = infer
 
-    @d.kernel()
+    d.kernel()(conv_kernel(op_type, nd, conv_forward))
+    d.runs_in_parts = True  # its fast variant (kernelcore/native/conv.py) splits it over the cores
+    return d
+
+
+def conv_kernel(op_type, nd, forward):
+    """The kernel of an nd-D convolution that runs `forward(xp, x, w, strides, pads, dils, groups)` (channels
+    first) on the operands: REFERENCE's forward, or a fast variant's."""
     def kernel(ctx, ins, attrs):
         x, w = ins
         xp = ctx.xp
@@ -432,11 +400,10 @@ def _make_conv(op_type, nd, layout, comment):
         _check_input(x, w, nd, groups, fmt, False)
         x = _in_layout(xp, x, fmt)
         strides, pads, dils = conv_geometry(attrs.__getitem__, x.shape[2:], w.shape[2:], nd)
-        return (_out_layout(xp, conv_forward_parts(xp, x, w, strides, pads, dils, groups), fmt),)
+        return (_out_layout(xp, forward(xp, x, w, strides, pads, dils, groups), fmt),)
 
     kernel.__name__ = op_type
-    d.runs_in_parts = True
-    return d
+    return kernel
 
 
 def _make_conv_transpose(op_type, nd, layout, comment):
@@ -450,20 +417,11 @@ def _make_conv_transpose(op_type, nd, layout, comment):
                      "dilation * (kernel - 1) + 1 (+ output_padding), or output_size")],
         attrs=_common_attrs(nd, layout, transpose=True))
 
-    def geometry(get, x, w):
-        fmt, groups = get("data_format"), get("groups")
-        _check_input(x, w, nd, groups, fmt, True)
-        sp = x.shape[1:-1] if channel_last(fmt) else x.shape[2:]
-        strides, pads, dils = conv_geometry(get, sp, w.shape[2:], nd)
-        outs = transpose_out_sizes(sp, w.shape[2:], strides, pads, dils, get("output_size"),
-                                   get("output_padding"))
-        return strides, pads, dils, outs
-
     def infer(ic):
         x, w = _Shape(ic.shape("Input")), _Shape(ic.shape("Filter"))
         get = lambda n: attr_or(ic, n, d.attrs[n].default)  # noqa: E731
         try:
-            *_, outs = geometry(get, x, w)
+            *_, outs = transpose_geometry(nd, get, x, w)
         except ValueError as e:
             ic.fail(str(e))
         cout = w.shape[1] * get("groups")
@@ -472,18 +430,34 @@ def _make_conv_transpose(op_type, nd, layout, comment):
 
     d.infer_shape = infer
 
-    @d.kernel()
+    d.kernel()(conv_transpose_kernel(op_type, nd, REFERENCE))
+    return d
+
+
+def transpose_geometry(nd, get, x, w):
+    """(strides, (before, after) pads, dilations, output spatial size) of an nd-D transposed convolution whose
+    attributes `get` reads."""
+    fmt, groups = get("data_format"), get("groups")
+    _check_input(x, w, nd, groups, fmt, True)
+    sp = x.shape[1:-1] if channel_last(fmt) else x.shape[2:]
+    strides, pads, dils = conv_geometry(get, sp, w.shape[2:], nd)
+    outs = transpose_out_sizes(sp, w.shape[2:], strides, pads, dils, get("output_size"), get("output_padding"))
+    return strides, pads, dils, outs
+
+
+def conv_transpose_kernel(op_type, nd, bodies):
+    """The kernel of an nd-D transposed convolution run by `bodies` (a ConvBodies)."""
     def kernel(ctx, ins, attrs):
         x, w, _bias = ins
         xp = ctx.xp
         fmt = attrs["data_format"]
-        strides, pads, dils, outs = geometry(attrs.__getitem__, x, w)
+        strides, pads, dils, outs = transpose_geometry(nd, attrs.__getitem__, x, w)
         x = _in_layout(xp, x, fmt)
-        y = conv_transpose_forward(xp, x, w, strides, pads, dils, attrs["groups"], outs)
+        y = bodies.transpose_forward(xp, x, w, strides, pads, dils, attrs["groups"], outs)
         return (_out_layout(xp, y, fmt),)
 
     kernel.__name__ = op_type
-    return d
+    return kernel
 
 
 CONV_DOC = ("{nd}-D convolution (cross-correlation, as Paddle): Output[n, o, p] = sum over the input channels "
