@@ -10,7 +10,10 @@
  * The details panel offers debug actions (debugactions.ts): an op's "Break here" / "Run to here", a variable's
  * "Break on write" / "Watch...", sent as `debug` messages and answered in the `debug` trait.
  *
- * Traits: program, pruned_program, selected, details, search, collapsed, debug. See docs/frontend-contract.md.
+ * An overlay (trait `overlay_spec`, overlay.ts) colours ops or variables by a number each, with a legend.
+ *
+ * Traits: program, pruned_program, selected, details, search, collapsed, debug, ran, run_diff, overlay_spec.
+ * See docs/frontend-contract.md.
  */
 import { DebugActions, renderActions, targetOf, WidgetDebugActions } from '../debugactions';
 import { button, clear, h, nextTask } from '../dom';
@@ -18,6 +21,7 @@ import { localDetails, renderNodeDetails } from '../details';
 import { DRAW_LIMIT, EXPAND_BUDGET, ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from '../graph';
 import { exportButtons, programName } from '../graphexport';
 import { GraphPane, HEAT_LEVELS } from '../graphpane';
+import { applyOverlay, Overlay, overlayLegend, overlayLine, parseOverlay } from '../overlay';
 import { Listeners, RenderProps, setTrait, WidgetModel } from '../model';
 import type { ProgramGraphTraits } from '../widgets.generated';
 import { ModelPartsSource, PartsSource, RERUN, SearchResult } from '../parts';
@@ -56,6 +60,9 @@ export class ProgramGraphView {
   private _status: HTMLElement;
   private _panes: HTMLElement;
   private _details: HTMLElement;
+  /** the `overlay_spec` trait, read (null: no overlay) */
+  private _overlay: Overlay | null = null;
+  private _overlayHost = h('div', { cls: 'jp-Kernelcore-overlayHost' });
   private _matches: string[] = [];
   private _matchCursor = -1;
   private _current = new Set<string>();
@@ -133,7 +140,7 @@ export class ProgramGraphView {
     this.left = this._makePane('left');
     this._details = h('div', { cls: 'jp-Kernelcore-details' });
     this._body = h('div', { cls: 'jp-Kernelcore-graphBody' }, [this._panes, this._details]);
-    this.root.append(toolbar, this._crumbs, this._note, this._body, this._legend());
+    this.root.append(toolbar, this._crumbs, this._note, this._body, this._overlayHost, this._legend());
     el.appendChild(this.root);
 
     this._search.value = String(model.get('search') ?? '');
@@ -181,6 +188,8 @@ export class ProgramGraphView {
     });
     this._listeners.onChange(['details'], () => this._showDetails());
     this._listeners.onChange(['ran', 'run_diff'], () => this._restyle());
+    this._listeners.onChange(['overlay_spec'], () => this._showOverlay());
+    this._readOverlay();
     const debug = options.debug;
     if (debug) {
       this._offDebug = debug.onChange(() => this._renderActions());
@@ -940,6 +949,7 @@ export class ProgramGraphView {
       trail: this._trail,
       ...runOverlay(this.graph, this.model.get('ran'), this.model.get('run_diff'))
     });
+    applyOverlay(this.left, this.graph, this._overlay);
     if (this.right && this.prunedGraph) {
       const q = this._search.value;
       const sel = this._toPruned.get(selected);
@@ -969,10 +979,10 @@ export class ProgramGraphView {
         ? (details as Record<string, unknown>)
         : null;
     const run = runLine(this.model.get('ran'), this.model.get('run_diff'), selected);
-    this._renderDetailsFor(this.graph, selected, fromPython && run ? { ...fromPython, ...run } : fromPython ?? null);
+    this._renderDetailsFor(this.graph, selected, fromPython && run ? { ...fromPython, ...run } : fromPython ?? null, overlayLine(this._overlay, selected));
   }
 
-  private _renderDetailsFor(g: ProgramGraphModel | null, id: string, fromPython: Record<string, unknown> | null): void {
+  private _renderDetailsFor(g: ProgramGraphModel | null, id: string, fromPython: Record<string, unknown> | null, value: Record<string, string> | null = null): void {
     clear(this._details);
     const local = g ? localDetails(g, id) : null;
     const source = fromPython ? 'from Python' : this.options.local ? 'from the program (no kernel)' : 'from the program';
@@ -983,7 +993,7 @@ export class ProgramGraphView {
       this._details.appendChild(this._actions);
       this._renderActions();
     }
-    const d = fromPython ?? local;
+    const d = (fromPython ?? local) ? { ...(fromPython ?? local), ...value } : null;
     if (d) {
       const onSelect = (nid: string) => {
         if (g === this.graph) {
@@ -994,6 +1004,21 @@ export class ProgramGraphView {
       this._details.appendChild(renderNodeDetails(d, g, onSelect));
     } else {
       this._details.appendChild(h('div', { cls: 'jp-Kernelcore-muted', text: 'not in this program' }));
+    }
+  }
+
+  /** The overlay trait changed: its legend, the nodes' colours, the selected node's value. */
+  private _showOverlay(): void {
+    this._readOverlay();
+    this._restyle();
+    this._showDetails();
+  }
+
+  private _readOverlay(): void {
+    this._overlay = parseOverlay(this.model.get('overlay_spec'));
+    clear(this._overlayHost);
+    if (this._overlay) {
+      this._overlayHost.appendChild(overlayLegend(this._overlay));
     }
   }
 
