@@ -136,3 +136,31 @@ def test_the_recorders_numbers_of_one_iteration_go_on_the_graph():
     g.overlay(nums, label="NaN count", scale=[0.5])
     assert set(g.overlay_spec["values"]) == set(nums)
     assert all(v == 0 for v in g.overlay_spec["values"].values())
+
+
+def test_groups_carry_the_aggregate_of_all_their_members_the_same_whether_the_program_is_sent_whole_or_in_parts(
+        monkeypatch):
+    from kernelcore.ir import op_reads
+    prog, _, _ = training_program()
+    n = len(prog.block(0).ops)
+    values = {i: float(i) for i in range(n)}
+    values[1] = float("nan")  # in fc_0's forward layer
+    whole = kw.ProgramGraph(prog)
+    assert whole._parts is None
+    whole.overlay(values, aggregate="mean")
+    ops_in = {g["id"]: [o["idx"] for o in whole.program["blocks"][0]["ops"] if o["group"] == g["id"]]
+              for g in whole.program["blocks"][0]["groups"]}
+    fc1 = next(g["id"] for g in whole.program["blocks"][0]["groups"] if g["label"] == "fc_1" and g["parent"] == "group_0_0")
+    assert whole.overlay_spec["groups"][fc1] == {"value": sum(ops_in[fc1]) / len(ops_in[fc1]), "count": len(ops_in[fc1])}
+    forward = "group_0_0"  # the forward stage holds fc_0's layer, so its NaN
+    assert whole.overlay_spec["groups"][forward]["value"] == "NaN"
+    assert whole.overlay_spec["groups"][forward]["count"] == sum(
+        1 for o in whole.program["blocks"][0]["ops"] if o["group"] in {forward, "group_0_1", "group_0_2"})
+    monkeypatch.setattr(op_reads, "LAZY_ABOVE", 4)
+    prog2, _, _ = training_program()
+    parts = kw.ProgramGraph(prog2)
+    assert parts._parts is not None  # sent as a skeleton: the view cannot aggregate unfetched groups itself
+    parts.overlay(values, aggregate="mean")
+    assert parts.overlay_spec["groups"] == whole.overlay_spec["groups"]
+    parts.overlay({"fc_0.w_0": 2.0, "fc_0.tmp_0": 4.0}, on="vars", aggregate="min")
+    assert parts.overlay_spec["groups"]["group_0_1"] == {"value": 2.0, "count": 2}

@@ -9,7 +9,8 @@ into the `overlay` trait the ProgramGraph view colours its nodes by.
 The trait (the front end's labextension/src/overlay.ts reads it):
     {"on": "ops"|"vars", "label": str, "scale": "gradient"|"log"|[t1, t2, ...], "colors": [css hex, ...],
      "aggregate": "max"|"min"|"mean", "values": {node id: number | "NaN" | "Infinity" | "-Infinity"},
-     "min": number|None, "max": number|None}        (min/max over the finite values)
+     "min": number|None, "max": number|None,        (min/max over the finite values)
+     "groups": {group id: {"value": number|str, "count": int}}}   (group_values: the groups' aggregates)
 JSON has no NaN or Infinity, so non-finite values travel as those strings; the view gives them colours of their
 own (a NaN is what a health overlay is looking for).
 """
@@ -57,6 +58,63 @@ def overlay_state(program, values: Mapping, *, on: str = "ops", scale="gradient"
     finite = [v for v in out.values() if not isinstance(v, str)]
     return {"on": on, "label": str(label), "scale": scale_json, "colors": colors_json, "aggregate": aggregate,
             "values": out, "min": min(finite) if finite else None, "max": max(finite) if finite else None}
+
+
+def group_values(spec: dict, program_json: dict, parts=None) -> dict:
+    """{group id: {"value": the spec's aggregate over the group's members with a value, at any depth,
+    "count": how many}} for the program's layer/stage/repeat groups (ProgramJSON `groups`). The view
+    aggregates what it has drawn itself; these cover a big program's groups whose members it never fetched."""
+    chains = _GroupChains(program_json, parts)
+    members: dict = {}
+    for node, value in spec["values"].items():
+        for gid in chains.around(node):
+            members.setdefault(gid, []).append(float(value))
+    return {gid: {"value": _number(gid, aggregate(xs, spec["aggregate"])), "count": len(xs)}
+            for gid, xs in members.items()}
+
+
+def aggregate(xs: list, how: str) -> float:
+    """max / min / mean of `xs`; NaN when any is NaN (a group holding a NaN must show it), as the view does."""
+    if not xs or any(math.isnan(x) for x in xs):
+        return math.nan
+    if how == "max":
+        return max(xs)
+    if how == "min":
+        return min(xs)
+    return math.fsum(xs) / len(xs)
+
+
+class _GroupChains:
+    """The groups around an op or a variable, innermost first: from the program's parts when it was sent in
+    parts (ProgramJSON 3), else from the ProgramJSON's `group` fields."""
+
+    def __init__(self, program_json: dict, parts=None):
+        self._parts = parts
+        self._op_group: dict = {}
+        self._var_group: dict = {}
+        self._parent: dict = {}
+        if parts is None:
+            for blk in program_json.get("blocks", ()):
+                b = blk["idx"]
+                self._parent.update({g["id"]: g.get("parent") for g in blk.get("groups") or ()})
+                self._op_group.update({(b, o["idx"]): o.get("group") for o in blk.get("ops", ())})
+                self._var_group.update({(b, v["name"]): v.get("group") for v in blk.get("vars", ())})
+
+    def _first(self, node: str):
+        kind, b, at = parse_node_id(node)
+        if self._parts is None:
+            return b, (self._op_group if kind == "op" else self._var_group).get((b, at))
+        blk = self._parts.blocks[b]
+        return b, (blk.inner[at] if kind == "op" else blk.vgroup.get(at))
+
+    def around(self, node: str) -> list:
+        b, gid = self._first(node)
+        parent = self._parent if self._parts is None else self._parts.blocks[b].parent
+        out = []
+        while gid is not None and gid not in out:
+            out.append(gid)
+            gid = parent.get(gid)
+        return out
 
 
 def _scale(scale):

@@ -73,9 +73,11 @@ class GraphState(t.HasTraits):
         of its members ("max", "min" or "mean"; a NaN member makes it NaN). NaN and +-Infinity get colours
         of their own; nodes without a value keep theirs. A key the program lacks raises a KernelcoreError
         naming the nearest ones. Returns the graph, so `display(graph.overlay(...))` works."""
-        from .overlay import overlay_state
-        self.overlay_spec = overlay_state(self._program, values, on=on, scale=scale, colors=colors, label=label,
-                                          aggregate=aggregate)
+        from .overlay import group_values, overlay_state
+        spec = overlay_state(self._program, values, on=on, scale=scale, colors=colors, label=label,
+                             aggregate=aggregate)
+        spec["groups"] = group_values(spec, self.program, getattr(self, "_parts", None))
+        self.overlay_spec = spec
         return self
 
     def clear_overlay(self) -> None:
