@@ -22,6 +22,8 @@ export interface IKernelcoreDebuggerModel {
   readonly status: ConnectionStatus;
   /** A sentence for the status line. */
   readonly statusText: string;
+  /** A move sent to the kernel is still running (its reply has not come). */
+  readonly busy: boolean;
   /** Emitted when the session or the status changes. */
   readonly changed: ISignal<IKernelcoreDebuggerModel, void>;
   /** Send one request; resolves with the kernel's reply (the new state arrives through `changed`). */
