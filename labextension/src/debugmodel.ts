@@ -4,7 +4,7 @@
  * opens again) and about kernels that have not imported kernelcore_widgets (the comm closes at once).
  */
 import { ISignal, Signal } from '@lumino/signaling';
-import { COMM_TARGET, Command, CommandArgs, isServerMessage, Reply, Session } from './protocol';
+import { COMM_TARGET, Command, CommandArgs, isServerMessage, MOVES, Reply, Session } from './protocol';
 import { ConnectionStatus, IKernelcoreDebuggerModel } from './tokens';
 
 /** The part of a comm we use (@jupyterlab/services Kernel.IComm). */
@@ -27,13 +27,18 @@ export interface KernelLike {
 
 const TIMEOUT_MS = 60_000;
 
+/** The requests that run the program (the moves, run to, run N): one at a time; Pause stops the one running. */
+const RUNS = new Set<Command>([...MOVES.map(m => m.name), 'run_to', 'run_n']);
+
 export class DebuggerModel implements IKernelcoreDebuggerModel {
   private _session: Session | null = null;
   private _status: ConnectionStatus = 'no-notebook';
   private _kernel: KernelLike | null = null;
   private _comm: CommLike | null = null;
   private _next = 1;
-  private _pending = new Map<number, { resolve: (r: Reply) => void; timer: ReturnType<typeof setTimeout> }>();
+  /** requests of RUNS sent and not answered yet */
+  private _running = 0;
+  private _pending = new Map<number, { resolve: (r: Reply) => void; timer: ReturnType<typeof setTimeout> | undefined }>();
   private _changed: Signal<IKernelcoreDebuggerModel, void> = new Signal<IKernelcoreDebuggerModel, void>(this);
   private _onStatus = (_: unknown, status: string) => this._kernelStatus(status);
 
@@ -43,6 +48,11 @@ export class DebuggerModel implements IKernelcoreDebuggerModel {
 
   get status(): ConnectionStatus {
     return this._status;
+  }
+
+  /** A move sent to the kernel runs: the views say "running\u2026", disable the moves and offer Pause. */
+  get busy(): boolean {
+    return this._running > 0;
   }
 
   get changed(): ISignal<IKernelcoreDebuggerModel, void> {
@@ -96,11 +106,29 @@ export class DebuggerModel implements IKernelcoreDebuggerModel {
     if (!comm || this._status !== 'connected') {
       return Promise.resolve({ type: 'reply', id, command, ok: false, error: this.statusText || 'not connected', result: null });
     }
-    return new Promise<Reply>(resolve => {
-      const timer = setTimeout(() => {
-        this._pending.delete(id);
-        resolve({ type: 'reply', id, command, ok: false, error: 'the kernel did not answer (busy?)', result: null });
-      }, TIMEOUT_MS);
+    const runs = RUNS.has(command);
+    if (runs && this.busy) {
+      return Promise.resolve({ type: 'reply', id, command, ok: false, error: 'a move is running: pause it, or wait for it to stop', result: null });
+    }
+    if (runs) {
+      this._running++;
+      this._changed.emit();
+    }
+    return new Promise<Reply>(answer => {
+      const resolve = (r: Reply) => {
+        if (runs) {
+          this._running = Math.max(0, this._running - 1);
+          this._changed.emit();
+        }
+        answer(r);
+      };
+      // a move may run for minutes: it is answered when it stops (or failed when the comm or kernel goes)
+      const timer = runs
+        ? undefined
+        : setTimeout(() => {
+            this._pending.delete(id);
+            resolve({ type: 'reply', id, command, ok: false, error: 'the kernel did not answer (busy?)', result: null });
+          }, TIMEOUT_MS);
       this._pending.set(id, { resolve, timer });
       comm.send({ type: 'request', id, command, args });
     });

@@ -11,6 +11,7 @@
  * the program of the notebook's last kernelcore output (click an op: break there or run to it).
  */
 import { Widget } from '@lumino/widgets';
+import { copyButton, offerCopyMenu } from './copytext';
 import { button, clear, formatNumber, formatShape, h } from './dom';
 import { CommPartsSource, KernelLike } from './parts';
 import { programModel } from './render';
@@ -75,25 +76,40 @@ function num(input: HTMLInputElement): number | null {
   return Number.isFinite(n) ? n : null;
 }
 
-function previewText(p: ValuePreview | null): string {
+/**
+ * A variable's value as tokens ("float32[2, 4]", "min -0.5", ...): the list wraps between tokens, never
+ * inside one. Without a preview (past the kernel's budget) the dtype and shape the forest knows.
+ */
+export function valueTokens(v: { kind: string; dtype?: string | null; shape?: number[] | null; preview?: ValuePreview | null }): string[] {
+  const p = v.preview;
   if (!p) {
-    return '';
+    return v.kind === 'tensor' && v.dtype ? [`${v.dtype}${formatShape(v.shape ?? [])}`] : [v.kind];
   }
-  const parts = [`${p.dtype}${formatShape(p.shape)}`];
+  const tokens = [`${p.dtype}${formatShape(p.shape)}`];
   if (p.min !== undefined && p.min !== null) {
-    parts.push(`min ${formatNumber(p.min)} max ${formatNumber(p.max)} mean ${formatNumber(p.mean)}`);
+    tokens.push(`min ${formatNumber(p.min)}`, `max ${formatNumber(p.max)}`, `mean ${formatNumber(p.mean)}`);
   }
   if (p.nan) {
-    parts.push(`${p.nan} NaN`);
+    tokens.push(`${p.nan} NaN`);
   }
   if (p.inf) {
-    parts.push(`${p.inf} Inf`);
+    tokens.push(`${p.inf} Inf`);
   }
-  return parts.join('  ');
+  return tokens;
+}
+
+/** The value's tokens as spans that do not break inside (a token longer than the line ends in an ellipsis). */
+function valueElement(tokens: string[]): HTMLElement {
+  const text = tokens.join('  ');
+  return h('span', { cls: 'jp-Kernelcore-varValue', title: text }, tokens.map(t => h('span', { cls: 'jp-Kernelcore-valueToken', text: t })));
 }
 
 export class KernelcoreSidebar extends Widget {
   private _status: HTMLElement;
+  /** "running\u2026" while a move runs, beside Pause */
+  private _busy: HTMLElement;
+  readonly pause: HTMLButtonElement;
+  private _runN: HTMLButtonElement;
   private _where: HTMLElement;
   private _reason: HTMLElement;
   private _reply: HTMLElement;
@@ -139,14 +155,15 @@ export class KernelcoreSidebar extends Widget {
       this.buttons.set(cmd, b);
       controls.appendChild(b);
     }
+    this.pause = button('Pause', () => void this.run('pause'), { cls: 'jp-Kernelcore-cmd-pause', title: 'stop the running move before its next op' });
+    this._busy = h('span', { cls: 'jp-Kernelcore-busy', text: 'running\u2026' });
+    controls.append(this.pause, this._busy);
     const runN = h('input', { cls: 'jp-Kernelcore-runN', attrs: { type: 'number', min: '1', value: '5', 'aria-label': 'steps' } });
-    controls.append(
-      button('Run N', () => void this.run('run_n', { n: Math.max(1, num(runN) ?? 1) }), {
-        cls: 'jp-Kernelcore-cmd-run_n',
-        title: 'kernelcore:run-n: that many steps'
-      }),
-      runN
-    );
+    this._runN = button('Run N', () => void this.run('run_n', { n: Math.max(1, num(runN) ?? 1) }), {
+      cls: 'jp-Kernelcore-cmd-run_n',
+      title: 'kernelcore:run-n: that many steps'
+    });
+    controls.append(this._runN, runN);
     this._where = h('div', { cls: 'jp-Kernelcore-dbgPosition' });
     this._reason = h('div', { cls: 'jp-Kernelcore-dbgReason' });
     this._reply = h('div', { cls: 'jp-Kernelcore-reply' });
@@ -239,6 +256,10 @@ export class KernelcoreSidebar extends Widget {
     this._status.textContent = this.model.statusText;
     this.node.dataset.status = this.model.status;
     this.buttons.forEach(b => (b.disabled = !s));
+    const busy = this.model.busy;
+    this.node.classList.toggle('jp-Kernelcore-isBusy', busy);
+    this.pause.disabled = !busy;
+    this._runN.disabled = busy || !s;
     if (!s) {
       this._where.textContent = '';
       this._reason.textContent = '';
@@ -246,7 +267,7 @@ export class KernelcoreSidebar extends Widget {
       return;
     }
     const backwards = new Set<Move>(MOVES.filter(m => m.backwards).map(m => m.name));
-    this.buttons.forEach((b, cmd) => (b.disabled = s.finished && s.at_present && !backwards.has(cmd)));
+    this.buttons.forEach((b, cmd) => (b.disabled = busy || (s.finished && s.at_present && !backwards.has(cmd))));
     this._where.textContent = s.position_text + (s.at_present ? '' : `  (past: pause ${s.pause} of ${s.pauses - 1})`);
     this._reason.textContent = s.stop_reason;
     this.node.classList.toggle('jp-Kernelcore-past', !s.at_present);
@@ -287,10 +308,13 @@ export class KernelcoreSidebar extends Widget {
       }
       box.appendChild(h('summary', { text: sc.label + (sc.visible ? '' : ' (not visible from here)') }));
       for (const v of sc.vars) {
-        const row = h('div', { cls: 'jp-Kernelcore-var', title: 'click: where did this value come from?' }, [
+        const tokens = valueTokens(v);
+        const row = h('div', { cls: 'jp-Kernelcore-var', title: 'click: where did this value come from? (right click: copy)' }, [
           h('span', { cls: 'jp-Kernelcore-varName', text: v.name }),
-          h('span', { cls: 'jp-Kernelcore-varValue', text: v.preview ? previewText(v.preview) : v.kind })
+          copyButton('name', () => v.name),
+          valueElement(tokens)
         ]);
+        offerCopyMenu(row, v.name, () => tokens.join('  '));
         row.dataset.name = v.name;
         row.addEventListener('click', () => void this.run('provenance', { name: v.name, depth: 6 }));
         const open = this.onViewTensor;

@@ -59,6 +59,8 @@ describe('Debugger', () => {
     const all = MOVES.map(m => m.name);
     for (const action of all) {
       (el.querySelector(`.jp-Kernelcore-action-${action}`) as HTMLButtonElement).click();
+      m.set('busy', true); // Python runs the move, then says it stopped
+      m.set('busy', false);
     }
     expect(m.sent.map(x => x.type)).toEqual(all);
     // the timesteps panel's "next" is the Debugger's step to the next timestep, not the stepper's own

@@ -158,6 +158,9 @@ describe('debugger sidebar', () => {
     const { kernel, sb } = sidebar();
     for (const { name: cmd } of MOVES) {
       sb.buttons.get(cmd)!.click();
+      const sent = kernel.comm.sent[kernel.comm.sent.length - 1];
+      kernel.comm.deliver({ type: 'reply', id: sent.id, command: sent.command, ok: true, error: null, result: null }); // one move at a time
+      await Promise.resolve();
     }
     expect(kernel.comm.sent.map(m => m.command)).toEqual(MOVES.map(m => m.name));
     const reply = MESSAGES.find(m => m.type === 'reply' && m.command === 'provenance')!;

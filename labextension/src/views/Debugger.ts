@@ -50,6 +50,9 @@ export class DebuggerView {
   readonly stepper: RNNStepperView | null;
   readonly timeline: TraceTimelineView;
   readonly buttons = new Map<Move, HTMLButtonElement>();
+  readonly pause: HTMLButtonElement;
+  /** a move was sent and Python has not said `busy` about it yet (it says true, then false) */
+  private _sent = false;
   private _listeners: Listeners<DebuggerTraits>;
   private _timelineListeners: Listeners<TraceTimelineTraits>;
   private _position: HTMLElement;
@@ -66,13 +69,14 @@ export class DebuggerView {
     this.root = h('div', { cls: 'jp-Kernelcore-Debugger jp-Kernelcore-view' });
     const controls = h('div', { cls: 'jp-Kernelcore-toolbar jp-Kernelcore-debugControls' });
     for (const { name, label, help } of MOVES) {
-      const b = button(label, () => this.model.send({ type: name }), { cls: `jp-Kernelcore-action-${name}`, title: help });
+      const b = button(label, () => this._move(name), { cls: `jp-Kernelcore-action-${name}`, title: help });
       this.buttons.set(name, b);
       controls.appendChild(b);
     }
+    this.pause = button('Pause', () => this.model.send({ type: 'pause' }), { cls: 'jp-Kernelcore-action-pause', title: 'stop the running move before its next op' });
     this._position = h('span', { cls: 'jp-Kernelcore-position' });
     this._reason = h('span', { cls: 'jp-Kernelcore-status' });
-    controls.append(this._position, this._reason);
+    controls.append(this.pause, this._position, this._reason);
     const graphBox = h('div', { cls: 'jp-Kernelcore-dbgGraph' });
     const side = h('div', { cls: 'jp-Kernelcore-dbgSide' });
     const forestBox = h('div', { cls: 'jp-Kernelcore-dbgForest' }, [h('div', { cls: 'jp-Kernelcore-sectionTitle', text: 'Scopes' })]);
@@ -88,13 +92,17 @@ export class DebuggerView {
     this.forest = new ScopeForestView(children.forest, forestBox);
     // the panel's "next" is the session's step to the next timestep, a move of the Debugger
     this.stepper = children.stepper
-      ? new RNNStepperView(children.stepper, this._rnnBox, { onNext: () => this.model.send({ type: 'step_timestep' }) })
+      ? new RNNStepperView(children.stepper, this._rnnBox, { onNext: () => this._move('step_timestep') })
       : null;
     this._rnnBox.style.display = this.stepper ? '' : 'none';
     this.timeline = new TraceTimelineView(children.timeline, timelineBox);
     this._timelineListeners = new Listeners(children.timeline);
 
     this._listeners.onChange(['position', 'frames', 'stop_reason', 'finished', 'time_travel'], () => this._update());
+    this._listeners.onChange(['busy'], () => {
+      this._sent = false;
+      this._update();
+    });
     this._timelineListeners.onChange(['selected_event'], () => this._followEvent());
     this._listeners.onChange(['breakpoints'], () => this._updateBreakpoints());
     this._update();
@@ -119,7 +127,23 @@ export class DebuggerView {
     return this.graph.ready;
   }
 
+  /** Send a move; until Python says it stopped, the view is busy (a second move would only queue). */
+  private _move(name: Move): void {
+    if (this.busy) {
+      return;
+    }
+    this._sent = true;
+    this._update();
+    this.model.send({ type: name });
+  }
+
+  /** A move runs: "running\u2026", the moves disabled, Pause offered. */
+  get busy(): boolean {
+    return this._sent || !!this.model.get('busy');
+  }
+
   private _update(): void {
+    const busy = this.busy;
     const position = String(this.model.get('position') ?? '');
     const frames = (this.model.get('frames') ?? []) as DebugFrame[];
     const finished = !!this.model.get('finished');
@@ -127,9 +151,11 @@ export class DebuggerView {
     const past = Number(this.model.get('time_travel') ?? -1) >= 0;
     const reason = String(this.model.get('stop_reason') ?? '');
     this._position.textContent = position + (past ? ' (past)' : '');
-    this._reason.textContent = reason === position ? '' : reason;
+    this._reason.textContent = busy ? 'running\u2026' : reason === position ? '' : reason;
     const backwards = new Set(MOVES.filter(m => m.backwards).map(m => m.name));
-    this.buttons.forEach((b, move) => (b.disabled = finished && !past && !backwards.has(move)));
+    this.buttons.forEach((b, move) => (b.disabled = busy || (finished && !past && !backwards.has(move))));
+    this.pause.disabled = !busy;
+    this.root.classList.toggle('jp-Kernelcore-isBusy', busy);
     this.graph.setCurrent(frameOps(frames));
     this.root.classList.toggle('jp-Kernelcore-finished', finished && !past);
   }

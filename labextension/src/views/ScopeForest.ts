@@ -6,6 +6,7 @@
  * Traits: forest (ScopeForest.to_json()), opened. See docs/frontend-contract.md.
  */
 import { button, clear, formatShape, h } from '../dom';
+import { copyButton, offerCopyMenu } from '../copytext';
 import { Listeners, RenderProps, WidgetModel } from '../model';
 import type { ScopeForestTraits } from '../widgets.generated';
 import { isValuePreview, renderPreview } from '../preview';
@@ -175,8 +176,10 @@ export class ScopeForestView {
     const row = h('div', { cls: ['jp-Kernelcore-var', `jp-Kernelcore-var-${v.kind === 'tensor' ? 'tensor' : 'other'}`] });
     const line = h('div', { cls: 'jp-Kernelcore-varLine' }, [
       h('span', { cls: 'jp-Kernelcore-varName', text: String(v.name) }),
+      copyButton('name', () => String(v.name)),
       h('span', { cls: 'jp-Kernelcore-muted', text: `  ${describeVar(v)}` })
     ]);
+    offerCopyMenu(row, String(v.name), () => this._valueText(key, v));
     row.appendChild(line);
     if (v.kind === 'tensor') {
       line.classList.add('jp-Kernelcore-clickable');
@@ -193,6 +196,12 @@ export class ScopeForestView {
       row.appendChild(slot);
     }
     return row;
+  }
+
+  /** What "Copy value" copies: the opened preview's JSON when there is one, else the description shown. */
+  private _valueText(key: string, v: ForestVarJSON): string {
+    const opened = (this.model.get('opened') ?? {}) as Record<string, unknown>;
+    return opened[key] ? JSON.stringify(opened[key]) : describeVar(v);
   }
 
   /** Open (send `open`, show the preview when it comes) or close a variable's value. */
