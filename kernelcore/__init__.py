@@ -50,6 +50,7 @@ __all__ += ["optimizer", "Model"]
 from .transforms.backward import append_backward, gradients  # noqa: E402,F401  - training programs: gradient ops
 from . import grad as _grad_rules  # noqa: E402,F401  - registers every gradient rule (after the ops they differentiate)
 from .native import kernels as _fast_kernels  # noqa: E402,F401  - the C variants the executor may choose (runtime/fast_paths.py)
+from .device import kernels as _device_kernels  # noqa: E402,F401  - the fused GPU variants (runtime/fast_paths.py)
 
 # Notebooks: a Program or a Trace as a cell's result shows through the view's MIME bundles (a no-op without IPython).
 from .view import notebook as _notebook  # noqa: E402
