@@ -143,7 +143,7 @@ def test_which_runs_split(monkeypatch):
         for _ in gen:
             assert P._numpy_blas().num_threads == 2
         assert seen == [2]
-        from kernelcore.ops.rnn import STEPS_IN_C
+        from kernelcore.native.rnn import STEPS_IN_C
         rnn = kc.get_op_def("rnn")
         assert P.wants_parts([kc.get_op_def("conv2d"), rnn]) == STEPS_IN_C
         assert not P.wants_parts([kc.get_op_def("conv2d"), dataclasses.replace(rnn, runs_in_parts=False,

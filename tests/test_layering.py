@@ -15,8 +15,9 @@ FLOORS = {
     "errors": 0, "text_safety": 0, "testing": 0,
     "ir": 1,
     "runtime": 2,
-    "native": 3, "ops": 3,
+    "ops": 3,
     "observe": 4, "transforms": 4, "grad": 4,   # grad fills the rule table that transforms.backward owns
+    "native": 4,  # its fast variants wrap the reference kernels of ops and grad (runtime/fast_paths.py)
     "formats": 5,
     "api": 6,
     "view": 7,
@@ -130,6 +131,56 @@ def test_no_private_name_crosses_a_package():
             if target_part(target, name) != part_of(module) and (module, target, name) not in PRIVATE_ALLOWED:
                 crossing.append(f"{module}:{line} imports {name} from {target}")
     assert not crossing, crossing
+
+
+# the reference kernels choose no fast path themselves: the C kernels and the work in parts are variants apart
+# (kernelcore/native), which the executor chooses when it prepares an op (kernelcore/runtime/fast_paths.py)
+FAST_PATH_MODULES = ("native", "runtime.cpu_parts")
+
+
+def fast_path_imports(module: str, path: Path) -> list[str]:
+    """The imports of kernelcore/native or runtime/cpu_parts.py in a module, as 'line N: target name'."""
+    found = []
+    for target, name, _, line in imports(module, path):
+        whole = f"{target}.{name}" if target and name else target or name or ""
+        if any(whole == m or whole.startswith(m + ".") or target == m or target.startswith(m + ".")
+               for m in FAST_PATH_MODULES):
+            found.append(f"line {line}: {target} {name or ''}".rstrip())
+    return found
+
+
+# reference kernels that still split their own work into parts, each with why (none may import native)
+PARTS_INSIDE: dict[str, str] = {
+    "ops.math": "matmul_v2 / mul split their product by rows or columns (cpu_parts.matmul)",
+    "grad.math": "the matrix products' gradients split likewise",
+    "ops.optimizer": "an update splits by blocks of elements",
+    "ops.pool": "pooling splits by images",
+    "grad.pool": "pooling's gradient splits by images",
+}
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if part_of(m) in ("ops", "grad")))
+def test_reference_kernels_import_no_fast_path(module):
+    found = fast_path_imports(module, MODULES[module])
+    if module in PARTS_INSIDE:
+        found = [f for f in found if "cpu_parts" not in f]
+    assert not found, f"{module} imports a fast path: {found}"
+
+
+def test_no_parts_exception_has_gone_stale():
+    stale = [m for m in PARTS_INSIDE if not fast_path_imports(m, MODULES[m])]
+    assert not stale, f"these no longer import cpu_parts: drop them from PARTS_INSIDE: {stale}"
+
+
+def test_the_fast_path_check_sees_an_import(tmp_path):
+    """Each way of writing the import is caught: the package, a module of it, a name from it."""
+    for text in ("from .. import native", "from ..native import conv", "from ..runtime import cpu_parts",
+                 "from ..runtime.cpu_parts import chunks", "import kernelcore.native"):
+        path = tmp_path / "m.py"
+        path.write_text(text + "\n")
+        assert fast_path_imports("ops.m", path), text
+    (tmp_path / "m.py").write_text("from ..runtime import fast_paths\nfrom ..runtime.scope import Scope\n")
+    assert not fast_path_imports("ops.m", tmp_path / "m.py")
 
 
 def test_the_table_sees_what_it_checks():

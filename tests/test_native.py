@@ -18,6 +18,7 @@ import kernelcore as kc
 from kernelcore.runtime import cpu_parts
 from kernelcore import native
 from kernelcore.native import conv as NC
+from kernelcore.native import rnn as NR
 from kernelcore.ops import conv as C
 from kernelcore.runtime import fast_paths
 
@@ -213,17 +214,18 @@ def test_off_turns_every_c_path_off():
     code = """
 import json, numpy as np
 from kernelcore import native
+from kernelcore.native import rnn as NR
 from kernelcore.ops import rnn as R
 f = np.ones((2, 8, 6, 6), np.float32)
-w = R.recurrent_weight(np, np.ones((16, 4), np.float32), 4)
+w = NR.FAST.recurrent_weight(np, np.ones((16, 4), np.float32), 4)
 gates, h, c = R.cell_forward(np, "LSTM", np.ones((3, 16), np.float32), np.ones((3, 4), np.float32),
-                             np.ones((3, 4), np.float32), w, None)
+                             np.ones((3, 4), np.float32), w, None, steps=NR.FAST)
 print(json.dumps({"enabled": native.enabled(np), "ready": native.ready(np, f),
                   "gemm": native.gemm_ready(np, np.ones((2, 2), np.float32)),
                   "conv": native.conv2d_ready(np, f, np.ones((4, 8, 3, 3), np.float32), 1),
                   "depthwise": native.depthwise_ready(np, f, np.ones((8, 1, 3, 3), np.float32), 8),
                   "add": native.add_plan(np, np.ones((64, 1024), np.float32), np.ones(1024, np.float32)) is not None,
-                  "packed": isinstance(w, native.PackedColumns), "steps_in_c": R.STEPS_IN_C,
+                  "packed": isinstance(w, native.PackedColumns), "steps_in_c": NR.STEPS_IN_C,
                   "mapped": "libkernelcore_cpu" in open("/proc/self/maps").read(), "h": h.tolist()}))
 """
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, native.ENV: "off"}, capture_output=True,
@@ -237,12 +239,11 @@ print(json.dumps({"enabled": native.enabled(np), "ready": native.ready(np, f),
 def test_the_one_in_process_switch_turns_the_packed_gemm_off_too(monkeypatch):
     """`enabled` gates every C path: with it off the RNNs' weight is not packed and their products are NumPy's
     (before, the GEMM's gate asked for the library alone, so switching `ready` off left it on)."""
-    from kernelcore.ops import rnn as R
     w_hh = np.ones((16, 4), np.float32)
-    assert isinstance(R.recurrent_weight(np, w_hh, 4), native.PackedColumns)
+    assert isinstance(NR.FAST.recurrent_weight(np, w_hh, 4), native.PackedColumns)
     monkeypatch.setattr(native, "enabled", lambda xp: False)
     assert not native.gemm_ready(np, w_hh) and not native.ready(np, w_hh)
-    assert not isinstance(R.recurrent_weight(np, w_hh, 4), native.PackedColumns)
+    assert not isinstance(NR.FAST.recurrent_weight(np, w_hh, 4), native.PackedColumns)
 
 
 @needs_library
@@ -834,17 +835,17 @@ def test_rnn_steps_use_the_packed_weight_and_fall_back_for_other_operands():
     from kernelcore.runtime import cpu_parts
     from kernelcore.grad import rnn as GR
     from kernelcore.ops import rnn as R
-    assert R.STEPS_IN_C and R.RNN.runs_in_parts and not R.RNN.needs_blas_threads
+    assert NR.STEPS_IN_C and R.RNN.runs_in_parts and not R.RNN.needs_blas_threads
     assert GR.RNN_GRAD.runs_in_parts and cpu_parts.wants_parts([R.RNN])
     w_hh = rng.standard_normal((4 * 6, 6)).astype(np.float32)
-    w = R.recurrent_weight(np, w_hh)
+    w = NR.FAST.recurrent_weight(np, w_hh)
     assert isinstance(w, native.PackedColumns)
     np.testing.assert_array_equal(w.matrix, w_hh.T)
     h = rng.standard_normal((5, 12)).astype(np.float32)[:, ::2]  # not contiguous
     want = h.astype(np.float64) @ w_hh.T.astype(np.float64)
     for a in (h, np.ascontiguousarray(h), h.astype(np.float64)):
-        np.testing.assert_allclose(R.recurrent_product(np, a, w), want, rtol=1e-5, atol=1e-5)
-    assert not isinstance(R.recurrent_weight(np, w_hh.astype(np.float64)), native.PackedColumns)
+        np.testing.assert_allclose(NR.FAST.recurrent_product(np, a, w), want, rtol=1e-5, atol=1e-5)
+    assert not isinstance(NR.FAST.recurrent_weight(np, w_hh.astype(np.float64)), native.PackedColumns)
 
 
 @needs_library
@@ -859,14 +860,14 @@ def test_the_lstm_step_in_c_matches_the_numpy_step(B, H, spread, monkeypatch):
     x_proj = (rng.standard_normal((B, 4 * H)) * spread).astype(np.float32)
     h_prev, c_prev = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(2))
     w_hh = rng.standard_normal((4 * H, H)).astype(np.float32) * np.float32(0.3)
-    w = R.recurrent_weight(np, w_hh, 4)
+    w = NR.FAST.recurrent_weight(np, w_hh, 4)
     assert isinstance(w, native.PackedColumns) and w.groups == 4
     before = [a.copy() for a in (x_proj, h_prev, c_prev, w_hh)]
     runs = []
     for threads in (1, 2, 3):
         with threadpool_limits(threads):
             row = np.full((B, H), np.nan, np.float32)
-            runs.append(R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w, None, h_out=row))
+            runs.append(R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w, None, h_out=row, steps=NR.FAST))
             assert runs[-1][1] is row
     for a, b in zip((x_proj, h_prev, c_prev, w_hh), before):
         np.testing.assert_array_equal(a, b)
@@ -874,7 +875,7 @@ def test_the_lstm_step_in_c_matches_the_numpy_step(B, H, spread, monkeypatch):
         for a, b in zip(run, runs[0]):
             np.testing.assert_array_equal(a, b)
     _numpy_path(monkeypatch)
-    want = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w, None)
+    want = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w, None, steps=NR.FAST)
     for name, a, b in zip(("gates", "h", "c"), runs[0], want):
         # the GEMM's sums in another order (up to ~k ulps of the largest term), then a few ulps of activation
         np.testing.assert_allclose(a, b, rtol=2e-6, atol=2e-6 * np.sqrt(H) * spread, err_msg=name)
@@ -915,9 +916,9 @@ def test_an_lstm_step_may_write_h_over_h_prev():
     B, H = 4, 40
     x_proj = rng.standard_normal((B, 4 * H)).astype(np.float32)
     h_prev, c_prev = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(2))
-    w = R.recurrent_weight(np, rng.standard_normal((4 * H, H)).astype(np.float32), 4)
-    _, want, _ = R.cell_forward(np, "LSTM", x_proj, h_prev.copy(), c_prev, w, None)
-    _, h, _ = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w, None, h_out=h_prev)
+    w = NR.FAST.recurrent_weight(np, rng.standard_normal((4 * H, H)).astype(np.float32), 4)
+    _, want, _ = R.cell_forward(np, "LSTM", x_proj, h_prev.copy(), c_prev, w, None, steps=NR.FAST)
+    _, h, _ = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, w, None, h_out=h_prev, steps=NR.FAST)
     assert h is h_prev
     np.testing.assert_allclose(h, want, rtol=2e-6, atol=2e-6)
 
@@ -935,17 +936,19 @@ def test_the_lstm_step_backward_in_c_matches_the_numpy_passes(B, H, monkeypatch)
     x_proj = (rng.standard_normal((B, 4 * H)) * 2).astype(np.float32)
     h_prev, c_prev, dh, dc = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(4))
     w_hh = rng.standard_normal((4 * H, H)).astype(np.float32) * np.float32(0.3)
-    gates, _, c = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, R.recurrent_weight(np, w_hh, 4), None)
+    gates, _, c = R.cell_forward(np, "LSTM", x_proj, h_prev, c_prev, NR.FAST.recurrent_weight(np, w_hh, 4), None,
+                                 steps=NR.FAST)
     s = Scope()
     for name, v in (("gates", gates), ("c", c), ("c_prev", c_prev)):
         s.var(name).value = v
     before = [a.copy() for a in (gates, c, c_prev, dh, dc, w_hh)]
     cand = GR.lstm_candidate_columns(np, np.dtype(np.float32), H)
-    w_back = R.step_matrix(np, w_hh)
+    w_back = NR.FAST.step_matrix(np, w_hh)
 
     def backward():
         d_pre = np.full((B, 4 * H), np.nan, np.float32)
-        dh_prev, dc_prev = GR._lstm_cell_backward(np, s, dh, dc, w_back, cand, d_pre, np.empty_like(d_pre))
+        dh_prev, dc_prev = GR._lstm_cell_backward(np, s, dh, dc, w_back, cand, d_pre, np.empty_like(d_pre),
+                                                  steps=NR.FAST)
         return d_pre, dh_prev, dc_prev
     runs = []
     for threads in (1, 2, 3):
@@ -968,13 +971,12 @@ def test_packed_gate_groups_start_panels_of_their_own():
     """PackedColumns(b, groups=4) packs each gate's columns apart (for lstm_step); gemm_packed takes it only where
     that layout is the plain one (hidden a multiple of 32), and recurrent_product falls back to NumPy elsewhere
     with the same values."""
-    from kernelcore.ops import rnn as R
     for hidden, plain in ((32, True), (5, False)):
         b = rng.standard_normal((7, 4 * hidden)).astype(np.float32)
         w = native.PackedColumns(b, 4)
         assert w.plain == plain and w.packed.size == 4 * ((hidden + 31) // 32) * 32 * 7
         a = rng.standard_normal((3, 7)).astype(np.float32)
-        np.testing.assert_allclose(R.recurrent_product(np, a, w), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(NR.FAST.recurrent_product(np, a, w), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="groups"):
         native.PackedColumns(np.zeros((2, 6), np.float32), 4)
 
@@ -984,12 +986,11 @@ def test_packed_gate_groups_start_panels_of_their_own():
 def test_the_packed_gemm_adds_a_bias_row_to_every_row(m):
     """gemm_packed(a, B, bias) with a 1-D bias: the rnn op's input projections x W_ih^T + bias in one pass, on the
     panel path (few rows) and the chunked one."""
-    from kernelcore.ops import rnn as R
     a = rng.standard_normal((m, 20)).astype(np.float32)
     w_ih = rng.standard_normal((70, 20)).astype(np.float32)
     bias = rng.standard_normal(70).astype(np.float32)
     want = a.astype(np.float64) @ w_ih.T + bias
-    np.testing.assert_allclose(R.input_projection(np, a, w_ih, bias), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(NR.FAST.input_projection(np, a, w_ih, bias), want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(native.gemm_packed(a, native.PackedColumns(w_ih.T), bias), want, rtol=1e-5,
                                atol=1e-5)
 
@@ -1013,10 +1014,9 @@ def test_a_whole_lstm_pass_in_c_equals_its_steps_one_by_one(B, H, T, reverse):
     """native.lstm_sequence (lstm_step.c's steps in one call, no gates kept) against native.lstm_step called step
     after step, each h_prev the previous step's h: the same bits for every h and the last c, at 1-3 threads, the
     inputs left as they were."""
-    from kernelcore.ops import rnn as R
     x_proj = (rng.standard_normal((T, B, 4 * H)) * 2).astype(np.float32)
     h0, c0 = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(2))
-    w = R.recurrent_weight(np, (rng.standard_normal((4 * H, H)) * 0.3).astype(np.float32), 4)
+    w = NR.FAST.recurrent_weight(np, (rng.standard_normal((4 * H, H)) * 0.3).astype(np.float32), 4)
     before = [a.copy() for a in (x_proj, h0, c0)]
     for threads in (1, 2, 3):
         with threadpool_limits(threads):

@@ -14,12 +14,9 @@ out_t = m*h_cell, so a padded step passes the state gradient through unchanged a
 """
 from __future__ import annotations
 
-from ..runtime import cpu_parts
-from .. import native
 from ..errors import ProgramError
 from ..ops.math import leading_sums
-from ..ops.rnn import (MODES, RNN, STEPS_IN_C, RnnError, RnnReserve, lstm_gate_scale, recurrent_product,
-                       recurrent_weight, step_matrix)
+from ..ops.rnn import MODES, REFERENCE, RNN, RnnError, RnnReserve, RnnSteps, lstm_gate_scale
 from ..ir.registry import In, Out, register_op
 from ..transforms.backward import EMPTY_VAR, GradContext, no_grad, rule
 
@@ -44,7 +41,7 @@ RNN_GRAD = register_op(
              Out("PreState@GRAD", "the gradients of PreState", duplicable=True, dispensable=True),
              Out("WeightList@GRAD", "the gradients of WeightList", duplicable=True, dispensable=True)],
     attrs=list(RNN.attrs.values()))
-RNN_GRAD.runs_in_parts, RNN_GRAD.needs_blas_threads = STEPS_IN_C, not STEPS_IN_C  # see ops/rnn.py
+RNN_GRAD.runs_in_parts, RNN_GRAD.needs_blas_threads = RNN.runs_in_parts, RNN.needs_blas_threads  # see ops/rnn.py
 
 
 def _infer_grad(ic):
@@ -82,15 +79,15 @@ def lstm_candidate_columns(xp, dtype, hidden: int):
     return lstm_gate_scale(xp, dtype, hidden) * dtype.type(2) - dtype.type(1)
 
 
-def _lstm_cell_backward(xp, s, dh, dc, w_back, cand_cols, d_pre, up):
+def _lstm_cell_backward(xp, s, dh, dc, w_back, cand_cols, d_pre, up, steps=REFERENCE):
     """LSTM's step gradient written into d_pre ([B, 4 hidden], the step's row of d x_proj): every pass runs over
     the four gates at once, and the per-gate upstream factors go into `up` (a [B, 4 hidden] scratch array the
     pass's steps share), with no concatenation; w_back is step_matrix(W_hh). Returns (dh_prev through the cell,
     dc_prev)."""
     gates, c, c_prev = _val(s, "gates"), _val(s, "c"), _val(s, "c_prev")
-    if isinstance(w_back, native.PackedColumns) and w_back.plain and native.ready(xp, gates, c, c_prev, dh, dc, d_pre):
-        # one C call (kernelcore/native/lstm_step.c): the passes below in one, then the GEMM while d_pre is in cache
-        return native.lstm_step_grad(gates, c, c_prev, dh, dc, w_back, d_pre)
+    fused = steps.lstm_step_grad(xp, gates, c, c_prev, dh, dc, w_back, d_pre)
+    if fused is not None:
+        return fused
     one = dh.dtype.type(1)
     hs = dh.shape[1]
     i, f, g, o = gates[:, :hs], gates[:, hs:2 * hs], gates[:, 2 * hs:3 * hs], gates[:, 3 * hs:]
@@ -109,10 +106,10 @@ def _lstm_cell_backward(xp, s, dh, dc, w_back, cand_cols, d_pre, up):
     xp.multiply(tc, i, out=up[:, 2 * hs:3 * hs])
     d_pre *= up
     tc *= f  # dc_prev
-    return recurrent_product(xp, d_pre, w_back), tc
+    return steps.recurrent_product(xp, d_pre, w_back), tc
 
 
-def _cell_backward(xp, mode, s, dh, dc, w_back, b_hh, w_cand_t=None):
+def _cell_backward(xp, mode, s, dh, dc, w_back, b_hh, w_cand_t=None, steps=REFERENCE):
     """One step's gradients from the values its step scope kept, for GRU and the simple RNNs (LSTM:
     _lstm_cell_backward). dh, dc: the gradients of this step's (unmasked) h and c; w_back: step_matrix(W_hh);
     w_cand_t (GRU): recurrent_weight of W_hh's candidate rows. Returns (d x_proj, d (h_prev W_hh^T [+ b_hh]),
@@ -123,20 +120,25 @@ def _cell_backward(xp, mode, s, dh, dc, w_back, b_hh, w_cand_t=None):
         gates = _val(s, "gates")
         hs = dh.shape[1]
         r, z, cand = gates[:, :hs], gates[:, hs:2 * hs], gates[:, 2 * hs:]
-        hc = recurrent_product(xp, h_prev, w_cand_t) + b_hh[2 * hs:]  # recomputed: one small GEMM
+        hc = steps.recurrent_product(xp, h_prev, w_cand_t) + b_hh[2 * hs:]  # recomputed: one small GEMM
         dpre_c = dh * (one - z) * (one - cand * cand)
         dpre_r = dpre_c * hc * r * (one - r)
         dpre_z = dh * (h_prev - cand) * z * (one - z)
         dx = xp.concatenate([dpre_r, dpre_z, dpre_c], axis=1)
         dhw = xp.concatenate([dpre_r, dpre_z, dpre_c * r], axis=1)
-        return dx, dhw, dh * z + recurrent_product(xp, dhw, w_back), None
+        return dx, dhw, dh * z + steps.recurrent_product(xp, dhw, w_back), None
     h = _val(s, "h")
     dpre = dh * (one - h * h) if mode == "RNN_TANH" else dh * (h > 0).astype(dh.dtype)
-    return dpre, dpre, recurrent_product(xp, dpre, w_back), None
+    return dpre, dpre, steps.recurrent_product(xp, dpre, w_back), None
 
 
 @RNN_GRAD.kernel()
 def rnn_grad(ctx, ins, attrs):
+    return run_rnn_grad(REFERENCE, ctx, ins, attrs)
+
+
+def run_rnn_grad(steps: RnnSteps, ctx, ins, attrs):
+    """rnn_grad's kernel, its products and cells `steps`' (kernelcore/ops/rnn.py RnnSteps)."""
     x, pre, weights, seq_len, _out, d_out, d_state, _dropout_state, reserve = ins
     xp = ctx.xp
     mode, layers, H = attrs["mode"], attrs["num_layers"], attrs["hidden_size"]
@@ -168,11 +170,11 @@ def rnn_grad(ctx, ins, attrs):
         for di in range(D - 1, -1, -1):
             k = layer * D + di
             w_ih, w_hh, b_hh = weights[2 * k], weights[2 * k + 1], weights[half + 2 * k + 1]
-            w_cand_t = recurrent_weight(xp, w_hh[2 * H:]) if mode == "GRU" else None
-            w_back = step_matrix(xp, w_hh)  # every step's d(pre-activations) @ W_hh
+            w_cand_t = steps.recurrent_weight(xp, w_hh[2 * H:]) if mode == "GRU" else None
+            w_back = steps.step_matrix(xp, w_hh)  # every step's d(pre-activations) @ W_hh
             cand_cols = lstm_candidate_columns(xp, dt, H) if lstm else None
             scratch = xp.empty((B, G * H), dtype=dt) if lstm else None
-            steps = reserve.passes[(layer, di)]
+            pass_scopes = reserve.passes[(layer, di)]
             dy = d_layer_out[:, :, di * H:(di + 1) * H]
             dh, dc = dh_final[k], (dc_final[k] if lstm else None)
             dx_proj = xp.empty((T, B, G * H), dtype=dt)
@@ -181,7 +183,7 @@ def rnn_grad(ctx, ins, attrs):
             h_prev_all = xp.empty((T, B, H), dtype=dt)
             order = range(T) if di else range(T - 1, -1, -1)  # newest first: the forward order reversed
             for t in order:
-                s = steps[t]
+                s = pass_scopes[t]
                 m = _val(s, "mask")
                 if m is None:
                     dh_cell, dc_cell = dh + dy[t], dc
@@ -190,9 +192,10 @@ def rnn_grad(ctx, ins, attrs):
                     dc_cell = dc * m if lstm else None
                 if lstm:
                     dh_prev, dc_prev = _lstm_cell_backward(xp, s, dh_cell, dc_cell, w_back, cand_cols, dx_proj[t],
-                                                           scratch)
+                                                           scratch, steps)
                 else:
-                    dx, dhw, dh_prev, dc_prev = _cell_backward(xp, mode, s, dh_cell, dc_cell, w_back, b_hh, w_cand_t)
+                    dx, dhw, dh_prev, dc_prev = _cell_backward(xp, mode, s, dh_cell, dc_cell, w_back, b_hh, w_cand_t,
+                                                               steps)
                     dx_proj[t] = dx
                     if dhw_all is not dx_proj:
                         dhw_all[t] = dhw
@@ -205,16 +208,16 @@ def rnn_grad(ctx, ins, attrs):
                 ctx.drop_scope(s)  # done with this step (ClearStepScopes, newest first)
             flat = dx_proj.reshape(T * B, G * H)
             dhw_flat = dhw_all.reshape(T * B, G * H)
-            # OpenBLAS's (in parts), not the packed GEMM of the steps and input projections: the left operand is a
+            # steps.matmul, not the packed GEMM of the steps and input projections: the left operand is a
             # transposed [G * H, T * B] view, which that GEMM reads a cache line per element (a 2-layer LSTM's
             # training step took 115 ms with it, 83 without)
-            d_weights[2 * k] = cpu_parts.matmul(xp, flat.T, layer_in.reshape(T * B, n_in))
-            d_weights[2 * k + 1] = cpu_parts.matmul(xp, dhw_flat.T, h_prev_all.reshape(T * B, H))
+            d_weights[2 * k] = steps.matmul(xp, flat.T, layer_in.reshape(T * B, n_in))
+            d_weights[2 * k + 1] = steps.matmul(xp, dhw_flat.T, h_prev_all.reshape(T * B, H))
             d_weights[half + 2 * k] = leading_sums(xp, flat, 1)
             d_weights[half + 2 * k + 1] = leading_sums(xp, dhw_flat, 1) if mode == "GRU" else \
                 d_weights[half + 2 * k].copy()
             if layer or wants_input_grad:
-                d_dir = cpu_parts.matmul(xp, flat, w_ih).reshape(T, B, n_in)
+                d_dir = steps.matmul(xp, flat, w_ih).reshape(T, B, n_in)
                 d_in = d_dir if d_in is None else d_in + d_dir
             d_h0[k], d_c0[k] = dh, dc
         scale = reserve.dropout_masks[layer] if layer < len(reserve.dropout_masks) else None

@@ -23,9 +23,9 @@ each step (ExecContext.inner_step), so a session steps through a Paddle LSTM one
 
 Scopes: inference keeps at most two step scopes alive (the running one and the one before it, as recurrent
 does). In a run nobody observes (no trace, no debugger), where those scopes could never be seen, an LSTM pass
-of float32 host arrays without SequenceLength, in a run that keeps no step scopes, runs its steps in one C call
-instead (native.lstm_sequence: the same operations in the same order, so the same values, without the per-step
-scopes and the activated gates). A training run (executor training=True) of an op with is_test false keeps
+without SequenceLength, in a run that keeps no step scopes, may run its steps in one call instead
+(RnnSteps.lstm_pass: kernelcore/native/rnn.py's fast variant has one in C, the same operations in the same order,
+so the same values, without the per-step scopes and the activated gates). A training run (executor training=True) of an op with is_test false keeps
 every step scope for rnn_grad, listed in the Reserve variable's value (an RnnReserve); the op's next run drops
 them.
 
@@ -38,8 +38,6 @@ import time
 
 import numpy as np
 
-from ..runtime import cpu_parts
-from .. import native
 from ..errors import KernelcoreError
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.registry import Attr, Check, In, Out, larger_than, one_of, register_op
@@ -108,13 +106,9 @@ RNN = register_op(
            Attr("seed", A.INT, "the dropout seed (0: the executor's generator)", 0),
            Attr("is_test", A.BOOLEAN, "inference: no dropout, no step scopes kept for rnn_grad", False)],
     infer_shape=_infer_rnn)
-# Where the C kernels are there, the per-step products and the input projections run through kernelcore/native's
-# GEMM on the run's threads, and the weight gradients in parts (cpu_parts.matmul):
-# the program runs split (kernelcore/runtime/cpu_parts.py), which holds OpenBLAS, whose worker spins after each call on
-# the core those threads need, at one thread. Without them the per-step products are OpenBLAS's small ones, which
-# gain from its own threads and would lose to the hand-off of parts.
-STEPS_IN_C = native.library() is not None
-RNN.runs_in_parts, RNN.needs_blas_threads = STEPS_IN_C, not STEPS_IN_C
+# Without its fast variant the per-step products are OpenBLAS's small ones, which gain from its own threads and
+# would lose to the hand-off of parts; kernelcore/native/rnn.py says otherwise where its C steps are there
+RNN.runs_in_parts, RNN.needs_blas_threads = False, True
 
 
 class CellStep:
@@ -162,47 +156,75 @@ def sigmoid(xp, x):
     return (xp.tanh(x * x.dtype.type(0.5)) + x.dtype.type(1)) * x.dtype.type(0.5)  # no overflow for large |x|
 
 
-def recurrent_weight(xp, w_hh, gates: int = 1):
-    """W_hh^T, made once per (layer, direction) for every timestep's recurrent_product: packed from the transposed
-    view where step_matrix packs (for an LSTM, gates=4: each gate's columns packed apart for native.lstm_step), else
-    laid out row-major for NumPy. A plain row-major product h @ W^T (OpenBLAS's NN kernels) was the fastest of the
-    three NumPy ways measured, batch 32, hidden 256, one thread, on an Intel Xeon (AVX-512): 151 us a step, where
-    h @ w_hh.T (a transposed view) took 228 and (w_hh @ h^T)^T 168 (two threads: 88, 122, 106; batch 8: 67, 138,
-    73)."""
-    return step_matrix(xp, w_hh.T, gates) if native.gemm_ready(xp, w_hh) else xp.ascontiguousarray(w_hh.T)
+class RnnSteps:
+    """The products and cells an rnn pass and its gradient are made of, over xp: the reference. The kernels
+    (`rnn_kernel`, kernelcore/grad/rnn.py's `rnn_grad_kernel`) reach them through the object they are made with,
+    so kernelcore/native/rnn.py's subclass puts its packed GEMM, its LSTM step, backward and whole pass in C, and
+    the pass-wide products in parts, in their place."""
+
+    def recurrent_weight(self, xp, w_hh, gates: int = 1):
+        """W_hh^T, made once per (layer, direction) for every timestep's recurrent_product, laid out row-major. A
+        plain row-major product h @ W^T (OpenBLAS's NN kernels) was the fastest of the three NumPy ways measured,
+        batch 32, hidden 256, one thread, on an Intel Xeon (AVX-512): 151 us a step, where h @ w_hh.T (a
+        transposed view) took 228 and (w_hh @ h^T)^T 168 (two threads: 88, 122, 106; batch 8: 67, 138, 73).
+        gates: how many gates' columns W^T holds, for a subclass that packs each gate's apart."""
+        return xp.ascontiguousarray(w_hh.T)
+
+    def step_matrix(self, xp, b, groups: int = 1):
+        """b [k, n] made ready for many products a @ b whose `a` has a few rows (recurrent_product): b itself."""
+        return b
+
+    def recurrent_product(self, xp, a, w, add=None):
+        """a @ W (+ add), a fresh C-ordered array, for step_matrix's (or recurrent_weight's) W."""
+        out = a @ w
+        if add is not None:
+            out += add
+        return out
+
+    def matmul(self, xp, a, b):
+        """A product over a whole pass (the input projections, the weight gradients)."""
+        return xp.matmul(a, b)
+
+    def input_projection(self, xp, flat_in, w_ih, bias):
+        """flat_in [T * B, input] @ W_ih^T + bias: every timestep's input projection in one GEMM, the bias added
+        in place (a fresh [T * B, G * H] sum would cost 2 ms of page faults a layer at a 2-layer LSTM's size)."""
+        x_proj = self.matmul(xp, flat_in, w_ih.T)
+        x_proj += bias
+        return x_proj
+
+    def lstm_step(self, xp, x_proj, h_prev, c_prev, w_hh_t, scale_shift, h_out):
+        """One LSTM step: (gates, h, c); see cell_forward."""
+        # in place on the fresh GEMM result (ours, x_proj added): it becomes the gates array, with no
+        # concatenation. Each pass runs over all four gates at once; on the rnn op's Out row where given, so h
+        # needs no copy there
+        g = self.recurrent_product(xp, h_prev, w_hh_t, add=x_proj)
+        hs = g.shape[1] // 4
+        scale, shift = scale_shift or (lstm_gate_scale(xp, g.dtype, hs), lstm_gate_shift(xp, g.dtype, hs))
+        g *= scale
+        xp.tanh(g, out=g)
+        g *= scale
+        g += shift  # i, f, o: sigmoid; the candidate: tanh
+        c = g[:, hs:2 * hs] * c_prev
+        c += g[:, :hs] * g[:, 2 * hs:3 * hs]
+        o = g[:, 3 * hs:]
+        h = xp.tanh(c, out=h_out) if h_out is not None else xp.tanh(c)
+        h *= o
+        return g, h, c
+
+    def lstm_pass(self, xp, x_proj, h0, c0, w_hh_t, out, reverse: bool):
+        """A whole unobserved LSTM pass in one call, writing `out` and returning the last c; None where there is
+        none (here: the kernel steps)."""
+        return None
+
+    def lstm_step_grad(self, xp, gates, c, c_prev, dh, dc, w_back, d_pre):
+        """An LSTM step's gradient in one call, (dh_prev, dc_prev) with d_pre written; None where there is none
+        (here: kernelcore/grad/rnn.py's passes)."""
+        return None
 
 
-def step_matrix(xp, b, groups: int = 1):
-    """b [k, n] made ready for many products a @ b whose `a` has a few rows (recurrent_product): for float32 host
-    arrays packed for kernelcore/native's GEMM (gemm_packed.c: [32, 256] @ [256, 1024] in 115 us on one core,
-    OpenBLAS's 164, which packs b again every call; in a 2-layer LSTM's training step, 172 against 240 us a
-    product), else b itself. groups: see native.PackedColumns."""
-    return native.PackedColumns(b, groups) if native.gemm_ready(xp, b) else b
-
-
-def recurrent_product(xp, a, w, add=None):
-    """a @ W (+ add), a fresh C-ordered array, for step_matrix's (or recurrent_weight's) W. The C GEMM adds `add`
-    as it writes its sums (one pass less); elsewhere it is added after."""
-    packed = isinstance(w, native.PackedColumns)
-    if packed and w.plain and native.gemm_ready(xp, a) and (add is None or native.ready(xp, add)):
-        return native.gemm_packed(a, w, add)
-    out = a @ (w.matrix if packed else w)
-    if add is not None:
-        out += add
-    return out
-
-
-def input_projection(xp, flat_in, w_ih, bias):
-    """flat_in [T * B, input] @ W_ih^T + bias: every timestep's input projection in one GEMM. Where kernelcore/
-    native takes the operands, its packed GEMM (W_ih^T packed here: 30-80 us) adds the bias as it writes the sums,
-    its threads sharing row chunks: a 2-layer LSTM's inference (batch 32, 50 steps, hidden 256) took 17.6 ms on two
-    threads against 19.6 with OpenBLAS in parts by rows (one thread: the same). Elsewhere NumPy's product, the bias
-    added in place (a fresh [T * B, G * H] sum would cost 2 ms of page faults a layer at that size)."""
-    if native.gemm_ready(xp, flat_in, w_ih) and native.ready(xp, bias):
-        return native.gemm_packed(flat_in, native.PackedColumns(w_ih.T), bias)
-    x_proj = cpu_parts.matmul(xp, flat_in, w_ih.T)
-    x_proj += bias
-    return x_proj
+REFERENCE = RnnSteps()
+recurrent_weight, step_matrix = REFERENCE.recurrent_weight, REFERENCE.step_matrix
+recurrent_product, input_projection = REFERENCE.recurrent_product, REFERENCE.input_projection
 
 
 def lstm_gate_scale(xp, dtype, hidden: int):
@@ -221,35 +243,16 @@ def lstm_gate_shift(xp, dtype, hidden: int):
     return dtype.type(1) - lstm_gate_scale(xp, dtype, hidden)
 
 
-def cell_forward(xp, mode: str, x_proj, h_prev, c_prev, w_hh_t, b_hh, scale_shift=None, h_out=None):
+def cell_forward(xp, mode: str, x_proj, h_prev, c_prev, w_hh_t, b_hh, scale_shift=None, h_out=None,
+                 steps=REFERENCE):
     """One step of one (layer, direction): returns (gates, h, c); gates/c are None where the mode has none.
     x_proj = x_t weight_ih^T + bias_ih (+ bias_hh for LSTM and the simple RNNs, which add it there); w_hh_t from
     recurrent_weight. LSTM: scale_shift is (lstm_gate_scale, lstm_gate_shift), made once per pass (made here
     when None); h_out, where given, is the [B, hidden] array h is written into (the op's Out[t])."""
     if mode == "LSTM":
-        if isinstance(w_hh_t, native.PackedColumns) and w_hh_t.groups == 4 and native.gemm_ready(xp, h_prev) and \
-                native.ready(xp, x_proj, c_prev, *(() if h_out is None else (h_out,))):
-            # the whole step in one C call (kernelcore/native/lstm_step.c): its elementwise part on each block
-            # while the GEMM has just made it, where NumPy's five passes find the arrays pushed out of cache
-            return native.lstm_step(h_prev, w_hh_t, x_proj, c_prev, h_out)
-        # in place on the fresh GEMM result (ours, x_proj added): it becomes the gates array, with no
-        # concatenation. Each pass runs over all four gates at once; on the rnn op's Out row where given, so h
-        # needs no copy there
-        g = recurrent_product(xp, h_prev, w_hh_t, add=x_proj)
-        hs = g.shape[1] // 4
-        scale, shift = scale_shift or (lstm_gate_scale(xp, g.dtype, hs), lstm_gate_shift(xp, g.dtype, hs))
-        g *= scale
-        xp.tanh(g, out=g)
-        g *= scale
-        g += shift  # i, f, o: sigmoid; the candidate: tanh
-        c = g[:, hs:2 * hs] * c_prev
-        c += g[:, :hs] * g[:, 2 * hs:3 * hs]
-        o = g[:, 3 * hs:]
-        h = xp.tanh(c, out=h_out) if h_out is not None else xp.tanh(c)
-        h *= o
-        return g, h, c
+        return steps.lstm_step(xp, x_proj, h_prev, c_prev, w_hh_t, scale_shift, h_out)
     if mode == "GRU":
-        hw = recurrent_product(xp, h_prev, w_hh_t)
+        hw = steps.recurrent_product(xp, h_prev, w_hh_t)
         hw += b_hh
         hs = hw.shape[1] // 3
         rz = sigmoid(xp, x_proj[:, :2 * hs] + hw[:, :2 * hs])
@@ -257,17 +260,9 @@ def cell_forward(xp, mode: str, x_proj, h_prev, c_prev, w_hh_t, b_hh, scale_shif
         cand = xp.tanh(x_proj[:, 2 * hs:] + r * hw[:, 2 * hs:])
         h = (h_prev - cand) * z + cand
         return xp.concatenate([rz, cand], axis=1), h, None
-    pre = recurrent_product(xp, h_prev, w_hh_t, add=x_proj)
+    pre = steps.recurrent_product(xp, h_prev, w_hh_t, add=x_proj)
     h = xp.tanh(pre) if mode == "RNN_TANH" else xp.maximum(pre, pre.dtype.type(0))
     return None, h, None
-
-
-def _whole_pass_in_c(xp, w_hh_t, x_proj, h0, c0, out) -> bool:
-    """Whether native.lstm_sequence takes this pass: the recurrent weight packed by gate, the arrays ready, Out
-    among them (an Input narrower than its float32 weights gives a float32 x_proj but an Out of its own dtype,
-    which the C steps must not write)."""
-    return isinstance(w_hh_t, native.PackedColumns) and w_hh_t.groups == 4 and \
-        native.ready(xp, x_proj, h0, c0, out)
 
 
 def _check_inputs(x, pre, weights, seq_len, attrs):
@@ -334,6 +329,12 @@ def _create(ctx, scope, names) -> None:
 
 @RNN.kernel()
 def rnn(ctx, ins, attrs):
+    return (yield from run_rnn(REFERENCE, ctx, ins, attrs))
+
+
+def run_rnn(steps: RnnSteps, ctx, ins, attrs):
+    """The rnn op's kernel (a generator: it pauses between steps under a debugger), its products and cells
+    `steps`'."""
     x, pre, weights, seq_len = ins
     pre, weights = list(pre or []), list(weights or [])
     T, B, D, G = _check_inputs(x, pre, weights, seq_len, attrs)
@@ -378,16 +379,16 @@ def rnn(ctx, ins, attrs):
                 w_ih, w_hh = weights[2 * k], weights[2 * k + 1]
                 b_ih, b_hh = weights[half + 2 * k], weights[half + 2 * k + 1]
                 bias = b_ih if mode == "GRU" else b_ih + b_hh  # GRU adds bias_hh inside r * (...)
-                x_proj = input_projection(xp, flat_in, w_ih, bias).reshape(T, B, G * H)
-                w_hh_t = recurrent_weight(xp, w_hh, 4 if lstm else 1)
+                x_proj = steps.input_projection(xp, flat_in, w_ih, bias).reshape(T, B, G * H)
+                w_hh_t = steps.recurrent_weight(xp, w_hh, 4 if lstm else 1)
                 out = xp.empty((T, B, H), dtype=dt)
                 h, c = pre[0][k], (pre[1][k] if lstm else None)
-                if silent and lstm and masks is None and reserve is None and T and \
-                        _whole_pass_in_c(xp, w_hh_t, x_proj, h, c, out):
-                    # nobody can see a step scope of this run (no trace, no debugger; an inference run drops each
-                    # one after the next step): the pass's steps in one C call, the same values as step by step
-                    c = native.lstm_sequence(x_proj, h, c, w_hh_t, out, reverse=bool(di))
-                    last_h[k], last_c[k] = out[0] if di else out[T - 1], c
+                # nobody can see a step scope of this run (no trace, no debugger; an inference run drops each one
+                # after the next step): the pass's steps in one call where `steps` has one, the same values
+                whole = steps.lstm_pass(xp, x_proj, h, c, w_hh_t, out, bool(di)) \
+                    if silent and lstm and masks is None and reserve is None and T else None
+                if whole is not None:
+                    last_h[k], last_c[k] = out[0] if di else out[T - 1], whole
                     outs.append(out)
                     continue
                 scale_shift = (lstm_gate_scale(xp, dt, H), lstm_gate_shift(xp, dt, H)) if lstm else None
@@ -408,7 +409,7 @@ def rnn(ctx, ins, attrs):
                         yield pause
                     t0 = _now()
                     gates, h_new, c_new = cell_forward(xp, mode, x_proj[t], h, c, w_hh_t, b_hh, scale_shift,
-                                                       out[t] if masks is None and lstm else None)
+                                                       out[t] if masks is None and lstm else None, steps)
                     if masks is not None:
                         m = masks[t]
                         out[t] = h_new * m
