@@ -228,14 +228,16 @@ class StepperState(t.HasTraits):
                 flow.append({"t": tt, "from": src, "to": to, "from_t": ran[k - 1] if k else None})
         return flow
 
-    def _publish(self, ts: int, node, completed, here, status: str) -> None:
+    def _publish(self, ts: int, node, completed, here, status: str, pass_named: bool = False) -> None:
+        """Show step scope `node`; the status names the fused rnn's pass unless it does already
+        (`pass_named`: a position whose frame carries it, "lstm_cell layer 0 fwd")."""
         body = scope_json(node, roles=self._rnn_roles())
         order = {"x_t": 0, "h_prev": 1, "h_new": 2, "output": 3}
         body["vars"].sort(key=lambda v: (order.get(v["role"], 9), v["name"]))
         self.timestep = ts
         self.step_scope = body
         self.memory_flow = self._rnn_flow(completed, here)
-        pass_name = self._rnn_pass()
+        pass_name = "" if pass_named else self._rnn_pass()
         self.status = status + ("; " + pass_name.removeprefix("rnn step ") if pass_name else "")  # "(layer 0, forward)"
 
     def _show_cursor_step(self, here, completed) -> None:
@@ -252,7 +254,8 @@ class StepperState(t.HasTraits):
             node = sess.view.forest()[scope_id]
             self.mode = "replay"
             status = f"replay: timestep {ts} of {self.num_steps} at {sess.position}, rebuilt at event {index}"
-        self._publish(ts, node, completed, here, status)
+        named = any(f.detail for f in sess.position.frames)
+        self._publish(ts, node, completed, here, status, pass_named=named)
         self.step_scope = {**self.step_scope, "event": sess.pauses[sess.pause_index].index}
 
     def _show_step(self, ts: int, completed) -> None:
