@@ -151,7 +151,9 @@ def test_integer_and_bool_outputs_are_summarised_and_other_values_skipped():
     assert summarize([1, 2]) is None and summarize(np.array(["a"])) is None
 
 
-def test_a_gradient_norm_watch_stops_where_numpy_finds_the_norm_first_above_the_bound():
+@pytest.mark.parametrize("chunk_rows", [summary_table.CHUNK_ROWS, 3])
+def test_a_gradient_norm_watch_stops_where_numpy_finds_the_norm_first_above_the_bound(monkeypatch, chunk_rows):
+    monkeypatch.setattr(summary_table, "CHUNK_ROWS", chunk_rows)  # 3: a watch reads rows beside chunk boundaries
     main, scope, loss, feed = _mlp()
     oracle_scope = _copy_scope(scope)
     grad = "fc_0.w_0@GRAD"
@@ -303,9 +305,9 @@ def test_a_program_with_feed_ops_is_replayed_with_that_iteration_s_feeds(tmp_pat
 def test_a_failure_on_the_summary_thread_reaches_the_loop(monkeypatch):
     from kernelcore.observe import recorder as recorder_module
 
-    def broken(value):
+    def broken(value, rows, row):
         raise ValueError("summary failed")
-    monkeypatch.setattr(recorder_module, "summarize", broken)
+    monkeypatch.setattr(recorder_module, "summary_writer", lambda: broken)
     main, scope, loss, feed = _mlp()
     with pytest.raises(ValueError, match="summary failed"):
         with record(main, scope, background=True):

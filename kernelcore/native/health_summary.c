@@ -2,15 +2,16 @@
  * (kernelcore/observe/health_summary.py) takes five: min, max, a sum, a dot product and the sign counts.
  *
  * out[10], as doubles (counts are exact below 2^53): how many elements are negative, zero, positive (finite ones
- * only), NaN, +Inf and -Inf, then the finite elements' min, max, sum and sum of squares (min +Inf and max -Inf
- * where none is finite). Returns how many elements are NaN or Inf: all a NaN watch reads.
+ * only), NaN, +Inf and -Inf, then the finite elements' min, max, mean and L2 norm (NaN, NaN, NaN and 0 where none
+ * is finite). Returns how many elements are NaN or Inf: all a NaN watch reads.
  *
  * The array goes by blocks of BLOCK elements. A block's first pass assumes it is finite: min and max (a NaN never
  * wins their comparisons), the sum and the sum of squares in the array's own type, lane by lane, and the counts of
  * negatives and zeros, all in vector lanes with no test per element. A NaN or an Inf makes that sum NaN or Inf,
  * and so does a sum that overflowed the type: only then is the block read again, element by element, each
- * classified and the finite ones summed in a wider type (double, or long double for float64). A finite block's
- * sums are added into doubles, so a float32 sum rounds about as OpenBLAS's sdot rounds it.
+ * classified and the finite ones summed in a wider type (double, or long double for float64). A float32 block's
+ * sum rounds about as OpenBLAS's sdot rounds it. The blocks' sums are added in long double, whose range holds any
+ * float64 array's sum of squares on x86-64 (where long double is double, a float64 norm above ~1e154 is Inf).
  *
  * Large arrays are shared over `threads` threads (pool.c), each share summarised apart and the shares' numbers
  * added in a fixed order. */
@@ -34,7 +35,8 @@
 
 typedef struct {
     int64_t negative, zero, nan, pos_inf, neg_inf;
-    double lo, hi, sum, sumsq;
+    double lo, hi;
+    long double sum, sumsq;
 } partial;
 
 static void partial_init(partial *p) {
@@ -99,8 +101,8 @@ static void partial_add(partial *into, const partial *p) {
                 wq += (WIDE)v * v;                                                                                 \
             }                                                                                                      \
         }                                                                                                          \
-        p->sum += (double)ws;                                                                                      \
-        p->sumsq += (double)wq;                                                                                    \
+        p->sum += ws;                                                                                              \
+        p->sumsq += wq;                                                                                            \
     }
 
 BLOCK_FN(block_f32, float, int32_t, double)
@@ -141,9 +143,12 @@ static int64_t summarize(const void *x, int64_t n, int is_f64, double *out, int 
     partial_init(&all);
     for (int64_t k = 0; k < a.shares; k++) partial_add(&all, &a.parts[k]);
     const int64_t nonfinite = all.nan + all.pos_inf + all.neg_inf;
-    const int64_t positive = n - all.negative - all.zero - nonfinite;
+    const int64_t finite = n - nonfinite, positive = finite - all.negative - all.zero;
+    const double none = NAN;
     const double numbers[10] = {(double)all.negative, (double)all.zero, (double)positive, (double)all.nan,
-                                (double)all.pos_inf, (double)all.neg_inf, all.lo, all.hi, all.sum, all.sumsq};
+                                (double)all.pos_inf, (double)all.neg_inf, finite ? all.lo : none,
+                                finite ? all.hi : none, finite ? (double)(all.sum / finite) : none,
+                                (double)sqrtl(all.sumsq)};
     for (int i = 0; i < 10; i++) out[i] = numbers[i];
     return nonfinite;
 }

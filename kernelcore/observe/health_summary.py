@@ -1,9 +1,15 @@
 """A tensor's health in a few numbers: how many elements are negative, zero, positive, NaN, +Inf and -Inf, and the
 min, max, mean and L2 norm of its finite elements. What the flight recorder keeps of every op output.
 
-A value with no NaN/Inf (the usual case) costs min, max, a sum, a dot product and at most two counts: the counts
-of zeros and negatives are skipped wherever min and max already decide them (a ReLU's output, a positive
-variance). Only a value holding NaN or Inf takes the slower path that classifies every element.
+`summarize` is the reference, over NumPy or CuPy. A value with no NaN/Inf (the usual case) costs it min, max, a
+sum, a dot product and at most two counts: the counts of zeros and negatives are skipped wherever min and max
+already decide them (a ReLU's output, a positive variance). Only a value holding NaN or Inf takes the slower path
+that classifies every element.
+
+What the recorder calls is `summary_writer()`, chosen once per recording: the C summary of kernelcore/native/
+health.py (one pass, float32 and float64 host arrays) where fast paths are on and the library is loaded, else the
+reference; either writes ten numbers per value into a `NumberRows` buffer, from which the summary table makes its
+rows and `summary_at` a Summary.
 """
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..native import health as native_health
 from ..runtime.values import health
 
 
@@ -33,6 +40,8 @@ class Summary(NamedTuple):
         return self.nan + self.pos_inf + self.neg_inf
 
 
+# the ten numbers a writer leaves per value: a Summary's fields after numel
+NUMBERS = Summary._fields[1:]
 _NAN = float("nan")
 
 
@@ -114,3 +123,35 @@ def _with_nonfinite(xp, value, n: int) -> Summary:
         l2 = 0.0
     return Summary(n, c["negative"], c["zero"], c["positive"], c["nan"], c["pos_inf"], c["neg_inf"], lo, hi, mean,
                    l2)
+
+
+class NumberRows:
+    """A float64 [rows, 10] buffer of summaries' numbers (NUMBERS), which a writer fills at a row."""
+
+    def __init__(self, rows: int):
+        self.array = np.empty((rows, len(NUMBERS)), np.float64)
+        self.address = self.array.ctypes.data
+
+
+def write_reference(value, rows: NumberRows, row: int) -> int | None:
+    """`summarize(value)`'s numbers written into `rows` at `row`; its NaN/Inf count (None: no numeric tensor)."""
+    s = summarize(value)
+    if s is None:
+        return None
+    rows.array[row] = s[1:]
+    return s.nonfinite
+
+
+def summary_writer():
+    """write(value, rows, row) -> NaN/Inf count or None: the C summary where it may run (kernelcore/native/health.py,
+    which hands what it does not take to the reference), else `write_reference`."""
+    if native_health.available():
+        return native_health.summary_writer(write_reference)
+    return write_reference
+
+
+def summary_at(numel: int, numbers) -> Summary:
+    """The Summary of a value of `numel` elements from the ten numbers a writer left (NUMBERS)."""
+    negative, zero, positive, nan, pos_inf, neg_inf, lo, hi, mean, l2 = numbers.tolist()
+    return Summary(numel, int(negative), int(zero), int(positive), int(nan), int(pos_inf), int(neg_inf), lo, hi,
+                   mean, l2)

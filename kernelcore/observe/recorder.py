@@ -29,7 +29,7 @@ from ..runtime.events import RECORD_HEAD, RECORD_VALUES
 from ..runtime.executor import Executor, add_observer, remove_observer
 from ..runtime.place import CPUPlace
 from ..runtime.scope import Scope, global_scope
-from .health_summary import Summary, summarize
+from .health_summary import Summary, summary_writer
 from .program_names import check_known, program_names
 from .summary_table import SummaryTable
 from .summary_watch import EveryOutput, check, every_output
@@ -68,7 +68,7 @@ class Iteration:
         self.trace = Trace(retain="references") if keep else None
         self.first_event = 0
         self.ops = 0
-        self.summaries: dict[int, tuple] = {}  # id of an array summarised in this iteration -> (it, its summary)
+        self.summaries: dict[int, tuple] = {}  # id of an array summarised in this iteration -> (it, its table row)
 
 
 class Recorder:
@@ -94,6 +94,10 @@ class Recorder:
         self._token = None
         self._next_id = 1
         self._worker = SummaryWorker(self._summarize_record) if background else None
+        self._write = summary_writer()  # the C summary or the reference, chosen once for the recording
+        self._site_cache: dict[tuple, tuple] = {}  # (id of a prepared op, timestep) -> (the op, its sites)
+        self._judge_every = False  # whether a watch needs every output's summary (not the NaN watch alone)
+        self._keep_last_summary = False  # whether a watch compares a variable's summary with its last one
         if nan:
             self.watch(cond="nan")
 
@@ -170,48 +174,50 @@ class Recorder:
             self._worker.put((it, order, rec))
 
     def _summarize_record(self, job) -> None:
-        """Summarise an op record's outputs and judge the watches on them."""
+        """Summarise an op record's outputs into the table and judge the watches on them."""
         it, order, rec = job
         op = rec[3]
         n_in = len(op.in_pairs)
         timestep = rec[5]
         outs = rec[RECORD_HEAD + n_in:]
-        nan_only, keep_last_summary = self._nan_only, self._keep_last_summary
-        for (slot, name), value in zip(op.out_pairs, outs):
-            s = self._summarize(it, value)
-            if s is None:
-                continue
-            site = self.summaries.site(op.block, op.idx, op.type, name, timestep)
-            self.summaries.append(it.index, order, site, s)
-            if self.watches and (not nan_only or s[4] or s[5] or s[6]):  # s[4:7]: NaN, +Inf, -Inf counts
+        watched, judge_every, keep_last_summary = bool(self.watches), self._judge_every, self._keep_last_summary
+        for site, (slot, name), value in zip(self._sites(op, timestep), op.out_pairs, outs):
+            row, bad = self._add(it, order, site, value)
+            if bad is None or not (keep_last_summary or (watched and (bad or judge_every))):
+                continue  # the default NaN watch reads the NaN/Inf count alone
+            s = self.summaries.summary(row)
+            if watched:
                 self._check(it, order, op, rec, n_in, name, value, s, timestep)
             if keep_last_summary:
                 self._last_summary[name] = s
 
-    @property
-    def _nan_only(self) -> bool:
-        """Whether the only watches are NaN/Inf watches on every output (the default): then an output with no
-        NaN/Inf needs no check."""
-        return all(type(w) is EveryOutput and w.cond == "nan" for w in self.watches)
+    def _sites(self, op, timestep) -> tuple[int, ...]:
+        """The table's site numbers of the op's outputs at this timestep (found once per op and timestep)."""
+        key = (id(op), timestep)
+        known = self._site_cache.get(key)
+        if known is not None and known[0] is op:  # the op is held: its id stays its own
+            return known[1]
+        sites = tuple(self.summaries.site(op.block, op.idx, op.type, name, timestep) for _, name in op.out_pairs)
+        self._site_cache[key] = (op, sites)
+        return sites
 
-    @property
-    def _keep_last_summary(self) -> bool:
-        return any(w.cond == "unchanged" for w in self.watches)
-
-    @staticmethod
-    def _summarize(it: Iteration, value) -> Summary | None:
-        """The value's summary; a view holding every element of an array summarised in this iteration (a
-        reshape's or a transpose's output) takes that array's, the same elements in another order."""
+    def _add(self, it: Iteration, order: int, site: int, value) -> tuple[int, int | None]:
+        """A table row of the value's summary: (row, NaN/Inf count), or (-1, None) for no numeric tensor. A view
+        holding every element of an array summarised in this iteration (a reshape's or a transpose's output)
+        repeats that array's row: the same elements in another order."""
         root = value
         base = getattr(value, "base", None)
         if base is not None and type(base) is type(value) and base.size == value.size and base.dtype == value.dtype:
             root = base
         known = it.summaries.get(id(root))
         if known is not None and known[0] is root:
-            return known[1]
-        s = summarize(value)
-        it.summaries[id(root)] = (root, s)  # the value is held: its id stays its own for the iteration
-        return s
+            row, bad = self.summaries.repeat(known[1], it.index, order, site)
+            if bad is not None:
+                return row, bad
+        row, bad = self.summaries.add(it.index, order, site, value, self._write)
+        if bad is not None:
+            it.summaries[id(root)] = (root, row)  # the value is held: its id stays its own for the iteration
+        return row, bad
 
     def _first_op(self, it: Iteration, op, in_values) -> bool:
         """At a run's first op: is it the recorded program's? Then keep the state the iteration started from."""
@@ -252,6 +258,10 @@ class Recorder:
                 if op_type is not None:
                     check_known(op_type, op_types, "op type")
         self.watches.append(w)
+        # the default NaN/Inf watch on every output needs nothing of an output with no NaN/Inf: other watches
+        # read a Summary of every output
+        self._judge_every = not all(type(x) is EveryOutput and x.cond == "nan" for x in self.watches)
+        self._keep_last_summary = any(x.cond == "unchanged" for x in self.watches)
         return w
 
     def _check(self, it, order, op, rec, n_in, name, value, s, timestep) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import KernelcoreError
+from .health_summary import NUMBERS, NumberRows, summary_at
 
 # 80 bytes a row: the iteration is kept once per iteration (rows arrive in iteration order), "positive" is what
 # the other counts leave of numel, and mean and L2 norm (a health reading, not a checksum) are float32
@@ -25,9 +26,14 @@ CHUNK_ROWS = 4096
 
 
 class SummaryTable:
+    """Rows come in through `add` (a writer from health_summary.summary_writer fills the row's numbers in place,
+    with no Summary object made) or `append` (a Summary); they wait in a NumberRows buffer until CHUNK_ROWS of them
+    become a chunk of ROW."""
+
     def __init__(self):
         self._chunks: list[np.ndarray] = []
-        self._pending: list[tuple] = []
+        self._numbers = NumberRows(CHUNK_ROWS)
+        self._pending: list[tuple] = []  # (order, site, numel) of each row in self._numbers
         self._flushed = 0  # rows in the chunks
         self._site_ids: dict[tuple, int] = {}
         self._iterations: list[tuple[int, int]] = []  # (iteration, its first row), in order
@@ -41,20 +47,69 @@ class SummaryTable:
             self.sites.append(key)
         return sid
 
-    def append(self, iteration: int, order: int, site: int, s: tuple) -> None:
-        """One row: `s` is a health_summary.Summary (numel, negative, zero, positive, nan, pos_inf, neg_inf, min,
-        max, mean, l2)."""
-        if not self._iterations or self._iterations[-1][0] != iteration:
-            self._iterations.append((iteration, len(self)))
-        self._pending.append((order, site, s[0], s[1], s[2], s[4], s[5], s[6], s[7], s[8], s[9], s[10]))
+    def add(self, iteration: int, order: int, site: int, value, write) -> tuple[int, int | None]:
+        """A row of `value`'s numbers, which `write(value, numbers, row)` leaves in place: (the row's number, the
+        value's NaN/Inf count), the count None (and no row) where the value is no numeric tensor."""
+        self._make_room()
+        bad = write(value, self._numbers, len(self._pending))
+        if bad is None:
+            return -1, None
+        return self._added(iteration, order, site, value.size), bad
+
+    def _make_room(self) -> None:
+        """A full buffer becomes a chunk before the next row is written (not after one is: the recorder reads a
+        row's Summary right after adding it)."""
         if len(self._pending) >= CHUNK_ROWS:
             self._flush()
 
+    def _added(self, iteration: int, order: int, site: int, numel: int) -> int:
+        if not self._iterations or self._iterations[-1][0] != iteration:
+            self._iterations.append((iteration, len(self)))
+        self._pending.append((order, site, numel))
+        return self._flushed + len(self._pending) - 1
+
+    def repeat(self, row: int, iteration: int, order: int, site: int) -> tuple[int, int | None]:
+        """A row with the numbers of row `row` (the same elements written again, under another name or shape):
+        like `add`, or (-1, None) where that row has left the buffer for a chunk already."""
+        self._make_room()
+        at = row - self._flushed
+        if at < 0:
+            return -1, None
+        here = len(self._pending)
+        numbers = self._numbers.array
+        numbers[here] = numbers[at]
+        bad = int(numbers[at, 3] + numbers[at, 4] + numbers[at, 5])
+        return self._added(iteration, order, site, self._pending[at][2]), bad
+
+    def append(self, iteration: int, order: int, site: int, s: tuple) -> None:
+        """One row from a health_summary.Summary (numel, negative, zero, positive, nan, pos_inf, neg_inf, min,
+        max, mean, l2)."""
+        self._make_room()
+        self._numbers.array[len(self._pending)] = s[1:]
+        self._added(iteration, order, site, s[0])
+
+    def summary(self, row: int):
+        """Row `row`'s health_summary.Summary, while it waits in the buffer (the recorder asks right after adding
+        it); None once it has become part of a chunk."""
+        at = row - self._flushed
+        if at < 0:
+            return None
+        return summary_at(self._pending[at][2], self._numbers.array[at])
+
     def _flush(self) -> None:
-        if self._pending:
-            self._chunks.append(np.array(self._pending, dtype=ROW))
-            self._flushed += len(self._pending)
-            self._pending = []
+        count = len(self._pending)
+        if not count:
+            return
+        numbers = self._numbers.array[:count]
+        meta = np.array(self._pending, dtype=np.int64).reshape(count, 3)
+        chunk = np.empty(count, ROW)
+        chunk["order"], chunk["site"], chunk["numel"] = meta[:, 0], meta[:, 1], meta[:, 2]
+        for i, name in enumerate(NUMBERS):
+            if name != "positive":  # what the other counts leave of numel
+                chunk[name] = numbers[:, i]
+        self._chunks.append(chunk)
+        self._flushed += count
+        self._pending = []
 
     def __len__(self) -> int:
         return self._flushed + len(self._pending)

@@ -1,0 +1,45 @@
+"""The flight recorder's health summary in C (health_summary.c): one pass over a float32 or float64 array for its
+sign and NaN/Inf counts and the min, max, sum and sum of squares of its finite elements, written as ten doubles
+where the recorder keeps them (kernelcore/observe/health_summary.py `NumberRows`). The NumPy summary there stays
+the reference: it takes what this does not (integers, booleans, float16, CuPy arrays, non-contiguous views).
+
+ctypes leaves the GIL for the call, so a summary made on a thread of its own (the recorder's background=True)
+runs beside the executor's Python.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..runtime import cpu_parts
+from . import _c, _ptr, enabled
+
+ROW_BYTES = 10 * 8  # the ten doubles health_summary.c writes per array
+# below this many elements one thread summarises the array (health_summary.c shares it out from two grains of
+# pool.h's KC_GRAIN on), so the call skips asking how many threads it may use
+_SHARED_FROM = 2 * 32768
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
+def available() -> bool:
+    """Whether the C summary may run: the library loaded and fast paths on (kernelcore/runtime/fast_paths.py)."""
+    return enabled(np)
+
+
+def summary_writer(fallback: Callable) -> Callable:
+    """write(value, rows, row) -> the value's NaN/Inf count (None: no numeric tensor): the C summary of a
+    C-contiguous, aligned float32 or float64 host array written into `rows` at `row`, anything else given to
+    `fallback(value, rows, row)`. Only where `available()`."""
+    lib = _c()
+    by_dtype = {_F32: lib.kc_health_summary_f32, _F64: lib.kc_health_summary_f64}
+    ndarray, threads = np.ndarray, cpu_parts.op_threads
+
+    def write(value, rows, row: int):
+        if type(value) is ndarray:
+            fn = by_dtype.get(value.dtype)
+            if fn is not None and value.flags.c_contiguous and value.flags.aligned:
+                n = value.size
+                return fn(_ptr(value), n, rows.address + ROW_BYTES * row, threads() if n >= _SHARED_FROM else 1)
+        return fallback(value, rows, row)
+    return write
