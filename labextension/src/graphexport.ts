@@ -177,3 +177,37 @@ export function exportButtons(pane: () => Exportable | null, name: () => string,
     button('Export PNG', () => run('png'), { cls: 'jp-Kernelcore-exportPng', title: 'download the whole graph, groups open as now, as a PNG image (2x)' })
   ];
 }
+
+/** The graph canvas that last had the focus (the palette's export commands act on it). */
+let lastCanvas: HTMLElement | null = null;
+let tracking = false;
+
+/** Follow which graph canvas last had the focus (once per page). */
+export function trackGraphFocus(): void {
+  if (tracking || typeof document === 'undefined') {
+    return;
+  }
+  tracking = true;
+  document.addEventListener('focusin', ev => {
+    const el = ev.target as HTMLElement | null;
+    if (el?.classList?.contains('jp-Kernelcore-graphCanvas')) {
+      lastCanvas = el;
+    }
+  });
+}
+
+/** The export button of the view whose graph last had the focus, while that view is on the page. */
+function focusedExportButton(format: 'svg' | 'png'): HTMLButtonElement | null {
+  const view = lastCanvas?.isConnected ? lastCanvas.closest('.jp-Kernelcore-ProgramGraph') : null;
+  return view?.querySelector<HTMLButtonElement>(`:scope > .jp-Kernelcore-toolbar .jp-Kernelcore-export${format === 'svg' ? 'Svg' : 'Png'}`) ?? null;
+}
+
+/** Whether a graph had the focus and is still shown (the palette commands are enabled). */
+export function hasFocusedGraph(): boolean {
+  return focusedExportButton('svg') !== null;
+}
+
+/** Export the graph that last had the focus, as its toolbar button does. */
+export function exportFocusedGraph(format: 'svg' | 'png'): void {
+  focusedExportButton(format)?.click();
+}

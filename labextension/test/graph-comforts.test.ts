@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProgramGraphView } from '../src/views/ProgramGraph';
 import { graphKeyAction, PAN_STEP, PAN_STEP_LARGE, ZOOM_STEP } from '../src/graphkeys';
-import { ExportError, exportName, pngScale, PNG_MAX_SIDE, PNG_SCALE, programName, serializeGraph, NAME_ATTRIBUTE } from '../src/graphexport';
+import { ExportError, exportFocusedGraph, exportName, hasFocusedGraph, trackGraphFocus, pngScale, PNG_MAX_SIDE, PNG_SCALE, programName, serializeGraph, NAME_ATTRIBUTE } from '../src/graphexport';
 import { withSubBlock, mlp } from './fixtures';
 import { container, FakeModel } from './fake-model';
 
@@ -153,5 +153,28 @@ describe('export', () => {
     const inner = host.appendChild(document.createElement('div'));
     expect(programName(inner, 5)).toBe('densenet121.pdmodel');
     expect(programName(document.createElement('div'), 5)).toBe('program_5ops');
+  });
+});
+
+describe('the palette export commands', () => {
+  it('act on the graph that last had the focus, while it is on the page', async () => {
+    trackGraphFocus();
+    const a = new ProgramGraphView(model(mlp()), container());
+    const b = new ProgramGraphView(model(withSubBlock()), container());
+    await Promise.all([a.ready, b.ready]);
+    const clicked: string[] = [];
+    for (const [name, view] of [['a', a], ['b', b]] as const) {
+      view.root.querySelectorAll('button').forEach(btn => btn.addEventListener('click', () => clicked.push(`${name} ${btn.textContent}`), true));
+    }
+    b.left.canvas.focus();
+    expect(hasFocusedGraph()).toBe(true);
+    exportFocusedGraph('png');
+    a.left.canvas.focus();
+    exportFocusedGraph('svg');
+    expect(clicked).toEqual(['b Export PNG', 'a Export SVG']);
+    a.dispose();
+    a.root.remove();
+    expect(hasFocusedGraph()).toBe(false); // that view is gone: nothing to export
+    b.dispose();
   });
 });
