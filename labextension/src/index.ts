@@ -7,7 +7,7 @@
  *    session over the `kernelcore.debugger` comm (messages typed by protocol.generated.ts; no code is executed);
  *  - `:debugger`: the right-sidebar "Kernelcore debugger" panel over that model, a command with its shortcut
  *    for each move of the command table (MOVES: kernelcore:step, kernelcore:next, ...; in notebooks and in
- *    the panel), and kernelcore:run-n / open-debugger / view-tensor.
+ *    the panel), and kernelcore:run-n / open-debugger / view-tensor / export-graph-svg / export-graph-png.
  * The MIME renderers (outputs and *.kctrace.json files) are the separate mimeExtension in mime.ts.
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -18,6 +18,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { setDebuggerModel } from './debugactions';
 import { DebuggerModel } from './debugmodel';
 import { PROGRAM_FACTORY, PROGRAM_FILE_TYPE, ProgramFileFactory } from './fileviewer';
+import { exportFocusedGraph, hasFocusedGraph, trackGraphFocus } from './graphexport';
 import { sharedLayout } from './layout';
 import { setKernelLookup } from './parts';
 import { IOpeningListing, isPirFile, JSON_FILE_TYPE, PIR_FACTORY, routePirOpenings } from './pirfile';
@@ -32,6 +33,8 @@ export namespace CommandIDs {
   export const openDebugger = 'kernelcore:open-debugger';
   export const runN = 'kernelcore:run-n';
   export const viewTensor = 'kernelcore:view-tensor';
+  export const exportGraphSvg = 'kernelcore:export-graph-svg';
+  export const exportGraphPng = 'kernelcore:export-graph-png';
 }
 
 // A static icon (no data in it): a graph of three nodes.
@@ -239,10 +242,21 @@ const debuggerPlugin: JupyterFrontEndPlugin<void> = {
       execute: args => sidebar.run('run_n', { n: Math.max(1, Number((args as any)?.n ?? 1) | 0) })
     });
     model.changed.connect(() => app.commands.notifyCommandChanged());
+    // the graph (file, output or widget) that last had the focus, exported as its toolbar's buttons do
+    trackGraphFocus();
+    const exports = [[CommandIDs.exportGraphSvg, 'svg'], [CommandIDs.exportGraphPng, 'png']] as const;
+    for (const [command, format] of exports) {
+      app.commands.addCommand(command, {
+        label: `Kernelcore: Export the graph as ${format.toUpperCase()}`,
+        caption: 'the whole graph last focused, groups open as now',
+        isEnabled: hasFocusedGraph,
+        execute: () => exportFocusedGraph(format)
+      });
+    }
 
     if (palette) {
       const category = 'Kernelcore';
-      [CommandIDs.openDebugger, ...MOVES.map(m => m.commandId), CommandIDs.runN].forEach(command => palette.addItem({ command, category }));
+      [CommandIDs.openDebugger, ...MOVES.map(m => m.commandId), CommandIDs.runN, ...exports.map(e => e[0])].forEach(command => palette.addItem({ command, category }));
     }
   }
 };
