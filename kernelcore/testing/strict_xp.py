@@ -197,7 +197,8 @@ def _call(fn, args, kwargs):
     if out is not None:
         strict_cuda.keep_before_write(out if type(out) is tuple else (out,))
     raw = _as_buffers(fn(*args, **kwargs))
-    strict_cuda.record(lambda: _copy_into(raw, fn(*args, **kwargs)), _fresh(raw, args + tuple(kwargs.values())))
+    given = args + tuple(kwargs.values()) + (getattr(fn, "__self__", None),)  # a method's own array too
+    strict_cuda.record(lambda: _copy_into(raw, fn(*args, **kwargs)), _fresh(raw, given))
     return raw
 
 
