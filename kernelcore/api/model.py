@@ -11,11 +11,19 @@
         model.fill("img", img); model.fill("label", lbl)
         loss, = model.run(fetch=[avg_loss])
 
+or, with the flight recorder over every step (kernelcore/observe/recorder.py):
+
+    result = model.fit(({"img": i, "label": l} for i, l in batches), fetch=[avg_loss], record=True)
+    result.recorder.hit          # the first NaN/Inf an op wrote (the loop stopped there), or None
+
 `model.network` and `model.init_network` are ordinary Programs (the main and startup programs of the
 layers in kernelcore.api.layers); every layer call builds into them under program_guard.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -23,13 +31,34 @@ import numpy as np
 from ..formats import paddle_files
 from . import layers
 from ..transforms import optimizer as optim
-from ..errors import LoadError, ProgramError
+from ..errors import FeedError, KernelcoreError, LoadError, ProgramError
+from ..observe.recorder import Recorder
 from ..runtime.executor import Executor
 from ..runtime.place import to_host
 from ..ir.program import Program, Variable, program_guard
 from ..runtime.scope import Scope, global_scope
 
-__all__ = ["Model"]
+__all__ = ["FitResult", "Model"]
+
+
+# what a dict passed as fit's record= may hold: kc.record's keywords but the program, scope and executor (the model's)
+_RECORD_KEYWORDS = frozenset({"keep_last", "nan", "stop", "training", "background"})
+
+
+@dataclass
+class FitResult:
+    """What Model.fit ran: `fetched` holds each step's fetched values (as Model.run returns them), `recorder` the
+    flight recorder of a recorded fit (None otherwise), `stopped` whether a watch hit ended the loop early."""
+    fetched: list = field(default_factory=list)
+    recorder: Recorder | None = None
+
+    @property
+    def steps(self) -> int:
+        return len(self.fetched)
+
+    @property
+    def stopped(self) -> bool:
+        return self.recorder is not None and self.recorder.hit is not None and self.recorder.stop
 
 
 class Model:
@@ -168,6 +197,47 @@ class Model:
         end = None if training else self._forward_end
         return self.executor.run(self.network, feed=dict(self._feeds), fetch_list=fetch, scope=self.scope,
                                  training=training, end=end)
+
+    def fit(self, batches: Iterable[Mapping], fetch=None, *, record=None) -> FitResult:
+        """Train one step per feed dict of `batches` ({input name: value}, filled as `fill` does) and return a
+        FitResult with each step's fetched values. `record`: None or False for a plain loop; True for the flight
+        recorder over every step (kc.record's defaults: a NaN/Inf watch on every output that stops the loop at
+        its first hit); a dict of kc.record's keywords (keep_last, nan, stop, background); or a Recorder made by
+        kc.record(model.network, model.scope, ...), e.g. one given watches first."""
+        if not self._optimized:
+            raise ProgramError("fit trains the model: choose an optimizer first (model.sgd(...), model.adam(...))")
+        fetch = [] if fetch is None else ([fetch] if isinstance(fetch, (str, Variable)) else list(fetch))
+        recorder = self._fit_recorder(record)
+        result = FitResult(recorder=recorder)
+        with recorder if recorder is not None else nullcontext():
+            for step, batch in enumerate(batches):
+                if not isinstance(batch, Mapping):
+                    raise FeedError(f"fit: batch {step} is a {type(batch).__name__}; each batch is a dict "
+                                    "{input name: value}")
+                for name, value in batch.items():
+                    self.fill(name, value)
+                result.fetched.append(self.run(fetch, training=True))
+        return result
+
+    def _fit_recorder(self, record) -> Recorder | None:
+        """The Recorder `fit`'s `record` argument asks for (see fit)."""
+        if record is None or record is False:
+            return None
+        if record is True:
+            record = {}
+        if isinstance(record, Mapping):
+            unknown = sorted(set(record) - _RECORD_KEYWORDS)
+            if unknown:
+                raise KernelcoreError(f"fit: record= has keywords kc.record does not take: {unknown}; it takes "
+                                      f"{sorted(_RECORD_KEYWORDS)}")
+            return Recorder(self.network, self.scope, executor=self.executor, **record)
+        if isinstance(record, Recorder):
+            if record.program is not self.network or record.scope is not self.scope:
+                raise KernelcoreError("fit: the recorder records another program or scope; make it with "
+                                      "kc.record(model.network, model.scope, ...)")
+            return record
+        raise KernelcoreError(f"fit: record= takes True, a dict of kc.record's keywords or a Recorder, got "
+                              f"{type(record).__name__}")
 
     # -- parameters on disk ----------------------------------------------------------------------------
     def save_parameters(self, path) -> None:
