@@ -179,13 +179,28 @@ class Recorder:
         op = rec[3]
         n_in = len(op.in_pairs)
         timestep = rec[5]
-        outs = rec[RECORD_HEAD + n_in:]
         watched, judge_every, keep_last_summary = bool(self.watches), self._judge_every, self._keep_last_summary
-        for site, (slot, name), value in zip(self._sites(op, timestep), op.out_pairs, outs):
-            row, bad = self._add(it, order, site, value)
-            if bad is None or not (keep_last_summary or (watched and (bad or judge_every))):
+        table, known, index, write = self.summaries, it.summaries, it.index, self._write
+        for site, (slot, name), value in zip(self._sites(op, timestep), op.out_pairs, rec[RECORD_HEAD + n_in:]):
+            # a view holding every element of an array summarised in this iteration (a reshape's or a transpose's
+            # output) repeats that array's row: the same elements in another order
+            root = value
+            base = getattr(value, "base", None)
+            if base is not None and type(base) is type(value) and base.size == value.size and \
+                    base.dtype == value.dtype:
+                root = base
+            seen = known.get(id(root))
+            bad = None
+            if seen is not None and seen[0] is root:
+                row, bad = table.repeat(seen[1], index, order, site)
+            if bad is None:
+                row, bad = table.add(index, order, site, value, write)
+                if bad is None:
+                    continue  # no numeric tensor
+                known[id(root)] = (root, row)  # the value is held: its id stays its own for the iteration
+            if not (keep_last_summary or (watched and (bad or judge_every))):
                 continue  # the default NaN watch reads the NaN/Inf count alone
-            s = self.summaries.summary(row)
+            s = table.summary(row)
             if watched:
                 self._check(it, order, op, rec, n_in, name, value, s, timestep)
             if keep_last_summary:
@@ -200,24 +215,6 @@ class Recorder:
         sites = tuple(self.summaries.site(op.block, op.idx, op.type, name, timestep) for _, name in op.out_pairs)
         self._site_cache[key] = (op, sites)
         return sites
-
-    def _add(self, it: Iteration, order: int, site: int, value) -> tuple[int, int | None]:
-        """A table row of the value's summary: (row, NaN/Inf count), or (-1, None) for no numeric tensor. A view
-        holding every element of an array summarised in this iteration (a reshape's or a transpose's output)
-        repeats that array's row: the same elements in another order."""
-        root = value
-        base = getattr(value, "base", None)
-        if base is not None and type(base) is type(value) and base.size == value.size and base.dtype == value.dtype:
-            root = base
-        known = it.summaries.get(id(root))
-        if known is not None and known[0] is root:
-            row, bad = self.summaries.repeat(known[1], it.index, order, site)
-            if bad is not None:
-                return row, bad
-        row, bad = self.summaries.add(it.index, order, site, value, self._write)
-        if bad is not None:
-            it.summaries[id(root)] = (root, row)  # the value is held: its id stays its own for the iteration
-        return row, bad
 
     def _first_op(self, it: Iteration, op, in_values) -> bool:
         """At a run's first op: is it the recorded program's? Then keep the state the iteration started from."""

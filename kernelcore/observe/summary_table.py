@@ -37,6 +37,7 @@ class SummaryTable:
         self._flushed = 0  # rows in the chunks
         self._site_ids: dict[tuple, int] = {}
         self._iterations: list[tuple[int, int]] = []  # (iteration, its first row), in order
+        self._iteration: int | None = None  # the last row's
         self.sites: list[tuple] = []  # (block, op, op_type, var, timestep), by site number
 
     def site(self, block: int, op: int, op_type: str, var: str, timestep: int | None) -> int:
@@ -50,11 +51,17 @@ class SummaryTable:
     def add(self, iteration: int, order: int, site: int, value, write) -> tuple[int, int | None]:
         """A row of `value`'s numbers, which `write(value, numbers, row)` leaves in place: (the row's number, the
         value's NaN/Inf count), the count None (and no row) where the value is no numeric tensor."""
-        self._make_room()
-        bad = write(value, self._numbers, len(self._pending))
+        pending = self._pending  # (the steps of _make_room and _added, written out: this runs per op output)
+        if len(pending) >= CHUNK_ROWS:
+            self._flush()
+            pending = self._pending
+        bad = write(value, self._numbers, len(pending))
         if bad is None:
             return -1, None
-        return self._added(iteration, order, site, value.size), bad
+        if self._iteration != iteration:
+            self._new_iteration(iteration)
+        pending.append((order, site, value.size))
+        return self._flushed + len(pending) - 1, bad
 
     def _make_room(self) -> None:
         """A full buffer becomes a chunk before the next row is written (not after one is: the recorder reads a
@@ -62,9 +69,13 @@ class SummaryTable:
         if len(self._pending) >= CHUNK_ROWS:
             self._flush()
 
+    def _new_iteration(self, iteration: int) -> None:
+        self._iterations.append((iteration, len(self)))
+        self._iteration = iteration
+
     def _added(self, iteration: int, order: int, site: int, numel: int) -> int:
-        if not self._iterations or self._iterations[-1][0] != iteration:
-            self._iterations.append((iteration, len(self)))
+        if self._iteration != iteration:
+            self._new_iteration(iteration)
         self._pending.append((order, site, numel))
         return self._flushed + len(self._pending) - 1
 
