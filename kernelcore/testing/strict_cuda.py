@@ -100,8 +100,17 @@ def c_signature(code: str, name: str) -> tuple[tuple[str, np.dtype, bool, bool],
 # ---------------------------------------------------------------------------------------------------------------
 # the kernels
 # ---------------------------------------------------------------------------------------------------------------
-def _device(xp_module):
-    return xp_module.ndarray
+class _Arrays:
+    """The stand-in's device array type and allocator, given by strict_xp when it loads (this module is below it)."""
+    ndarray = None
+    empty = None
+
+
+_arrays = _Arrays()
+
+
+def use_arrays(ndarray_type, empty) -> None:
+    _arrays.ndarray, _arrays.empty = ndarray_type, empty
 
 
 class _KernelBase:
@@ -161,7 +170,7 @@ class ElementwiseKernel(_KernelBase):
         self.nin, self.nout = len(self.in_params), len(self.out_params)
 
     def __call__(self, *args, size=None, block_size=None, stream=None):
-        from . import strict_xp as sx
+        sx = _arrays  # the stand-in's array type (strict_xp)
         if len(args) not in (self.nin, self.nin + self.nout):
             raise TypeError(f"Wrong number of arguments for {self.name!r}: {len(args)} given, {self.nin} inputs "
                             f"and {self.nout} outputs declared")
@@ -177,7 +186,7 @@ class ElementwiseKernel(_KernelBase):
                 raise ValueError(f"kernel {self.name!r}: output {self.out_params[i].name!r} has shape {o.shape}, "
                                  f"the arguments broadcast to {shape}")
         if not outs:
-            outs = [sx.xp.empty(shape, dtype=_out_dtype(self.name, p, bound)) for p in self.out_params]
+            outs = [sx.empty(shape, dtype=_out_dtype(self.name, p, bound)) for p in self.out_params]
         ins = [a._a if isinstance(a, sx.ndarray) else a for a in args[:self.nin]]
         raw_outs = [o._a for o in outs]
 
@@ -217,7 +226,7 @@ class ReductionKernel(_KernelBase):
         self.nin = len(self.in_params)
 
     def __call__(self, *args, out=None, axis=None, keepdims=False, stream=None):
-        from . import strict_xp as sx
+        sx = _arrays  # the stand-in's array type (strict_xp)
         if len(args) != self.nin:
             raise TypeError(f"Wrong number of arguments for {self.name!r}: {len(args)} given, {self.nin} declared")
         self._need_twin()
@@ -231,7 +240,7 @@ class ReductionKernel(_KernelBase):
             raise ValueError(f"kernel {self.name!r}: shapes {shapes} do not broadcast") from e
         shape = np.empty(full, dtype=np.bool_).sum(axis=axis, keepdims=keepdims).shape  # AxisError as NumPy's
         if out is None:
-            out = sx.xp.empty(shape, dtype=dtype)
+            out = sx.empty(shape, dtype=dtype)
         elif not isinstance(out, sx.ndarray) or out.shape != shape or out.dtype != dtype:
             raise ValueError(f"kernel {self.name!r}: out must be a {dtype} device array of shape {shape}")
         raw = out._a
@@ -251,7 +260,7 @@ class RawKernel(_KernelBase):
         self.signature = c_signature(code, name)
 
     def __call__(self, grid, block, args, *, shared_mem=0):
-        from . import strict_xp as sx
+        sx = _arrays  # the stand-in's array type (strict_xp)
         grid, block = _dims("grid", grid, MAX_GRID), _dims("block", block, MAX_BLOCK)
         if int(np.prod(block)) > MAX_THREADS_PER_BLOCK:
             raise CUDARuntimeError(f"cudaErrorInvalidValue: kernel {self.name!r}: block {block} has more than "

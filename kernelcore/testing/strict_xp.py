@@ -604,6 +604,7 @@ for _sub in ("random", "linalg", "fft"):
 xp.ElementwiseKernel, xp.ReductionKernel, xp.RawKernel = (strict_cuda.ElementwiseKernel, strict_cuda.ReductionKernel,
                                                           strict_cuda.RawKernel)
 xp.cuda = strict_cuda.cuda_module()
+strict_cuda.use_arrays(ndarray, xp.empty)
 if "lib" in _members("cupy"):  # cupy.lib.stride_tricks: as_strided, sliding_window_view (im2col)
     xp.lib = types.ModuleType(f"{xp.__name__}.lib", "strict stand-in for cupy.lib")
     xp.lib.stride_tricks = _build("cupy.lib.stride_tricks", np.lib.stride_tricks, f"{xp.__name__}.lib.stride_tricks")
