@@ -1,0 +1,218 @@
+"""A block replayed as a captured CUDA graph (kernelcore/runtime/captured_run.py), on the strict stand-in: when it
+captures, when it goes op by op instead, and that a replay gives what op by op gives."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernelcore as kc
+from kernelcore.runtime import captured_run, fast_paths
+from kernelcore.runtime.place import StrictPlace
+from kernelcore.testing import strict_cuda
+
+L = kc.layers
+STEPS = 5
+
+
+def _training_program(optimizer="adam", dropout=False, label=False):
+    main, startup = kc.Program(), kc.Program()
+    with kc.program_guard(main, startup):
+        x = L.data("x", [-1, 6])
+        h = L.fc(x, 8, act="relu")
+        if dropout:
+            h = L.dropout(h, 0.5)
+        if label:
+            y = L.data("label", [-1, 1], "int64")
+            loss = L.mean(L.softmax_with_cross_entropy(L.fc(h, 3), y))
+        else:
+            loss = L.mean(L.fc(h, 1, act="sigmoid"))
+        {"sgd": kc.optimizer.SGD(0.2), "momentum": kc.optimizer.Momentum(0.1, 0.9, use_nesterov=True),
+         "adam": kc.optimizer.Adam(0.05)}[optimizer].minimize(loss, startup)
+    return main, startup, loss
+
+
+def _feeds(n=STEPS, batch=5, label=False):
+    rng = np.random.default_rng(1)
+    feeds = []
+    for _ in range(n):
+        f = {"x": rng.standard_normal((batch, 6)).astype(np.float32)}
+        if label:
+            f["label"] = rng.integers(0, 3, (batch, 1))
+        feeds.append(f)
+    return feeds
+
+
+def _fresh(startup):
+    exe = kc.Executor(StrictPlace())
+    exe.seed(0)
+    scope = kc.Scope()
+    exe.run(startup, scope=scope)
+    return exe, scope
+
+
+def _params(main, scope):
+    return {n: kc.runtime.place.to_host(scope.get(n)) for n in kc.formats.paddle_files.persistable_names(main)}
+
+
+def _op_by_op(main, startup, loss, feeds, **run):
+    """The same steps with the NaN check on: it reads each op's outputs, so nothing is captured."""
+    exe, scope = _fresh(startup)
+    losses = [exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True, check_nan_inf=True, **run)[0]
+              for f in feeds]
+    assert captured_run.state_of(exe.prepare(main), scope) is None
+    return losses, _params(main, scope)
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    count = []
+    real = strict_cuda.Graph.launch
+
+    def counted(self, stream=None):
+        count.append(1)
+        return real(self, stream)
+    monkeypatch.setattr(strict_cuda.Graph, "launch", counted)
+    return count
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "momentum", "adam"])
+def test_training_steps_replayed_equal_op_by_op(optimizer, launches):
+    main, startup, loss = _training_program(optimizer)
+    feeds = _feeds()
+    exe, scope = _fresh(startup)
+    states, losses = [], []
+    for f in feeds:
+        losses.append(exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True)[0])
+        states.append(captured_run.state_of(exe.prepare(main), scope).state)
+    # the first run warms up op by op, the second captures and launches, the rest replay
+    assert states == [captured_run.UNTRIED] + [captured_run.CAPTURED] * (STEPS - 1)
+    assert len(launches) == STEPS - 1
+    want_losses, want_params = _op_by_op(main, startup, loss, feeds)
+    np.testing.assert_array_equal(np.array(losses), np.array(want_losses))
+    got = _params(main, scope)
+    for n, v in want_params.items():
+        np.testing.assert_array_equal(got[n], v, err_msg=n)
+
+
+def test_a_replay_leaves_values_on_the_device_and_parameters_in_their_buffers():
+    main, startup, loss = _training_program("sgd")
+    exe, scope = _fresh(startup)
+    feeds = _feeds()
+    for f in feeds[:2]:
+        exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True)
+    buffers = {n: scope.get(n) for n in _params(main, scope)}
+    for f in feeds[2:]:
+        exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True)
+        assert all(scope.get(n) is b for n, b in buffers.items()), "the state moved out of the graph's buffers"
+
+
+def test_an_observed_or_paused_run_goes_op_by_op_and_the_replay_resumes_after(launches):
+    main, startup, loss = _training_program("momentum")
+    feeds = _feeds(6)
+    exe, scope = _fresh(startup)
+    losses = []
+    for f in feeds[:3]:  # warm-up, capture, one replay
+        losses.append(exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True)[0])
+    assert len(launches) == 2
+    seen = []
+    token = kc.runtime.executor.add_observer(seen.append)
+    try:
+        losses.append(exe.run(main, feed=feeds[3], fetch_list=[loss], scope=scope, training=True)[0])
+    finally:
+        kc.runtime.executor.remove_observer(token)
+    assert len(launches) == 2 and seen  # observed: op by op
+    gen = exe.run_iter(main, feed=feeds[4], fetch_list=[loss], scope=scope, training=True, pausing=True)
+    pauses = 0
+    try:
+        while True:
+            next(gen)
+            pauses += 1
+    except StopIteration as stop:
+        losses.append(stop.value[0])
+    assert pauses == len(main.global_block().ops) and len(launches) == 2  # stepped op by op, no graph
+    losses.append(exe.run(main, feed=feeds[5], fetch_list=[loss], scope=scope, training=True)[0])
+    assert len(launches) == 3  # unobserved again: replayed from what the stepped run left
+    want, _ = _op_by_op(main, startup, loss, feeds)
+    np.testing.assert_array_equal(np.array(losses), np.array(want))
+
+
+def test_random_draws_are_never_captured():
+    main, startup, loss = _training_program(dropout=True)
+    exe, scope = _fresh(startup)
+    for f in _feeds(3):
+        exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True)
+    assert captured_run.captured_span(exe.prepare(main)) is None
+    assert captured_run.state_of(exe.prepare(main), scope) is None
+
+
+def test_a_capture_that_fails_part_way_restores_the_values_and_runs_op_by_op(launches):
+    """softmax_with_cross_entropy reads its labels back to check them: a capture refuses that read."""
+    main, startup, loss = _training_program("momentum", label=True)
+    feeds = _feeds(4, label=True)
+    exe, scope = _fresh(startup)
+    losses = [exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True)[0] for f in feeds]
+    assert captured_run.state_of(exe.prepare(main), scope).state == captured_run.REFUSED and not launches
+    want_losses, want_params = _op_by_op(main, startup, loss, feeds)
+    np.testing.assert_array_equal(np.array(losses), np.array(want_losses))
+    got = _params(main, scope)
+    for n, v in want_params.items():
+        np.testing.assert_array_equal(got[n], v, err_msg=n)
+
+
+def test_a_feed_of_another_shape_after_the_capture_goes_op_by_op():
+    main, startup, loss = _training_program("sgd")
+    feeds = _feeds(3) + _feeds(2, batch=7)
+    exe, scope = _fresh(startup)
+    losses = [exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True)[0] for f in feeds]
+    assert captured_run.state_of(exe.prepare(main), scope).state == captured_run.REFUSED
+    want, _ = _op_by_op(main, startup, loss, feeds)
+    np.testing.assert_array_equal(np.array(losses), np.array(want))
+
+
+@pytest.mark.parametrize("how", ["switched_off", "device_arrays_fetched"])
+def test_nothing_is_captured_when_switched_off_or_fetching_device_arrays(how, launches):
+    main, startup, loss = _training_program("sgd")
+    exe, scope = _fresh(startup)
+    for f in _feeds(3):
+        if how == "switched_off":
+            with fast_paths.switched_off():
+                exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True)
+        else:
+            exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True, return_numpy=False)
+    assert not launches
+
+
+def test_the_span_leaves_feed_and_fetch_ops_outside_the_graph():
+    main, startup, loss = _training_program("sgd")
+    prepared = kc.Executor(StrictPlace()).prepare(main)
+    assert captured_run.captured_span(prepared) == (0, len(main.global_block().ops))
+    read, written = captured_run.read_and_written(prepared.ops)
+    assert "x" in read and not set(read) & {n for n in written if n.endswith("@GRAD")}
+
+
+def test_an_inference_model_captures_between_its_feed_and_fetch_ops(tmp_path, launches):
+    main, startup = kc.Program(), kc.Program()
+    with kc.program_guard(main, startup):
+        x = L.data("x", [-1, 6])
+        out = L.fc(L.fc(x, 8, act="relu"), 4, act="softmax")
+    exe = kc.Executor(kc.CPUPlace())
+    exe.seed(0)
+    scope = kc.Scope()
+    exe.run(startup, scope=scope)
+    kc.formats.paddle_files.save_inference_model(tmp_path / "m", main, scope, feed_names=["x"],
+                                                 fetch_names=[out.name])
+    feeds = [f["x"] for f in _feeds(4)]
+    results = {}
+    for place in (kc.CPUPlace(), StrictPlace()):
+        prog, params, feed_names, fetch_names = kc.formats.paddle_files.load_inference_model(tmp_path / "m",
+                                                                                            place=place)
+        run = kc.Executor(place)
+        results[place.kind] = [run.run(prog, feed={feed_names[0]: f}, scope=params)[0] for f in feeds]
+        if place.kind == "gpu":
+            prepared = run.prepare(prog)
+            first, end = captured_run.captured_span(prepared)
+            assert prepared.ops[first - 1].type == "feed" and prepared.ops[end].type == "fetch"
+            assert captured_run.state_of(prepared, params).state == captured_run.CAPTURED
+    assert len(launches) == len(feeds) - 1
+    for got, want in zip(results["gpu"], results["cpu"]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
