@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import cpu_parts, fast_paths
+from . import captured_run, cpu_parts, fast_paths
 from .binding import bind
 from ..ir import dtypes
 from .host_memory import keep_freed_memory
@@ -432,7 +432,9 @@ class Executor:
             self._feed(program, prepared, scope, feed or {})
             # a paused run lets other code run between its ops: it keeps the BLAS's threads
             with cpu_parts.split_run(self.place.xp, prepared.split_run and not pausing):
-                yield from _exec_block(run, prepared, scope, begin, end)
+                if not captured_run.ran(run, prepared, scope, not begin and end is None and return_numpy,
+                                        lambda b, e: _exec_block(run, prepared, scope, b, e)):
+                    yield from _exec_block(run, prepared, scope, begin, end)
             del bound
             result = self._fetch(program, scope, fetch_names, fetch_list is None, return_numpy)
         except Exception as e:
