@@ -101,7 +101,8 @@ export function valueTokens(v: { kind: string; dtype?: string | null; shape?: nu
 /** The value's tokens as spans that do not break inside (a token longer than the line ends in an ellipsis). */
 function valueElement(tokens: string[]): HTMLElement {
   const text = tokens.join('  ');
-  return h('span', { cls: 'jp-Kernelcore-varValue', title: text }, tokens.map(t => h('span', { cls: 'jp-Kernelcore-valueToken', text: t })));
+  const parts = tokens.flatMap((t, i) => [...(i ? [' '] : []), h('span', { cls: 'jp-Kernelcore-valueToken', text: t })]);
+  return h('span', { cls: 'jp-Kernelcore-varValue', title: text }, parts);
 }
 
 export class KernelcoreSidebar extends Widget {
