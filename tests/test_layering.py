@@ -18,6 +18,7 @@ FLOORS = {
     "ops": 3,
     "observe": 4, "transforms": 4, "grad": 4,   # grad fills the rule table that transforms.backward owns
     "native": 4,  # its fast variants wrap the reference kernels of ops and grad (runtime/fast_paths.py)
+    "device": 4,  # the fused GPU variants, beside native's C ones
     "formats": 5,
     "api": 6,
     "view": 7,
