@@ -661,10 +661,10 @@ def test_layer_norm_in_c_equals_the_numpy_kernels(shape, axis, affine, monkeypat
 @needs_library
 @pytest.mark.parametrize("shape", [(8, 128, 64), (7,), (3, 5)])
 def test_gelu_in_c_equals_the_numpy_kernels(shape, monkeypatch):
-    """Exact gelu and its gradient: the same operations as ops/math_extra.py's normal_cdf, so within a few ulps
+    """Exact gelu and its gradient: the same operations as ops/pointwise.py's normal_cdf, so within a few ulps
     of the NumPy path, over the range where Phi goes from 0 to 1, and at NaN and +-inf."""
-    from kernelcore.grad import math_extra as GM
-    from kernelcore.ops import math_extra as M
+    from kernelcore.grad import pointwise as GM
+    from kernelcore.ops import pointwise as M
     x = (rng.standard_normal(shape) * 4).astype(np.float32)
     x.reshape(-1)[:3] = [np.nan, np.inf, -np.inf]
     g = rng.standard_normal(shape).astype(np.float32)

@@ -25,7 +25,7 @@ split_lod_tensor <-> merge_lod_tensor. The rules of recurrent, while and conditi
 build a grad sub-block by running the backward machinery over their sub-block (control_flow.py).
 """
 from . import activation, control_flow, loss, math, nn, shape, tensor  # noqa: F401  - each registers its rules
-from . import math_extra, tensor_extra, indexing  # noqa: F401  - Transformer/BERT ops
+from . import pointwise, elementwise_binary, reductions, host_values, dims, select, indexing  # noqa: F401  - Transformer/BERT ops
 from . import rnn  # noqa: F401  - rnn_grad (Paddle's fused rnn op)
 from . import conv, pool, norm, interp, pad  # noqa: F401  - convolution, pooling, normalisation, resizing, padding
 from . import detection, grad_clip, index_arith, roi_align, tensor_array, window_ops  # noqa: F401  - decoding, clipping, detection, Swin windows

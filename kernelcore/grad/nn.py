@@ -52,4 +52,4 @@ def dropout_grad(ctx, ins, attrs):
     return (dx / g.dtype.type(1.0 - p) if upscale else dx,)
 
 
-no_grad("sgd", "momentum", "adam")
+no_grad("sgd", "momentum", "adam", "adamw")

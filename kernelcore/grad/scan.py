@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..ops._infer import normalize_axis
 from ..ops.along_axis import along_axis_positions
-from ..ops.scan import cumprod_axis, logcumsumexp_input, scan
+from ..ops.scan import cumprod_axis, cumsum_of, logcumsumexp_input, scan
 from ..transforms.backward import standard
 
 
@@ -61,3 +61,17 @@ def _extreme_grad(op_type):
 
 _extreme_grad("cummax")
 _extreme_grad("cummin")
+
+
+CUMSUM_GRAD = standard("cumsum", ins=("X",),
+                       comment="X@GRAD = the running sum of Out@GRAD in the other direction (exclusive kept).")
+
+
+@CUMSUM_GRAD.kernel()
+def cumsum_grad(ctx, ins, attrs):
+    x, g = ins
+    if attrs["flatten"] or x.ndim == 0:
+        flat = cumsum_of(ctx.xp, g.reshape(-1), 0, attrs["exclusive"], not attrs["reverse"])
+        return (flat.reshape(x.shape),)
+    axis = normalize_axis(attrs["axis"], x.ndim)
+    return (cumsum_of(ctx.xp, g, axis, attrs["exclusive"], not attrs["reverse"]),)

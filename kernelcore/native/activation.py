@@ -1,5 +1,5 @@
 """The activations' C kernels as fast variants of their reference kernels (kernelcore/ops/activation.py,
-math_extra.py and their gradients in kernelcore/grad): each one pass over the data, shared
+pointwise.py and their gradients in kernelcore/grad): each one pass over the data, shared
 over the cores, with the reference's bits (tests/test_native.py compares them)."""
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ from . import activation, math, tensor, shape  # noqa: F401
 from . import nn, loss  # noqa: F401
 from . import control_flow  # noqa: F401
 from . import optimizer, dropout  # noqa: F401  - training: optimizer updates, dropout
-from . import math_extra, tensor_extra, indexing  # noqa: F401  - Transformer/BERT programs
+from . import pointwise, elementwise_binary, reductions, host_values, dims, select, indexing  # noqa: F401  - Transformer/BERT programs
 from . import rnn  # noqa: F401  - the fused rnn op (paddle.nn.LSTM/GRU/SimpleRNN)
 from . import conv, pool, norm, interp, pad  # noqa: F401  - convolution, pooling, normalisation (batch, group, instance, layer), resizing
 from . import tensor_array, beam_search, index_arith, grad_clip, detection, box_ops, roi_align, window_ops  # noqa: F401  - decoding, clipping, detection, Swin windows

@@ -1,5 +1,5 @@
 """Padding: pad3d. (The shape ops around it in vision programs, squeeze2 / unsqueeze2 / flatten_contiguous_range,
-are tensor_extra.py's.) Paddle's Conv1D, Pool1D and Pad2D layers write
+are dims.py's.) Paddle's Conv1D, Pool1D and Pad2D layers write
 unsqueeze2 -> (conv2d | pool2d | pad3d) -> squeeze2.
 """
 from __future__ import annotations

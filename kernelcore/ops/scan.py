@@ -1,6 +1,8 @@
-"""Running reductions along one axis: cumprod, logcumsumexp, cummax and cummin (with the position of each
-running extreme)."""
+"""Running reductions along one axis: cumsum, cumprod, logcumsumexp, cummax and cummin (with the position of
+each running extreme)."""
 from __future__ import annotations
+
+import math
 
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.proto.framework_pb2 import VarType as VT
@@ -104,3 +106,49 @@ def _make_cum_extreme(op_type, bigger):
 
 CUMMAX = _make_cum_extreme("cummax", True)
 CUMMIN = _make_cum_extreme("cummin", False)
+
+
+# -- cumsum ----------------------------------------------------------------------------------------------
+CUMSUM = register_op(
+    "cumsum", "Out = the running sum of X along `axis` (of the flattened X with `flatten`); `exclusive` leaves "
+              "out each element itself, `reverse` sums from the end.",
+    inputs=[In("X", "the input tensor")], outputs=[Out("Out", "X's shape (1-D with flatten), X's dtype")],
+    attrs=[Attr("axis", A.INT, "the dim to sum along", -1),
+           Attr("flatten", A.BOOLEAN, "sum over the flattened X", False),
+           Attr("exclusive", A.BOOLEAN, "exclude each element from its own sum", False),
+           Attr("reverse", A.BOOLEAN, "sum from the last element backwards", False)])
+
+
+def _cumsum_infer(ic):
+    x = ic.shape("X")
+    if ic.attr("flatten"):
+        n = math.prod(x) if all(d >= 0 for d in x) else -1
+        ic.set_output("Out", (n,), ic.dtype("X"))
+        return
+    if x:
+        normalize_axis(ic.attr("axis"), len(x), ic)
+    ic.set_output("Out", x, ic.dtype("X"))
+
+
+CUMSUM.infer_shape = _cumsum_infer
+
+
+def cumsum_of(xp, x, axis: int, exclusive: bool, reverse: bool):
+    if reverse:
+        x = xp.flip(x, axis=axis)
+    out = xp.cumsum(x, axis=axis, dtype=x.dtype)
+    if exclusive:
+        out = out - x
+    if reverse:
+        out = xp.flip(out, axis=axis)
+    return xp.ascontiguousarray(out)
+
+
+@CUMSUM.kernel()
+def cumsum(ctx, ins, attrs):
+    x = ins[0]
+    if attrs["flatten"] or x.ndim == 0:
+        x, axis = x.reshape(-1), 0
+    else:
+        axis = normalize_axis(attrs["axis"], x.ndim)
+    return (cumsum_of(ctx.xp, x, axis, attrs["exclusive"], attrs["reverse"]),)

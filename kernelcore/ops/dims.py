@@ -1,25 +1,19 @@
-"""Tensor functions paddle.* writes in Transformer/BERT programs and common model code: shape, range,
-assign_value, squeeze2/unsqueeze2/flatten_contiguous_range (with XShape, like reshape2), expand_v2/expand_as_v2,
-tile, stack/unstack, where, cumsum, tril_triu (gather, scatter, one_hot, top_k, arg_min: indexing.py).
+"""Ops that add, drop, repeat or stack dims, as paddle.* writes them: squeeze2 / unsqueeze2 /
+flatten_contiguous_range (with XShape, like reshape2), expand_v2 / expand_as_v2, tile, stack / unstack.
 
-Shape-like inputs (Shape, RepeatTimes, AxesTensor, Axis, K, depth_tensor, Start/End/Step) are small tensors read
-on the host when the op runs; Paddle gives them priority over the matching attribute, and so do we.
+Shape-like inputs (Shape, RepeatTimes, AxesTensor) are small tensors read on the host when the op runs; Paddle gives
+them priority over the matching attribute, and so do we.
 """
 from __future__ import annotations
 
 import math
 
-import numpy as np
 
-from ..ir import dtypes
-from ..runtime.place import to_host
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.registry import Attr, In, Out, register_op
 from ._infer import normalize_axis
 from .shape import XSHAPE, set_xshape, xshape
-from .tensor import NUMPY_DTYPE, ints_operand
-
-VT = dtypes.VT
+from .tensor import ints_operand
 
 
 def _fail_ic(ic, fn, *args):
@@ -27,79 +21,6 @@ def _fail_ic(ic, fn, *args):
         return fn(*args)
     except ValueError as e:
         ic.fail(str(e))
-
-
-# -- shape, range, assign_value ---------------------------------------------------------------------------
-SHAPE = register_op(
-    "shape", "Out = the shape of Input as a 1-D int32 tensor (one entry per dim).",
-    inputs=[In("Input", "any tensor")], outputs=[Out("Out", "int32 [rank]")],
-    infer_shape=lambda ic: ic.set_output("Out", (len(ic.shape("Input")),), VT.INT32))
-
-
-@SHAPE.kernel()
-def shape(ctx, ins, attrs):
-    return (ctx.xp.asarray(ins[0].shape, dtype=ctx.xp.int32),)
-
-
-def _host_scalar(t, slot: str):
-    v = np.asarray(to_host(t)).reshape(-1)
-    if v.size != 1:
-        raise ValueError(f"{slot} must hold one value, got {v.size}")
-    return v[0].item()
-
-
-RANGE = register_op(
-    "range", "Out = [Start, Start + Step, ...) up to End (exclusive), of Start's dtype: "
-             "ceil((End - Start) / Step) elements. Step must not be 0.",
-    inputs=[In("Start", "(one element) the first value"), In("End", "(one element) the bound, exclusive"),
-            In("Step", "(one element) the spacing, nonzero")],
-    outputs=[Out("Out", "1-D, Start's dtype")],
-    infer_shape=lambda ic: ic.set_output("Out", (-1,), ic.dtype("Start")))
-
-
-@RANGE.kernel()
-def range_(ctx, ins, attrs):
-    start, end, step = (_host_scalar(t, s) for t, s in zip(ins, ("Start", "End", "Step")))
-    if step == 0:
-        raise ValueError("Step must not be 0")
-    n = max(int(math.ceil((end - start) / step)), 0)
-    dt = ins[0].dtype
-    xp = ctx.xp
-    steps = xp.arange(n, dtype=xp.float64 if dt.kind == "f" else xp.int64)
-    return ((steps * step + start).astype(dt),)
-
-
-range_.__name__ = "range"
-
-_VALUE_FIELDS = {VT.BOOL: "bool_values", VT.INT32: "int32_values", VT.INT64: "int64_values",
-                 VT.FP32: "fp32_values", VT.FP64: "fp64_values"}
-
-ASSIGN_VALUE = register_op(
-    "assign_value", "Out = a tensor of `shape` and `dtype` holding the values of the attribute that matches the "
-                    "dtype (bool_values, int32_values, int64_values, fp32_values, fp64_values), row-major.",
-    outputs=[Out("Out", "the constant tensor")],
-    attrs=[Attr("shape", A.INTS, "the output's shape"),
-           Attr("dtype", A.INT, "(VarType) the output's dtype: bool, int32, int64, float32 or float64",
-                checks=(NUMPY_DTYPE,)),
-           Attr("bool_values", A.INTS, "the values when dtype is bool (as 0/1)", []),
-           Attr("int32_values", A.INTS, "the values when dtype is int32", []),
-           Attr("int64_values", A.LONGS, "the values when dtype is int64", []),
-           Attr("fp32_values", A.FLOATS, "the values when dtype is float32", []),
-           Attr("fp64_values", A.FLOAT64S, "the values when dtype is float64", [])],
-    infer_shape=lambda ic: ic.set_output("Out", tuple(ic.attr("shape")), ic.attr("dtype")))
-
-
-@ASSIGN_VALUE.kernel()
-def assign_value(ctx, ins, attrs):
-    field = _VALUE_FIELDS.get(attrs["dtype"])
-    if field is None:
-        raise ValueError(f"dtype {attrs['dtype']} has no values attribute; expected bool, int32, int64, "
-                         f"float32 or float64")
-    vals, shape_ = attrs[field], attrs["shape"]
-    if len(vals) != math.prod(shape_):
-        raise ValueError(f"{field} holds {len(vals)} values but shape {shape_} needs {math.prod(shape_)}")
-    host = np.asarray(vals, dtype=dtypes.to_numpy(attrs["dtype"])).reshape(shape_)
-    return (ctx.xp.asarray(host),)
 
 
 # -- squeeze / unsqueeze / flatten ---------------------------------------------------------------------------
@@ -402,95 +323,3 @@ def unstack(ctx, ins, attrs):
     if x.shape[axis] != n:
         raise ValueError(f"X {list(x.shape)} has {x.shape[axis]} slices along axis {axis} but Y names {n} variables")
     return ([ctx.xp.take(x, i, axis=axis) for i in range(n)],)
-
-
-# -- where, cumsum, tril_triu -------------------------------------------------------------------------------
-def _where_infer(ic):
-    from ..ir.shape_inference import broadcast_shapes
-    if ic.dtype("X") != ic.dtype("Y"):
-        ic.fail(f"X is {ic.dtype_name(ic.dtype('X'))} but Y is {ic.dtype_name(ic.dtype('Y'))}; expected the same")
-    s = broadcast_shapes(ic.shape("X"), ic.shape("Y"), -1, ic)
-    ic.set_output("Out", broadcast_shapes(ic.shape("Condition"), s, -1, ic), ic.dtype("X"))
-
-
-WHERE = register_op(
-    "where", "Out = X where Condition is true, else Y, elementwise (the three broadcast like NumPy).",
-    inputs=[In("Condition", "bool tensor"), In("X", "values where true"), In("Y", "values where false")],
-    outputs=[Out("Out", "the selected values")], infer_shape=_where_infer)
-
-
-@WHERE.kernel()
-def where(ctx, ins, attrs):
-    c, x, y = ins
-    return (ctx.xp.where(c.astype(bool, copy=False), x, y),)
-
-
-CUMSUM = register_op(
-    "cumsum", "Out = the running sum of X along `axis` (of the flattened X with `flatten`); `exclusive` leaves "
-              "out each element itself, `reverse` sums from the end.",
-    inputs=[In("X", "the input tensor")], outputs=[Out("Out", "X's shape (1-D with flatten), X's dtype")],
-    attrs=[Attr("axis", A.INT, "the dim to sum along", -1),
-           Attr("flatten", A.BOOLEAN, "sum over the flattened X", False),
-           Attr("exclusive", A.BOOLEAN, "exclude each element from its own sum", False),
-           Attr("reverse", A.BOOLEAN, "sum from the last element backwards", False)])
-
-
-def _cumsum_infer(ic):
-    x = ic.shape("X")
-    if ic.attr("flatten"):
-        n = math.prod(x) if all(d >= 0 for d in x) else -1
-        ic.set_output("Out", (n,), ic.dtype("X"))
-        return
-    if x:
-        normalize_axis(ic.attr("axis"), len(x), ic)
-    ic.set_output("Out", x, ic.dtype("X"))
-
-
-CUMSUM.infer_shape = _cumsum_infer
-
-
-def cumsum_of(xp, x, axis: int, exclusive: bool, reverse: bool):
-    if reverse:
-        x = xp.flip(x, axis=axis)
-    out = xp.cumsum(x, axis=axis, dtype=x.dtype)
-    if exclusive:
-        out = out - x
-    if reverse:
-        out = xp.flip(out, axis=axis)
-    return xp.ascontiguousarray(out)
-
-
-@CUMSUM.kernel()
-def cumsum(ctx, ins, attrs):
-    x = ins[0]
-    if attrs["flatten"] or x.ndim == 0:
-        x, axis = x.reshape(-1), 0
-    else:
-        axis = normalize_axis(attrs["axis"], x.ndim)
-    return (cumsum_of(ctx.xp, x, axis, attrs["exclusive"], attrs["reverse"]),)
-
-
-TRIL_TRIU = register_op(
-    "tril_triu", "Out = X with the elements above (lower: tril) or below (triu) the `diagonal`-th diagonal of its "
-                 "last two dims set to 0. diagonal 0 is the main diagonal, > 0 above it, < 0 below.",
-    inputs=[In("X", "a tensor of rank >= 2")], outputs=[Out("Out", "X's shape and dtype")],
-    attrs=[Attr("diagonal", A.INT, "which diagonal bounds the kept triangle", 0),
-           Attr("lower", A.BOOLEAN, "true: keep the lower triangle (tril); false: the upper (triu)", False)])
-
-
-def _tril_infer(ic):
-    if len(ic.shape("X")) < 2:
-        ic.fail(f"X must have rank >= 2, got shape {list(ic.shape('X'))}")
-    ic.set_output("Out", ic.shape("X"), ic.dtype("X"))
-
-
-TRIL_TRIU.infer_shape = _tril_infer
-
-
-@TRIL_TRIU.kernel()
-def tril_triu(ctx, ins, attrs):
-    x = ins[0]
-    if x.ndim < 2:
-        raise ValueError(f"X must have rank >= 2, got shape {list(x.shape)}")
-    fn = ctx.xp.tril if attrs["lower"] else ctx.xp.triu
-    return (fn(x, k=attrs["diagonal"]),)

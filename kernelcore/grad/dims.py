@@ -1,15 +1,15 @@
-"""Gradients of kernelcore/ops/tensor_extra.py, with the slots Paddle 2.6.2's backward writes (see
-tests/paddle_oracle/NOTES.md): squeeze2/unsqueeze2/flatten read X's shape from XShape, as reshape2_grad does;
-the rest scatter or sum Out@GRAD back to where X's elements went. Shapes, ranges and constants have no gradient
-(the indexing ops': indexing.py).
+"""Gradients of kernelcore/ops/dims.py, with the slots Paddle 2.6.2's backward writes (see
+tests/paddle_oracle/NOTES.md): squeeze2/unsqueeze2/flatten read X's shape from XShape, as reshape2_grad does; the
+rest sum Out@GRAD back to where X's elements went.
 """
 from __future__ import annotations
 
 from ..ops.tensor import host_ints, one_int
-from ..ops.tensor_extra import cumsum_of, tile_reps
+from ..ops.dims import tile_reps
 from ..ops._infer import normalize_axis
-from ..transforms.backward import EMPTY_VAR, no_grad, standard, wanted
+from ..transforms.backward import EMPTY_VAR, standard
 from .math import unbroadcast
+
 
 # -- reshapes through XShape -------------------------------------------------------------------------------
 for _type, _ins in (("unsqueeze2", ("AxesTensor", "AxesTensorList")), ("squeeze2", ()),
@@ -98,48 +98,3 @@ UNSTACK_GRAD.infer_shape = _unstack_grad_infer
 def unstack_grad(ctx, ins, attrs):
     gs = ins[0]
     return (ctx.xp.stack(gs, axis=normalize_axis(attrs["axis"], gs[0].ndim + 1)),)
-
-
-# -- where, cumsum, tril_triu -----------------------------------------------------------------------------
-WHERE_GRAD = standard("where", ins=("Condition", "X", "Y"), in_grads=("X", "Y"),
-                      comment="X@GRAD = Out@GRAD where Condition, else 0; Y@GRAD = Out@GRAD where not Condition; "
-                              "each summed over the dims its operand was broadcast along.")
-
-
-@WHERE_GRAD.kernel()
-def where_grad(ctx, ins, attrs):
-    c, x, y, g = ins
-    xp = ctx.xp
-    c = xp.broadcast_to(c.astype(bool, copy=False), g.shape)
-    zero = g.dtype.type(0)
-    dx = unbroadcast(xp.where(c, g, zero), x.shape, x.shape) if wanted(ctx, "X@GRAD") else None
-    dy = unbroadcast(xp.where(c, zero, g), y.shape, y.shape) if wanted(ctx, "Y@GRAD") else None
-    return dx, dy
-
-
-CUMSUM_GRAD = standard("cumsum", ins=("X",),
-                       comment="X@GRAD = the running sum of Out@GRAD in the other direction (exclusive kept).")
-
-
-@CUMSUM_GRAD.kernel()
-def cumsum_grad(ctx, ins, attrs):
-    x, g = ins
-    if attrs["flatten"] or x.ndim == 0:
-        flat = cumsum_of(ctx.xp, g.reshape(-1), 0, attrs["exclusive"], not attrs["reverse"])
-        return (flat.reshape(x.shape),)
-    axis = normalize_axis(attrs["axis"], x.ndim)
-    return (cumsum_of(ctx.xp, g, axis, attrs["exclusive"], not attrs["reverse"]),)
-
-
-TRIL_TRIU_GRAD = standard("tril_triu", ins=(), infer_from={"X@GRAD": ("Out@GRAD", False)},
-                          comment="X@GRAD = Out@GRAD with the same triangle kept (the rest 0).")
-
-
-@TRIL_TRIU_GRAD.kernel()
-def tril_triu_grad(ctx, ins, attrs):
-    g = ins[0]
-    fn = ctx.xp.tril if attrs["lower"] else ctx.xp.triu
-    return (fn(g, k=attrs["diagonal"]),)
-
-
-no_grad("shape", "range", "assign_value")
