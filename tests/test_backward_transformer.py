@@ -1,7 +1,8 @@
-"""Gradient rules of the Transformer/BERT ops (kernelcore/grad/math_extra.py, tensor_extra.py) against central finite
-differences in float64, with tests/test_backward.py's machinery (one op, a weighted sum of its outputs as the loss,
-append_backward, two forward runs per input element). The grad ops' slots are Paddle 2.6.2's; that their values
-agree with Paddle's is checked by the training step in tests/test_paddle_transformer.py."""
+"""Gradient rules of the Transformer/BERT ops (kernelcore/grad/pointwise.py, elementwise_binary.py, reductions.py,
+dims.py, select.py, scan.py) against central finite differences in float64, with tests/test_backward.py's machinery
+(one op, a weighted sum of its outputs as the loss, append_backward, two forward runs per input element). The grad
+ops' slots are Paddle 2.6.2's; that their values agree with Paddle's is checked by the training step in
+tests/test_paddle_transformer.py."""
 import numpy as np
 import pytest
 

@@ -1,8 +1,7 @@
-"""Cases for kernelcore/ops/math_extra.py, tensor_extra.py and layer_norm in norm.py (the ops Transformer/BERT programs and
-paddle.* tensor functions write). References are plain NumPy written from Paddle's documented semantics, with
-loops and math.erf where that is the plainest way to say it (they need not be fast). VarType codes: 0 bool,
-2 int32, 3 int64, 5 float32, 6 float64.
-"""
+"""Cases for kernelcore/ops/pointwise.py, elementwise_binary.py, reductions.py, host_values.py, dims.py, select.py,
+cumsum in scan.py and layer_norm in norm.py (the ops Transformer/BERT programs and paddle.* tensor functions write).
+References are plain NumPy written from Paddle's documented semantics, with loops and math.erf where that is the
+plainest way to say it (they need not be fast). VarType codes: 0 bool, 2 int32, 3 int64, 5 float32, 6 float64."""
 import math
 
 import numpy as np
