@@ -1,0 +1,123 @@
+"""The fused device kernels' cases (kernelcore/device): one op each, on inputs it takes, with the fused kernels it
+must run; and cases its gate sends to the reference. tests/test_device_kernels.py runs them on the strict stand-in,
+bench/gpu_device_check.py on a real GPU; both against the reference kernels on the CPU."""
+from __future__ import annotations
+
+import numpy as np
+
+import kernelcore as kc
+from kernelcore.runtime import fast_paths
+from kernelcore.runtime.place import to_host
+from opcases import Case, build
+
+RNG = np.random.default_rng(7)
+
+
+def f32(*shape, low=None):
+    a = RNG.standard_normal(shape).astype(np.float32)
+    return np.abs(a) + low if low is not None else a
+
+
+def _bn(c):
+    return {"Scale": f32(c), "Bias": f32(c), "Mean": f32(c), "Variance": f32(c, low=0.5)}
+
+
+def _bn_grad(shape, axis, g=None):
+    x = f32(*shape)
+    others = tuple(i for i in range(len(shape)) if i != axis)
+    c = shape[axis]
+    return {"X": x, "Scale": f32(c), "Bias": f32(c), "SavedMean": x.mean(axis=others),
+            "SavedVariance": (1 / np.sqrt(x.var(axis=others) + 1e-5)).astype(np.float32),
+            "MeanOut": f32(c), "VarianceOut": f32(c, low=0.5), "Y@GRAD": f32(*shape)}
+
+
+def _opt(shape=(4, 3)):
+    return {"Param": f32(*shape), "Grad": f32(*shape), "LearningRate": np.float32([0.1])}
+
+
+def _adam(**extra):
+    return {**_opt(), "Moment1": f32(4, 3), "Moment2": f32(4, 3, low=0.1), "Beta1Pow": np.float32([0.81]),
+            "Beta2Pow": np.float32([0.998]), **extra}
+
+
+# (case, training, the fused kernels it must run)
+FUSED = [
+    (Case("batch_norm", {"X": f32(2, 4, 5, 6), **_bn(4)}, None, {"is_test": True}, id="bn-infer-nchw"), False,
+     {"kc_batch_norm_affine", "kc_batch_norm_keep_stats"}),
+    (Case("batch_norm", {"X": f32(2, 3, 4, 5), **_bn(5)}, None, {"is_test": True, "data_layout": "NHWC"},
+          id="bn-infer-nhwc"), False, {"kc_batch_norm_affine"}),
+    (Case("batch_norm", {"X": f32(6, 5), **_bn(5)}, None, {}, id="bn-train-2d"), True,
+     {"kc_channel_mean", "kc_centre", "kc_channel_mean_square", "kc_batch_norm_normalise",
+      "kc_batch_norm_running"}),
+    (Case("batch_norm", {"X": f32(3, 4, 5, 6), **_bn(4)}, None, {"momentum": 0.8}, id="bn-train-nchw"), True,
+     {"kc_batch_norm_normalise", "kc_batch_norm_running"}),
+    (Case("batch_norm", {"X": f32(2, 3, 2, 4, 5), **_bn(5), "MomentumTensor": np.float32([0.7])}, None,
+          {"data_layout": "NDHWC"}, id="bn-train-ndhwc-momentum-tensor"), True, {"kc_batch_norm_running"}),
+    (Case("batch_norm_grad", _bn_grad((3, 4, 5, 6), 1), None, {}, id="bn-grad-batch"), True,
+     {"kc_centre", "kc_channel_sum", "kc_channel_dot", "kc_batch_norm_grad_dx"}),
+    (Case("batch_norm_grad", _bn_grad((3, 5, 6, 4), 3), None, {"use_global_stats": True, "data_layout": "NHWC"},
+          id="bn-grad-global-nhwc"), True, {"kc_batch_norm_grad_dx"}),
+    (Case("layer_norm", {"X": f32(4, 3, 70), "Scale": f32(210), "Bias": f32(210)}, None, {}, id="ln-axis1"),
+     False, {"kc_layer_norm_rows"}),
+    (Case("layer_norm", {"X": f32(4, 3, 33)}, None, {"begin_norm_axis": 2}, id="ln-axis2-no-affine"), False,
+     {"kc_layer_norm_rows"}),
+    (Case("softmax", {"X": f32(3, 5, 300) * 4}, None, {}, id="softmax-last"), False, {"kc_softmax_rows"}),
+    (Case("log_softmax", {"X": f32(6, 17) * 4}, None, {"axis": 1}, id="log-softmax-last"), False,
+     {"kc_softmax_rows"}),
+    (Case("softmax_grad", {"Out": np.abs(f32(4, 9)), "Out@GRAD": f32(4, 9)}, None, {"axis": -1},
+          id="softmax-grad"), False, {"kc_softmax_grad_rows"}),
+    (Case("sigmoid", {"X": f32(3, 7) * 5}, None, {}, id="sigmoid"), False, {"kc_sigmoid"}),
+    (Case("relu_grad", {"Out": np.maximum(f32(3, 7), 0), "Out@GRAD": f32(3, 7)}, None, {}, id="relu-grad"), False,
+     {"kc_relu_grad"}),
+    (Case("sigmoid_grad", {"Out": np.abs(f32(5)) % 1, "Out@GRAD": f32(5)}, None, {}, id="sigmoid-grad"), False,
+     {"kc_sigmoid_grad"}),
+    (Case("tanh_grad", {"Out": np.tanh(f32(2, 3)), "Out@GRAD": f32(2, 3)}, None, {}, id="tanh-grad"), False,
+     {"kc_tanh_grad"}),
+    (Case("sgd", _opt(), None, {}, id="sgd"), True, {"kc_sgd"}),
+    (Case("momentum", {**_opt(), "Velocity": f32(4, 3)}, None, {"mu": 0.9}, id="momentum"), True,
+     {"kc_momentum"}),
+    (Case("momentum", {**_opt(), "Velocity": f32(4, 3)}, None,
+          {"mu": 0.8, "use_nesterov": True, "regularization_method": "l2_decay", "regularization_coeff": 0.01,
+           "rescale_grad": 0.5}, id="momentum-nesterov-l2"), True, {"kc_momentum"}),
+    (Case("adam", _adam(), None, {"beta1": 0.9, "beta2": 0.999}, id="adam"), True, {"kc_adam"}),
+    (Case("adam", _adam(), None, {"beta1": 0.8, "beta2": 0.95, "use_global_beta_pow": True},
+          id="adam-global-beta-pow"), True, {"kc_adam"}),
+]
+
+# cases the gates send to the reference: no fused kernel runs, the results still match
+FALLBACK = [
+    (Case("softmax", {"X": f32(3, 5, 4)}, None, {"axis": 1}, id="softmax-not-last-axis"), False),
+    (Case("batch_norm", {"X": f32(2, 4, 3, 3).astype(np.float64),
+                         **{k: v.astype(np.float64) for k, v in _bn(4).items()}}, None, {"is_test": True},
+          id="bn-float64"), False),
+    (Case("layer_norm", {"X": f32(4, 6).astype(np.float64)}, None, {}, id="ln-float64"), False),
+    (Case("adam", _adam(Moment2Max=f32(4, 3, low=0.1)), None, {"amsgrad": True}, id="adam-amsgrad"), True),
+    (Case("sigmoid", {"X": f32(3, 7).astype(np.float64)}, None, {}, id="sigmoid-float64"), False),
+]
+
+
+def outputs(case: Case, place, training: bool) -> dict:
+    prog, feed, outs = build(case)
+    exe = kc.Executor(place)
+    scope = kc.Scope()
+    exe.run(prog, feed=feed, fetch_list=[], scope=scope, training=training)
+    got = {}
+    for slot, names in outs.items():
+        v = scope.find_var(names[0]).value
+        if v is not None:
+            if isinstance(v, np.ndarray) and place.kind != "cpu":
+                raise AssertionError(f"{case}: {slot} left on the host")
+            got[slot] = to_host(v)
+    return got
+
+
+def reference(case: Case, training: bool) -> dict:
+    with fast_paths.switched_off():
+        return outputs(case, kc.CPUPlace(), training)
+
+
+def assert_same(got: dict, want: dict, case: Case) -> None:
+    assert got.keys() == want.keys(), case
+    for slot, w in want.items():
+        np.testing.assert_allclose(got[slot], w, rtol=2e-5, atol=2e-6, err_msg=f"{case}: {slot}")
+        assert got[slot].dtype == w.dtype and got[slot].shape == w.shape, f"{case}: {slot}"
