@@ -112,8 +112,8 @@ def test_sums_that_overflow_the_array_s_type_are_made_wider():
 @needs_library
 def test_what_the_c_summary_does_not_take_goes_to_the_fallback():
     a = np.arange(24, dtype=np.float32).reshape(4, 6) - 10
-    for value in (a.T, a[:, ::2], a.astype(np.float16), a.astype(np.int64), a > 0,
-                  np.frombuffer(b"\0" + a.tobytes(), np.float32, 24, 1)):  # transposed, strided, other types, unaligned
+    for value in (a.T, a[:, ::2], a.astype(np.float16),
+                  np.frombuffer(b"\0" + a.tobytes(), np.float32, 24, 1)):  # transposed, strided, float16, unaligned
         s, _, fell_back = _c_summary(value)
         assert fell_back
         _check(s, np.asarray(value, np.float64))
@@ -135,3 +135,20 @@ def test_the_reference_writer_round_trips_through_summary_at():
     got, want = hs.summary_at(a.size, rows.array[0]), hs.summarize(a)
     assert got[:9] == want[:9] and got[9:] == pytest.approx(want[9:], rel=1e-12)
     assert hs.write_reference([1, 2], rows, 0) is None
+
+
+@needs_library
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64, np.uint64, np.bool_])
+def test_integers_and_booleans_take_the_c_summary_as_float64_and_match_the_reference(dtype):
+    info = np.iinfo(dtype) if dtype is not np.bool_ else None
+    rng = np.random.default_rng(3)
+    if info is None:
+        a = rng.integers(0, 2, 50).astype(bool)
+    else:
+        a = rng.integers(info.min, info.max, 50, dtype=dtype, endpoint=True)
+        a[:3] = (info.min, info.max, 0)
+    s, bad, fell_back = _c_summary(a)
+    r = hs.summarize(a)
+    assert not fell_back and bad == 0
+    assert s[:9] == r[:9]  # counts, min and max exactly (rounding to float64 keeps signs, zeros and order)
+    assert s.l2 == pytest.approx(r.l2, rel=1e-12) and s.mean == pytest.approx(r.mean, rel=1e-9, abs=1e-9 * r.l2)

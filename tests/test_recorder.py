@@ -10,7 +10,8 @@ from hypothesis import given, settings, strategies as st
 
 import kernelcore as kc
 from kernelcore.errors import KernelcoreError, UnknownNameError
-from kernelcore.observe import summary_table
+from kernelcore.native import health as native_health
+from kernelcore.observe import health_summary, summary_table
 from kernelcore.observe.health_summary import summarize
 from kernelcore.observe.recorder import RecordingStopped, record
 from kernelcore.runtime.executor import add_observer, remove_observer
@@ -324,3 +325,35 @@ def test_two_kept_iterations_compare_from_the_first_op_that_reads_an_updated_par
     first_reader = next(op for op in main.global_block().ops if params & set(op.input_arg_names))
     assert (cmp.first_divergence.block, cmp.first_divergence.op) == (0, first_reader.idx)
     assert all(d.max_abs == 0.0 for d in cmp.diffs if d.order < cmp.first_divergence.order)
+
+
+@pytest.mark.skipif(not native_health.available(), reason="the C kernels are not built here")
+def test_transposed_views_and_integer_outputs_take_the_c_summary_and_match_numpy(monkeypatch):
+    fallbacks = []
+
+    def counted(value, rows, row):
+        fallbacks.append(value)
+        return health_summary.write_reference(value, rows, row)
+    main = kc.Program()
+    with kc.program_guard(main, kc.Program()):
+        x = L.data("x", [4, 6])
+        t = kc.op.transpose2(x, axis=[1, 0])  # a view of the feed, which no op wrote: not contiguous
+        kc.op.reshape2(t, shape=[24])
+        kc.op.cast(x, in_dtype=5, out_dtype=3)  # int64
+        kc.op.scale(x, scale=2.0)
+    scope = kc.Scope()
+    feed = {"x": np.arange(24, dtype="float32").reshape(4, 6) - 5}
+    with record(main, scope, keep_last=1) as rec:
+        monkeypatch.setattr(rec, "_write", native_health.summary_writer(counted))
+        kc.Executor().run(main, feed=feed, scope=scope)
+    assert fallbacks == []
+    cols = rec.summaries.columns()
+    values = [v for e in rec.run(0).events if e.kind == "op_run" for _, v in e.values]
+    assert len(values) == len(cols["numel"])
+    for r, v in enumerate(values):
+        a = np.asarray(v, np.float64).ravel()
+        assert (cols["numel"][r], cols["negative"][r], cols["zero"][r], cols["positive"][r]) == \
+            (a.size, (a < 0).sum(), (a == 0).sum(), (a > 0).sum())
+        if a.size:
+            assert (cols["min"][r], cols["max"][r]) == (a.min(), a.max())
+            assert cols["l2"][r] == pytest.approx(np.linalg.norm(a), rel=1e-6)

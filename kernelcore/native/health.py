@@ -1,7 +1,8 @@
 """The flight recorder's health summary in C (health_summary.c): one pass over a float32 or float64 array for its
-sign and NaN/Inf counts and the min, max, sum and sum of squares of its finite elements, written as ten doubles
-where the recorder keeps them (kernelcore/observe/health_summary.py `NumberRows`). The NumPy summary there stays
-the reference: it takes what this does not (integers, booleans, float16, CuPy arrays, non-contiguous views).
+sign and NaN/Inf counts and the min, max, mean and L2 norm of its finite elements, written as ten doubles where
+the recorder keeps them (kernelcore/observe/health_summary.py `NumberRows`); integer and boolean arrays go as
+float64 copies. The NumPy summary there stays the reference: it takes what this does not (float16, CuPy arrays,
+non-contiguous views).
 
 ctypes leaves the GIL for the call, so a summary made on a thread of its own (the recorder's background=True)
 runs beside the executor's Python.
@@ -38,6 +39,10 @@ def summary_writer(fallback: Callable) -> Callable:
     def write(value, rows, row: int):
         if type(value) is ndarray:
             fn = by_dtype.get(value.dtype)
+            if fn is None and value.dtype.kind in "biu":
+                # integers and booleans as float64: rounding keeps every sign, zero and order, so the counts, min
+                # and max are the reference's, and its sums are float64 dot products too
+                value, fn = value.astype(_F64), by_dtype[_F64]
             if fn is not None and value.flags.c_contiguous and value.flags.aligned:
                 n = value.size
                 return fn(_ptr(value), n, rows.address + ROW_BYTES * row, threads() if n >= _SHARED_FROM else 1)

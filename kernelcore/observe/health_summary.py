@@ -129,7 +129,7 @@ class NumberRows:
     """A float64 [rows, 10] buffer of summaries' numbers (NUMBERS), which a writer fills at a row."""
 
     def __init__(self, rows: int):
-        self.array = np.empty((rows, len(NUMBERS)), np.float64)
+        self.array = np.zeros((rows, len(NUMBERS)), np.float64)
         self.address = self.array.ctypes.data
 
 

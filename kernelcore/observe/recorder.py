@@ -182,19 +182,20 @@ class Recorder:
         watched, judge_every, keep_last_summary = bool(self.watches), self._judge_every, self._keep_last_summary
         table, known, index, write = self.summaries, it.summaries, it.index, self._write
         for site, (slot, name), value in zip(self._sites(op, timestep), op.out_pairs, rec[RECORD_HEAD + n_in:]):
-            # a view holding every element of an array summarised in this iteration (a reshape's or a transpose's
-            # output) repeats that array's row: the same elements in another order
+            # a view holding every element of its array (a reshape's or a transpose's output) is summarised as
+            # that array, the same elements in another order: a row repeated where the array was summarised in
+            # this iteration, else the array's own summary (contiguous, where a transposed view is not)
             root = value
             base = getattr(value, "base", None)
             if base is not None and type(base) is type(value) and base.size == value.size and \
-                    base.dtype == value.dtype:
+                    base.dtype == value.dtype and 0 not in value.strides:
                 root = base
             seen = known.get(id(root))
             bad = None
             if seen is not None and seen[0] is root:
                 row, bad = table.repeat(seen[1], index, order, site)
             if bad is None:
-                row, bad = table.add(index, order, site, value, write)
+                row, bad = table.add(index, order, site, root, write)
                 if bad is None:
                     continue  # no numeric tensor
                 known[id(root)] = (root, row)  # the value is held: its id stays its own for the iteration
