@@ -4,6 +4,7 @@ the same step without, and what the health summaries take per op per iteration.
     .venv/bin/python bench/recorder.py               # ResNet-18, the LSTM and the BERT-style encoder
     .venv/bin/python bench/recorder.py --quick       # fewer windows, rough figures
     .venv/bin/python bench/recorder.py --models lstm,bert
+    .venv/bin/python bench/recorder.py --parts       # also: the recorder with the summaries' numbers left out
 
 The training programs are the model benchmarks' own, written by Paddle: ResNet-18 (batch 8, 3x64x64, Momentum;
 Paddle 3.3.1 through tests/paddle_oracle/make_vision_models.py, as bench/cnn_train.py), the 2-layer LSTM (batch 32,
@@ -19,6 +20,10 @@ each after WARM_S of its own untimed steps; best and median per side; the ratio 
 best (the machine is shared: best steps are those other processes left alone), for wall time and for the process's
 CPU time (which other processes on a loaded machine disturb less). Bytes: the summary rows' memory /
 (iterations x op records per iteration), and the Parquet file's size the same way (with pyarrow).
+
+--parts adds a third recorder whose summary writer computes nothing (its rows stay zero): what the recorder costs
+besides the summaries' arithmetic (handing over the records, the kept iterations' traces, the rows' bookkeeping,
+the calls), so that recorded - that is what the summaries' passes over the outputs cost.
 """
 from __future__ import annotations
 
@@ -113,10 +118,17 @@ def window(s: Step) -> list[tuple[float, float]]:
     return out
 
 
-def measure(s: Step, repeat: int, outdir: Path) -> dict:
+def _no_numbers(value, rows, row):
+    """A summary writer that computes nothing (the rows keep their zeros) for what a numeric tensor is."""
+    return 0 if isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__") else None
+
+
+def measure(s: Step, repeat: int, outdir: Path, parts: bool) -> dict:
     rec = kc.record(s.prog, s.scope, keep_last=2)
     rec_bg = kc.record(s.prog, s.scope, keep_last=2, background=True)
-    plain, recorded, background = [], [], []
+    rec_bare = kc.record(s.prog, s.scope, keep_last=2)
+    rec_bare._write = _no_numbers  # the writer the recorder chose once; this bench's stand-in computes nothing
+    plain, recorded, background, bare = [], [], [], []
 
     def recorded_window(r):
         with r:
@@ -126,9 +138,11 @@ def measure(s: Step, repeat: int, outdir: Path) -> dict:
             plain += window(s)
             recorded += recorded_window(rec)
             background += recorded_window(rec_bg)
-    assert rec.hit is None and rec_bg.hit is None, (rec.hit, rec_bg.hit)
+            if parts:
+                bare += recorded_window(rec_bare)
+    assert rec.hit is None and rec_bg.hit is None and rec_bare.hit is None, (rec.hit, rec_bg.hit, rec_bare.hit)
     ops = rec.kept[-1].ops  # op records per iteration (a fused rnn's steps count one each)
-    out = {"model": s.name, "plain": plain, "recorded": recorded, "background": background,
+    out = {"model": s.name, "plain": plain, "recorded": recorded, "background": background, "bare": bare,
            "iterations": rec.iterations, "ops": ops,
            "rows_per_iteration": len(rec.summaries) / rec.iterations,
            "bytes_per_op": rec.summaries.nbytes / (rec.iterations * ops)}
@@ -143,7 +157,10 @@ def measure(s: Step, repeat: int, outdir: Path) -> dict:
 
 def report(r: dict) -> None:
     print(r["model"])
-    for side, label in (("recorded", "recorded"), ("background", "recorded, background=True")):
+    sides = [("recorded", "recorded"), ("background", "recorded, background=True")]
+    if r["bare"]:
+        sides.append(("bare", "recorded, numbers left out"))
+    for side, label in sides:
         for k, what in ((0, "wall"), (1, "CPU")):
             p, q = [t[k] for t in r["plain"]], [t[k] for t in r[side]]
             bp, br = min(p), min(q)
@@ -165,6 +182,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--repeat", type=int)
+    ap.add_argument("--parts", action="store_true", help="also time a recorder whose summaries compute nothing")
     a = ap.parse_args()
     repeat = a.repeat or (2 if a.quick else 8)
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; {PER_WINDOW} steps per window, "
@@ -177,7 +195,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix=f"kc_bench_recorder_{name}_") as d:
             t0 = time.perf_counter()
             step = make(Path(d))
-            report(measure(step, repeat, Path(d)))
+            report(measure(step, repeat, Path(d), a.parts))
             print(f"    ({time.perf_counter() - t0:.0f} s)")
     print(f"load average {os.getloadavg()[0]:.2f} at end")
     return 0
