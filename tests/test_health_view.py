@@ -11,6 +11,16 @@ from kernelcore.observe.recorder import record
 from kernelcore_widgets import HealthView, health_series as hs
 
 from test_recorder import _copy_scope, _first_nonfinite, _mlp, _train
+from test_widgets import views  # noqa: F401  - a stub view where the front end is not built
+
+
+@pytest.fixture(autouse=True)
+def health_view_stub(tmp_path, monkeypatch):
+    """As test_widgets.views does for the other widgets: a stub ESM where HealthView's is not built."""
+    if not HealthView._asset_paths["_esm"].is_file():
+        stub = tmp_path / "stub.js"
+        stub.write_text("export default { render() {} };\n")
+        monkeypatch.setitem(HealthView._asset_paths, "_esm", stub)
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,10 @@
  * The tensor viewer opened from the sidebar's Variables ("View"): views/TensorViewer.ts over a local model that
  * the `kernelcore.debugger` comm feeds (`tensor`: the slice and value classes of a variable at the session's
  * cursor; `tensor_send`: "send to notebook"). It follows the cursor: after every move of the session it asks
- * again, and says so when the variable does not exist at the new position. index.ts puts it in a
+ * again, and says so when the variable does not exist at the new position; until the answer comes the old value
+ * is taken down, so it never stands under the new position. "Copy value" copies the shown slice as a NumPy
+ * literal when it is the whole tensor (no stride, at most two axes). Edits (Zero, Replace, a cell) are the
+ * notebook TensorViewer's (TensorViewer.of(session, name)): the panel shows none. index.ts puts it in a
  * MainAreaWidget.
  */
 import { Widget } from '@lumino/widgets';
@@ -12,6 +15,8 @@ import type { TensorViewerTraits } from './widgets.generated';
 import { NameTaken, TensorSent, TensorView } from './protocol';
 import { IKernelcoreDebuggerModel } from './tokens';
 import { TensorViewerView } from './views/TensorViewer';
+import { toClipboard } from './views/tensoredit';
+import { sampleNumber } from './preview';
 
 export class TensorPanel extends Widget {
   readonly local: LocalModel<TensorViewerTraits>;
@@ -33,7 +38,7 @@ export class TensorPanel extends Widget {
     this.title.caption = `${varName}: its value at the kernelcore debugger's cursor`;
     this._where = h('div', { cls: 'jp-Kernelcore-tpWhere jp-Kernelcore-muted' });
     this.node.appendChild(this._where);
-    this.local = new LocalModel<TensorViewerTraits>({ name: varName, shape: [], dtype: '', place: '', axes: [0, 1], index: [], diff: false, has_previous: false, slice: {}, health: {}, name_taken: {}, status: 'asking the kernel\u2026' });
+    this.local = new LocalModel<TensorViewerTraits>({ name: varName, shape: [], dtype: '', place: '', axes: [0, 1], index: [], diff: false, has_previous: false, slice: {}, health: {}, name_taken: {}, status: 'asking the kernel\u2026', position: '', editable: false, edits: 0 });
     this.local.onSend = content => this._fromView(content);
     this.view = new TensorViewerView(this.local, this.node);
     this._dbg.changed.connect(this._follow, this);
@@ -107,7 +112,20 @@ export class TensorPanel extends Widget {
       void this.fetch({ axes: content.axes, index: content.index, diff: !!content.diff });
     } else if (content?.type === 'send') {
       void this.send(String(content.name ?? ''), content.what === 'slice' ? 'slice' : 'value', content.overwrite === true);
+    } else if (content?.type === 'copy') {
+      this.copy();
     }
+  }
+
+  /** Copy the value as a NumPy literal: only when the shown slice is all of it. */
+  copy(): void {
+    const text = wholeLiteral(this.local.get('slice'), this.local.get('shape') as number[], String(this.local.get('dtype') ?? ''));
+    const box = this.node.querySelector('.jp-Kernelcore-tvCopiedBox') as HTMLElement | null;
+    if (text === null || !box) {
+      this.local.set('status', 'not copied: the shown slice is not the whole tensor (send it to the notebook instead)');
+      return;
+    }
+    void toClipboard(text, box).then(() => this.local.set('status', 'copied the value as a NumPy literal'));
   }
 
   /** "Send to notebook": a defined name is replaced only with `overwrite`, sent after the person confirmed
@@ -137,8 +155,18 @@ export class TensorPanel extends Widget {
     const s = this._dbg.session;
     const at = s ? `${s.id}:${s.pause}` : null;
     if (at !== this._asked) {
+      this._takeDown();
       void this.fetch();
     }
+  }
+
+  /** The cursor moved: the shown value was the old position's, so it goes until the new one arrives. */
+  private _takeDown(): void {
+    this._where.textContent = 'reading the value at the new position\u2026';
+    this.node.dataset.exists = 'pending';
+    this.local.set('slice', {});
+    this.local.set('health', {});
+    this.local.set('status', 'reading\u2026');
   }
 
   dispose(): void {
@@ -149,4 +177,21 @@ export class TensorPanel extends Widget {
     this.view.dispose();
     super.dispose();
   }
+}
+
+const MAX_LITERAL_CELLS = 10_000;
+
+/** `np.array([...], dtype=np.<dtype>)` of a slice that is the whole tensor (at most two axes, no stride); else null. */
+export function wholeLiteral(slice: unknown, shape: number[], dtype: string): string | null {
+  const s = slice as TensorViewerTraits['slice'] & { data?: unknown[][]; row_step?: number; col_step?: number };
+  if (!s || !Array.isArray(s.data) || shape.length > 2 || s.row_step !== 1 || s.col_step !== 1 || s.data.length * (s.data[0]?.length ?? 0) > MAX_LITERAL_CELLS) {
+    return null;
+  }
+  const num = (v: unknown) => {
+    const x = sampleNumber(v);
+    return Number.isNaN(x) ? 'np.nan' : x === Infinity ? 'np.inf' : x === -Infinity ? '-np.inf' : String(x);
+  };
+  const rows = s.data.map(r => `[${r.map(num).join(', ')}]`);
+  const body = shape.length === 2 ? `[${rows.join(', ')}]` : shape.length === 1 ? rows[0] : rows[0].slice(1, -1);
+  return `np.array(${body}, dtype=np.${dtype || 'float64'})`;
 }

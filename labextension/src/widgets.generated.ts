@@ -70,6 +70,9 @@ export interface TensorViewerTraits {
   health: TensorHealth | Record<string, never>;
   status: string;
   name_taken: SentNameTaken | Record<string, never>;
+  position: string;
+  editable: boolean;
+  edits: number;
 }
 
 /** The synced traits of kernelcore_widgets.HealthView. */

@@ -10,11 +10,18 @@ to a name in the kernel's namespace.
     TensorViewer(array, previous=older)                # with a diff against `older`
     TensorViewer.of(session, "h")                      # a debug session's variable, diffed against its last write
 
+A viewer made with `of` follows the session: after every move it shows the value at the new cursor (or says
+the variable is not visible there), never the old value under the new position. At a pause in the present it
+also edits: "Zero", "Edit cell" and "Replace with" a notebook variable (tensor_edit.py checks each) go to
+sess.set_value, which forks the run and records the edit in the trace; nothing is written unless the person
+pressed the button that says so. "Copy value" gives the value as a NumPy literal (bounded).
+
 Values stay where they live: only the shown slice (at most 256 x 256, strided) and the counts are copied to
 the host, and only when asked.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -24,8 +31,9 @@ import kernelcore as kc
 from kernelcore.runtime.place import place_of, to_host
 from kernelcore.runtime.values import health, slice_2d
 
+from . import tensor_edit
 from ._base import STATIC, KCWidget
-from .requests import NameTaken, RequestError, bool_arg, brief, choice_arg, claim_name
+from .requests import NameTaken, RequestError, bool_arg, brief, choice_arg, claim_name, error_text, str_arg
 from .schema import json_number
 
 MAX_SIDE = 256  # a slice side past this is strided so the browser gets at most 256 x 256 values
@@ -159,9 +167,16 @@ class TensorViewer(KCWidget):
     # the last send's name was taken: {"taken", "proposed", "what"} (the view offers the proposed name and an
     # Overwrite button); {} otherwise
     name_taken = t.Dict().tag(sync=True, ts="SentNameTaken | Record<string, never>")
+    # the session's cursor the value is from ("" for a plain array); the header shows it with the value
+    position = t.Unicode("").tag(sync=True)
+    # a session paused in the present: the value can be edited there (Zero, Edit cell, Replace with)
+    editable = t.Bool(False).tag(sync=True)
+    edits = t.Int(0).tag(sync=True)  # edits made from this viewer (each forked the run)
 
-    def __init__(self, value, name: str = "", previous=None, *, namespace: dict | None = None, **kw):
+    def __init__(self, value, name: str = "", previous=None, *, namespace: dict | None = None, session=None,
+                 **kw):
         super().__init__(**kw)
+        self._session = session
         if not (hasattr(value, "shape") and hasattr(value, "dtype")):
             value = np.asarray(value)
         if value.dtype.kind not in "biufc":
@@ -171,16 +186,70 @@ class TensorViewer(KCWidget):
             else None
         self._namespace = namespace
         self.name = name
-        self.shape = [int(d) for d in value.shape]
+        self._show_value(value)
+        if previous is not None and self._previous is None:
+            self.status = f"the previous value has shape {list(previous.shape)}: no diff"
+        if session is not None:
+            self._follow_session(session)
+
+    def _show_value(self, value) -> None:
+        """Take `value` as the one shown (axes and index kept where they still fit its shape)."""
+        self._value = value
+        shape = [int(d) for d in value.shape]
+        keep = shape == list(self.shape) and len(self.index) == len(shape)
+        self.shape = shape
         self.dtype = str(value.dtype)
         self.place = str(place_of(value))
         self.has_previous = self._previous is not None
-        nd = value.ndim
-        self.index = [0] * nd
-        self.axes = [max(nd - 2, 0), max(nd - 1, 0)]
-        if previous is not None and self._previous is None:
-            self.status = f"the previous value has shape {list(previous.shape)}: no diff"
+        if not keep:
+            nd = value.ndim
+            self.index = [0] * nd
+            self.axes = [max(nd - 2, 0), max(nd - 1, 0)]
+        self.diff = self.diff and self._previous is not None
         self._draw()
+
+    def _follow_session(self, session) -> None:
+        me = weakref.ref(self)
+
+        def follow(_sess, me=me):
+            v = me()
+            if v is not None:
+                v.reread()
+        self._follow = follow
+        session.listeners.append(follow)
+        self._say_position()
+
+    def _say_position(self) -> None:
+        s = self._session
+        self.position = str(s.position)
+        self.editable = bool(s.at_present and not s.finished)
+
+    def reread(self) -> None:
+        """Show `name` as the session sees it now (after a move, an edit, a time-travel jump)."""
+        s = self._session
+        self._say_position()
+        try:
+            value = s.value(self.name)
+        except Exception as e:  # not visible at this position: say so rather than keep the old value
+            self._value_gone(error_text(e))
+            return
+        if not (hasattr(value, "shape") and hasattr(value, "dtype")) or value.dtype.kind not in "biufc":
+            self._value_gone(f"{self.name!r} is no numeric tensor at {self.position}")
+            return
+        prev = diff_base(s, self.name, value)
+        self._previous = prev if prev is not None and getattr(prev, "shape", None) == value.shape else None
+        self._show_value(value)
+
+    def _value_gone(self, why: str) -> None:
+        self.slice, self.health = {}, {}
+        self.editable = False
+        self.status = why
+
+    def close(self) -> None:
+        s = self._session
+        if s is not None and getattr(self, "_follow", None) in s.listeners:
+            s.listeners.remove(self._follow)
+        super().close()
 
     @classmethod
     def of(cls, session, name: str, **kw) -> TensorViewer:
@@ -188,7 +257,7 @@ class TensorViewer(KCWidget):
         if not isinstance(session, kc.DebugSession):
             raise TypeError(f"TensorViewer.of takes a kc.DebugSession, got {type(session).__name__}")
         value = session.value(name)
-        return cls(value, name=name, previous=diff_base(session, name, value), **kw)
+        return cls(value, name=name, previous=diff_base(session, name, value), session=session, **kw)
 
     @property
     def value(self):
@@ -229,8 +298,57 @@ class TensorViewer(KCWidget):
             f" (replacing the old {name!r}, as confirmed)" if replaced else "")
         return obj
 
+    # -- edits at a pause ------------------------------------------------------------------------------------
+    def zero(self):
+        """Set the variable to zeros where the session waits (the run forks). Returns the Fork."""
+        return self.set_value(tensor_edit.zeroed(self._value))
+
+    def set_cell(self, index, value):
+        """Set one element (index: one integer per axis; value: a number, or "nan" / "inf" / "-inf")."""
+        return self.set_value(tensor_edit.with_cell(self._value, index, value))
+
+    def replace_with(self, source: str):
+        """Set the variable to the notebook variable `source` (same shape; a dtype that casts to its kind)."""
+        return self.set_value(tensor_edit.from_namespace(source, user_namespace(self._namespace), self._value))
+
+    def set_value(self, array):
+        """sess.set_value(name, array) on the session this viewer follows: the run forks, the trace records
+        the edit, and the viewer shows the new value diffed against the old."""
+        s = self._session
+        if s is None:
+            raise RequestError("this viewer shows an array, not a paused session's variable: nothing to edit "
+                               "(TensorViewer.of(session, name) edits)")
+        old = self._value
+        fork = s.set_value(self.name, array)
+        self.edits += 1
+        self._previous = old
+        self._value = s.value(self.name)
+        self._show_value(self._value)
+        self.status = f"{s.stop_reason}; the trace records the edit (event {fork.event})"
+        return fork
+
+    def copy_value(self) -> str:
+        """The value as a NumPy literal (refused past tensor_edit.MAX_LITERAL characters)."""
+        return tensor_edit.numpy_literal(self._value)
+
     # -- messages ----------------------------------------------------------------------------------------
-    _failed_words = {"view": "cannot show that", "send": "not sent"}
+    _failed_words = {"view": "cannot show that", "send": "not sent", "edit": "not edited", "copy": "not copied"}
+
+    def _on_edit(self, content) -> None:
+        what = choice_arg(content, "what", ("zero", "cell", "replace"))
+        if not self.editable:
+            raise RequestError(f"{self.name or 'the value'} can be edited only at a pause in the present of a "
+                               "running session")
+        if what == "zero":
+            self.zero()
+        elif what == "cell":
+            self.set_cell(content.get("index"), content.get("value"))
+        else:
+            self.replace_with(str_arg(content, "source", max_len=100))
+
+    def _on_copy(self, _content) -> None:
+        self.send({"type": "copied", "text": self.copy_value()})
+        self.status = "copied the value as a NumPy literal"
 
     def _on_view(self, content) -> None:
         self.set_view(content.get("axes"), content.get("index"), content.get("diff"))
@@ -245,7 +363,7 @@ class TensorViewer(KCWidget):
             raise
 
     def _messages(self) -> dict:
-        return {"view": self._on_view, "send": self._on_send}
+        return {"view": self._on_view, "send": self._on_send, "edit": self._on_edit, "copy": self._on_copy}
 
 
 def _same(a, b) -> bool:

@@ -9,8 +9,15 @@
  * ({taken, proposed, what}); the box then holds the proposed free name and an "Overwrite" button sends the
  * same request again with `overwrite: true`, the person's confirmation.
  *
- * Traits: name, shape, dtype, place, axes, index, diff, has_previous, slice, health, status, name_taken.
- * Messages: {type: "view", axes, index, diff}, {type: "send", name, what: "value" | "slice", overwrite?}.
+ * A colour legend under the heat map gives the scale (the shown slice's min and max). A viewer of a paused
+ * session's variable shows where the value is from (`position`) and, in the present (`editable`), edits it:
+ * Zero, Replace with a notebook variable, or a cell after a double-click (tensoredit.ts); "Copy value" copies a
+ * NumPy literal.
+ *
+ * Traits: name, shape, dtype, place, axes, index, diff, has_previous, slice, health, status, name_taken,
+ * position, editable, edits.
+ * Messages: {type: "view", axes, index, diff}, {type: "send", name, what: "value" | "slice", overwrite?},
+ * {type: "edit", what, ...}, {type: "copy"}; from Python: {type: "copied", text}.
  */
 import { button, clear, formatNumber, formatShape, h } from '../dom';
 import { Listeners, RenderProps, WidgetModel } from '../model';
@@ -18,6 +25,7 @@ import type { SentNameTaken, TensorHealth as Health, TensorSlice } from '../prot
 import type { TensorViewerTraits } from '../widgets.generated';
 import { rampColor, sampleNumber } from '../preview';
 import { withKernelNotice } from '../restart';
+import { colorLegend, EditBar, EditMessage, toClipboard } from './tensoredit';
 
 export type { Health, TensorSlice };
 
@@ -90,6 +98,9 @@ export class TensorViewerView {
   private _status: HTMLElement;
   private _sendName: HTMLInputElement;
   private _taken: HTMLElement;
+  private _legend: HTMLElement;
+  private _copied: HTMLElement;
+  readonly edits: EditBar;
 
   constructor(
     readonly model: WidgetModel<TensorViewerTraits>,
@@ -111,10 +122,15 @@ export class TensorViewerView {
       button('slice', () => this.send('slice'), { cls: 'jp-Kernelcore-tvSendSlice', title: 'bind the shown slice to this name' })
     ]);
     this._taken = h('div', { cls: 'jp-Kernelcore-toolbar jp-Kernelcore-tvTaken', attrs: { role: 'alert' } });
-    this.root.append(this._head, this._controls, this._health, this._canvas, this._cell, send, this._taken, this._status);
+    this._legend = h('div', { cls: 'jp-Kernelcore-tvLegendBox' });
+    this._copied = h('div', { cls: 'jp-Kernelcore-tvCopiedBox' });
+    this.edits = new EditBar(msg => this._edit(msg));
+    this.root.append(this._head, this._controls, this._health, this._canvas, this._legend, this._cell, this.edits.cellEditor, this.edits.root, this._copied, send, this._taken, this._status);
     el.appendChild(this.root);
     this._canvas.addEventListener('mousemove', ev => this._hover(ev));
-    this._listeners.onChange(['name', 'shape', 'dtype', 'place', 'axes', 'index', 'diff', 'has_previous'], () => this.refresh());
+    this._canvas.addEventListener('dblclick', ev => this._editCellAt(ev));
+    this.model.on('msg:custom', this._onCustom);
+    this._listeners.onChange(['name', 'shape', 'dtype', 'place', 'axes', 'index', 'diff', 'has_previous', 'position', 'editable'], () => this.refresh());
     this._listeners.onChange(['slice', 'health', 'status'], () => this.refresh());
     this._listeners.onChange(['name_taken'], () => this._showTaken());
     this.refresh();
@@ -178,14 +194,77 @@ export class TensorViewerView {
   refresh(): void {
     const shape = this.shape;
     clear(this._head);
+    const position = String(this.model.get('position') ?? '');
     this._head.append(
       h('span', { cls: 'jp-Kernelcore-varName', text: String(this.model.get('name') ?? '') || 'tensor' }),
       h('span', { cls: 'jp-Kernelcore-muted', text: ` ${String(this.model.get('dtype') ?? '')}${formatShape(shape)} on ${String(this.model.get('place') ?? '')}` })
     );
+    if (position) {
+      this._head.appendChild(h('span', { cls: 'jp-Kernelcore-muted jp-Kernelcore-tvPosition', text: ` at ${position}` }));
+    }
+    this.edits.setEditable(!!this.model.get('editable'));
     this._drawControls(shape);
     this._drawHealth();
     this._drawSlice();
+    this._drawLegend();
     this._status.textContent = String(this.model.get('status') ?? '');
+  }
+
+  private _drawLegend(): void {
+    clear(this._legend);
+    const s = this.slice;
+    if (!s || !s.rows || !s.cols) {
+      return;
+    }
+    const lo = s.min ?? 0;
+    const hi = s.max ?? 0;
+    const diverging = !!this.model.get('diff');
+    if (diverging) {
+      const m = Math.max(Math.abs(lo), Math.abs(hi));
+      this._legend.appendChild(colorLegend(-m, m, t => cellColor(2 * t - 1, -1, 1, true)));
+    } else {
+      this._legend.appendChild(colorLegend(s.min, s.max, t => cellColor(t, 0, 1, false)));
+    }
+  }
+
+  private _edit(msg: EditMessage): void {
+    this.model.send(msg);
+  }
+
+  private _onCustom = (msg: unknown): void => this._fromKernel(msg);
+
+  private _fromKernel(msg: unknown): void {
+    const m = msg as { type?: string; text?: unknown };
+    if (m && m.type === 'copied' && typeof m.text === 'string') {
+      void toClipboard(m.text, this._copied);
+    }
+  }
+
+  /** The tensor index of slice cell (i, j) (the shown axes' entries from the cell, the others from `index`). */
+  cellIndex(i: number, j: number): number[] {
+    const s = this.slice;
+    const shape = this.shape;
+    const [r, c] = this.axes;
+    const idx = shape.length ? this.index.slice() : [];
+    if (s && shape.length === 1) {
+      idx[0] = j * s.col_step;
+    } else if (s && shape.length >= 2) {
+      idx[r] = i * s.row_step;
+      idx[c] = j * s.col_step;
+    }
+    return idx;
+  }
+
+  private _editCellAt(ev: MouseEvent): void {
+    const s = this.slice;
+    if (!s || !this.model.get('editable') || this.model.get('diff')) {
+      return; // a diff's cells are no values to set
+    }
+    const at = cellUnderPointer(this._canvas.getBoundingClientRect(), ev.clientX, ev.clientY, s.rows, s.cols);
+    if (at) {
+      const v = s.data[at[0]]?.[at[1]];
+      this.edits.openCell(this.cellIndex(at[0], at[1]), typeof v === 'number' ? String(v) : String(v ?? ''));
+    }
   }
 
   private _drawControls(shape: number[]): void {
@@ -299,21 +378,14 @@ export class TensorViewerView {
     if (!s) {
       return '';
     }
-    const shape = this.shape;
-    const [r, c] = this.axes;
-    const idx = shape.length ? this.index.slice() : [];
-    if (shape.length === 1) {
-      idx[0] = j * s.col_step;
-    } else if (shape.length >= 2) {
-      idx[r] = i * s.row_step;
-      idx[c] = j * s.col_step;
-    }
+    const idx = this.cellIndex(i, j);
     const v = s.data[i]?.[j];
     return `[${idx.join(', ')}] = ${typeof v === 'number' ? formatNumber(v) : String(v)}`;
   }
 
   dispose(): void {
     this._listeners.dispose();
+    this.model.off('msg:custom', this._onCustom as (...args: unknown[]) => void);
     this.root.remove();
   }
 }
