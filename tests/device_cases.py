@@ -82,6 +82,18 @@ FUSED = [
     (Case("adam", _adam(), None, {"beta1": 0.9, "beta2": 0.999}, id="adam"), True, {"kc_adam"}),
     (Case("adam", _adam(), None, {"beta1": 0.8, "beta2": 0.95, "use_global_beta_pow": True},
           id="adam-global-beta-pow"), True, {"kc_adam"}),
+    (Case("depthwise_conv2d", {"Input": f32(2, 6, 9, 8), "Filter": f32(6, 1, 3, 3)}, None,
+          {"groups": 6, "paddings": [1, 1]}, id="depthwise-3x3"), False, {"kc_depthwise_forward"}),
+    (Case("conv2d", {"Input": f32(2, 4, 11, 10), "Filter": f32(8, 1, 5, 3)}, None,
+          {"groups": 4, "strides": [2, 1], "paddings": [2, 1, 0, 1], "dilations": [1, 2]},
+          id="depthwise-multiplier-strided-dilated"), False, {"kc_depthwise_forward"}),
+    (Case("depthwise_conv2d_grad", {"Input": f32(2, 6, 9, 8), "Filter": f32(6, 1, 3, 3),
+                                    "Output@GRAD": f32(2, 6, 5, 4)}, None,
+          {"groups": 6, "paddings": [1, 1], "strides": [2, 2]}, id="depthwise-grad-strided"), True,
+     {"kc_depthwise_input_grad", "kc_depthwise_filter_grad"}),
+    (Case("conv2d_grad", {"Input": f32(2, 4, 11, 10), "Filter": f32(8, 1, 5, 3), "Output@GRAD": f32(2, 8, 5, 7)},
+          None, {"groups": 4, "strides": [2, 1], "paddings": [2, 1, 0, 1], "dilations": [1, 2]},
+          id="depthwise-grad-multiplier"), True, {"kc_depthwise_input_grad", "kc_depthwise_filter_grad"}),
 ]
 
 # cases the gates send to the reference: no fused kernel runs, the results still match
@@ -93,6 +105,10 @@ FALLBACK = [
     (Case("layer_norm", {"X": f32(4, 6).astype(np.float64)}, None, {}, id="ln-float64"), False),
     (Case("adam", _adam(Moment2Max=f32(4, 3, low=0.1)), None, {"amsgrad": True}, id="adam-amsgrad"), True),
     (Case("sigmoid", {"X": f32(3, 7).astype(np.float64)}, None, {}, id="sigmoid-float64"), False),
+    (Case("conv2d", {"Input": f32(2, 4, 6, 6), "Filter": f32(8, 2, 3, 3)}, None, {"groups": 2},
+          id="conv-grouped-not-depthwise"), False),
+    (Case("depthwise_conv2d", {"Input": f32(2, 6, 6, 4), "Filter": f32(4, 1, 3, 3)}, None,
+          {"groups": 4, "data_format": "NHWC"}, id="depthwise-nhwc"), False),
 ]
 
 
