@@ -37,7 +37,7 @@ export interface GroupValue {
 /** A gradient's stops (light yellow to dark red: low to high) and the bands' colours (green to red). */
 export const GRADIENT = ['#ffffcc', '#fed976', '#fd8d3c', '#e31a1c', '#800026'];
 export const BANDS = ['#1a9850', '#91cf60', '#fee08b', '#fc8d59', '#d73027'];
-export const NONFINITE = { nan: '#d6278c', posInf: '#7f0000', negInf: '#1e3cc8' };
+export const NONFINITE = { nan: '#d6278c', posInf: '#5e3c99', negInf: '#0571b0' };
 
 const SCALES = new Set(['gradient', 'log']);
 const AGGREGATES = new Set(['max', 'min', 'mean']);

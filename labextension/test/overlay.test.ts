@@ -59,6 +59,17 @@ describe('overlay colours', () => {
     expect(colorFor(o, 10)).toBe(along(GRADIENT, 9 / 99));
   });
 
+  it('gives NaN and Infinity colours far from any the scales give (a +Inf is not just the hottest value)', () => {
+    const rgbOf = (hex: string) => [1, 3, 5].map(i => parseInt(hex.slice(i, i + 2), 16));
+    const distance = (a: string, b: string) => Math.hypot(...rgbOf(a).map((x, i) => x - rgbOf(b)[i]));
+    const scaleColors = Array.from({ length: 21 }, (_, k) => [along(GRADIENT, k / 20), along(BANDS, k / 20)]).flat();
+    const special = Object.values(NONFINITE);
+    for (const c of special) {
+      expect(Math.min(...scaleColors.map(s => distance(c, s)))).toBeGreaterThan(80);
+      expect(Math.min(...special.filter(o => o !== c).map(o => distance(c, o)))).toBeGreaterThan(80);
+    }
+  });
+
   it('puts a value in the band its thresholds cut, in the given colours or the palette', () => {
     const o = parseOverlay(spec({ a: 0 }, { scale: [1, 10], colors: ['#000000', '#777777', '#ffffff'] }))!;
     expect([0.5, 1, 9.9, 10, 1e9].map(x => colorFor(o, x))).toEqual(['#000000', '#777777', '#777777', '#ffffff', '#ffffff']);
