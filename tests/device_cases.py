@@ -94,6 +94,16 @@ FUSED = [
     (Case("conv2d_grad", {"Input": f32(2, 4, 11, 10), "Filter": f32(8, 1, 5, 3), "Output@GRAD": f32(2, 8, 5, 7)},
           None, {"groups": 4, "strides": [2, 1], "paddings": [2, 1, 0, 1], "dilations": [1, 2]},
           id="depthwise-grad-multiplier"), True, {"kc_depthwise_input_grad", "kc_depthwise_filter_grad"}),
+    (Case("pool2d", {"X": f32(2, 3, 9, 8)}, None, {"pooling_type": "max", "ksize": [3, 3], "strides": [2, 2],
+                                                   "paddings": [1, 1]}, id="max-pool-3x3-s2"), False, {"kc_pool2d"}),
+    (Case("pool2d", {"X": f32(2, 3, 9, 8)}, None, {"pooling_type": "avg", "ksize": [3, 2], "strides": [2, 3],
+                                                   "paddings": [1, 0, 1, 1], "ceil_mode": True},
+          id="avg-pool-exclusive-ceil"), False, {"kc_pool2d"}),
+    (Case("pool2d", {"X": f32(2, 3, 7, 7)}, None, {"pooling_type": "avg", "ksize": [3, 3], "paddings": [1, 1],
+                                                   "exclusive": False}, id="avg-pool-inclusive"), False,
+     {"kc_pool2d"}),
+    (Case("pool2d", {"X": f32(2, 5, 7, 7)}, None, {"pooling_type": "avg", "ksize": [1, 1], "global_pooling": True},
+          id="avg-pool-global"), False, {"kc_pool2d"}),
 ]
 
 # cases the gates send to the reference: no fused kernel runs, the results still match
@@ -109,6 +119,8 @@ FALLBACK = [
           id="conv-grouped-not-depthwise"), False),
     (Case("depthwise_conv2d", {"Input": f32(2, 6, 6, 4), "Filter": f32(4, 1, 3, 3)}, None,
           {"groups": 4, "data_format": "NHWC"}, id="depthwise-nhwc"), False),
+    (Case("pool2d", {"X": f32(2, 3, 9, 8)}, None, {"pooling_type": "max", "ksize": [2, 3], "adaptive": True},
+          id="pool-adaptive"), False),
 ]
 
 

@@ -78,7 +78,7 @@ def test_a_row_kernel_launched_with_too_few_blocks_is_refused():
 
 # -- the CUDA sources, read ------------------------------------------------------------------------------------
 CUDA_WORDS = {"if", "for", "while", "return", "sizeof", "sqrt", "sqrtf", "exp", "expf", "log", "logf", "fmaxf",
-              "__syncthreads", "__shfl_down_sync", "__int_as_float"}
+              "__syncthreads", "__shfl_down_sync", "__int_as_float", "min", "max"}
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _DEFINED = re.compile(r"__device__[^(]*?\b(\w+)\s*\(")
 

@@ -100,3 +100,19 @@ def check_row_launch(grid, block, rows) -> None:
     if grid != (int(rows),) or len(block) != 1 or block[0] % 32 or block[0] > 1024:
         raise ValueError(f"a row kernel runs a block per row ({rows}) of whole warps; launched grid {grid}, "
                          f"block {block}")
+
+
+# threads per block of a kernel with a thread per element
+FLAT_THREADS = 256
+
+
+def flat_blocks(total: int) -> tuple:
+    """The grid of a kernel with a thread per element: enough blocks of FLAT_THREADS for `total`."""
+    return ((total + FLAT_THREADS - 1) // FLAT_THREADS,)
+
+
+def check_flat_launch(grid, block, total) -> None:
+    """What a kernel with a thread per element needs of its launch: one grid dimension, just enough blocks."""
+    if (len(grid) != 1 or block != (FLAT_THREADS,) or grid[0] * block[0] < total
+            or (grid[0] - 1) * block[0] >= total):
+        raise ValueError(f"a thread per element: {total} elements launched as grid {grid}, block {block}")

@@ -13,22 +13,12 @@ import numpy as np
 from ..ops.conv import conv_geometry, output_sizes
 from ..runtime.fast_paths import fast_kernel
 from .cuda_source import BLOCK_REDUCE
-from .declare import MAX_INT32_ELEMENTS, RAW, declare, i32, on_device
+from .declare import (FLAT_THREADS, MAX_INT32_ELEMENTS, RAW, check_flat_launch, declare, flat_blocks, i32,
+                      on_device)
 from .fused_norm import wanted
-
-THREADS = 256
 
 _GEOMETRY = ("int n, int c, int h, int wd, int mult, int oh, int ow, int kh, int kw, int sh, int sw, int pt, "
              "int pl, int dh, int dw")
-
-
-def _blocks_for(total: int) -> tuple:
-    return ((total + THREADS - 1) // THREADS,)
-
-
-def _check_flat_launch(grid, block, total) -> None:
-    if block != (THREADS,) or grid[0] * block[0] < total or (grid[0] - 1) * block[0] >= total or len(grid) != 1:
-        raise ValueError(f"a thread per element: {total} elements launched as grid {grid}, block {block}")
 
 
 def _padded(x, kh, kw, oh, ow, sh, sw, pt, pl, dh, dw):
@@ -45,7 +35,7 @@ def _windows(xpad, ky, kx, oh, ow, sh, sw, dh, dw):
 
 
 def _forward_twin(grid, block, x, w, y, n, c, h, wd, mult, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw):
-    _check_flat_launch(grid, block, y.size)
+    check_flat_launch(grid, block, y.size)
     geo = (int(oh), int(ow), int(sh), int(sw), int(pt), int(pl), int(dh), int(dw))
     xpad = _padded(x.reshape(int(n), int(c), int(h), int(wd)), int(kh), int(kw), *geo)
     xs = np.repeat(xpad, int(mult), axis=1)  # output channel o reads input channel o // mult
@@ -84,7 +74,7 @@ extern "C" __global__ void kc_depthwise_forward(const float* x, const float* w, 
 
 
 def _input_grad_twin(grid, block, g, w, dx, n, c, h, wd, mult, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw):
-    _check_flat_launch(grid, block, dx.size)
+    check_flat_launch(grid, block, dx.size)
     n, c, h, wd, mult, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw = map(int, (n, c, h, wd, mult, oh, ow, kh, kw, sh,
                                                                           sw, pt, pl, dh, dw))
     g4, w4 = g.reshape(n, c * mult, oh, ow), w.reshape(c * mult, kh, kw)
@@ -197,7 +187,7 @@ def _forward(ctx, ins, attrs):
     xp = ctx.xp
     geometry = _geometry(x, w, attrs)
     y = xp.empty((x.shape[0], w.shape[0], *geometry[3]), dtype=x.dtype)
-    FORWARD.on(xp)(_blocks_for(y.size), (THREADS,), (x, w, y) + _args(x, w, geometry))
+    FORWARD.on(xp)(flat_blocks(y.size), (FLAT_THREADS,), (x, w, y) + _args(x, w, geometry))
     return (y,)
 
 
@@ -214,10 +204,10 @@ def _grad(ctx, ins, attrs):
     dx = dw = None
     if wanted(ctx, "Input@GRAD"):
         dx = xp.empty(x.shape, dtype=x.dtype)
-        INPUT_GRAD.on(xp)(_blocks_for(dx.size), (THREADS,), (g, w, dx) + args)
+        INPUT_GRAD.on(xp)(flat_blocks(dx.size), (FLAT_THREADS,), (g, w, dx) + args)
     if wanted(ctx, "Filter@GRAD"):
         dw = xp.empty(w.shape, dtype=w.dtype)
-        FILTER_GRAD.on(xp)((w.size,), (THREADS,), (x, g, dw) + args)
+        FILTER_GRAD.on(xp)((w.size,), (FLAT_THREADS,), (x, g, dw) + args)
     return dx, dw
 
 
