@@ -1,4 +1,4 @@
-"""The optimizer updates in one elementwise kernel each on a GPU (sgd, momentum, adam), where the reference
+"""The optimizer updates in one elementwise kernel each on a GPU (sgd, momentum, adam, adamw), where the reference
 (kernelcore/ops/optimizer.py) runs each array expression as its own launch: momentum five, adam about fifteen.
 The learning rate and the beta powers stay on the device (raw one-element arguments, read by every thread): no
 host round trip. `1 - beta` is made in double precision and passed, as the reference makes it. The float32 operations are the reference's, in its order. What the kernels do not cover goes to
@@ -33,8 +33,10 @@ MOMENTUM = declare(
     twin=_momentum_twin)
 
 
-def _adam_twin(p, g, m1, m2, lr, b1p, b2p, beta1, beta2, c1, c2, eps):
-    b1, b2, lr = b1p.reshape(-1)[0], b2p.reshape(-1)[0], lr.reshape(-1)[0]
+def _adam_twin(p, g, m1, m2, lr, b1p, b2p, beta1, beta2, c1, c2, eps, lr_ratio, coeff, decay):
+    b1, b2, lr = b1p.reshape(-1)[0], b2p.reshape(-1)[0], lr.reshape(-1)[0] * lr_ratio
+    if decay:
+        p = p * (ONE - lr * coeff)
     s = np.sqrt(ONE - b2)
     m1_out = m1 * beta1 + g * c1
     m2_out = m2 * beta2 + (g * g) * c2
@@ -44,9 +46,11 @@ def _adam_twin(p, g, m1, m2, lr, b1p, b2p, beta1, beta2, c1, c2, eps):
 
 ADAM = declare(
     "kc_adam", ELEMENTWISE,
-    "T s = sqrt((T)1 - b2p[0]); m1_out = m1 * beta1 + g * c1; m2_out = m2 * beta2 + (g * g) * c2; "
-    "p_out = p - m1_out / (sqrt(m2_out) + eps * s) * ((lr[0] * s) / ((T)1 - b1p[0]));",
-    in_params="T p, T g, T m1, T m2, raw T lr, raw T b1p, raw T b2p, T beta1, T beta2, T c1, T c2, T eps",
+    "T lr_t = lr[0] * lr_ratio; T pd = decay ? p * ((T)1 - lr_t * coeff) : p; T s = sqrt((T)1 - b2p[0]); "
+    "m1_out = m1 * beta1 + g * c1; m2_out = m2 * beta2 + (g * g) * c2; "
+    "p_out = pd - m1_out / (sqrt(m2_out) + eps * s) * ((lr_t * s) / ((T)1 - b1p[0]));",
+    in_params="T p, T g, T m1, T m2, raw T lr, raw T b1p, raw T b2p, T beta1, T beta2, T c1, T c2, T eps, "
+              "T lr_ratio, T coeff, int32 decay",
     out_params="T p_out, T m1_out, T m2_out", twin=_adam_twin)
 
 
@@ -94,10 +98,21 @@ def _adam_gate(xp, ins, attrs):
 
 @fast_kernel("adam", _adam_gate, place="gpu")
 def adam(ctx, ins, attrs):
+    return _adam(ctx, ins, attrs, 1.0, 0.0, False)
+
+
+@fast_kernel("adamw", _adam_gate, place="gpu")
+def adamw(ctx, ins, attrs):
+    """AdamW: adam at LearningRate * lr_ratio, Param first decayed by (1 - that * coeff) where with_decay."""
+    return _adam(ctx, ins, attrs, attrs["lr_ratio"], attrs["coeff"], attrs["with_decay"])
+
+
+def _adam(ctx, ins, attrs, lr_ratio, coeff, decay):
     (param, grad, lr, m1, m2, _m2max, b1p, b2p, *_rest) = ins
     beta1, beta2 = attrs["beta1"], attrs["beta2"]
     p_out, m1_out, m2_out = ADAM.on(ctx.xp)(param, grad, m1, m2, lr, b1p, b2p, f32(beta1), f32(beta2),
-                                            f32(1 - beta1), f32(1 - beta2), f32(attrs["epsilon"]))
+                                            f32(1 - beta1), f32(1 - beta2), f32(attrs["epsilon"]), f32(lr_ratio),
+                                            f32(coeff), i32(decay))
     if attrs["use_global_beta_pow"]:
         return p_out, m1_out, m2_out, None, None, None, None
     return p_out, m1_out, m2_out, None, b1p * b1p.dtype.type(beta1), b2p * b2p.dtype.type(beta2), None
