@@ -57,8 +57,7 @@ def _median_ms(fn, repeat: int) -> float:
 
 
 def check_cases(repeat: int) -> tuple[list, list]:
-    from device_cases import FALLBACK, FUSED, assert_same, outputs, reference
-    from opcases import build
+    from device_cases import FALLBACK, FUSED, assert_same, build, outputs, reference
     rows, failures = [], []
     place = PLACE
     for case, training, kernels in FUSED + [(c, t, set()) for c, t in FALLBACK]:

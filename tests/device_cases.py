@@ -8,7 +8,8 @@ import numpy as np
 import kernelcore as kc
 from kernelcore.runtime import fast_paths
 from kernelcore.runtime.place import to_host
-from opcases import Case, build
+from opcases import Case
+from opcases.rnn import random_rnn
 
 RNG = np.random.default_rng(7)
 
@@ -38,6 +39,19 @@ def _opt(shape=(4, 3)):
 def _adam(**extra):
     return {**_opt(), "Moment1": f32(4, 3), "Moment2": f32(4, 3, low=0.1), "Beta1Pow": np.float32([0.81]),
             "Beta2Pow": np.float32([0.998]), **extra}
+
+
+def _lstm(layers, bidirec, **kw):
+    x, pre, weights = random_rnn("LSTM", layers, bidirec, **kw)
+    return {"Input": x, "PreState": pre, "WeightList": weights}
+
+
+def _lstm_attrs(inputs, layers, bidirec, **extra):
+    return {"mode": "LSTM", "num_layers": layers, "is_bidirec": bidirec, "hidden_size": inputs["PreState"][0].shape[2],
+            "input_size": inputs["Input"].shape[2], **extra}
+
+
+LSTM1, LSTM2 = _lstm(1, False, T=4, B=3, I=5, H=6), _lstm(2, True, T=3, B=2, I=4, H=5)
 
 
 # (case, training, the fused kernels it must run)
@@ -107,6 +121,9 @@ FUSED = [
      {"kc_pool2d"}),
     (Case("pool2d", {"X": f32(2, 5, 7, 7)}, None, {"pooling_type": "avg", "ksize": [1, 1], "global_pooling": True},
           id="avg-pool-global"), False, {"kc_pool2d"}),
+    (Case("rnn", LSTM1, None, _lstm_attrs(LSTM1, 1, False, is_test=True), id="lstm-1-layer"), False,
+     {"kc_lstm_cell"}),
+    (Case("rnn", LSTM2, None, _lstm_attrs(LSTM2, 2, True), id="lstm-2-bi-train"), True, {"kc_lstm_cell"}),
 ]
 
 # cases the gates send to the reference: no fused kernel runs, the results still match
@@ -127,6 +144,28 @@ FALLBACK = [
 ]
 
 
+def build(case: Case):
+    """A program holding one `case.op` op: (program, feed, {out slot: [names]}); a duplicable output gets as many
+    variables as the op writes (an LSTM's State two: h and c)."""
+    prog = kc.Program()
+    block = prog.global_block()
+    feed, ins = {}, {}
+    for slot, value in case.inputs.items():
+        names = []
+        for i, v in enumerate(value if isinstance(value, list) else [value]):
+            v = np.asarray(v)
+            block.create_var(f"{slot}_{i}", v.shape, v.dtype)
+            feed[f"{slot}_{i}"] = v
+            names.append(f"{slot}_{i}")
+        ins[slot] = names
+    outs = {}
+    for s in kc.get_op_def(case.op).outputs:
+        n = len(case.inputs["PreState"]) if (case.op, s.name) == ("rnn", "State") else 1
+        outs[s.name] = [f"{s.name}_out_{i}" for i in range(n)]
+    block.append_op(case.op, inputs=ins, outputs=outs, attrs=case.attrs)
+    return prog, feed, outs
+
+
 def outputs(case: Case, place, training: bool) -> dict:
     prog, feed, outs = build(case)
     exe = kc.Executor(place)
@@ -134,11 +173,13 @@ def outputs(case: Case, place, training: bool) -> dict:
     exe.run(prog, feed=feed, fetch_list=[], scope=scope, training=training)
     got = {}
     for slot, names in outs.items():
-        v = scope.find_var(names[0]).value
-        if v is not None:
+        for i, name in enumerate(names):
+            v = scope.find_var(name).value
+            if v is None or not hasattr(v, "shape"):  # not written; a reserve of Python objects (rnn's)
+                continue
             if isinstance(v, np.ndarray) and place.kind != "cpu":
                 raise AssertionError(f"{case}: {slot} left on the host")
-            got[slot] = to_host(v)
+            got[slot if i == 0 else f"{slot}[{i}]"] = to_host(v)
     return got
 
 

@@ -1,0 +1,82 @@
+"""The rnn op's LSTM step on a GPU as two launches: the recurrent product (cuBLAS, with the step's input
+projection added) and one kernel for the rest (the four gates' activations, c and h), where the reference
+(kernelcore/ops/rnn.py RnnSteps.lstm_step) runs about ten array expressions, each a launch. It replaces that one
+method of RnnSteps, as kernelcore/native/rnn.py's C subclass does on the host; the passes, the other modes (GRU,
+the simple RNNs) and the gradient stay the reference's."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops import rnn as R
+from ..runtime.fast_paths import fast_kernel
+from .declare import FLAT_THREADS, RAW, check_flat_launch, declare, flat_blocks, i32, on_device
+
+HALF = np.float32(0.5)
+
+
+def _sigmoid(z):
+    return np.tanh(z * HALF) * HALF + HALF  # the reference's sigmoid (ops/rnn.py): no overflow for large |z|
+
+
+def _lstm_cell_twin(grid, block, g, c_prev, h, c, batch, hidden):
+    batch, hidden = int(batch), int(hidden)
+    check_flat_launch(grid, block, batch * hidden)
+    g2 = g.reshape(batch, 4 * hidden)
+    i, f = _sigmoid(g2[:, :hidden]), _sigmoid(g2[:, hidden:2 * hidden])
+    cand, o = np.tanh(g2[:, 2 * hidden:3 * hidden]), _sigmoid(g2[:, 3 * hidden:])
+    g2[:, :hidden], g2[:, hidden:2 * hidden], g2[:, 2 * hidden:3 * hidden], g2[:, 3 * hidden:] = i, f, cand, o
+    cn = f * c_prev.reshape(batch, hidden) + i * cand
+    c.reshape(batch, hidden)[...] = cn
+    h.reshape(batch, hidden)[...] = np.tanh(cn) * o
+
+
+LSTM_CELL = declare("kc_lstm_cell", RAW, r"""
+extern "C" __global__ void kc_lstm_cell(float* g, const float* c_prev, float* h, float* c, int batch, int hidden) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= batch * hidden) return;
+    int b = idx / hidden, j = idx % hidden;
+    float* gb = g + (long long)b * 4 * hidden;
+    float i = tanhf(gb[j] * 0.5f) * 0.5f + 0.5f;
+    float f = tanhf(gb[hidden + j] * 0.5f) * 0.5f + 0.5f;
+    float cand = tanhf(gb[2 * hidden + j]);
+    float o = tanhf(gb[3 * hidden + j] * 0.5f) * 0.5f + 0.5f;
+    gb[j] = i;
+    gb[hidden + j] = f;
+    gb[2 * hidden + j] = cand;
+    gb[3 * hidden + j] = o;
+    float cn = f * c_prev[idx] + i * cand;
+    c[idx] = cn;
+    h[idx] = tanhf(cn) * o;
+}
+""", twin=_lstm_cell_twin)
+
+
+class DeviceSteps(R.RnnSteps):
+    """RnnSteps with the LSTM step's cell in one kernel."""
+
+    def lstm_step(self, xp, x_proj, h_prev, c_prev, w_hh_t, scale_shift, h_out):
+        g = self.recurrent_product(xp, h_prev, w_hh_t, add=x_proj)
+        if not on_device(xp, g, c_prev):
+            return super().lstm_step(xp, x_proj, h_prev, c_prev, w_hh_t, scale_shift, h_out)
+        batch, hidden = c_prev.shape
+        direct = h_out is not None and h_out.flags.c_contiguous and h_out.dtype == g.dtype
+        h = h_out if direct else xp.empty((batch, hidden), dtype=g.dtype)
+        c = xp.empty((batch, hidden), dtype=g.dtype)
+        LSTM_CELL.on(xp)(flat_blocks(batch * hidden), (FLAT_THREADS,), (g, c_prev, h, c, i32(batch), i32(hidden)))
+        if h_out is not None and not direct:
+            h_out[...] = h
+            h = h_out
+        return g, h, c
+
+
+DEVICE_STEPS = DeviceSteps()
+
+
+def _lstm_on_device(xp, ins, attrs) -> bool:
+    x, pre, weights, _seq_len = ins
+    return attrs["mode"] == "LSTM" and on_device(xp, x, *(pre or []), *(weights or []))
+
+
+@fast_kernel("rnn", _lstm_on_device, place="gpu")
+def rnn(ctx, ins, attrs):
+    return (yield from R.run_rnn(DEVICE_STEPS, ctx, ins, attrs))
