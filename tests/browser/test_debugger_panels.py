@@ -143,3 +143,24 @@ def test_the_lstm_debugger_keeps_its_graph_wide_and_its_names_whole(page, lab):
     finally:
         _theme(page, "JupyterLab Light", True)
     assert not [p for p in page.problems if "kernelcore" in p.lower()], page.problems
+
+
+def test_the_debugger_widget_is_busy_during_a_long_continue_and_its_pause_stops_it(page, lab):
+    run_notebook(page, lab, "debugger_widget_pause.ipynb", [
+        LONG_RNN.replace("import kernelcore_widgets  # registers the kernelcore.debugger comm target\n", ""),
+        "from kernelcore_widgets import Debugger\ndbg = Debugger(sess)\ndbg"])
+    view = code_cell(page, 1).locator(".jp-Kernelcore-Debugger").first
+    view.scroll_into_view_if_needed()
+    controls = view.locator(".jp-Kernelcore-debugControls")
+    assert not controls.locator("button.jp-Kernelcore-action-pause").is_visible()
+    controls.locator("button.jp-Kernelcore-action-cont").click()
+    controls.locator(".jp-Kernelcore-status", has_text="running").wait_for(timeout=10_000)
+    assert controls.locator("button.jp-Kernelcore-action-step").is_disabled()
+    shot(controls, "debugger_widget_running")
+    controls.locator("button.jp-Kernelcore-action-pause").click()
+    controls.locator(".jp-Kernelcore-status", has_text="paused").wait_for(timeout=60_000)
+    position = controls.locator(".jp-Kernelcore-position").text_content()
+    assert "recurrent > block 1" in position, position  # stopped inside the loop, far from the end
+    assert not controls.locator("button.jp-Kernelcore-action-step").is_disabled()
+    assert not controls.locator("button.jp-Kernelcore-action-pause").is_visible()
+    assert not [p for p in page.problems if "kernelcore" in p.lower()], page.problems
