@@ -101,8 +101,8 @@ export function parseOverlay(raw: unknown): Overlay | null {
     hi: 0
   };
   const finite = [...values.values(), ...[...o.groups.values()].map(g => g.value)].filter(x => Number.isFinite(x) && (scale !== 'log' || x > 0));
-  o.lo = finite.length ? Math.min(...finite) : 0;
-  o.hi = finite.length ? Math.max(...finite) : 0;
+  o.lo = finite.length ? least(finite) : 0;
+  o.hi = finite.length ? -least(finite.map(x => -x)) : 0;
   return o;
 }
 
@@ -174,16 +174,25 @@ export function textOn(fill: string): '#000000' | '#ffffff' {
   return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? '#000000' : '#ffffff';
 }
 
+/** The smallest of `xs` (a loop: Math.min(...xs) overflows the stack past some 10^5 arguments). */
+function least(xs: number[]): number {
+  let m = Infinity;
+  for (const x of xs) {
+    m = x < m ? x : m;
+  }
+  return m;
+}
+
 /** max / min / mean of `xs`; NaN when any is NaN (a group holding a NaN must show it). */
 export function aggregate(xs: number[], how: Aggregate): number {
   if (!xs.length || xs.some(x => Number.isNaN(x))) {
     return NaN;
   }
   if (how === 'max') {
-    return Math.max(...xs);
+    return -least(xs.map(x => -x));
   }
   if (how === 'min') {
-    return Math.min(...xs);
+    return least(xs);
   }
   return xs.reduce((a, b) => a + b, 0) / xs.length;
 }

@@ -160,3 +160,16 @@ describe('overlay on the ProgramGraph view (real Graphviz WASM)', () => {
     view.dispose();
   });
 });
+
+describe('overlay of a big program', () => {
+  it('takes the range and aggregates of 200 000 values (no argument spreading)', () => {
+    const values: Record<string, number> = {};
+    for (let i = 0; i < 200_000; i++) {
+      values[`o0:${i}`] = i;
+    }
+    const o = parseOverlay(spec(values))!;
+    expect([o.lo, o.hi]).toEqual([0, 199_999]);
+    const xs = [...o.values.values()];
+    expect([aggregate(xs, 'max'), aggregate(xs, 'min')]).toEqual([199_999, 0]);
+  });
+});
