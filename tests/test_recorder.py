@@ -357,3 +357,15 @@ def test_transposed_views_and_integer_outputs_take_the_c_summary_and_match_numpy
         if a.size:
             assert (cols["min"][r], cols["max"][r]) == (a.min(), a.max())
             assert cols["l2"][r] == pytest.approx(np.linalg.norm(a), rel=1e-6)
+
+
+def test_the_row_buffer_keeps_the_size_it_was_made_with(monkeypatch):
+    table = summary_table.SummaryTable()
+    monkeypatch.setattr(summary_table, "CHUNK_ROWS", 10_000)  # a later change must not let a writer pass its end
+    write = health_summary.summary_writer()
+    value = np.arange(5, dtype=np.float32)
+    for i in range(2 * 4096 + 3):
+        table.add(0, i, 0, value, write)
+    rows = table.rows()
+    assert len(rows) == 2 * 4096 + 3 and len(table._chunks) == 3
+    assert (rows["max"] == 4).all() and (rows["zero"] == 1).all()

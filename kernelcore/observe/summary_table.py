@@ -32,7 +32,8 @@ class SummaryTable:
 
     def __init__(self):
         self._chunks: list[np.ndarray] = []
-        self._numbers = NumberRows(CHUNK_ROWS)
+        self._capacity = CHUNK_ROWS  # the buffer's rows, which a writer (C included) must never pass
+        self._numbers = NumberRows(self._capacity)
         self._pending: list[tuple] = []  # (order, site, numel) of each row in self._numbers
         self._flushed = 0  # rows in the chunks
         self._site_ids: dict[tuple, int] = {}
@@ -52,7 +53,7 @@ class SummaryTable:
         """A row of `value`'s numbers, which `write(value, numbers, row)` leaves in place: (the row's number, the
         value's NaN/Inf count), the count None (and no row) where the value is no numeric tensor."""
         pending = self._pending  # (the steps of _make_room and _added, written out: this runs per op output)
-        if len(pending) >= CHUNK_ROWS:
+        if len(pending) >= self._capacity:
             self._flush()
             pending = self._pending
         bad = write(value, self._numbers, len(pending))
@@ -66,7 +67,7 @@ class SummaryTable:
     def _make_room(self) -> None:
         """A full buffer becomes a chunk before the next row is written (not after one is: the recorder reads a
         row's Summary right after adding it)."""
-        if len(self._pending) >= CHUNK_ROWS:
+        if len(self._pending) >= self._capacity:
             self._flush()
 
     def _new_iteration(self, iteration: int) -> None:
