@@ -89,6 +89,7 @@ def test_the_first_bad_iteration_and_op_are_where_numpy_finds_the_first_non_fini
     top = view.ops[0]  # worst first: the op that went bad first
     assert (top["block"], top["op"], top["first_bad"]) == (fb["block"], fb["op"], oracle["it"])
     assert [oracle["it"], oracle["it"]] in top["bad"]
+    assert oracle["it"] not in [p[0] for p in top["points"]]  # a bad iteration is a red band, not a point
     assert all(r["first_bad"] is None or r["first_bad"] >= oracle["it"] for r in view.ops)
     assert view.overview["iterations"] == oracle["it"] + 1
     assert "first NaN/Inf: iteration %d" % oracle["it"] in view.status

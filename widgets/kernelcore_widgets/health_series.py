@@ -152,13 +152,16 @@ class OpSeries:
             bad_its = self._bad_its[self._bad_index == i]
             block, op = self.block_op(i)
             names = sorted(self._vars.get((block, op), ()))
-            values = self._value_of_group[mine]
+            its, values = self._it_of_group[mine], self._value_of_group[mine]
+            # an iteration where the op wrote NaN/Inf is drawn as a red band: its statistic over the finite
+            # elements left (an l2 of 0 when none are) would draw as a healthy point there
+            values = np.where(np.isin(its, bad_its), np.nan, values)
             finite = values[np.isfinite(values)]
             out.append({"id": op_id(block, op), "block": block, "op": op, "op_type": str(self.op_types[i]),
                         "vars": names[:MAX_VARS_SHOWN], "more_vars": max(len(names) - MAX_VARS_SHOWN, 0),
                         "first_bad": int(self.first_bad[i]) if self.first_bad[i] >= 0 else None,
                         "bad": bad_ranges(bad_its, self.iterations),
-                        "points": downsample(self._it_of_group[mine], values),
+                        "points": downsample(its, values),
                         "last": float(finite[-1]) if len(finite) else None,
                         "peak": float(self.peak[i]) if len(finite) else None})
         return out

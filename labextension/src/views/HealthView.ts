@@ -34,8 +34,13 @@ function curveOf(x: unknown): HealthCurve | null {
   return c && typeof c === 'object' && Array.isArray(c.points) ? c : null;
 }
 
-function fmt(v: number | null | undefined): string {
-  return v === null || v === undefined ? '\u2013' : formatNumber(v);
+/** A figure in at most four significant digits (the full value is the recorder's). */
+export function fmt(v: number | null | undefined): string {
+  if (v === null || v === undefined) {
+    return '\u2013';
+  }
+  const a = Math.abs(v);
+  return a !== 0 && (a >= 1e5 || a < 1e-3) ? v.toExponential(3) : formatNumber(Number(v.toPrecision(4)));
 }
 
 export class HealthViewView {
