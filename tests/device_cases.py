@@ -32,6 +32,16 @@ def _bn_grad(shape, axis, g=None):
             "MeanOut": f32(c), "VarianceOut": f32(c, low=0.5), "Y@GRAD": f32(*shape)}
 
 
+def _ln_grad(shape, axis, affine):
+    x = f32(*shape)
+    rows = x.reshape(int(np.prod(shape[:axis])), -1)
+    right = rows.shape[1]
+    ins = {"X": x, "Mean": rows.mean(axis=1), "Variance": rows.var(axis=1), "Y@GRAD": f32(*shape)}
+    if affine:
+        ins.update({"Scale": f32(right), "Bias": f32(right)})
+    return ins
+
+
 def _opt(shape=(4, 3)):
     return {"Param": f32(*shape), "Grad": f32(*shape), "LearningRate": np.float32([0.1])}
 
@@ -75,6 +85,10 @@ FUSED = [
      False, {"kc_layer_norm_rows"}),
     (Case("layer_norm", {"X": f32(4, 3, 33)}, None, {"begin_norm_axis": 2}, id="ln-axis2-no-affine"), False,
      {"kc_layer_norm_rows"}),
+    (Case("layer_norm_grad", _ln_grad((4, 3, 70), 1, affine=True), None, {"begin_norm_axis": 1}, id="ln-grad-affine"),
+     True, {"kc_layer_norm_grad_rows", "kc_channel_dot", "kc_channel_sum"}),
+    (Case("layer_norm_grad", _ln_grad((5, 2, 33), 2, affine=False), None, {"begin_norm_axis": 2},
+          id="ln-grad-plain"), True, {"kc_layer_norm_grad_rows"}),
     (Case("softmax", {"X": f32(3, 5, 300) * 4}, None, {}, id="softmax-last"), False, {"kc_softmax_rows"}),
     (Case("log_softmax", {"X": f32(6, 17) * 4}, None, {"axis": 1}, id="log-softmax-last"), False,
      {"kc_softmax_rows"}),

@@ -259,3 +259,73 @@ def layer_norm(ctx, ins, attrs):
         x, x if scale is None else scale, x if bias is None else bias, y, mean, var, i32(rows), i32(right),
         f32(attrs["epsilon"]), i32(scale is not None), i32(bias is not None)))
     return y, mean, var
+
+
+# -- layer_norm_grad: one block per row for X@GRAD (and xhat), then column sums for Scale@GRAD and Bias@GRAD --------
+def _layer_norm_grad_twin(grid, block, x, g, scale, mean, var, dx, xhat, rows, cols, eps, has_scale):
+    check_row_launch(grid, block, rows)
+    rows, cols = int(rows), int(cols)
+    x2, g2 = x.reshape(rows, cols), g.reshape(rows, cols)
+    inv = np.float32(1) / np.sqrt(var.reshape(rows, 1) + eps)
+    xh = (x2 - mean.reshape(rows, 1)) * inv
+    dy = g2 * scale.reshape(1, cols) if has_scale else g2
+    mean_dy = dy.sum(axis=1, keepdims=True) / np.float32(cols)
+    mean_dyxh = (dy * xh).sum(axis=1, keepdims=True) / np.float32(cols)
+    xhat.reshape(rows, cols)[...] = xh
+    dx.reshape(rows, cols)[...] = inv * ((dy - mean_dy) - xh * mean_dyxh)
+
+
+LAYER_NORM_GRAD_ROWS = declare("kc_layer_norm_grad_rows", RAW, r"""
+extern "C" __global__ void kc_layer_norm_grad_rows(const float* x, const float* g, const float* scale,
+                                                   const float* mean, const float* var, float* dx, float* xhat,
+                                                   int rows, int cols, float eps, int has_scale) {
+    __shared__ float scratch[32];
+    int row = blockIdx.x;
+    if (row >= rows) return;
+    long long base = (long long)row * cols;
+    float m = mean[row], inv = 1.0f / sqrtf(var[row] + eps);
+    float s1 = 0.0f, s2 = 0.0f;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        float xh = (x[base + j] - m) * inv;
+        float dy = has_scale ? g[base + j] * scale[j] : g[base + j];
+        s1 += dy;
+        s2 += dy * xh;
+        xhat[base + j] = xh;
+    }
+    s1 = kc_block_sum(s1, scratch) / (float)cols;
+    s2 = kc_block_sum(s2, scratch) / (float)cols;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        float dy = has_scale ? g[base + j] * scale[j] : g[base + j];
+        dx[base + j] = inv * ((dy - s1) - xhat[base + j] * s2);
+    }
+}
+""", preamble=BLOCK_REDUCE, twin=_layer_norm_grad_twin)
+
+
+def _layer_norm_grad_gate(xp, ins, attrs):
+    x, scale, bias, mean, var, g = ins
+    if mean is None or var is None or not 1 <= attrs["begin_norm_axis"] < x.ndim or not x.size:
+        return False
+    right = math.prod(x.shape[attrs["begin_norm_axis"]:])
+    present = [t for t in (scale, bias) if t is not None]
+    return (on_device(xp, x, g, mean, var, *present) and g.shape == x.shape and mean.size == var.size == x.size // right
+            and all(t.size == right for t in present))
+
+
+@fast_kernel("layer_norm_grad", _layer_norm_grad_gate, place="gpu")
+def layer_norm_grad(ctx, ins, attrs):
+    x, scale, bias, mean, var, g = ins
+    xp = ctx.xp
+    right = math.prod(x.shape[attrs["begin_norm_axis"]:])
+    rows = x.size // right
+    dx, xhat = xp.empty(x.shape, dtype=x.dtype), xp.empty(x.shape, dtype=x.dtype)
+    LAYER_NORM_GRAD_ROWS.on(xp)((rows,), (threads_for(right),), (
+        x, g, x if scale is None else scale, mean, var, dx, xhat, i32(rows), i32(right), f32(attrs["epsilon"]),
+        i32(scale is not None)))
+    g2, xhat2 = g.reshape(rows, right), xhat.reshape(rows, right)
+    dscale = dbias = None
+    if scale is not None and wanted(ctx, "Scale@GRAD"):
+        dscale = CHANNEL_DOT.on(xp)(g2, xhat2, axis=0).reshape(scale.shape)
+    if bias is not None and wanted(ctx, "Bias@GRAD"):
+        dbias = CHANNEL_SUM.on(xp)(g2, axis=0).reshape(bias.shape)
+    return (dx if wanted(ctx, "X@GRAD") else None), dscale, dbias
