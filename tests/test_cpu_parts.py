@@ -304,7 +304,7 @@ def test_short_ops_run_whole_and_long_ones_split():
     small momentum update) and splits the long ones (ResNet-18's 3x3 convolutions, a depthwise convolution on a
     16x16 map, whose multiply-adds weigh DEPTHWISE_WORK each)."""
     from kernelcore.native import conv as NC
-    from kernelcore.ops import optimizer as O
+    from kernelcore.native import optimizer as O
     from kernelcore.ops import pool as Pool
 
     def parts(x, w, s=1):

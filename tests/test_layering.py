@@ -150,27 +150,10 @@ def fast_path_imports(module: str, path: Path) -> list[str]:
     return found
 
 
-# reference kernels that still split their own work into parts, each with why (none may import native)
-PARTS_INSIDE: dict[str, str] = {
-    "ops.math": "matmul_v2 / mul split their product by rows or columns (cpu_parts.matmul)",
-    "grad.math": "the matrix products' gradients split likewise",
-    "ops.optimizer": "an update splits by blocks of elements",
-    "ops.pool": "pooling splits by images",
-    "grad.pool": "pooling's gradient splits by images",
-}
-
-
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if part_of(m) in ("ops", "grad")))
 def test_reference_kernels_import_no_fast_path(module):
     found = fast_path_imports(module, MODULES[module])
-    if module in PARTS_INSIDE:
-        found = [f for f in found if "cpu_parts" not in f]
     assert not found, f"{module} imports a fast path: {found}"
-
-
-def test_no_parts_exception_has_gone_stale():
-    stale = [m for m in PARTS_INSIDE if not fast_path_imports(m, MODULES[m])]
-    assert not stale, f"these no longer import cpu_parts: drop them from PARTS_INSIDE: {stale}"
 
 
 def test_the_fast_path_check_sees_an_import(tmp_path):

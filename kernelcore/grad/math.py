@@ -10,8 +10,7 @@ import math
 
 import numpy as np
 
-from ..runtime import cpu_parts
-from ..ops.math import align, leading_sums, reduce_axes
+from ..ops.math import align, leading_sums, matmul_whole, reduce_axes
 from ..transforms.backward import GradContext, no_grad, rule, standard, wanted
 
 
@@ -103,16 +102,25 @@ MUL_OP_GRAD = standard("mul", ins=("X", "Y"), in_grads=("X", "Y"),
                                "them: X@GRAD = Out@GRAD * Y^T, Y@GRAD = X^T * Out@GRAD, in X's and Y's shapes.")
 
 
-@MUL_OP_GRAD.kernel()
-def mul_grad(ctx, ins, attrs):
+def mul_grad_kernel(matmul):
+    """mul_grad's kernel, its products `matmul(xp, a, b)`'s."""
+    def mul_grad(ctx, ins, attrs):
+        return _mul_grad(ctx, ins, attrs, matmul)
+    return mul_grad
+
+
+def _mul_grad(ctx, ins, attrs, matmul):
     x, y, g = ins
     xn, yn = attrs["x_num_col_dims"], attrs["y_num_col_dims"]
     x2 = x.reshape(math.prod(x.shape[:xn]), math.prod(x.shape[xn:]))
     y2 = y.reshape(math.prod(y.shape[:yn]), math.prod(y.shape[yn:]))
     g2 = g.reshape(x2.shape[0], y2.shape[1])
     xp = ctx.xp
-    return (cpu_parts.matmul(xp, g2, y2.T).reshape(x.shape) if wanted(ctx, "X@GRAD") else None,
-            cpu_parts.matmul(xp, x2.T, g2).reshape(y.shape) if wanted(ctx, "Y@GRAD") else None)
+    return (matmul(xp, g2, y2.T).reshape(x.shape) if wanted(ctx, "X@GRAD") else None,
+            matmul(xp, x2.T, g2).reshape(y.shape) if wanted(ctx, "Y@GRAD") else None)
+
+
+MUL_OP_GRAD.kernel()(mul_grad_kernel(matmul_whole))
 
 
 MATMUL_V2_GRAD = standard("matmul_v2", ins=("X", "Y"), in_grads=("X", "Y"),
@@ -121,8 +129,14 @@ MATMUL_V2_GRAD = standard("matmul_v2", ins=("X", "Y"), in_grads=("X", "Y"),
                                   "broadcast batch dims; a 1-D operand's added dim is dropped again.")
 
 
-@MATMUL_V2_GRAD.kernel()
-def matmul_v2_grad(ctx, ins, attrs):
+def matmul_v2_grad_kernel(matmul):
+    """matmul_v2_grad's kernel, its products `matmul(xp, a, b)`'s."""
+    def matmul_v2_grad(ctx, ins, attrs):
+        return _matmul_v2_grad(ctx, ins, attrs, matmul)
+    return matmul_v2_grad
+
+
+def _matmul_v2_grad(ctx, ins, attrs, matmul):
     xp = ctx.xp
     x, y, g = ins
     tx, ty = attrs["trans_x"] and x.ndim >= 2, attrs["trans_y"] and y.ndim >= 2
@@ -136,12 +150,15 @@ def matmul_v2_grad(ctx, ins, attrs):
     b = xp.swapaxes(ym, -1, -2) if ty else ym  # [..., K, N]
     dx = dy = None
     if wanted(ctx, "X@GRAD"):
-        da = cpu_parts.matmul(xp, g, xp.swapaxes(b, -1, -2))
+        da = matmul(xp, g, xp.swapaxes(b, -1, -2))
         dx = unbroadcast(xp.swapaxes(da, -1, -2) if tx else da, xm.shape, x.shape)
     if wanted(ctx, "Y@GRAD"):
-        db = cpu_parts.matmul(xp, xp.swapaxes(a, -1, -2), g)
+        db = matmul(xp, xp.swapaxes(a, -1, -2), g)
         dy = unbroadcast(xp.swapaxes(db, -1, -2) if ty else db, ym.shape, y.shape)
     return dx, dy
+
+
+MATMUL_V2_GRAD.kernel()(matmul_v2_grad_kernel(matmul_whole))
 
 
 COSINE_GRAD = standard("cosine", ins=("a", "b"), outs=("output",), out_grads=("output",), in_grads=("a", "b"),

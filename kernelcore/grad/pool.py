@@ -9,7 +9,6 @@ import math
 from functools import partial
 
 from ..ops import pool as P
-from ..runtime.cpu_parts import by_images_in_parts
 from ..ops._spatial import channels_first, layout_again
 from ..transforms.backward import standard
 
@@ -71,8 +70,13 @@ def _pool_grad(fwd_type, nd):
                  comment=f"The gradient of {fwd_type}: average pooling spreads each output's gradient over its "
                          "window (divided as the forward divided); max pooling gives it to the window's first "
                          "maximum.")
+    d.kernel()(pool_grad_kernel(fwd_type, nd, P.whole_batch))
+    d.runs_in_parts = True  # its variant in parts (kernelcore/native/pool.py) splits max pooling by images
 
-    @d.kernel()
+
+def pool_grad_kernel(fwd_type, nd, by_images):
+    """pool2d_grad's / pool3d_grad's kernel, max pooling's images run by `by_images` (ops/pool.py whole_batch's
+    signature)."""
     def kernel(ctx, ins, attrs):
         xp = ctx.xp
         x, out, g = ins
@@ -99,11 +103,11 @@ def _pool_grad(fwd_type, nd):
         else:
             body = partial(_max_grad_offsets, xp, ksize=ksize, strides=strides, pads=pads, outs=outs)
             work = GRAD_OVER_FORWARD * P.max_pool_work(x.shape, ksize, outs)
-            dx = by_images_in_parts(xp, body, (x, out, g), x.shape, work)
+            dx = by_images(xp, body, (x, out, g), x.shape, work)
         return (layout_again(xp, dx, fmt),)
 
     kernel.__name__ = f"{fwd_type}_grad"
-    d.runs_in_parts = True
+    return kernel
 
 
 def _max_index_grad(fwd_type):

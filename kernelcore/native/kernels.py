@@ -1,3 +1,3 @@
 """Every fast variant kernelcore/native registers (kernelcore/runtime/fast_paths.py), one module per op family;
 importing this registers them all."""
-from . import activation, conv, elementwise, norm, pool, rnn  # noqa: F401
+from . import activation, conv, elementwise, matmul, norm, optimizer, pool, rnn  # noqa: F401

@@ -6,7 +6,6 @@ import operator
 
 import numpy as np
 
-from ..runtime import cpu_parts
 from ..ir import dtypes
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.proto.framework_pb2 import VarType as VT
@@ -252,12 +251,23 @@ MUL = register_op(
     infer_shape=_infer_mul)
 
 
-@MUL.kernel()
-def mul(ctx, ins, attrs):
+def matmul_whole(xp, a, b):
+    """xp.matmul(a, b): the reference kernels' products (kernelcore/native/matmul.py's variants split them)."""
+    return xp.matmul(a, b)
+
+
+def mul_kernel(matmul):
+    """mul's kernel, its product `matmul(xp, a, b)`'s."""
+    def mul(ctx, ins, attrs):
+        return _mul(ctx, ins, attrs, matmul)
+    return mul
+
+
+def _mul(ctx, ins, attrs, matmul):
     x, y = ins
     xn, yn = attrs["x_num_col_dims"], attrs["y_num_col_dims"]
     if xn == 1 and yn == 1 and x.ndim == 2 and y.ndim == 2 and x.shape[1] == y.shape[0]:
-        return (cpu_parts.matmul(ctx.xp, x, y),)  # the fc layer's case: nothing to flatten
+        return (matmul(ctx.xp, x, y),)  # the fc layer's case: nothing to flatten
     if xn >= x.ndim or yn >= y.ndim:
         _fail(f"x_num_col_dims={xn}, y_num_col_dims={yn} must be below the ranks of X {list(x.shape)} "
               f"and Y {list(y.shape)}")
@@ -266,7 +276,10 @@ def mul(ctx, ins, attrs):
     if x2.shape[1] != y2.shape[0]:
         _fail(f"X {list(x.shape)} flattens to {list(x2.shape)} and Y {list(y.shape)} to {list(y2.shape)}: "
               f"X's width must equal Y's height")
-    return (cpu_parts.matmul(ctx.xp, x2, y2).reshape(x.shape[:xn] + y.shape[yn:]),)
+    return (matmul(ctx.xp, x2, y2).reshape(x.shape[:xn] + y.shape[yn:]),)
+
+
+MUL.kernel()(mul_kernel(matmul_whole))
 
 
 def _matmul_dims(x, y, tx: bool, ty: bool, fail):
@@ -317,8 +330,14 @@ MATMUL_V2 = register_op(
     infer_shape=_infer_matmul_v2)
 
 
-@MATMUL_V2.kernel()
-def matmul_v2(ctx, ins, attrs):
+def matmul_v2_kernel(matmul):
+    """matmul_v2's kernel, its product `matmul(xp, a, b)`'s."""
+    def matmul_v2(ctx, ins, attrs):
+        return _matmul_v2(ctx, ins, attrs, matmul)
+    return matmul_v2
+
+
+def _matmul_v2(ctx, ins, attrs, matmul):
     xp = ctx.xp
     x, y = ins
     _matmul_dims(x.shape, y.shape, attrs["trans_x"], attrs["trans_y"], _fail)  # Paddle's wording on mismatch
@@ -326,7 +345,10 @@ def matmul_v2(ctx, ins, attrs):
         x = xp.swapaxes(x, -1, -2)
     if attrs["trans_y"] and y.ndim >= 2:
         y = xp.swapaxes(y, -1, -2)
-    return (xp.asarray(cpu_parts.matmul(xp, x, y)),)  # NumPy gives a scalar for 1-D @ 1-D; keep it an array
+    return (xp.asarray(matmul(xp, x, y)),)  # NumPy gives a scalar for 1-D @ 1-D; keep it an array
+
+
+MATMUL_V2.kernel()(matmul_v2_kernel(matmul_whole))
 
 
 def _infer_cosine(ic):

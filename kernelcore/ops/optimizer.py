@@ -13,14 +13,11 @@ MasterParam, the float32 master copy is what gets updated and ParamOut is its ro
 """
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.registry import Attr, Check, In, Out, register_op
 from ..ir.shape_inference import dims_match
-from ..runtime.cpu_parts import chunks, cpu_parts, run_parts
 from ._infer import prod
 
 # -- shared pieces ------------------------------------------------------------------------------------
@@ -78,28 +75,23 @@ def _donated_or_new(ctx, slot: str, value, mt):
 # elements per block of an update done block by block on the CPU: each block's passes stay in cache
 # (momentum on a 512x512x3x3 parameter: 2.9 ms in whole-array passes, 1.0 ms in blocks written in place)
 UPDATE_BLOCK = 1 << 18
-# what one element of an update weighs in kernelcore/runtime/cpu_parts.py's units (memory-bound: momentum on 2^20
-# elements took 0.35 ms on one core, 0.25 ms split in two; on 2^19, 0.17 ms either way)
-ELEMENT_WORK = 24
 
 
-def _blocks(xp, n: int):
+def update_blocks(xp, n: int):
+    """The slices of an n-element update, block by block."""
     step = UPDATE_BLOCK if xp is np else max(n, 1)  # device arrays: one launch per pass over the whole array
     return [slice(i, min(i + step, n)) for i in range(0, max(n, 1), step)]
 
 
-def _in_parts(xp, n: int, mt, update) -> None:
-    """`update(blocks, scratch)` over the blocks of an n-element update in MT, the blocks shared among the CPU's
-    cores (kernelcore/runtime/cpu_parts.py), each part with a scratch array of one block."""
-    blocks = _blocks(xp, n)
-    parts = cpu_parts(xp, n * ELEMENT_WORK) if len(blocks) > 1 else 1
+def block_scratch(xp, n: int, mt):
+    """The scratch array an update's blocks share (one block's worth)."""
+    return xp.empty(min(n, UPDATE_BLOCK) if xp is np else n, dtype=mt)
 
-    def part(some):
-        update(some, xp.empty(min(n, UPDATE_BLOCK) if xp is np else n, dtype=mt))
-    if parts < 2:
-        part(blocks)
-    else:
-        run_parts([partial(part, blocks[s]) for s in chunks(len(blocks), parts)])
+
+def update_whole(xp, n: int, mt, update) -> None:
+    """`update(blocks, scratch)` over all the blocks of an n-element update in MT, in turn: the reference
+    (kernelcore/native/optimizer.py's variants share the blocks among the cores)."""
+    update(update_blocks(xp, n), block_scratch(xp, n, mt))
 
 
 def _finish(param, new_value, use_master):
@@ -125,8 +117,14 @@ def _sgd_infer(ic):
 SGD.infer_shape = _sgd_infer
 
 
-@SGD.kernel()
-def sgd(ctx, ins, attrs):
+def sgd_kernel(run_blocks):
+    """sgd's kernel, its blocks run by `run_blocks(xp, n, mt, update)` (update_whole's signature)."""
+    def sgd(ctx, ins, attrs):
+        return _sgd(ctx, ins, attrs, run_blocks)
+    return sgd
+
+
+def _sgd(ctx, ins, attrs, run_blocks):
     param, lr, grad, master = ins
     xp = ctx.xp
     p, g, lr, mt, use_master = _start(ctx, param, grad, lr, master, attrs, "sgd")
@@ -140,8 +138,11 @@ def sgd(ctx, ins, attrs):
             xp.multiply(lr, flat_g[b], out=t)
             xp.subtract(flat_p[b], t, out=flat_out[b])
 
-    _in_parts(xp, n, mt, update)
+    run_blocks(xp, n, mt, update)
     return _finish(param, out, use_master)
+
+
+SGD.kernel()(sgd_kernel(update_whole))
 
 
 # -- momentum -----------------------------------------------------------------------------------------
@@ -175,8 +176,14 @@ def _momentum_infer(ic):
 MOMENTUM.infer_shape = _momentum_infer
 
 
-@MOMENTUM.kernel()
-def momentum(ctx, ins, attrs):
+def momentum_kernel(run_blocks):
+    """momentum's kernel, its blocks run by `run_blocks(xp, n, mt, update)` (update_whole's signature)."""
+    def momentum(ctx, ins, attrs):
+        return _momentum(ctx, ins, attrs, run_blocks)
+    return momentum
+
+
+def _momentum(ctx, ins, attrs, run_blocks):
     param, grad, velocity, lr, master = ins
     xp = ctx.xp
     p, g, lr, mt, use_master = _start(ctx, param, grad, lr, master, attrs, "momentum")
@@ -208,9 +215,12 @@ def momentum(ctx, ins, attrs):
                 xp.multiply(lr, vo, out=t)
             xp.subtract(fp[b], t, out=fp_new[b])
 
-    _in_parts(xp, n, mt, update)
+    run_blocks(xp, n, mt, update)
     p_out, master_out = _finish(param, p_new, use_master)
     return p_out, v_out.astype(velocity.dtype, copy=False), master_out
+
+
+MOMENTUM.kernel()(momentum_kernel(update_whole))
 
 
 # -- adam ---------------------------------------------------------------------------------------------

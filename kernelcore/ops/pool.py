@@ -22,7 +22,6 @@ import numpy as np
 
 from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.proto.framework_pb2 import VarType as VT
-from ..runtime.cpu_parts import by_images_in_parts
 from ..ir.registry import Attr, Check, In, Out, register_op
 from ._spatial import attr_or, channel_last, check_ints, pairs, update_padding
 
@@ -86,8 +85,15 @@ def whole_maps(x_shape, ksize, pads, outs, adaptive) -> bool:
                                                        not any(lo or hi for lo, hi in pads)))
 
 
-def pool_forward(xp, x, kind, ksize, strides, pads, outs, adaptive, exclusive):
-    """x: [N, C, spatial...] -> [N, C, outs...]."""
+def whole_batch(xp, body, arrays, out_shape, work_per_image):
+    """body(*arrays) over the whole batch: the reference (kernelcore/native/pool.py's variants split the batch by
+    images, runtime/cpu_parts.py by_images_in_parts, with this signature)."""
+    return body(*arrays)
+
+
+def pool_forward(xp, x, kind, ksize, strides, pads, outs, adaptive, exclusive, by_images=whole_batch):
+    """x: [N, C, spatial...] -> [N, C, outs...]; max pooling's images run by `by_images` (whole_batch's
+    signature)."""
     nd = x.ndim - 2
     if whole_maps(x.shape, ksize, pads, outs, adaptive):
         if kind == "avg":
@@ -95,7 +101,7 @@ def pool_forward(xp, x, kind, ksize, strides, pads, outs, adaptive, exclusive):
         return x.max(axis=tuple(range(2, 2 + nd)), keepdims=True)
     if kind == "max" and not adaptive:
         body = partial(_max_by_offsets, xp, ksize=ksize, strides=strides, pads=pads, outs=outs)
-        return by_images_in_parts(xp, body, (x,), (*x.shape[:2], *outs), max_pool_work(x.shape, ksize, outs))
+        return by_images(xp, body, (x,), (*x.shape[:2], *outs), max_pool_work(x.shape, ksize, outs))
     for d in range(nd):
         a = 2 + d
         i = x.shape[a]
@@ -236,7 +242,13 @@ def _make_pool(op_type, nd, layout):
 
     d.infer_shape = infer
 
-    @d.kernel()
+    d.kernel()(pool_kernel(op_type, nd, whole_batch))
+    d.runs_in_parts = True  # its variant in parts (kernelcore/native/pool.py) splits max pooling by images
+    return d
+
+
+def pool_kernel(op_type, nd, by_images):
+    """pool2d's / pool3d's kernel, max pooling's images run by `by_images` (whole_batch's signature)."""
     def kernel(ctx, ins, attrs):
         xp = ctx.xp
         x = ins[0]
@@ -246,12 +258,12 @@ def _make_pool(op_type, nd, layout):
         if last:
             x = xp.moveaxis(x, -1, 1)
         ksize, strides, pads, outs, adaptive = geometry(attrs.get, x.shape[2:], nd)
-        y = pool_forward(xp, x, attrs["pooling_type"], ksize, strides, pads, outs, adaptive, attrs["exclusive"])
+        y = pool_forward(xp, x, attrs["pooling_type"], ksize, strides, pads, outs, adaptive, attrs["exclusive"],
+                         by_images)
         return (xp.ascontiguousarray(xp.moveaxis(y, 1, -1)) if last else y,)
 
     kernel.__name__ = op_type
-    d.runs_in_parts = True  # max pooling by images
-    return d
+    return kernel
 
 
 def _make_max_with_index(op_type, nd):
