@@ -245,3 +245,86 @@ def test_lstms_give_the_same_outputs_with_fast_paths_off(rnns, monkeypatch):
         on, off, counts = _both_ways(_inference(rnns, name), monkeypatch)
         assert counts.c_calls > 0, name
         _assert_same(on, off, name)
+
+
+# -- the reference kernels reach no fast path themselves ------------------------------------------------------
+def _conv_lstm_training_program(rng):
+    """A float32 program with every op family whose fast paths once sat inside its reference kernel: a
+    convolution, a depthwise one, max pooling, a transposed convolution, a fused LSTM, a matrix product and an
+    SGD update, with their gradients (large enough that the work would split over the cores)."""
+    from opcases.rnn import random_rnn
+    prog, feed = kc.Program(), {}
+    with kc.program_guard(prog):
+        g = prog.global_block()
+
+        def var(name, value, grad=True):
+            g.create_var(name, list(value.shape), "float32", stop_gradient=not grad)
+            feed[name] = value.astype(np.float32)
+            return g.var(name)
+        x = var("x", rng.standard_normal((8, 16, 32, 32)), grad=False)
+        w = var("w", rng.standard_normal((32, 16, 3, 3)) * 0.1)
+        dw = var("dw", rng.standard_normal((32, 1, 3, 3)) * 0.1)
+        tw = var("tw", rng.standard_normal((32, 8, 2, 2)) * 0.1)
+        y = kc.op.conv2d(x, w, strides=[1, 1], paddings=[1, 1])
+        y = kc.op.depthwise_conv2d(y, dw, strides=[1, 1], paddings=[1, 1], groups=32)
+        y = kc.op.pool2d(y, pooling_type="max", ksize=[2, 2], strides=[2, 2])
+        y = kc.op.conv2d_transpose(y, tw, None, strides=[2, 2])           # [8, 8, 32, 32]
+        seq = kc.op.reshape2(y, shape=[8, 8, 1024])                       # time-major [T=8, B=8, 1024]
+        _, pre, weights = random_rnn("LSTM", 1, False, T=8, B=8, I=1024, H=32, seed=7)
+        ins = {"Input": [seq.name], "PreState": [var(f"pre{i}", v, grad=False).name for i, v in enumerate(pre)],
+               "WeightList": [var(f"rw{i}", v * 0.1).name for i, v in enumerate(weights)]}
+        for n in ("out", "h_n", "c_n", "reserve", "dropout_state"):
+            g.create_var(n, None, "float32")
+        g.append_op("rnn", ins, {"Out": ["out"], "State": ["h_n", "c_n"], "Reserve": ["reserve"],
+                                 "DropoutState": ["dropout_state"]},
+                    {"mode": "LSTM", "num_layers": 1, "is_bidirec": False, "hidden_size": 32, "input_size": 1024})
+        fc = var("fc", rng.standard_normal((32, 10)) * 0.1)
+        logits = kc.op.matmul_v2(g.var("out"), fc)
+        loss = kc.op.reduce_sum(kc.op.elementwise_mul(logits, logits), reduce_all=True, dim=[])
+    kc.append_backward(loss)
+    lr = g.create_var("lr", [1], "float32", stop_gradient=True)
+    feed["lr"] = np.array([0.01], np.float32)
+    for p in ("w", "dw", "tw", "fc"):
+        g.append_op("sgd", {"Param": [p], "LearningRate": [lr.name], "Grad": [f"{p}@GRAD"]}, {"ParamOut": [p]})
+    return prog, feed, loss.name
+
+
+@needs_library
+def test_the_reference_kernels_call_no_c_kernel_and_split_nothing(monkeypatch):
+    """With fast paths on but no variant chosen, every kernel the executor prepares is the reference: a training
+    step of convolutions, pooling, an LSTM, a matrix product and SGD then reaches the C library not once and hands
+    no op to the pool of parts; with its variants chosen it does both (in a split run on two threads), and the
+    updated parameters agree."""
+    from threadpoolctl import threadpool_limits
+    prog, feed, loss = _conv_lstm_training_program(np.random.default_rng(3))
+    fetch = [loss, "w", "dw", "tw", "fc"]
+
+    def step():
+        return kc.Executor(kc.CPUPlace()).run(prog, feed=dict(feed), fetch_list=fetch, scope=kc.Scope(),
+                                              training=True)
+    monkeypatch.setattr(cpu_parts, "MIN_SPLIT_WORK", 0)
+    with threadpool_limits(2):
+        fast_counts = CallCounts(monkeypatch)
+        fast = step()
+        with monkeypatch.context() as m:
+            m.setattr(fast_paths, "_FAST", {})
+            reference_counts = CallCounts(monkeypatch)
+            reference = step()
+    assert reference_counts.c_calls == 0 and reference_counts.splits == 0, \
+        (reference_counts.c_calls, reference_counts.splits)
+    assert fast_counts.c_calls > 0
+    if cpu_parts.split_run_parts() and cpu_parts.split_run_parts() > 1:
+        assert fast_counts.splits > 0
+    _assert_same(fast, reference, "conv + LSTM training step")
+
+
+@needs_library
+def test_the_moved_fast_paths_are_chosen_when_a_program_is_prepared():
+    prog, _, _ = _conv_lstm_training_program(np.random.default_rng(3))
+    prepared = kc.Executor(kc.CPUPlace()).prepare(prog)
+    chosen = {op.type for op in prepared.ops if hasattr(op.kernel, "fast")}
+    assert {"conv2d", "depthwise_conv2d", "pool2d", "conv2d_transpose", "rnn", "matmul_v2", "sgd", "conv2d_grad",
+            "depthwise_conv2d_grad", "pool2d_grad", "conv2d_transpose_grad", "rnn_grad", "matmul_v2_grad"} <= chosen
+    with fast_paths.switched_off():
+        prepared = kc.Executor(kc.CPUPlace()).prepare(prog)
+        assert not any(hasattr(op.kernel, "fast") for op in prepared.ops)
