@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import measure_interleaved  # noqa: E402
 
 import kernelcore as kc  # noqa: E402
-from kernelcore.ops.rnn import cell_forward, recurrent_weight  # noqa: E402
+from kernelcore.native.rnn import FAST as STEPS  # noqa: E402  - the rnn op's fast variant's steps
+from kernelcore.ops.rnn import cell_forward  # noqa: E402
 
 
 def build(T, B, I, H):
@@ -45,9 +46,9 @@ def bare(feed):
     xp = (x.reshape(T * B, I) @ feed["w_ih"].T + (feed["b_ih"] + feed["b_hh"])).reshape(T, B, -1)
     h, c = feed["h0"][0], feed["c0"][0]
     out = np.empty((T, B, h.shape[1]), np.float32)
-    w_hh_t = recurrent_weight(np, feed["w_hh"], 4)  # as the rnn op packs it: the same step kernel
+    w_hh_t = STEPS.recurrent_weight(np, feed["w_hh"], 4)  # as the rnn op packs it: the same step kernel
     for t in range(T):
-        _, h, c = cell_forward(np, "LSTM", xp[t], h, c, w_hh_t, feed["b_hh"])
+        _, h, c = cell_forward(np, "LSTM", xp[t], h, c, w_hh_t, feed["b_hh"], steps=STEPS)
         out[t] = h
     return out
 
