@@ -140,22 +140,6 @@ FUSED = [
     (Case("rnn", LSTM2, None, _lstm_attrs(LSTM2, 2, True), id="lstm-2-bi-train"), True, {"kc_lstm_cell"}),
 ]
 
-# cases the gates send to the reference: no fused kernel runs, the results still match
-FALLBACK = [
-    (Case("softmax", {"X": f32(3, 5, 4)}, None, {"axis": 1}, id="softmax-not-last-axis"), False),
-    (Case("batch_norm", {"X": f32(2, 4, 3, 3).astype(np.float64),
-                         **{k: v.astype(np.float64) for k, v in _bn(4).items()}}, None, {"is_test": True},
-          id="bn-float64"), False),
-    (Case("layer_norm", {"X": f32(4, 6).astype(np.float64)}, None, {}, id="ln-float64"), False),
-    (Case("adam", _adam(Moment2Max=f32(4, 3, low=0.1)), None, {"amsgrad": True}, id="adam-amsgrad"), True),
-    (Case("sigmoid", {"X": f32(3, 7).astype(np.float64)}, None, {}, id="sigmoid-float64"), False),
-    (Case("conv2d", {"Input": f32(2, 4, 6, 6), "Filter": f32(8, 2, 3, 3)}, None, {"groups": 2},
-          id="conv-grouped-not-depthwise"), False),
-    (Case("depthwise_conv2d", {"Input": f32(2, 6, 6, 4), "Filter": f32(4, 1, 3, 3)}, None,
-          {"groups": 4, "data_format": "NHWC"}, id="depthwise-nhwc"), False),
-    (Case("pool2d", {"X": f32(2, 3, 9, 8)}, None, {"pooling_type": "max", "ksize": [2, 3], "adaptive": True},
-          id="pool-adaptive"), False),
-]
 
 
 def build(case: Case):
@@ -207,3 +191,44 @@ def assert_same(got: dict, want: dict, case: Case) -> None:
     for slot, w in want.items():
         np.testing.assert_allclose(got[slot], w, rtol=2e-5, atol=2e-6, err_msg=f"{case}: {slot}")
         assert got[slot].dtype == w.dtype and got[slot].shape == w.shape, f"{case}: {slot}"
+
+
+def _pool_grad(attrs, shape=(2, 3, 9, 8), ties=False):
+    """pool2d_grad's inputs: X, the forward's Out (the reference's, on the CPU: max pooling's gradient goes where
+    X equals it) and an Out@GRAD. With ties, X holds a few values only, so windows hold their max more than once
+    (the gradient goes to the first)."""
+    x = np.round(f32(*shape)) if ties else f32(*shape)
+    case = Case("pool2d", {"X": x}, None, attrs)
+    with fast_paths.switched_off():
+        out = outputs(case, kc.CPUPlace(), False)["Out"]
+    return {"X": x, "Out": out, "Out@GRAD": f32(*out.shape)}
+
+
+MAX_POOL = {"pooling_type": "max", "ksize": [3, 3], "strides": [2, 2], "paddings": [1, 1]}
+AVG_POOL = {"pooling_type": "avg", "ksize": [3, 2], "strides": [2, 1], "paddings": [1, 0, 1, 1], "ceil_mode": True}
+FUSED += [
+    (Case("pool2d_grad", _pool_grad(MAX_POOL), None, MAX_POOL, id="max-pool-grad"), True, {"kc_max_pool2d_grad"}),
+    (Case("pool2d_grad", _pool_grad({**MAX_POOL, "strides": [1, 1]}, ties=True), None,
+          {**MAX_POOL, "strides": [1, 1]}, id="max-pool-grad-overlapping-ties"), True, {"kc_max_pool2d_grad"}),
+    (Case("pool2d_grad", _pool_grad(AVG_POOL), None, AVG_POOL, id="avg-pool-grad-exclusive"), True,
+     {"kc_avg_pool2d_grad"}),
+    (Case("pool2d_grad", _pool_grad({**AVG_POOL, "exclusive": False}), None, {**AVG_POOL, "exclusive": False},
+          id="avg-pool-grad-inclusive"), True, {"kc_avg_pool2d_grad"}),
+]
+
+# cases the gates send to the reference: no fused kernel runs, the results still match
+FALLBACK = [
+    (Case("softmax", {"X": f32(3, 5, 4)}, None, {"axis": 1}, id="softmax-not-last-axis"), False),
+    (Case("batch_norm", {"X": f32(2, 4, 3, 3).astype(np.float64),
+                         **{k: v.astype(np.float64) for k, v in _bn(4).items()}}, None, {"is_test": True},
+          id="bn-float64"), False),
+    (Case("layer_norm", {"X": f32(4, 6).astype(np.float64)}, None, {}, id="ln-float64"), False),
+    (Case("adam", _adam(Moment2Max=f32(4, 3, low=0.1)), None, {"amsgrad": True}, id="adam-amsgrad"), True),
+    (Case("sigmoid", {"X": f32(3, 7).astype(np.float64)}, None, {}, id="sigmoid-float64"), False),
+    (Case("conv2d", {"Input": f32(2, 4, 6, 6), "Filter": f32(8, 2, 3, 3)}, None, {"groups": 2},
+          id="conv-grouped-not-depthwise"), False),
+    (Case("depthwise_conv2d", {"Input": f32(2, 6, 6, 4), "Filter": f32(4, 1, 3, 3)}, None,
+          {"groups": 4, "data_format": "NHWC"}, id="depthwise-nhwc"), False),
+    (Case("pool2d", {"X": f32(2, 3, 9, 8)}, None, {"pooling_type": "max", "ksize": [2, 3], "adaptive": True},
+          id="pool-adaptive"), False),
+]

@@ -78,12 +78,18 @@ def test_a_row_kernel_launched_with_too_few_blocks_is_refused():
 
 # -- the CUDA sources, read ------------------------------------------------------------------------------------
 CUDA_WORDS = {"if", "for", "while", "return", "sizeof", "sqrt", "sqrtf", "exp", "expf", "log", "logf", "fmaxf", "tanhf",
-              "__syncthreads", "__shfl_down_sync", "__int_as_float", "min", "max"}
+              "__syncthreads", "__shfl_down_sync", "__int_as_float", "min", "max", "atomicAdd"}
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _DEFINED = re.compile(r"__device__[^(]*?\b(\w+)\s*\(")
 
 
+def _code(text: str) -> str:
+    """CUDA text without its comments (a comment may hold a half-open range's bracket)."""
+    return re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", "", text, flags=re.S))
+
+
 def _balanced(text: str) -> bool:
+    text = _code(text)
     depth = {"(": 0, "{": 0, "[": 0}
     close = {")": "(", "}": "{", "]": "["}
     for ch in text:
@@ -110,7 +116,7 @@ def test_cuda_source_is_well_formed_and_uses_what_it_declares(decl):
         source = decl.preamble + decl.body
         assert _balanced(source), f"{decl.name}: unbalanced brackets"
         params = strict_cuda.c_signature(source, decl.name)
-        body = decl.body[decl.body.index("{"):]
+        body = _code(decl.body[decl.body.index("{"):])
         unused = [p[0] for p in params if not _used(p[0], body)]
         assert not unused, f"{decl.name}: parameters never used: {unused}"
         known = CUDA_WORDS | set(_DEFINED.findall(decl.preamble))
@@ -137,5 +143,5 @@ def test_cuda_source_is_well_formed_and_uses_what_it_declares(decl):
 
 
 def test_the_source_check_catches_what_it_looks_for():
-    assert not _balanced("int x = (a[0];") and _balanced("y = a[(i)];")
+    assert not _balanced("int x = (a[0];") and _balanced("y = a[(i)];") and _balanced("/* [a, b) */ y = 1;")
     assert set(_CALL.findall("y = expf(x) + mystery(x);")) - CUDA_WORDS == {"mystery"}

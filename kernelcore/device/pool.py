@@ -3,7 +3,10 @@ the reference (kernelcore/ops/pool.py) pads with -inf and runs a maximum per win
 copy for 3x3), or contracts with a window matrix it copies from the host on every run (which also keeps a run out
 of a captured graph). Window bounds are the reference's (Paddle's): start = o * stride - pad_before, end =
 min(start + kernel, in), start = max(start, 0); an exclusive average divides by the window's cells, else by the
-kernel's. Channels first, regular windows (global pooling included); adaptive windows go to the reference."""
+kernel's. Channels first, regular windows (global pooling included); adaptive windows go to the reference.
+The gradients: max pooling's a thread per output adding its gradient at its window's first maximum (Paddle's
+order; atomically, as windows overlap), average pooling's a thread per input element gathering the outputs whose
+windows hold it."""
 from __future__ import annotations
 
 import numpy as np
@@ -88,3 +91,114 @@ def pool2d(ctx, ins, attrs):
     POOL.on(xp)(flat_blocks(y.size), (FLAT_THREADS,), (x, y) + tuple(i32(v) for v in (
         n, c, h, wd, oh, ow, kh, kw, sh, sw, pt, pl, attrs["pooling_type"] == "max", attrs["exclusive"])))
     return (y,)
+
+
+def _max_grad_twin(grid, block, x, out, g, dx, n, c, h, wd, oh, ow, kh, kw, sh, sw, pt, pl):
+    check_flat_launch(grid, block, out.size)
+    n, c, h, wd, oh, ow, kh, kw, sh, sw, pt, pl = map(int, (n, c, h, wd, oh, ow, kh, kw, sh, sw, pt, pl))
+    x3, o3, g3 = x.reshape(n * c, h, wd), out.reshape(n * c, oh, ow), g.reshape(n * c, oh, ow)
+    d3 = dx.reshape(n * c, h * wd)
+    ys, ye = _bounds(np.arange(oh), kh, sh, pt, h)
+    xs, xe = _bounds(np.arange(ow), kw, sw, pl, wd)
+    planes = np.arange(n * c)
+    for oy in range(oh):
+        for ox in range(ow):
+            rows, cols = np.arange(ys[oy], max(ys[oy], ye[oy])), np.arange(xs[ox], max(xs[ox], xe[ox]))
+            if not rows.size or not cols.size:
+                continue
+            flat = (rows[:, None] * wd + cols[None, :]).reshape(-1)  # the window's cells in row-major order
+            hit = x3.reshape(n * c, -1)[:, flat] == o3[:, oy, ox, None]
+            found = hit.any(axis=1)
+            first = flat[hit.argmax(axis=1)]
+            np.add.at(d3, (planes[found], first[found]), g3[found, oy, ox])
+
+
+MAX_GRAD = declare("kc_max_pool2d_grad", RAW, r"""
+extern "C" __global__ void kc_max_pool2d_grad(const float* x, const float* out, const float* g, float* dx, int n,
+                                              int c, int h, int wd, int oh, int ow, int kh, int kw, int sh, int sw,
+                                              int pt, int pl) {
+    int total = n * c * oh * ow;
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= total) return;
+    int ox = idx % ow, t = idx / ow;
+    int oy = t % oh, plane = t / oh;
+    int y0 = oy * sh - pt, x0 = ox * sw - pl;
+    int y1 = min(y0 + kh, h), x1 = min(x0 + kw, wd);
+    y0 = max(y0, 0);
+    x0 = max(x0, 0);
+    long long base = (long long)plane * h * wd;
+    float m = out[idx];
+    for (int iy = y0; iy < y1; ++iy) {
+        for (int ix = x0; ix < x1; ++ix) {
+            if (x[base + iy * wd + ix] == m) {
+                atomicAdd(dx + base + iy * wd + ix, g[idx]);
+                return;
+            }
+        }
+    }
+}
+""", twin=_max_grad_twin)
+
+
+def _avg_grad_twin(grid, block, g, dx, n, c, h, wd, oh, ow, kh, kw, sh, sw, pt, pl, exclusive):
+    check_flat_launch(grid, block, dx.size)
+    n, c, h, wd, oh, ow, kh, kw, sh, sw, pt, pl = map(int, (n, c, h, wd, oh, ow, kh, kw, sh, sw, pt, pl))
+    g4, acc = g.reshape(n, c, oh, ow), np.zeros((n, c, h, wd), np.float32)
+    ys, ye = _bounds(np.arange(oh), kh, sh, pt, h)
+    xs, xe = _bounds(np.arange(ow), kw, sw, pl, wd)
+    for oy in range(oh):
+        for ox in range(ow):
+            cells = max(ye[oy] - ys[oy], 0) * max(xe[ox] - xs[ox], 0) if exclusive else kh * kw
+            acc[:, :, ys[oy]:max(ys[oy], ye[oy]), xs[ox]:max(xs[ox], xe[ox])] += \
+                (g4[:, :, oy, ox] / np.float32(max(cells, 1)))[:, :, None, None]
+    dx.reshape(n, c, h, wd)[...] = acc
+
+
+AVG_GRAD = declare("kc_avg_pool2d_grad", RAW, r"""
+extern "C" __global__ void kc_avg_pool2d_grad(const float* g, float* dx, int n, int c, int h, int wd, int oh, int ow,
+                                              int kh, int kw, int sh, int sw, int pt, int pl, int exclusive) {
+    int total = n * c * h * wd;
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= total) return;
+    int ix = idx % wd, t = idx / wd;
+    int iy = t % h, plane = t / h;
+    /* the outputs whose windows [o * s - p, o * s - p + k) hold (iy, ix) */
+    int oy0 = max(0, (iy + pt - kh + sh) / sh), oy1 = min(oh - 1, (iy + pt) / sh);
+    int ox0 = max(0, (ix + pl - kw + sw) / sw), ox1 = min(ow - 1, (ix + pl) / sw);
+    const float* gp = g + (long long)plane * oh * ow;
+    float acc = 0.0f;
+    for (int oy = oy0; oy <= oy1; ++oy) {
+        int y0 = oy * sh - pt, y1 = min(y0 + kh, h);
+        y0 = max(y0, 0);
+        for (int ox = ox0; ox <= ox1; ++ox) {
+            int x0 = ox * sw - pl, x1 = min(x0 + kw, wd);
+            x0 = max(x0, 0);
+            int cells = exclusive ? max(y1 - y0, 0) * max(x1 - x0, 0) : kh * kw;
+            acc += gp[oy * ow + ox] / (float)max(cells, 1);
+        }
+    }
+    dx[idx] = acc;
+}
+""", twin=_avg_grad_twin)
+
+
+def _grad_gate(xp, ins, attrs):
+    x, out, g = ins
+    geometry = on_device(xp, x, out, g) and _pool_geometry(x, attrs)
+    return bool(geometry) and out.shape == g.shape == (*x.shape[:2], *geometry[3])
+
+
+@fast_kernel("pool2d_grad", _grad_gate, place="gpu")
+def pool2d_grad(ctx, ins, attrs):
+    x, out, g = ins
+    xp = ctx.xp
+    (kh, kw), (sh, sw), ((pt, _), (pl, _)), (oh, ow) = _pool_geometry(x, attrs)
+    n, c, h, wd = x.shape
+    sizes = tuple(i32(v) for v in (n, c, h, wd, oh, ow, kh, kw, sh, sw, pt, pl))
+    if attrs["pooling_type"] == "max":
+        dx = xp.zeros(x.shape, dtype=x.dtype)
+        MAX_GRAD.on(xp)(flat_blocks(out.size), (FLAT_THREADS,), (x, out, g, dx) + sizes)
+    else:
+        dx = xp.empty(x.shape, dtype=x.dtype)
+        AVG_GRAD.on(xp)(flat_blocks(dx.size), (FLAT_THREADS,), (g, dx) + sizes + (i32(attrs["exclusive"]),))
+    return (dx,)
