@@ -1,5 +1,5 @@
 /* gelu (exact: X * Phi(X)) and its gradient Out@GRAD * (Phi(X) + X phi(X)) on float32, the operations of
- * ops/math_extra.py's normal_cdf (Phi(x) = 0.5 + copysign(0.5 - erfc(|x| / sqrt 2) / 2, x)) in one pass instead
+ * ops/pointwise.py's normal_cdf (Phi(x) = 0.5 + copysign(0.5 - erfc(|x| / sqrt 2) / 2, x)) in one pass instead
  * of eleven, in shares over `threads` threads (pool.c) when the array is large. */
 #include <math.h>
 #include <stddef.h>

@@ -55,7 +55,7 @@ static inline float kc_tanh(float x) {
 /* sigmoid(x) = 1 / (1 + exp(-x)): 0 far below (exp gives +inf), 1 far above, NaN stays NaN */
 static inline float kc_sigmoid(float x) { return 1.0f / (1.0f + kc_exp(-x)); }
 
-/* erfc(z) for z >= 0: the Chebyshev fit ops/math_extra.py's erfc_nonnegative uses (fractional error below
+/* erfc(z) for z >= 0: the Chebyshev fit ops/pointwise.py's erfc_nonnegative uses (fractional error below
  * 1.2e-7), the same operations in the same order */
 static inline float kc_erfc_nonnegative(float z) {
     const float t = 1.0f / (z * 0.5f + 1.0f);
