@@ -86,6 +86,7 @@ SIGNATURES = {
     "kc_lstm_sequence_f32": (None, [_P, _P, _P, _P, _P, _P, _P, _I64, _INT, _I64, _I64, _INT]),
     "kc_health_summary_f32": (_I64, [_P, _I64, _P, _INT]),
     "kc_health_summary_f64": (_I64, [_P, _I64, _P, _INT]),
+    "kc_health_summary_many": (_I64, [_P, _I64, _P, _INT]),
 }
 KERNELS = ("batch and layer norm, convolutions (im2col into a packed GEMM), depthwise convolution, max pooling, "
            "softmax, gelu, relu and relu6 and their gradients, large adds, RNN step products and LSTM steps (float32)")

@@ -160,3 +160,16 @@ KC_EXPORT int64_t kc_health_summary_f32(const float *x, int64_t n, double *out, 
 KC_EXPORT int64_t kc_health_summary_f64(const double *x, int64_t n, double *out, int threads) {
     return summarize(x, n, 1, out, threads);
 }
+
+/* Several arrays in one call (an op's outputs): items[3k], items[3k + 1], items[3k + 2] are the k-th array's
+ * address, element count and type (0 float32, 1 float64); its ten numbers go to out[10k] on. A call from Python
+ * costs more than the pass over a small array, and an optimizer's update writes several small ones. Returns the
+ * NaN/Inf count of all of them together. */
+KC_EXPORT int64_t kc_health_summary_many(const int64_t *items, int64_t count, double *out, int threads) {
+    int64_t nonfinite = 0;
+    for (int64_t k = 0; k < count; k++) {
+        const void *x = (const void *)(intptr_t)items[3 * k];
+        nonfinite += summarize(x, items[3 * k + 1], items[3 * k + 2] != 0, out + 10 * k, threads);
+    }
+    return nonfinite;
+}

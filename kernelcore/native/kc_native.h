@@ -107,5 +107,6 @@ KC_EXPORT void kc_lstm_step_grad_f32(const float *gates, const float *c, const f
 /* health_summary.c: the flight recorder's numbers of an array (out[10]: see the file); returns its NaN/Inf count */
 KC_EXPORT int64_t kc_health_summary_f32(const float *x, int64_t n, double *out, int threads);
 KC_EXPORT int64_t kc_health_summary_f64(const double *x, int64_t n, double *out, int threads);
+KC_EXPORT int64_t kc_health_summary_many(const int64_t *items, int64_t count, double *out, int threads);
 
 #endif
