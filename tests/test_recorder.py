@@ -369,3 +369,45 @@ def test_the_row_buffer_keeps_the_size_it_was_made_with(monkeypatch):
     rows = table.rows()
     assert len(rows) == 2 * 4096 + 3 and len(table._chunks) == 3
     assert (rows["max"] == 4).all() and (rows["zero"] == 1).all()
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_a_nan_among_an_optimizer_s_several_outputs_stops_at_that_output(background):
+    # Adam writes five outputs per parameter, summarised in one call; a NaN learning rate spoils ParamOut alone
+    main, startup = kc.Program(), kc.Program()
+    with kc.program_guard(main, startup):
+        x, y = L.data("x", [-1, 8]), L.data("y", [-1, 1])
+        err = kc.op.elementwise_sub(L.fc(L.fc(x, 16, act="tanh"), 1), y)
+        loss = L.mean(kc.op.elementwise_mul(err, err))
+        kc.optimizer.Adam(learning_rate=0.01).minimize(loss)
+    scope = kc.Scope()
+    kc.Executor().run(startup, scope=scope)
+    x = np.random.default_rng(0).standard_normal((32, 8)).astype("float32")
+    feed = {"x": x, "y": x.sum(1, keepdims=True).astype("float32")}
+    lr = next(v.name for v in scope.local_vars() if v.name.startswith("learning_rate"))
+
+    def run(s, observe):
+        exe = kc.Executor()
+        for it in range(4):
+            if it == 2:
+                s.set(lr, np.array(np.nan, "float32"))
+            with kc.trace(retain="references") as tr:
+                exe.run(main, feed=feed, fetch_list=[loss], scope=s, training=True)
+            if observe(it, tr):
+                return
+    expected = []
+
+    def first_nonfinite(it, tr):
+        for e in tr.events:
+            if e.kind == "op_run":
+                for name, v in e.values:
+                    if np.asarray(v).dtype.kind == "f" and not np.isfinite(v).all():
+                        expected.append((it, e.op_type, e.op, name))
+                        return True
+        return False
+    run(_copy_scope(scope), first_nonfinite)
+    assert expected and expected[0][1] == "adam" and "Moment" not in expected[0][3]
+    with record(main, scope, background=background) as rec:
+        run(scope, lambda it, tr: False)
+    hit = rec.hit
+    assert (hit.iteration, hit.op_type, hit.op, hit.var) == expected[0]

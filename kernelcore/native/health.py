@@ -9,6 +9,7 @@ runs beside the executor's Python.
 """
 from __future__ import annotations
 
+from array import array
 from typing import Callable
 
 import numpy as np
@@ -48,3 +49,30 @@ def summary_writer(fallback: Callable) -> Callable:
                 return fn(_ptr(value), n, rows.address + ROW_BYTES * row, threads() if n >= _SHARED_FROM else 1)
         return fallback(value, rows, row)
     return write
+
+
+def many_writer() -> Callable:
+    """write_many(values, rows, first) -> their NaN/Inf count together: the C summaries of several arrays in one
+    call (kc_health_summary_many), written into `rows` from row `first` on; None, with nothing written, unless
+    every value is one `summary_writer` hands to C as it is (float32 or float64, contiguous, aligned). Only where
+    `available()`."""
+    many = _c().kc_health_summary_many
+    kinds = {_F32: 0, _F64: 1}
+    ndarray, threads = np.ndarray, cpu_parts.op_threads
+
+    def write_many(values, rows, first: int):
+        items, largest = [], 0
+        for value in values:
+            kind = kinds.get(value.dtype) if type(value) is ndarray else None
+            if kind is None:
+                return None
+            flags = value.flags
+            if not (flags.c_contiguous and flags.aligned):
+                return None
+            n = value.size
+            items += (_ptr(value), n, kind)
+            largest = n if n > largest else largest
+        held = array("q", items)  # alive until the call returns
+        return many(held.buffer_info()[0], len(values), rows.address + ROW_BYTES * first,
+                    threads() if largest >= _SHARED_FROM else 1)
+    return write_many

@@ -150,6 +150,13 @@ def summary_writer():
     return write_reference
 
 
+def many_writer():
+    """write_many(values, rows, first) -> their NaN/Inf count, or None where it takes none of them (then each
+    goes through `summary_writer`'s write): the C summaries of an op's outputs in one call
+    (kernelcore/native/health.py), or None where the C summary may not run."""
+    return native_health.many_writer() if native_health.available() else None
+
+
 def summary_at(numel: int, numbers) -> Summary:
     """The Summary of a value of `numel` elements from the ten numbers a writer left (NUMBERS)."""
     negative, zero, positive, nan, pos_inf, neg_inf, lo, hi, mean, l2 = numbers.tolist()

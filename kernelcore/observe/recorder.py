@@ -29,7 +29,7 @@ from ..runtime.events import RECORD_HEAD, RECORD_VALUES
 from ..runtime.executor import Executor, add_observer, remove_observer
 from ..runtime.place import CPUPlace
 from ..runtime.scope import Scope, global_scope
-from .health_summary import Summary, summary_writer
+from .health_summary import Summary, many_writer, summary_writer
 from .program_names import check_known, program_names
 from .summary_table import SummaryTable
 from .summary_watch import EveryOutput, check, every_output
@@ -95,6 +95,7 @@ class Recorder:
         self._next_id = 1
         self._worker = SummaryWorker(self._summarize_record) if background else None
         self._write = summary_writer()  # the C summary or the reference, chosen once for the recording
+        self._write_many = many_writer()  # several outputs in one C call, or None
         self._site_cache: dict[tuple, tuple] = {}  # (id of a prepared op, timestep) -> (the op, its sites)
         self._judge_every = False  # whether a watch needs every output's summary (not the NaN watch alone)
         self._keep_last_summary = False  # whether a watch compares a variable's summary with its last one
@@ -179,9 +180,12 @@ class Recorder:
         op = rec[3]
         n_in = len(op.in_pairs)
         timestep = rec[5]
+        values = rec[RECORD_HEAD + n_in:]
+        if len(values) > 1 and self._write_many is not None and self._all_at_once(it, order, rec, values):
+            return
         watched, judge_every, keep_last_summary = bool(self.watches), self._judge_every, self._keep_last_summary
         table, known, index, write = self.summaries, it.summaries, it.index, self._write
-        for site, (slot, name), value in zip(self._sites(op, timestep), op.out_pairs, rec[RECORD_HEAD + n_in:]):
+        for site, (slot, name), value in zip(self._sites(op, timestep), op.out_pairs, values):
             # a view holding every element of its array (a reshape's or a transpose's output) is summarised as
             # that array, the same elements in another order: a row repeated where the array was summarised in
             # this iteration, else the array's own summary (contiguous, where a transposed view is not)
@@ -206,6 +210,30 @@ class Recorder:
                 self._check(it, order, op, rec, n_in, name, value, s, timestep)
             if keep_last_summary:
                 self._last_summary[name] = s
+
+    def _all_at_once(self, it: Iteration, order: int, rec, values) -> bool:
+        """An op's outputs summarised in one C call, where each is an array of its own, new in this iteration,
+        and only the NaN/Inf watch reads them (an optimizer's update writes several small ones); False, with
+        nothing done, elsewhere."""
+        if self._judge_every or self._keep_last_summary:
+            return False
+        known = it.summaries
+        for value in values:
+            if getattr(value, "base", True) is not None or id(value) in known:
+                return False  # a view, or not an array, or an array written before: the loop's care
+        op, timestep = rec[3], rec[5]
+        first, bad = self.summaries.add_many(it.index, order, self._sites(op, timestep), values, self._write_many)
+        if bad is None:
+            return False
+        for row, value in enumerate(values, first):
+            known[id(value)] = (value, row)
+        if bad and self.watches:
+            n_in = len(op.in_pairs)
+            for row, (_, name), value in zip(range(first, first + len(values)), op.out_pairs, values):
+                s = self.summaries.summary(row)
+                if s.nonfinite:
+                    self._check(it, order, op, rec, n_in, name, value, s, timestep)
+        return True
 
     def _sites(self, op, timestep) -> tuple[int, ...]:
         """The table's site numbers of the op's outputs at this timestep (found once per op and timestep)."""

@@ -64,6 +64,24 @@ class SummaryTable:
         pending.append((order, site, value.size))
         return self._flushed + len(pending) - 1, bad
 
+    def add_many(self, iteration: int, order: int, sites, values, write_many) -> tuple[int, int | None]:
+        """Rows of several values at once, which `write_many(values, numbers, first row)` fills in place: (the
+        first row's number, their NaN/Inf count together), or (-1, None) with no row added where it took none."""
+        count = len(values)
+        if count > self._capacity:
+            return -1, None
+        if len(self._pending) + count > self._capacity:
+            self._flush()
+        pending = self._pending
+        at = len(pending)
+        bad = write_many(values, self._numbers, at)
+        if bad is None:
+            return -1, None
+        if self._iteration != iteration:
+            self._new_iteration(iteration)
+        pending += [(order, site, value.size) for site, value in zip(sites, values)]
+        return self._flushed + at, bad
+
     def _make_room(self) -> None:
         """A full buffer becomes a chunk before the next row is written (not after one is: the recorder reads a
         row's Summary right after adding it)."""
