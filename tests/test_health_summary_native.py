@@ -152,3 +152,20 @@ def test_integers_and_booleans_take_the_c_summary_as_float64_and_match_the_refer
     assert not fell_back and bad == 0
     assert s[:9] == r[:9]  # counts, min and max exactly (rounding to float64 keeps signs, zeros and order)
     assert s.l2 == pytest.approx(r.l2, rel=1e-12) and s.mean == pytest.approx(r.mean, rel=1e-9, abs=1e-9 * r.l2)
+
+
+@needs_library
+def test_several_arrays_in_one_call_give_each_its_own_numbers():
+    rng = np.random.default_rng(5)
+    values = [rng.standard_normal(n).astype(dt) for n, dt in ((1, np.float32), (300, np.float64), (70_000, np.float32),
+                                                              (0, np.float32))]
+    values[1][7] = np.inf
+    values[2][[3, 9]] = np.nan
+    rows = hs.NumberRows(8)
+    assert native_health.many_writer()(values, rows, 2) == 3
+    for i, v in enumerate(values):
+        _check(hs.summary_at(v.size, rows.array[2 + i]), v)
+    before = rows.array.copy()
+    assert native_health.many_writer()([values[0], values[1].T[::2]], rows, 0) is None  # a strided one: none taken
+    assert native_health.many_writer()([values[0], np.arange(3)], rows, 0) is None  # integers go one by one
+    np.testing.assert_array_equal(rows.array, before)
