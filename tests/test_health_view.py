@@ -234,6 +234,7 @@ def test_debugger_without_a_selection_says_what_to_do(blown_up):
 def test_follow_redraws_as_iterations_end_and_once_more_at_the_stop(monkeypatch):
     from kernelcore_widgets import health_view
     monkeypatch.setattr(health_view, "MIN_REDRAW_S", 0.0)
+    monkeypatch.setattr(health_view, "REDRAW_SHARE", float("inf"))
     main, scope, loss, feed = _mlp()
     seen = []
     with record(main, scope) as rec:
@@ -243,3 +244,46 @@ def test_follow_redraws_as_iterations_end_and_once_more_at_the_stop(monkeypatch)
             _train(main, scope, loss, feed, 60)
     assert seen == sorted(seen) and len(seen) >= rec.hit.iteration
     assert view.overview["first_bad"]["iteration"] == rec.hit.iteration
+
+
+def test_a_slow_redraw_waits_longer_so_following_stays_a_small_share_of_the_loop(monkeypatch, blown_up):
+    from kernelcore_widgets import health_view
+    rec, _, _ = blown_up
+    view = HealthView(rec)
+    clock = [1000.0]
+    monkeypatch.setattr(health_view.time, "monotonic", lambda: clock[0])
+    redraws = []
+    monkeypatch.setattr(view, "refresh", lambda: redraws.append(clock[0]))
+    view._rows_seen, view._last_redraw, view._refresh_s = -1, 1000.0, 0.5  # a redraw took 0.5 s
+    for t in (1000.2, 1002.0, 1004.9):  # within 0.5 / REDRAW_SHARE = 5 s: no redraw
+        clock[0] = t
+        view._maybe_redraw()
+    assert redraws == []
+    clock[0] = 1005.1
+    view._maybe_redraw()
+    assert redraws == [1005.1]
+    view._refresh_s, clock[0] = 0.0, 1005.1 + health_view.MIN_REDRAW_S / 2  # a fast redraw: the floor holds
+    view._maybe_redraw()
+    assert redraws == [1005.1]
+
+
+def test_following_asks_the_executor_for_no_per_op_events():
+    """An observer that takes only events gets an event object made for every op record; the view's run-end
+    listener takes the records and drops them, so following costs the loop one call per op, not an event."""
+    from kernelcore_widgets.health_view import _RunEnds
+    main, scope, loss, feed = _mlp()
+    kinds = []
+
+    class Spy(_RunEnds):
+        def __call__(self, ev):
+            kinds.append(ev.kind)
+            super().__call__(ev)
+    ends = Spy(lambda: kinds.append("END"))
+    from kernelcore.runtime.executor import add_observer, remove_observer
+    with record(main, scope):
+        token = add_observer(ends)
+        try:
+            kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+        finally:
+            remove_observer(token)
+    assert "op_run" not in kinds and kinds.count("END") == 1

@@ -24,15 +24,16 @@ def downsample(iterations, values, max_points: int = MAX_POINTS) -> list[list]:
     iterations, values = np.asarray(iterations), np.asarray(values, dtype=np.float64)
     keep = np.isfinite(values)
     iterations, values = iterations[keep], values[keep]
-    if len(values) > max_points:
-        edges = np.linspace(0, len(values), max_points // 2 + 1).astype(np.int64)
-        picks = []
-        for lo, hi in zip(edges[:-1], edges[1:]):
-            chunk = values[lo:hi]
-            a, b = lo + int(np.argmin(chunk)), lo + int(np.argmax(chunk))
-            picks += sorted({a, b})
+    n = len(values)
+    if n > max_points:
+        buckets = max_points // 2
+        bucket = (np.arange(n) * buckets) // n
+        by_value = np.lexsort((values, bucket))  # each bucket's points, lowest first
+        starts = np.searchsorted(bucket, np.arange(buckets))
+        ends = np.r_[starts[1:], n] - 1
+        picks = np.unique(np.r_[by_value[starts], by_value[ends]])  # each bucket's min and max, in order
         iterations, values = iterations[picks], values[picks]
-    return [[int(i), float(v)] for i, v in zip(iterations, values)]
+    return [[int(i), float(v)] for i, v in zip(iterations.tolist(), values.tolist())]
 
 
 def bad_ranges(bad_iterations, n_iterations: int, max_ranges: int = MAX_POINTS // 2) -> list[list[int]]:
@@ -148,7 +149,8 @@ class OpSeries:
         """The payload of the ops at `positions`: each op's bounded sparkline and its bad ranges."""
         out = []
         for i in positions:
-            mine = self._op_of_group == i
+            # groups are sorted by op, then iteration: each op's groups are one run
+            mine = slice(*np.searchsorted(self._op_of_group, [i, i + 1]))
             bad_its = self._bad_its[self._bad_index == i]
             block, op = self.block_op(i)
             names = sorted(self._vars.get((block, op), ()))
@@ -186,15 +188,17 @@ def first_bad(cols: dict) -> dict:
             "op_type": str(cols["op_type"][r]), "var": str(cols["var"][r]), "id": op_id(block, op)}
 
 
-def last_write_series(cols: dict, names, column: str) -> dict[str, tuple]:
+def last_write_series(cols: dict, sites: list, site_of_row: np.ndarray, names, column: str) -> dict[str, tuple]:
     """{name: (iterations, values, bad iterations)}: per iteration, `column` of the last write of each of
-    `names` (a gradient summed from parts is written more than once; the last write is the whole)."""
+    `names` (a gradient summed from parts is written more than once; the last write is the whole). Rows are
+    found by their site (summary_table.py: block, op, op type, variable, timestep), not by comparing names."""
     wanted = set(names)
-    rows = np.flatnonzero(np.fromiter((v in wanted for v in cols["var"]), bool, len(cols["var"])))
+    wanted_sites = [k for k, site in enumerate(sites) if site[3] in wanted]
+    rows = np.flatnonzero(np.isin(site_of_row, wanted_sites))
     out: dict = {}
     if not len(rows):
         return out
-    var = cols["var"][rows]
+    var = np.asarray([sites[k][3] for k in range(len(sites))], dtype=object)[site_of_row[rows]]
     its = cols["iteration"][rows].astype(np.int64)
     bad = (cols["nan"] + cols["pos_inf"] + cols["neg_inf"])[rows] > 0
     for name in sorted(set(var)):

@@ -37,6 +37,7 @@ from .requests import RequestError, choice_arg, int_arg, str_arg
 PAGE_SIZE = 20         # ops a page
 MAX_GRAD_LINES = 12    # gradient curves drawn (the largest latest norms)
 MIN_REDRAW_S = 0.3     # follow(): at most this often
+REDRAW_SHARE = 0.1     # follow(): and so that redrawing takes at most this share of the loop's time
 SORTS = ("worst", "program")
 GRAD_SUFFIX = "@GRAD"
 
@@ -74,14 +75,18 @@ class HealthView(KCWidget):
         self.stat = stat
         self._rows_seen = -1
         self._last_redraw = 0.0
+        self._refresh_s = 0.0
         self.refresh()
 
     # -- what is shown --------------------------------------------------------------------------------------
     def refresh(self) -> None:
         """Recompute everything shown from the recorder (its summaries so far)."""
-        cols = self.recorder.summaries.columns()
-        self._rows_seen = len(self.recorder.summaries)
-        series = hs.OpSeries(cols, list(self.recorder.summaries.sites), self.stat)
+        t0 = time.monotonic()
+        table = self.recorder.summaries
+        cols = table.columns()
+        self._sites, self._site_of_row = list(table.sites), table.rows()["site"]
+        self._rows_seen = len(table)
+        series = hs.OpSeries(cols, self._sites, self.stat)
         ranked = series.ranked(self.sort, self.filter)
         pages = max((len(ranked) + PAGE_SIZE - 1) // PAGE_SIZE, 1)
         self.page = min(self.page, pages - 1)
@@ -95,6 +100,7 @@ class HealthView(KCWidget):
         self.grads = self._grad_curves(cols, series.iterations)
         if not self.status or self.status.startswith("recorded"):
             self.status = self._summary_line(series.iterations, first)
+        self._refresh_s = time.monotonic() - t0
 
     @staticmethod
     def _summary_line(iterations: int, first: dict) -> str:
@@ -107,7 +113,7 @@ class HealthView(KCWidget):
         if src is None:
             return {}
         if isinstance(src, str):
-            got = hs.last_write_series(cols, [src], "mean").get(src)
+            got = hs.last_write_series(cols, self._sites, self._site_of_row, [src], "mean").get(src)
             if got is None:
                 return {"name": src, "points": [], "bad": [], "last": None}
             its, values, bad = got
@@ -121,8 +127,8 @@ class HealthView(KCWidget):
         if program is not None:
             params = [v.name for b in program.blocks for v in b.vars if v.is_parameter]
         else:
-            params = sorted({str(v)[:-len(GRAD_SUFFIX)] for v in set(cols["var"]) if str(v).endswith(GRAD_SUFFIX)})
-        found = hs.last_write_series(cols, [p + GRAD_SUFFIX for p in params], "l2")
+            params = sorted({s[3][:-len(GRAD_SUFFIX)] for s in self._sites if s[3].endswith(GRAD_SUFFIX)})
+        found = hs.last_write_series(cols, self._sites, self._site_of_row, [p + GRAD_SUFFIX for p in params], "l2")
         curves = [_curve(name[:-len(GRAD_SUFFIX)], *found[name], iterations) for name in found]
         curves.sort(key=lambda c: -(c["last"] if c["last"] is not None else np.inf))
         return curves[:MAX_GRAD_LINES]
@@ -130,8 +136,8 @@ class HealthView(KCWidget):
     # -- following a running loop ---------------------------------------------------------------------------
     @contextlib.contextmanager
     def follow(self):
-        """Redraw as the recorded loop's iterations end (at most every MIN_REDRAW_S seconds), and once more
-        when the block ends, however it ends (a watch's stop included, which goes on to the recorder).
+        """Redraw as the recorded loop's iterations end (at most every MIN_REDRAW_S seconds, and less often
+        when a redraw takes more than REDRAW_SHARE of the time between two), and once more when the block ends, however it ends (a watch's stop included, which goes on to the recorder).
         Open it inside the recorder's `with` block, so the recorder hears each run's end first."""
         token = add_observer(_RunEnds(self._maybe_redraw))
         try:
@@ -142,10 +148,11 @@ class HealthView(KCWidget):
 
     def _maybe_redraw(self) -> None:
         now = time.monotonic()
-        if now - self._last_redraw < MIN_REDRAW_S or len(self.recorder.summaries) == self._rows_seen:
+        wait = max(MIN_REDRAW_S, self._refresh_s / REDRAW_SHARE)  # a long recording redraws less often
+        if now - self._last_redraw < wait or len(self.recorder.summaries) == self._rows_seen:
             return
-        self._last_redraw = now
         self.refresh()
+        self._last_redraw = time.monotonic()
 
     # -- the debugger at a chosen op and iteration ----------------------------------------------------------
     def select(self, block: int, op: int, iteration: int) -> Debugger:
@@ -196,7 +203,9 @@ def _curve(name: str, its, values, bad, iterations: int) -> dict:
 
 
 class _RunEnds:
-    """An executor observer that calls `on_end` when a run ends, and asks for nothing per op."""
+    """An executor observer that calls `on_end` when a run ends, and asks for nothing per op. (It takes op
+    records, and drops them, so the executor does not make an event object of each op record for it, as it
+    does for an observer that takes only events: runtime/executor.py RunState.)"""
 
     keep_values = False
     keep_shapes = False
@@ -204,12 +213,19 @@ class _RunEnds:
     def __init__(self, on_end):
         self.on_end = on_end
 
+    def op_recorder(self, _record_mode):
+        return _drop
+
     def plain_recorder(self):
         return self
 
     def __call__(self, ev) -> None:
         if getattr(ev, "kind", None) == "run_end":
             self.on_end()
+
+
+def _drop(_record) -> None:
+    pass
 
 
 def session_at(recorder: Recorder, block: int, op: int, iteration: int):
