@@ -14,9 +14,10 @@ product into NCHW.
 build.py compiles kernelcore/native/*.c at install time (hatch_build.py: `./dev build`, `pip install`) into a
 library per x86-64 level (baseline, AVX2, AVX-512; one library elsewhere); this module loads the highest level the
 CPU runs with ctypes, and refuses a library built from other sources than those beside it (an editable install
-after a .c or .h changed: `python -m kernelcore.native` rebuilds). Kernels ask `ready(xp, *arrays)` (the
-RNNs' GEMM `gemm_ready`) and fall back to their NumPy code (which the GPU runs too, and which stays the reference
-the tests compare with) when it says no: no library (no compiler at install time, another platform, a stale
+after a .c or .h changed: `python -m kernelcore.native` rebuilds). The fast variants (`<family>.py` beside this
+file, kernelcore/runtime/fast_paths.py) ask `ready(xp, *arrays)` (the RNNs' GEMM `gemm_ready`) and fall back to the
+reference kernels' NumPy code (kernelcore/ops, kernelcore/grad: the GPU runs it too, and the tests compare with
+it) when it says no: no library (no compiler at install time, another platform, a stale
 build), KERNELCORE_NATIVE=off, a device array, another dtype or a non-contiguous array. Both ask `enabled` first:
 the one switch of every C path.
 
