@@ -94,6 +94,8 @@ FUSED = [
      {"kc_softmax_rows"}),
     (Case("softmax_grad", {"Out": np.abs(f32(4, 9)), "Out@GRAD": f32(4, 9)}, None, {"axis": -1},
           id="softmax-grad"), False, {"kc_softmax_grad_rows"}),
+    (Case("log_softmax_grad", {"Out": -np.abs(f32(5, 40)), "Out@GRAD": f32(5, 40)}, None, {"axis": -1},
+          id="log-softmax-grad"), False, {"kc_log_softmax_grad_rows"}),
     (Case("sigmoid", {"X": f32(3, 7) * 5}, None, {}, id="sigmoid"), False, {"kc_sigmoid"}),
     (Case("relu_grad", {"Out": np.maximum(f32(3, 7), 0), "Out@GRAD": f32(3, 7)}, None, {}, id="relu-grad"), False,
      {"kc_relu_grad"}),

@@ -216,3 +216,15 @@ def test_an_inference_model_captures_between_its_feed_and_fetch_ops(tmp_path, la
     assert len(launches) == len(feeds) - 1
     for got, want in zip(results["gpu"], results["cpu"]):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "momentum", "adam"])
+def test_an_op_by_op_training_step_reads_nothing_back_from_the_device(optimizer):
+    """What makes a block capturable at all: its kernels (the fused ones included) never wait on the device; one
+    copy to the device (the feed) and one back (the fetched loss) per step."""
+    from kernelcore.testing import strict_xp
+    main, startup, loss = _training_program(optimizer)
+    exe, scope = _fresh(startup)
+    strict_xp.reset_stats()
+    exe.run(main, feed=_feeds(1)[0], fetch_list=[loss], scope=scope, training=True)
+    assert strict_xp.stats == {"syncs": 0, "to_host": 1, "to_device": 1}

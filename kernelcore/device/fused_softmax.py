@@ -1,4 +1,4 @@
-"""softmax and log_softmax along the last axis, and softmax's gradient, on a GPU: one kernel with a thread block per
+"""softmax and log_softmax along the last axis, and their gradients, on a GPU: one kernel with a thread block per
 row (the row's max, the sum of its exps, the outputs) where CuPy ran a max, a subtraction, an exp, a sum and a
 division as five launches. Other axes go to the reference (kernelcore/ops/activation.py, ops/math_extra.py,
 grad/activation.py)."""
@@ -64,6 +64,26 @@ extern "C" __global__ void kc_softmax_grad_rows(const float* out, const float* g
 """, preamble=BLOCK_REDUCE, twin=_softmax_grad_twin)
 
 
+def _log_softmax_grad_twin(grid, block, out, g, dx, rows, cols):
+    check_row_launch(grid, block, rows)
+    o2, g2 = out.reshape(int(rows), int(cols)), g.reshape(int(rows), int(cols))
+    dx.reshape(int(rows), int(cols))[...] = g2 - np.exp(o2) * g2.sum(axis=1, keepdims=True)
+
+
+LOG_SOFTMAX_GRAD_ROWS = declare("kc_log_softmax_grad_rows", RAW, r"""
+extern "C" __global__ void kc_log_softmax_grad_rows(const float* out, const float* g, float* dx, int rows, int cols) {
+    __shared__ float scratch[32];
+    int row = blockIdx.x;
+    if (row >= rows) return;
+    long long base = (long long)row * cols;
+    float s = 0.0f;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) s += g[base + j];
+    s = kc_block_sum(s, scratch);
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) dx[base + j] = g[base + j] - expf(out[base + j]) * s;
+}
+""", preamble=BLOCK_REDUCE, twin=_log_softmax_grad_twin)
+
+
 def _last_axis(x, attrs) -> bool:
     return x.ndim >= 1 and x.size > 0 and attrs["axis"] in (-1, x.ndim - 1)
 
@@ -88,13 +108,24 @@ def log_softmax(ctx, ins, attrs):
     return _softmax_call(ctx, ins[0], True)
 
 
-@fast_kernel("softmax_grad", lambda xp, ins, attrs: (_last_axis(ins[0], attrs) and on_device(xp, *ins)
-                                                     and ins[0].shape == ins[1].shape), place="gpu")
-def softmax_grad(ctx, ins, attrs):
-    out, g = ins
+def _grad_gate(xp, ins, attrs) -> bool:
+    return _last_axis(ins[0], attrs) and on_device(xp, *ins) and ins[0].shape == ins[1].shape
+
+
+def _grad_rows(ctx, kernel, out, g):
     xp = ctx.xp
     dx = xp.empty(out.shape, dtype=out.dtype)
     cols = out.shape[-1]
     rows = out.size // cols
-    SOFTMAX_GRAD_ROWS.on(xp)((rows,), (threads_for(cols),), (out, g, dx, i32(rows), i32(cols)))
+    kernel.on(xp)((rows,), (threads_for(cols),), (out, g, dx, i32(rows), i32(cols)))
     return (dx,)
+
+
+@fast_kernel("softmax_grad", _grad_gate, place="gpu")
+def softmax_grad(ctx, ins, attrs):
+    return _grad_rows(ctx, SOFTMAX_GRAD_ROWS, *ins)
+
+
+@fast_kernel("log_softmax_grad", _grad_gate, place="gpu")
+def log_softmax_grad(ctx, ins, attrs):
+    return _grad_rows(ctx, LOG_SOFTMAX_GRAD_ROWS, *ins)
