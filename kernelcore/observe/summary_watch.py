@@ -13,7 +13,7 @@ import numpy as np
 
 from ..runtime.place import to_host
 from .health_summary import Summary
-from .watch import Watch, make_watch
+from .watch import Watch, bounds_text, make_watch
 
 
 class EveryOutput(Watch):
@@ -58,7 +58,7 @@ def check(w, s: Summary, previous: Summary | None, old_value=None, value=None) -
     if c == "unchanged":
         return "has the same summary as its previous write" if previous is not None and _same(s, previous) else None
     if c == "grad_norm":
-        return _bounds(w, s.l2, "gradient norm", "explosion", "vanishing")
+        return bounds_text(w, s.l2, "gradient norm", "explosion", "vanishing")
     if c == "update_ratio":
         return None if old_value is None or value is None else _update_ratio(w, old_value, value)
     return None
@@ -68,21 +68,13 @@ def _same(a: Summary, b: Summary) -> bool:
     return all(x == y or (isinstance(x, float) and math.isnan(x) and math.isnan(y)) for x, y in zip(a, b))
 
 
-def _bounds(w, x: float, what: str, high: str, low: str) -> str | None:
-    if w.hi is not None and (x > w.hi or math.isnan(x)):
-        return f"{what} {x:.4g} > {w.hi:g} ({high})"
-    if w.lo is not None and x < w.lo:
-        return f"{what} {x:.4g} < {w.lo:g} ({low})"
-    return None
-
-
 def _update_ratio(w, old, new) -> str | None:
     old, new = np.asarray(to_host(old), np.float64), np.asarray(to_host(new), np.float64)
     if old.shape != new.shape:
         return None
     base = float(np.linalg.norm(old))
     ratio = float(np.linalg.norm(new - old)) / base if base > 0 else math.inf
-    return _bounds(w, ratio, "update ratio", "too large", "too small")
+    return bounds_text(w, ratio, "update ratio", "too large", "too small")
 
 
 __all__ = ["EveryOutput", "check", "every_output"]

@@ -17,6 +17,7 @@ number per check to the host.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..errors import KernelcoreError
@@ -131,12 +132,8 @@ def check(w: Watch, xp, value, previous) -> str | None:
             return None
         return "equals its previous value" if bool(xp.array_equal(old, value)) else None
     if c == "grad_norm":
-        n = float(xp.sqrt((value.astype("float64") ** 2).sum()))
-        if w.hi is not None and n > w.hi:
-            return f"gradient norm {n:.4g} > {w.hi:g} (explosion)"
-        if w.lo is not None and n < w.lo:
-            return f"gradient norm {n:.4g} < {w.lo:g} (vanishing)"
-        return None
+        return bounds_text(w, float(xp.sqrt((value.astype("float64") ** 2).sum())), "gradient norm", "explosion",
+                           "vanishing")
     if c == "update_ratio":
         old = previous()
         if old is None or getattr(old, "shape", None) != value.shape:
@@ -144,9 +141,15 @@ def check(w: Watch, xp, value, previous) -> str | None:
         o = old.astype("float64")
         base = float(xp.sqrt((o ** 2).sum()))
         r = float(xp.sqrt(((value.astype("float64") - o) ** 2).sum())) / base if base > 0 else float("inf")
-        if w.hi is not None and r > w.hi:
-            return f"update ratio {r:.4g} > {w.hi:g}"
-        if w.lo is not None and r < w.lo:
-            return f"update ratio {r:.4g} < {w.lo:g}"
-        return None
+        return bounds_text(w, r, "update ratio", "too large", "too small")
+    return None
+
+
+def bounds_text(w: Watch, x: float, what: str, high: str, low: str) -> str | None:
+    """Why `x` (a gradient norm, an update ratio) trips a watch with bounds hi= and/or lo=, or None: the text
+    both a session's check and the recorder's (kernelcore/observe/summary_watch.py) give. A NaN passes hi."""
+    if w.hi is not None and (x > w.hi or math.isnan(x)):
+        return f"{what} {x:.4g} > {w.hi:g} ({high})"
+    if w.lo is not None and x < w.lo:
+        return f"{what} {x:.4g} < {w.lo:g} ({low})"
     return None
