@@ -134,7 +134,7 @@ def _capture(xp, prepared, scope, cap: _Captured, first: int, end: int, run_ops)
     kept: list = []
     try:
         with _keeping_allocations(xp, kept), stream:
-            stream.begin_capture()
+            stream.begin_capture(_relaxed_mode(xp))
             try:
                 run_ops(first, end)
                 outputs = {n: _value(scope, n) for n in written}
@@ -156,6 +156,12 @@ def _capture(xp, prepared, scope, cap: _Captured, first: int, end: int, run_ops)
     graph.launch(stream)
     _bind(scope, cap)
     return True
+
+
+def _relaxed_mode(xp):
+    """CUDA's relaxed capture mode: the memory pool may still call cudaMalloc while a block is captured (a sync or
+    a copy to the host is refused in every mode, and sends the block op by op)."""
+    return getattr(getattr(xp.cuda, "runtime", None), "streamCaptureModeRelaxed", None)
 
 
 def _replay(xp, scope, cap: _Captured) -> bool:

@@ -401,6 +401,8 @@ class Stream:
         return self._capture is not None
 
     def begin_capture(self, mode=None):
+        if mode not in (None, 0, 1, 2):
+            raise CUDARuntimeError(f"cudaErrorInvalidValue: capture mode {mode!r}")
         if _capturing:
             raise CUDARuntimeError("cudaErrorIllegalState: a capture is already open")
         if self is Stream.null:
@@ -462,5 +464,6 @@ def cuda_module():
     cuda = types.ModuleType("kernelcore.testing.strict_xp.xp.cuda", "strict stand-in for cupy.cuda")
     cuda.Stream, cuda.Device, cuda.get_current_stream = Stream, _Device, get_current_stream
     cuda.graph = types.SimpleNamespace(Graph=Graph)
-    cuda.runtime = types.SimpleNamespace(CUDARuntimeError=CUDARuntimeError)
+    cuda.runtime = types.SimpleNamespace(CUDARuntimeError=CUDARuntimeError, streamCaptureModeGlobal=0,
+                                         streamCaptureModeThreadLocal=1, streamCaptureModeRelaxed=2)
     return cuda
