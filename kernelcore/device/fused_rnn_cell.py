@@ -55,9 +55,9 @@ class DeviceSteps(R.RnnSteps):
     """RnnSteps with the LSTM step's cell in one kernel."""
 
     def lstm_step(self, xp, x_proj, h_prev, c_prev, w_hh_t, scale_shift, h_out):
-        g = self.recurrent_product(xp, h_prev, w_hh_t, add=x_proj)
-        if not on_device(xp, g, c_prev):
+        if not on_device(xp, c_prev) or x_proj.dtype != np.float32:  # asked before the product: it runs once
             return super().lstm_step(xp, x_proj, h_prev, c_prev, w_hh_t, scale_shift, h_out)
+        g = xp.ascontiguousarray(self.recurrent_product(xp, h_prev, w_hh_t, add=x_proj))
         batch, hidden = c_prev.shape
         direct = h_out is not None and h_out.flags.c_contiguous and h_out.dtype == g.dtype
         h = h_out if direct else xp.empty((batch, hidden), dtype=g.dtype)
