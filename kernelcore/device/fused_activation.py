@@ -1,12 +1,14 @@
 """Activations and their gradients that CuPy runs as several launches (sigmoid: a negation, an exp, an add and a
-division; relu's gradient: a comparison and a product), each as one elementwise kernel over the same float32
-operations in the same order as the reference (kernelcore/ops/activation.py, kernelcore/grad/activation.py)."""
+division; relu's gradient: a comparison and a product; hard_swish's: two comparisons, two wheres and the
+arithmetic), each as one elementwise kernel over the same float32 operations in the same order as the reference
+(kernelcore/ops/activation.py, kernelcore/grad/activation.py). Attributes come in as float32 scalars, as the
+reference casts them to X's dtype."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..runtime.fast_paths import fast_kernel
-from .declare import ELEMENTWISE, declare, on_device
+from .declare import ELEMENTWISE, declare, f32, on_device
 
 ONE = np.float32(1)
 
@@ -23,15 +25,58 @@ ACTIVATIONS = {
 }
 
 
-def _register(op_type: str, kernel) -> None:
+
+
+def _sigmoid(z):
+    return ONE / (ONE + np.exp(-z))
+
+
+def _hard_swish_grad_twin(x, g, off, thr, sc):
+    inner = x + off
+    return g * np.where(inner <= 0, np.float32(0), np.where(inner >= thr, thr / sc, (np.float32(2) * x + off) / sc))
+
+
+def _swish_grad_twin(x, g, beta):
+    s = _sigmoid(x * beta)
+    return g * (s + beta * x * s * (ONE - s))
+
+
+# op type -> (the kernel, the attributes it takes as scalars, in its order)
+WITH_ATTRIBUTES = {
+    "hard_swish": (declare(
+        "kc_hard_swish", ELEMENTWISE, "y = x * min(max(x + off, (T)0), thr) / sc;", in_params="T x, T off, T thr, T sc",
+        out_params="T y", twin=lambda x, off, thr, sc: x * np.minimum(np.maximum(x + off, np.float32(0)), thr) / sc),
+        ("offset", "threshold", "scale")),
+    "hard_swish_grad": (declare(
+        "kc_hard_swish_grad", ELEMENTWISE,
+        "T inner = x + off; dx = g * (inner <= (T)0 ? (T)0 : (inner >= thr ? thr / sc : ((T)2 * x + off) / sc));",
+        in_params="T x, T g, T off, T thr, T sc", out_params="T dx", twin=_hard_swish_grad_twin),
+        ("offset", "threshold", "scale")),
+    "swish": (declare(
+        "kc_swish", ELEMENTWISE, "y = x * ((T)1 / ((T)1 + exp(-(x * beta))));", in_params="T x, T beta",
+        out_params="T y", twin=lambda x, beta: x * _sigmoid(x * beta)), ("beta",)),
+    "swish_grad": (declare(
+        "kc_swish_grad", ELEMENTWISE,
+        "T s = (T)1 / ((T)1 + exp(-(x * beta))); dx = g * (s + beta * x * s * ((T)1 - s));",
+        in_params="T x, T g, T beta", out_params="T dx", twin=_swish_grad_twin), ("beta",)),
+    "relu6_grad": (declare(
+        "kc_relu6_grad", ELEMENTWISE, "dx = g * (T)(out > (T)0 && out < thr);", in_params="T out, T g, T thr",
+        out_params="T dx", twin=lambda out, g, thr: g * ((out > 0) & (out < thr)).astype(np.float32)),
+        ("threshold",)),
+}
+
+
+def _register(op_type: str, kernel, attr_names=()) -> None:
     def gate(xp, ins, attrs):
         return on_device(xp, *ins) and len({a.shape for a in ins}) == 1
 
     def run(ctx, ins, attrs):
-        return (kernel.on(ctx.xp)(*ins),)
+        return (kernel.on(ctx.xp)(*ins, *(f32(attrs[a]) for a in attr_names)),)
     run.__name__ = op_type
     fast_kernel(op_type, gate, place="gpu")(run)
 
 
 for _op_type, _kernel in ACTIVATIONS.items():
     _register(_op_type, _kernel)
+for _op_type, (_kernel, _attrs) in WITH_ATTRIBUTES.items():
+    _register(_op_type, _kernel, _attrs)
