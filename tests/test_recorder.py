@@ -411,3 +411,51 @@ def test_a_nan_among_an_optimizer_s_several_outputs_stops_at_that_output(backgro
         run(scope, lambda it, tr: False)
     hit = rec.hit
     assert (hit.iteration, hit.op_type, hit.op, hit.var) == expected[0]
+
+
+def test_a_run_on_the_gpu_path_is_summarised_and_stopped_like_a_host_run():
+    # the strict stand-in runs the GPU code path without a GPU: its arrays are device arrays to the recorder
+    from kernelcore.runtime.place import StrictPlace, to_host
+    main, host_scope, loss, feed = _mlp()
+    exe = kc.Executor(StrictPlace())
+    lr = "learning_rate_0"
+
+    def on_device():
+        s = kc.Scope()
+        for v in host_scope.local_vars():
+            s.set(v.name, StrictPlace().xp.asarray(np.array(v.value, copy=True)))
+        return s
+    scope = on_device()
+
+    def run(s, observe):
+        for it in range(3):
+            if it == 1:
+                s.set(lr, StrictPlace().xp.asarray(np.array(np.nan, "float32")))
+            with kc.trace(retain="references") as tr:
+                exe.run(main, feed=feed, fetch_list=[loss], scope=s, training=True)
+            if observe(it, tr):
+                return
+    expected, firsts = [], []
+
+    def scan(it, tr):
+        ops = [e for e in tr.events if e.kind == "op_run"]
+        firsts.append([(e.op, name, np.asarray(to_host(v), np.float64)) for e in ops for name, v in e.values])
+        for e in ops:
+            for name, v in e.values:
+                if not np.isfinite(np.asarray(to_host(v), np.float64)).all():
+                    expected.append((it, e.op, name))
+                    return True
+        return False
+    run(on_device(), scan)
+    with record(main, scope, executor=exe) as rec:
+        run(scope, lambda it, tr: False)
+    assert expected[0][0] == 1 and rec.hit is not None
+    assert (rec.hit.iteration, rec.hit.op, rec.hit.var) == expected[0]
+    cols = rec.summaries.columns()
+    rows = np.flatnonzero(cols["iteration"] == 0)
+    assert len(rows) == len(firsts[0])
+    for r, (op, name, a) in zip(rows, firsts[0]):
+        assert (cols["op"][r], cols["var"][r], cols["numel"][r]) == (op, name, a.size)
+        assert (cols["negative"][r], cols["zero"][r]) == ((a < 0).sum(), (a == 0).sum())
+        assert cols["min"][r] == a.min() and cols["max"][r] == a.max()
+        assert cols["l2"][r] == pytest.approx(np.linalg.norm(a), rel=1e-5)

@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..native import health as native_health
+from ..runtime.place import place_of
 from ..runtime.values import health
 
 
@@ -46,12 +47,13 @@ _NAN = float("nan")
 
 
 def array_module(value):
-    """NumPy for a host array, CuPy for a device array, None for what is no numeric tensor."""
+    """NumPy for a host array, its device's array module for a device array (CuPy, or the strict stand-in that
+    runs the GPU path without a GPU), None for what is no numeric tensor."""
     if isinstance(value, np.ndarray):
         return np if value.dtype.kind in "biuf" else None
-    if hasattr(value, "__cuda_array_interface__") and getattr(value.dtype, "kind", "") in "biuf":
-        import cupy
-        return cupy
+    if getattr(getattr(value, "dtype", None), "kind", "") in "biuf" and hasattr(value, "shape"):
+        place = place_of(value)
+        return None if place.kind == "cpu" else place.xp
     return None
 
 
