@@ -228,3 +228,23 @@ def test_an_op_by_op_training_step_reads_nothing_back_from_the_device(optimizer)
     strict_xp.reset_stats()
     exe.run(main, feed=_feeds(1)[0], fetch_list=[loss], scope=scope, training=True)
     assert strict_xp.stats == {"syncs": 0, "to_host": 1, "to_device": 1}
+
+
+def test_every_op_whose_kernel_draws_random_numbers_is_kept_out_of_a_graph():
+    """A kernel that calls ctx.rng draws again on every run; a replayed graph would repeat its numbers."""
+    import inspect
+    from types import SimpleNamespace
+    from kernelcore.ir.registry import all_op_defs
+    drawing = set()
+    for op_type, opdef in all_op_defs().items():
+        for kernel in opdef.kernels.values():
+            try:
+                source = inspect.getsource(kernel)
+            except (OSError, TypeError):
+                continue
+            if ".rng(" in source:
+                drawing.add(op_type)
+    assert {"dropout", "uniform_random", "gaussian_random", "bernoulli", "multinomial"} <= drawing
+    missed = [t for t in sorted(drawing)
+              if not captured_run.draws_random(SimpleNamespace(type=t, attrs=all_op_defs()[t].attrs))]
+    assert not missed, f"ops drawing random numbers a graph would capture: {missed}"

@@ -29,6 +29,13 @@ from . import fast_paths
 
 UNTRIED, CAPTURED, REFUSED = "untried", "captured", "refused"
 FEED_OPS, FETCH_OPS = frozenset({"feed"}), frozenset({"fetch", "fetch_v2"})
+# ops that draw random numbers without a `seed` attribute (those with one are found by it): a replay would repeat
+# their draws, and on a GPU nothing would say so
+UNSEEDED_DRAWS = frozenset({"bernoulli", "multinomial", "poisson", "standard_gamma"})
+
+
+def draws_random(op) -> bool:
+    return "seed" in op.attrs or op.type in UNSEEDED_DRAWS
 
 
 class _Captured:
@@ -70,7 +77,7 @@ def captured_span(prepared) -> tuple[int, int] | None:
     while end > first and ops[end - 1].type in FETCH_OPS:
         end -= 1
     inner = ops[first:end]
-    if not inner or any(op.is_gen or "seed" in op.attrs or op.type in FEED_OPS | FETCH_OPS for op in inner):
+    if not inner or any(op.is_gen or draws_random(op) or op.type in FEED_OPS | FETCH_OPS for op in inner):
         return None
     return first, end
 
