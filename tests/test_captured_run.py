@@ -59,7 +59,7 @@ def _op_by_op(main, startup, loss, feeds, **run):
     exe, scope = _fresh(startup)
     losses = [exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True, check_nan_inf=True, **run)[0]
               for f in feeds]
-    assert captured_run.state_of(exe.prepare(main), scope) is None
+    assert captured_run.state_of(exe.prepare(main), scope, True) is None
     return losses, _params(main, scope)
 
 
@@ -83,7 +83,7 @@ def test_training_steps_replayed_equal_op_by_op(optimizer, launches):
     states, losses = [], []
     for f in feeds:
         losses.append(exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True)[0])
-        states.append(captured_run.state_of(exe.prepare(main), scope).state)
+        states.append(captured_run.state_of(exe.prepare(main), scope, True).state)
     # the first run warms up op by op, the second captures and launches, the rest replay
     assert states == [captured_run.UNTRIED] + [captured_run.CAPTURED] * (STEPS - 1)
     assert len(launches) == STEPS - 1
@@ -142,7 +142,7 @@ def test_random_draws_are_never_captured():
     for f in _feeds(3):
         exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True)
     assert captured_run.captured_span(exe.prepare(main)) is None
-    assert captured_run.state_of(exe.prepare(main), scope) is None
+    assert captured_run.state_of(exe.prepare(main), scope, True) is None
 
 
 def test_a_capture_that_fails_part_way_restores_the_values_and_runs_op_by_op(launches):
@@ -151,7 +151,7 @@ def test_a_capture_that_fails_part_way_restores_the_values_and_runs_op_by_op(lau
     feeds = _feeds(4, label=True)
     exe, scope = _fresh(startup)
     losses = [exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True)[0] for f in feeds]
-    assert captured_run.state_of(exe.prepare(main), scope).state == captured_run.REFUSED and not launches
+    assert captured_run.state_of(exe.prepare(main), scope, True).state == captured_run.REFUSED and not launches
     want_losses, want_params = _op_by_op(main, startup, loss, feeds)
     np.testing.assert_array_equal(np.array(losses), np.array(want_losses))
     got = _params(main, scope)
@@ -164,7 +164,7 @@ def test_a_feed_of_another_shape_after_the_capture_goes_op_by_op():
     feeds = _feeds(3) + _feeds(2, batch=7)
     exe, scope = _fresh(startup)
     losses = [exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True)[0] for f in feeds]
-    assert captured_run.state_of(exe.prepare(main), scope).state == captured_run.REFUSED
+    assert captured_run.state_of(exe.prepare(main), scope, True).state == captured_run.REFUSED
     want, _ = _op_by_op(main, startup, loss, feeds)
     np.testing.assert_array_equal(np.array(losses), np.array(want))
 
@@ -212,7 +212,7 @@ def test_an_inference_model_captures_between_its_feed_and_fetch_ops(tmp_path, la
             prepared = run.prepare(prog)
             first, end = captured_run.captured_span(prepared)
             assert prepared.ops[first - 1].type == "feed" and prepared.ops[end].type == "fetch"
-            assert captured_run.state_of(prepared, params).state == captured_run.CAPTURED
+            assert captured_run.state_of(prepared, params, False).state == captured_run.CAPTURED
     assert len(launches) == len(feeds) - 1
     for got, want in zip(results["gpu"], results["cpu"]):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
@@ -248,3 +248,27 @@ def test_every_op_whose_kernel_draws_random_numbers_is_kept_out_of_a_graph():
     missed = [t for t in sorted(drawing)
               if not captured_run.draws_random(SimpleNamespace(type=t, attrs=all_op_defs()[t].attrs))]
     assert not missed, f"ops drawing random numbers a graph would capture: {missed}"
+
+
+def test_training_and_inference_runs_replay_graphs_of_their_own(launches):
+    """batch_norm normalises with the batch's statistics in training and the running ones in inference: a graph
+    captured from training runs must not stand in for an inference run."""
+    import sys
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from device_cases import _bn, build, f32
+    from opcases import Case
+    prog, feed, outs = build(Case("batch_norm", {"X": f32(4, 3, 5, 5), **_bn(3)}, None, {}))
+    y = outs["Y"][0]
+
+    def run(exe, scope, training, **kw):
+        return exe.run(prog, feed=feed, fetch_list=[y], scope=scope, training=training, **kw)[0]
+    exe, scope = kc.Executor(StrictPlace()), kc.Scope()
+    got = [run(exe, scope, mode) for mode in (True, True, True, False, False, False)]
+    want_exe, want_scope = kc.Executor(StrictPlace()), kc.Scope()
+    want = [run(want_exe, want_scope, mode, check_nan_inf=True) for mode in (True, True, True, False, False, False)]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    prepared = exe.prepare(prog)
+    assert captured_run.state_of(prepared, scope, True).state == captured_run.CAPTURED
+    assert captured_run.state_of(prepared, scope, False).state == captured_run.CAPTURED
+    assert len(launches) == 4  # each graph launched when captured and replayed once

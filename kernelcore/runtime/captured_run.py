@@ -51,13 +51,15 @@ class _Captured:
         self.kept: list = []      # what the capture allocated, held for the graph's life
 
 
-# prepared block -> {scope: _Captured}; both weak: a dropped program or scope takes its graph with it
+# prepared block -> {scope: {training: _Captured}}; block and scope weak: a dropped program or scope takes its
+# graphs with it. A training run and an inference run of a block run different kernels (batch_norm's statistics,
+# dropout), so each has its own graph.
 _BY_BLOCK: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def state_of(prepared, scope) -> _Captured | None:
-    """The capture state of a block on a scope (tests, `kernelcore env`), or None where none was kept."""
-    return _BY_BLOCK.get(prepared, {}).get(scope)
+def state_of(prepared, scope, training: bool = False) -> _Captured | None:
+    """The capture state of a block on a scope for training or inference runs, or None where none was kept."""
+    return _BY_BLOCK.get(prepared, {}).get(scope, {}).get(bool(training))
 
 
 def may_replay(run, whole_run: bool) -> bool:
@@ -109,9 +111,10 @@ def ran(run, prepared, scope, whole_run: bool, op_by_op) -> bool:
     if span is None:
         return False
     per_scope = _BY_BLOCK.setdefault(prepared, weakref.WeakKeyDictionary())
-    cap = per_scope.get(scope)
+    by_mode = per_scope.setdefault(scope, {})
+    cap = by_mode.get(bool(run.training))
     if cap is None:
-        cap = per_scope[scope] = _Captured()
+        cap = by_mode[bool(run.training)] = _Captured()
     if cap.state == REFUSED:
         return False
     cap.runs += 1
