@@ -19,6 +19,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..native import health as native_health
+from . import health_device
+from ..runtime import fast_paths
 from ..runtime.place import place_of
 from ..runtime.values import health
 
@@ -144,12 +146,23 @@ def write_reference(value, rows: NumberRows, row: int) -> int | None:
     return s.nonfinite
 
 
+def write_on_device_or_reference(value, rows: NumberRows, row: int) -> int | None:
+    """A device array's numbers from the two kernels of kernelcore/observe/health_device.py where they take it, else
+    `write_reference`."""
+    if not isinstance(value, np.ndarray) and array_module(value) is not None and health_device.takes(value):
+        return health_device.write(place_of(value).xp, value, rows, row)
+    return write_reference(value, rows, row)
+
+
 def summary_writer():
-    """write(value, rows, row) -> NaN/Inf count or None: the C summary where it may run (kernelcore/native/health.py,
-    which hands what it does not take to the reference), else `write_reference`."""
+    """write(value, rows, row) -> NaN/Inf count or None, chosen once per recording: with fast paths off
+    (kernelcore/runtime/fast_paths.py) `write_reference` alone; else the C summary for host arrays where the library
+    is loaded (kernelcore/native/health.py), the device kernels for device arrays, the reference for the rest."""
+    if not fast_paths.enabled():
+        return write_reference
     if native_health.available():
-        return native_health.summary_writer(write_reference)
-    return write_reference
+        return native_health.summary_writer(write_on_device_or_reference)
+    return write_on_device_or_reference
 
 
 def many_writer():
