@@ -159,12 +159,25 @@ def test_a_capture_that_fails_part_way_restores_the_values_and_runs_op_by_op(lau
         np.testing.assert_array_equal(got[n], v, err_msg=n)
 
 
-def test_a_feed_of_another_shape_after_the_capture_goes_op_by_op():
+def test_a_feed_of_another_shape_gets_a_graph_of_its_own(launches):
+    """A graph's buffers have fixed shapes: an epoch's last, smaller batch is warmed up, captured and replayed
+    apart, and the first shape's graph still serves its runs."""
     main, startup, loss = _training_program("sgd")
-    feeds = _feeds(3) + _feeds(2, batch=7)
+    feeds = _feeds(3) + _feeds(3, batch=7) + _feeds(2)
     exe, scope = _fresh(startup)
     losses = [exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True)[0] for f in feeds]
-    assert captured_run.state_of(exe.prepare(main), scope, True).state == captured_run.REFUSED
+    assert len(launches) == 2 + 2 + 2  # 5: captured, replayed; 7: captured, replayed; 5 again: replayed twice
+    want, _ = _op_by_op(main, startup, loss, feeds)
+    np.testing.assert_array_equal(np.array(losses), np.array(want))
+
+
+def test_past_the_graph_limit_new_shapes_run_op_by_op(launches):
+    main, startup, loss = _training_program("sgd")
+    batches = range(2, 3 + captured_run.MAX_GRAPHS)
+    feeds = [f for b in batches for f in _feeds(2, batch=b)]
+    exe, scope = _fresh(startup)
+    losses = [exe.run(main, feed=f, fetch_list=[loss], scope=scope, training=True)[0] for f in feeds]
+    assert len(launches) == captured_run.MAX_GRAPHS  # each graph launched when captured; the last shape none
     want, _ = _op_by_op(main, startup, loss, feeds)
     np.testing.assert_array_equal(np.array(losses), np.array(want))
 

@@ -51,15 +51,28 @@ class _Captured:
         self.kept: list = []      # what the capture allocated, held for the graph's life
 
 
-# prepared block -> {scope: {training: _Captured}}; block and scope weak: a dropped program or scope takes its
-# graphs with it. A training run and an inference run of a block run different kernels (batch_norm's statistics,
-# dropout), so each has its own graph.
+# Each graph is for one kind of run: training or inference (batch_norm and dropout run other kernels in each),
+# and one set of input shapes and dtypes (a graph's buffers have fixed sizes: an epoch's last, smaller batch gets
+# a graph of its own). At most MAX_GRAPHS per block and scope; runs of any further kind go op by op.
+MAX_GRAPHS = 4
+
+
+class _ScopeGraphs:
+    __slots__ = ("graphs", "last")
+
+    def __init__(self):
+        self.graphs: dict = {}  # (training, the inputs' (shape, dtype)s) -> _Captured
+        self.last: dict = {}    # training -> the _Captured its last run used
+
+
+# prepared block -> {scope: _ScopeGraphs}, both weak: a dropped program or scope takes its graphs with it
 _BY_BLOCK: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def state_of(prepared, scope, training: bool = False) -> _Captured | None:
-    """The capture state of a block on a scope for training or inference runs, or None where none was kept."""
-    return _BY_BLOCK.get(prepared, {}).get(scope, {}).get(bool(training))
+    """The graph state the last training (or inference) run of a block on a scope used, or None where none did."""
+    graphs = _BY_BLOCK.get(prepared, {}).get(scope)
+    return None if graphs is None else graphs.last.get(bool(training))
 
 
 def may_replay(run, whole_run: bool) -> bool:
@@ -107,31 +120,50 @@ def ran(run, prepared, scope, whole_run: bool, op_by_op) -> bool:
             pass
     if not may_replay(run, whole_run):
         return False
-    span = captured_span(prepared)
-    if span is None:
+    plan = _plan(prepared)
+    if plan is None:
         return False
-    per_scope = _BY_BLOCK.setdefault(prepared, weakref.WeakKeyDictionary())
-    by_mode = per_scope.setdefault(scope, {})
-    cap = by_mode.get(bool(run.training))
+    first, end, read = plan
+    run_ops(0, first)  # the feed ops: what they write is read by the graph
+    graphs = _BY_BLOCK.setdefault(prepared, weakref.WeakKeyDictionary()).setdefault(scope, _ScopeGraphs())
+    key = (bool(run.training), tuple(_kind(run.xp, _value(scope, n)) for n in read))
+    cap = graphs.graphs.get(key)
     if cap is None:
-        cap = by_mode[bool(run.training)] = _Captured()
-    if cap.state == REFUSED:
-        return False
+        if len(graphs.graphs) >= MAX_GRAPHS:
+            run_ops(first, len(prepared.ops))
+            return True
+        cap = graphs.graphs[key] = _Captured()
+    graphs.last[key[0]] = cap
     cap.runs += 1
-    if cap.state == UNTRIED and cap.runs < 2:
-        return False  # the first run warms up op by op
-    first, end = span
-    run_ops(0, first)
+    if cap.state == REFUSED or (cap.state == UNTRIED and cap.runs < 2):  # the first run warms up op by op
+        run_ops(first, len(prepared.ops))
+        return True
     if cap.state == UNTRIED:
         if not _capture(run.xp, prepared, scope, cap, first, end, run_ops):
             run_ops(first, len(prepared.ops))
             return True
     elif not _replay(run.xp, scope, cap):
-        cap.state = REFUSED  # a value of another shape or kind came: op by op from now on
+        cap.state = REFUSED
         run_ops(first, len(prepared.ops))
         return True
     run_ops(end, len(prepared.ops))
     return True
+
+
+_PLANS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # prepared block -> (first, end, read) or None
+
+
+def _plan(prepared):
+    """(first, end, names read) of the ops a graph may hold, made once per prepared block; None: none."""
+    if prepared not in _PLANS:
+        span = captured_span(prepared)
+        _PLANS[prepared] = None if span is None else (*span, read_and_written(prepared.ops[span[0]:span[1]])[0])
+    return _PLANS[prepared]
+
+
+def _kind(xp, value):
+    """What a graph's input buffer must match: a device array's (shape, dtype), else the value's type."""
+    return (value.shape, value.dtype.str) if _is_device_array(xp, value) else type(value)
 
 
 def _capture(xp, prepared, scope, cap: _Captured, first: int, end: int, run_ops) -> bool:
