@@ -126,7 +126,7 @@ def check_captured(repeat: int, width: int = 512, batch: int = 64) -> tuple[dict
         else:
             losses = [step(f) for f in feeds]
             ms = _median_ms(lambda: step(feeds[0]), repeat)
-        state = captured_run.state_of(exe.prepare(main), scope)
+        state = captured_run.state_of(exe.prepare(main), scope, training=True)
         results[how] = {"losses": losses, "step_ms": ms, "graph": state.state if state else None}
         print(how, json.dumps(results[how]), flush=True)
     want = np.array(results["reference"]["losses"])
