@@ -128,6 +128,7 @@ def measure(s: Step, repeat: int, outdir: Path, parts: bool) -> dict:
     rec_bg = kc.record(s.prog, s.scope, keep_last=2, background=True)
     rec_bare = kc.record(s.prog, s.scope, keep_last=2)
     rec_bare._write = _no_numbers  # the writer the recorder chose once; this bench's stand-in computes nothing
+    rec_bare._write_many = None  # (and the one for several outputs at once: they go through _no_numbers too)
     plain, recorded, background, bare = [], [], [], []
 
     def recorded_window(r):
