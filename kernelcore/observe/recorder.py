@@ -8,6 +8,8 @@ iteration, full values of the last few, and watch conditions judged on the summa
     sess = rec.session          # a debug session paused right after that op, in that iteration
     rec.summaries.save("run.parquet")            # one row per op output per iteration (pandas, Polars, DuckDB)
 
+(A kc.Model's loop: `model.fit(batches, record=True).recorder`, kernelcore/api/model.py.)
+
 The first hit stops the loop: the run it happened in raises RecordingStopped, which leaves the `with` block
 (the loop with it) and is swallowed there. `rec.session` runs that iteration again from the state it started
 from (the scope's values when its first op ran, and what that op read), paused right after the op the hit names,
