@@ -1,15 +1,16 @@
 """A tensor's health in a few numbers: how many elements are negative, zero, positive, NaN, +Inf and -Inf, and the
 min, max, mean and L2 norm of its finite elements. What the flight recorder keeps of every op output.
 
-`summarize` is the reference, over NumPy or CuPy. A value with no NaN/Inf (the usual case) costs it min, max, a
+`summarize` is the reference, over NumPy or a device's array module. A value with no NaN/Inf (the usual case) costs it min, max, a
 sum, a dot product and at most two counts: the counts of zeros and negatives are skipped wherever min and max
 already decide them (a ReLU's output, a positive variance). Only a value holding NaN or Inf takes the slower path
 that classifies every element.
 
-What the recorder calls is `summary_writer()`, chosen once per recording: the C summary of kernelcore/native/
-health.py (one pass, float32 and float64 host arrays) where fast paths are on and the library is loaded, else the
-reference; either writes ten numbers per value into a `NumberRows` buffer, from which the summary table makes its
-rows and `summary_at` a Summary.
+What the recorder calls is `summary_writer()`, chosen once per recording: where fast paths are on, the C summary
+of kernelcore/native/health.py for host arrays (one pass; float32 and float64, integers as float64) and the two
+kernels of health_device.py for device arrays, the reference for the rest; with fast paths off the reference for
+all. Each writes ten numbers per value into a `NumberRows` buffer, from which the summary table makes its rows and
+`summary_at` a Summary.
 """
 from __future__ import annotations
 
@@ -19,10 +20,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ..native import health as native_health
-from . import health_device
 from ..runtime import fast_paths
 from ..runtime.place import place_of
 from ..runtime.values import health
+from . import health_device
 
 
 class Summary(NamedTuple):
