@@ -155,3 +155,15 @@ def test_the_kernels_record_themselves_in_a_capture():
     x[...] = xp.asarray(np.full(3, 2, np.float32))
     graph.launch()
     np.testing.assert_array_equal(y.get(), np.full(3, 4.5))
+
+
+def test_iteration_and_copies_inside_a_capture_are_replayed():
+    import copy
+    a = xp.asarray(np.arange(3, dtype=np.float32))
+    stream = xp.cuda.Stream()
+    stream.begin_capture()
+    first, dup = next(iter(a)), copy.copy(a)
+    graph = stream.end_capture()
+    a[...] = xp.asarray(np.full(3, 9, np.float32))
+    graph.launch()
+    assert float(first) == 9 and (dup.get() == 9).all()

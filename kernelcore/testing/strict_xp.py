@@ -405,7 +405,7 @@ class ndarray:
     def __iter__(self):
         if self._a.ndim == 0:
             raise TypeError("iteration over a 0-d array")
-        return (ndarray(self._a[i]) if self._a.ndim > 1 else _wrap(self._a[i]) for i in range(len(self._a)))
+        return (self[i] for i in range(len(self._a)))  # indexing: recorded inside a graph capture
 
     def __getitem__(self, key):
         key = _unwrap_index(key)
@@ -426,10 +426,10 @@ class ndarray:
     __str__ = __repr__
 
     def __copy__(self):
-        return ndarray(self._a.copy())
+        return _wrap(_call(np.copy, (self._a,), {}))
 
     def __deepcopy__(self, memo):
-        return ndarray(self._a.copy())
+        return self.__copy__()
 
     def __reduce__(self):
         return (_from_host, (self._a,))
