@@ -118,6 +118,20 @@ small, = exe.run(pruned.program, feed=feed, fetch_list=[probs.name], scope=scope
 assert np.allclose(full, small)
 small.round(3)
 '''),
+        md('''
+`kc.compare_runs(a, b)` measures every output of one run against another's; `cmp.overlay(graph)` colours the
+graph by it (the legend is under the graph; a node's tooltip and details give its number). Here the output
+layer's weight is nudged by 1%: the ops before it differ by 0 (the bottom of the scale), those after it light up.
+'''),
+        code('''
+with kc.trace(retain="references") as a:
+    exe.run(prog, feed=feed, fetch_list=[probs], scope=scope)
+scope.set("fc_1.w_0", scope.find_var("fc_1.w_0").value * 1.01)
+with kc.trace(retain="references") as b:
+    exe.run(prog, feed=feed, fetch_list=[probs], scope=scope)
+cmp = kc.compare_runs(a, b)
+cmp.overlay(ProgramGraph(prog), "max_abs")
+'''),
     ],
     "03_trace_a_run.ipynb": [
         md('''
