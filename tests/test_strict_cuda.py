@@ -167,3 +167,14 @@ def test_iteration_and_copies_inside_a_capture_are_replayed():
     a[...] = xp.asarray(np.full(3, 9, np.float32))
     graph.launch()
     assert float(first) == 9 and (dup.get() == 9).all()
+
+
+def test_a_graph_names_its_operations_and_tells_views_from_launches():
+    a = xp.asarray(np.arange(6, dtype=np.float32))
+    stream = xp.cuda.Stream()
+    stream.begin_capture()
+    b = a.reshape(2, 3)
+    c = b * np.float32(2)
+    c += 1
+    graph = stream.end_capture()
+    assert graph.operations == ("view", "mul", "iadd")

@@ -197,7 +197,7 @@ class ElementwiseKernel(_KernelBase):
                 raise ValueError(f"twin of {self.name!r} gave {len(values)} values for {self.nout} outputs")
             for o, v in zip(raw_outs, values):
                 o[...] = v
-        launch(run, raw_outs)
+        launch(run, raw_outs, self.name)
         return tuple(outs) if self.nout > 1 or self.return_tuple else outs[0]
 
     def _shape(self, args, size, ndarray) -> tuple:
@@ -247,7 +247,7 @@ class ReductionKernel(_KernelBase):
 
         def run():
             raw[...] = self.twin(*ins, axis=axis, keepdims=keepdims)
-        launch(run, [raw])
+        launch(run, [raw], self.name)
         return out
 
 
@@ -283,7 +283,7 @@ class RawKernel(_KernelBase):
                 if not np.array_equal(b, c, equal_nan=c.dtype.kind == "f"):
                     raise RuntimeError(f"twin of {self.name!r} wrote an array its kernel reads through a const "
                                        f"pointer")
-        launch(run, written)
+        launch(run, written, self.name)
 
     def _check_arg(self, pname, dtype, pointer, a, ndarray):
         if pointer:
@@ -314,10 +314,11 @@ def _dims(what: str, v, limits) -> tuple:
 # streams and graphs
 # ---------------------------------------------------------------------------------------------------------------
 class _Capture:
-    __slots__ = ("steps", "saved", "made")
+    __slots__ = ("steps", "names", "saved", "made")
 
     def __init__(self):
         self.steps = []   # callables that redo each operation on its buffers, in order
+        self.names = []   # what each step is (a function's or a kernel's name), for counting
         self.saved = []   # (array written in place, its values before the first such write)
         self.made = []    # arrays the capture allocated
 
@@ -336,11 +337,12 @@ def refuse(what: str) -> None:
                                f"capturing ({what})")
 
 
-def launch(run, written) -> None:
+def launch(run, written, name: str = "kernel") -> None:
     """Run one kernel now; inside a capture also record it (and keep what it overwrites for end_capture)."""
     if _capturing:
         keep_before_write(written)
         _capturing[0].steps.append(run)
+        _capturing[0].names.append(name)
     run()
 
 
@@ -351,19 +353,28 @@ def keep_before_write(arrays) -> None:
             cap.saved.append((a, a.copy()))
 
 
-def record(redo, made=()) -> None:
+def record(redo, made=(), name: str = "") -> None:
     """Inside a capture, record an operation already run: `redo()` runs it again on the same buffers; `made`
     are arrays it allocated (filled with garbage when the capture ends, as a capture computes nothing)."""
     if _capturing:
         _capturing[0].steps.append(redo)
+        _capturing[0].names.append(name)
         _capturing[0].made.extend(m for m in made if isinstance(m, np.ndarray))
+
+
+def _garbage(dtype):
+    """What fills an array a capture made: NaN, or an integer's largest value, or True."""
+    if dtype.kind in "fc":
+        return np.nan
+    return np.iinfo(dtype).max if dtype.kind in "iu" else True
 
 
 class Graph:
     """cupy.cuda.graph.Graph: `launch()` runs the recorded operations again on their buffers."""
 
-    def __init__(self, steps):
+    def __init__(self, steps, names=()):
         self._steps = tuple(steps)
+        self.operations = tuple(names)  # stand-in only: what each recorded step is
 
     def launch(self, stream=None):
         if _capturing:
@@ -416,10 +427,10 @@ class Stream:
         cap, self._capture = self._capture, None
         _capturing.clear()
         for a in cap.made:  # what a capture made holds nothing until the graph runs
-            a[...] = np.nan if a.dtype.kind in "fc" else (-1 if a.dtype.kind in "iu" else 0)
+            a[...] = _garbage(a.dtype)
         for a, before in reversed(cap.saved):  # and what it overwrote is still as it was
             a[...] = before
-        return Graph(cap.steps)
+        return Graph(cap.steps, cap.names)
 
     def abandon_capture(self) -> None:
         """Close a capture that failed part way (CuPy: end_capture in a finally), its graph dropped."""

@@ -198,8 +198,17 @@ def _call(fn, args, kwargs):
         strict_cuda.keep_before_write(out if type(out) is tuple else (out,))
     raw = _as_buffers(fn(*args, **kwargs))
     given = args + tuple(kwargs.values()) + (getattr(fn, "__self__", None),)  # a method's own array too
-    strict_cuda.record(lambda: _copy_into(raw, fn(*args, **kwargs)), _fresh(raw, given))
+    made = _fresh(raw, given)
+    writes = made or out is not None or fn in _WRITING or getattr(fn, "__name__", "") == "at"
+    strict_cuda.record(lambda: _copy_into(raw, fn(*args, **kwargs)), made,
+                       getattr(fn, "__name__", "") if writes else "view")
     return raw
+
+
+# operations that write an existing array (the others write only what they allocate, or are views)
+_WRITING = frozenset({operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+                      operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior,
+                      operator.ixor, operator.ilshift, operator.irshift})
 
 
 def _as_buffers(x):
@@ -247,7 +256,7 @@ def _host_to_device(name: str, fn):
         elif isinstance(out, np.ndarray) and isinstance(a, np.ndarray) and np.may_share_memory(out, a):
             out = out.copy()  # from the host: device memory of its own, as CuPy's copy to the device gives
         if strict_cuda.capturing():  # a device-to-device copy or conversion, done again by the graph's replay
-            strict_cuda.record(lambda: _copy_into(out, a), _fresh(out, (a,)))
+            strict_cuda.record(lambda: _copy_into(out, a), _fresh(out, (a,)), name)
         return _wrap(out)
     return to_device
 
