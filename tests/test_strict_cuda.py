@@ -178,3 +178,13 @@ def test_a_graph_names_its_operations_and_tells_views_from_launches():
     c += 1
     graph = stream.end_capture()
     assert graph.operations == ("view", "mul", "iadd")
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.bool_, np.float32])
+def test_arrays_a_capture_made_hold_garbage_of_their_own_type(dtype):
+    stream = xp.cuda.Stream()
+    stream.begin_capture()
+    made = xp.ones(3, dtype=dtype) + xp.ones(3, dtype=dtype)
+    graph = stream.end_capture()
+    graph.launch()
+    np.testing.assert_array_equal(made.get(), np.ones(3, dtype) + np.ones(3, dtype))
