@@ -256,7 +256,7 @@ export class GraphPane {
       this.centerOn(id);
       return;
     }
-    const r = this.canvas.getBoundingClientRect();
+    const r = this._drawingArea(); // the inside: a border is no part of the scale
     if (!r.width || !r.height || !bb.width) {
       this.centerOn(id);
       return;
