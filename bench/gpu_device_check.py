@@ -73,8 +73,8 @@ def check_cases(repeat: int) -> tuple[list, list]:
                 scope = kc.Scope()
                 dev_feed = {k: place.xp.asarray(v) for k, v in feed.items()}
 
-                def once():
-                    exe.run(prog, feed=dev_feed, fetch_list=[], scope=scope, training=training)
+                def once():  # return_numpy=False: op by op, no graph (the training step times those)
+                    exe.run(prog, feed=dev_feed, fetch_list=[], scope=scope, training=training, return_numpy=False)
                 row["fused_ms"] = _median_ms(once, repeat)
                 with fast_paths.switched_off():
                     row["reference_ms"] = _median_ms(once, repeat)
