@@ -76,3 +76,16 @@ describe('tensor viewer edits', () => {
     expect(wholeLiteral(s, [1, 2, 3], 'float32')).toBeNull();
   });
 });
+
+describe('tensor viewer after a new value', () => {
+  it('forgets the hovered cell of the old value', () => {
+    const el = container();
+    const m = new FakeModel(state());
+    TensorViewerWidget.render({ model: m as any, el });
+    const c = canvasAt(el);
+    c.dispatchEvent(new MouseEvent('mousemove', { clientX: 250, clientY: 20 }));
+    expect(el.querySelector('.jp-Kernelcore-tvCell')!.textContent).toBe('[0, 2] = 2');
+    m.pythonSets('slice', { ...state().slice, data: [[9, 9, 9], [9, 9, 9]], min: 9, max: 9 });
+    expect(el.querySelector('.jp-Kernelcore-tvCell')!.textContent).toBe('');
+  });
+});

@@ -80,6 +80,7 @@ def _theme(page, theme: str, light: bool):
     """Switch JupyterLab's theme (a user setting: it outlives the page, so the test puts Light back)."""
     page.evaluate(f"window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{theme}'}})")
     page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{str(light).lower()}'")
+    page.locator("#jupyterlab-splash").wait_for(state="detached")  # the splash Lab shows while it restyles
 
 
 def _printed(cell: dict, word: str) -> list[str]:
@@ -127,12 +128,13 @@ def test_the_health_view_marks_the_first_bad_iteration_and_a_click_debugs_that_o
     chosen = view.locator(".jp-Kernelcore-hvChosen")
     assert chosen.get_attribute("data-op") == f"o0:{op}"
     dbg.locator("svg.jp-Kernelcore-svg g.node").first.wait_for()
-    dbg.scroll_into_view_if_needed()
-    shot(dbg, "health_view_debugger_light")
+    top_of = "el => el.scrollIntoView({block: 'start'})"  # the Debugger is taller than the page: its top half
+    dbg.evaluate(top_of)
+    shot(page, "health_view_debugger_light")
     try:
         _theme(page, "JupyterLab Dark", False)
-        dbg.scroll_into_view_if_needed()
-        shot(dbg, "health_view_debugger_dark")
+        dbg.evaluate(top_of)
+        shot(page, "health_view_debugger_dark")
         view.scroll_into_view_if_needed()
         shot(view.locator(".jp-Kernelcore-hvTable"), "health_view_table_dark")
     finally:

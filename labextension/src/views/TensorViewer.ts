@@ -132,6 +132,7 @@ export class TensorViewerView {
     this.model.on('msg:custom', this._onCustom);
     this._listeners.onChange(['name', 'shape', 'dtype', 'place', 'axes', 'index', 'diff', 'has_previous', 'position', 'editable'], () => this.refresh());
     this._listeners.onChange(['slice', 'health', 'status'], () => this.refresh());
+    this._listeners.onChange(['slice'], () => (this._cell.textContent = '')); // the hovered cell's value was the old one
     this._listeners.onChange(['name_taken'], () => this._showTaken());
     this.refresh();
     this._showTaken();
