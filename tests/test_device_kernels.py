@@ -48,6 +48,26 @@ def test_the_gate_sends_what_the_kernels_cannot_take_to_the_reference(case, trai
     _assert_same(got, _reference(case, training), case)
 
 
+def test_an_lstm_s_gradient_runs_its_fused_steps_and_matches_the_cpu(launched):
+    """rnn_grad through the fused LSTM step's gradient: the Reserve it reads comes from a forward run, so the whole
+    program (rnn, mean, the gradients) runs on both places."""
+    from device_cases import LSTM2, _lstm_attrs, build
+    from opcases import Case
+    prog, feed, outs = build(Case("rnn", LSTM2, None, _lstm_attrs(LSTM2, 2, True)))
+    block = prog.global_block()
+    loss = block.create_var("loss", (), np.float32)
+    block.append_op("mean", inputs={"X": [outs["Out"][0]]}, outputs={"Out": [loss]})
+    wrt = [n for n in feed if n.startswith(("Input", "WeightList", "PreState"))]
+    grads = [g for g in kc.gradients([loss], [block.var(n) for n in wrt]) if g is not None]
+    got = kc.Executor(StrictPlace()).run(prog, feed=feed, fetch_list=grads, training=True)
+    assert {"kc_lstm_cell", "kc_lstm_cell_grad"} <= set(launched)
+    with fast_paths.switched_off():
+        want = kc.Executor(kc.CPUPlace()).run(prog, feed=feed, fetch_list=grads, training=True)
+    assert len(got) == len(want) == len(wrt)
+    for g, w, n in zip(got, want, wrt):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6, err_msg=n)
+
+
 def test_switched_off_runs_no_fused_kernel(launched):
     case, training, _ = FUSED[0]
     with fast_paths.switched_off():
@@ -58,8 +78,8 @@ def test_switched_off_runs_no_fused_kernel(launched):
 
 def test_every_fused_op_is_covered_by_a_case():
     ops = {k[0] for k in fast_paths.registered() if k[1] == "gpu"}
-    assert ops == {c.op for c, _, _ in FUSED}
-    run_by_cases = set().union(*(k for _, _, k in FUSED))
+    assert ops == {c.op for c, _, _ in FUSED} | {"rnn_grad"}
+    run_by_cases = set().union(*(k for _, _, k in FUSED)) | {"kc_lstm_cell_grad"}  # its own test above
     assert run_by_cases == {d.name for d in DECLARED}, "a declared kernel no case runs"
 
 

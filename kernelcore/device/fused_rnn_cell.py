@@ -1,12 +1,14 @@
 """The rnn op's LSTM step on a GPU as two launches: the recurrent product (cuBLAS, with the step's input
 projection added) and one kernel for the rest (the four gates' activations, c and h), where the reference
 (kernelcore/ops/rnn.py RnnSteps.lstm_step) runs about ten array expressions, each a launch. It replaces that one
-method of RnnSteps, as kernelcore/native/rnn.py's C subclass does on the host; the passes, the other modes (GRU,
-the simple RNNs) and the gradient stay the reference's."""
+method of RnnSteps, as kernelcore/native/rnn.py's C subclass does on the host; its gradient's step likewise
+(lstm_step_grad: one kernel for d x_proj and dc_prev, then the product with W_hh). The passes and the other modes
+(GRU, the simple RNNs) stay the reference's."""
 from __future__ import annotations
 
 import numpy as np
 
+from ..grad import rnn as GR
 from ..ops import rnn as R
 from ..runtime.fast_paths import fast_kernel
 from .declare import FLAT_THREADS, RAW, check_flat_launch, declare, flat_blocks, i32, on_device
@@ -51,6 +53,43 @@ extern "C" __global__ void kc_lstm_cell(float* g, const float* c_prev, float* h,
 """, twin=_lstm_cell_twin)
 
 
+def _lstm_cell_grad_twin(grid, block, gates, c, c_prev, dh, dc, d_pre, dc_prev, batch, hidden):
+    """kernelcore/grad/rnn.py _lstm_cell_backward's operations, in its order."""
+    batch, hidden = int(batch), int(hidden)
+    check_flat_launch(grid, block, batch * hidden)
+    g4 = gates.reshape(batch, 4, hidden)
+    i, f, cand, o = g4[:, 0], g4[:, 1], g4[:, 2], g4[:, 3]
+    one = np.float32(1)
+    tc = np.tanh(c)
+    dcell = ((one - tc * tc) * o) * dh + dc
+    d4 = d_pre.reshape(batch, 4, hidden)
+    d4[:, 0] = ((one - i) * i) * (dcell * cand)
+    d4[:, 1] = ((one - f) * f) * (dcell * c_prev)
+    d4[:, 2] = ((one - cand) * (cand + one)) * (dcell * i)
+    d4[:, 3] = ((one - o) * o) * (dh * tc)
+    dc_prev.reshape(batch, hidden)[...] = dcell * f
+
+
+LSTM_CELL_GRAD = declare("kc_lstm_cell_grad", RAW, r"""
+extern "C" __global__ void kc_lstm_cell_grad(const float* gates, const float* c, const float* c_prev, const float* dh,
+                                             const float* dc, float* d_pre, float* dc_prev, int batch, int hidden) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= batch * hidden) return;
+    int b = idx / hidden, j = idx % hidden;
+    const float* gb = gates + (long long)b * 4 * hidden;
+    float* db = d_pre + (long long)b * 4 * hidden;
+    float i = gb[j], f = gb[hidden + j], cand = gb[2 * hidden + j], o = gb[3 * hidden + j];
+    float tc = tanhf(c[idx]);
+    float dcell = ((1.0f - tc * tc) * o) * dh[idx] + dc[idx];
+    db[j] = ((1.0f - i) * i) * (dcell * cand);
+    db[hidden + j] = ((1.0f - f) * f) * (dcell * c_prev[idx]);
+    db[2 * hidden + j] = ((1.0f - cand) * (cand + 1.0f)) * (dcell * i);
+    db[3 * hidden + j] = ((1.0f - o) * o) * (dh[idx] * tc);
+    dc_prev[idx] = dcell * f;
+}
+""", twin=_lstm_cell_grad_twin)
+
+
 class DeviceSteps(R.RnnSteps):
     """RnnSteps with the LSTM step's cell in one kernel."""
 
@@ -68,6 +107,16 @@ class DeviceSteps(R.RnnSteps):
             h = h_out
         return g, h, c
 
+    def lstm_step_grad(self, xp, gates, c, c_prev, dh, dc, w_back, d_pre):
+        """d_pre written and (dh_prev, dc_prev), or None where the kernel does not take these arrays."""
+        if not on_device(xp, gates, c, c_prev, dh, dc, d_pre):
+            return None
+        batch, hidden = c.shape
+        dc_prev = xp.empty((batch, hidden), dtype=c.dtype)
+        LSTM_CELL_GRAD.on(xp)(flat_blocks(batch * hidden), (FLAT_THREADS,),
+                              (gates, c, c_prev, dh, dc, d_pre, dc_prev, i32(batch), i32(hidden)))
+        return self.recurrent_product(xp, d_pre, w_back), dc_prev
+
 
 DEVICE_STEPS = DeviceSteps()
 
@@ -80,3 +129,13 @@ def _lstm_on_device(xp, ins, attrs) -> bool:
 @fast_kernel("rnn", _lstm_on_device, place="gpu")
 def rnn(ctx, ins, attrs):
     return (yield from R.run_rnn(DEVICE_STEPS, ctx, ins, attrs))
+
+
+def _lstm_grad_on_device(xp, ins, attrs) -> bool:
+    x, pre, weights = ins[0], ins[1], ins[2]
+    return attrs["mode"] == "LSTM" and on_device(xp, x, *(pre or []), *(weights or []))
+
+
+@fast_kernel("rnn_grad", _lstm_grad_on_device, place="gpu")
+def rnn_grad(ctx, ins, attrs):
+    return GR.run_rnn_grad(DEVICE_STEPS, ctx, ins, attrs)
