@@ -98,7 +98,7 @@ def test_a_row_kernel_launched_with_too_few_blocks_is_refused():
 
 # -- the CUDA sources, read ------------------------------------------------------------------------------------
 CUDA_WORDS = {"if", "for", "while", "return", "sizeof", "sqrt", "sqrtf", "exp", "expf", "log", "logf", "fmaxf", "tanhf",
-              "__syncthreads", "__shfl_down_sync", "__int_as_float", "min", "max", "atomicAdd"}
+              "__syncthreads", "__shfl_down_sync", "__int_as_float", "min", "max", "atomicAdd", "tanh", "normcdf"}
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _DEFINED = re.compile(r"__device__[^(]*?\b(\w+)\s*\(")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops.pointwise import normal_cdf
 from ..runtime.fast_paths import fast_kernel
 from .declare import ELEMENTWISE, declare, f32, on_device
 
@@ -64,6 +65,54 @@ WITH_ATTRIBUTES = {
         out_params="T dx", twin=lambda out, g, thr: g * ((out > 0) & (out < thr)).astype(np.float32)),
         ("threshold",)),
 }
+
+
+# gelu: exact (x Phi(x), CUDA's normcdff; the twin the reference's normal_cdf, NumPy having no erf) or Paddle's
+# tanh form, chosen by the `approximate` attribute as an int argument
+K_TANH, C_CUBE, INV_SQRT_2PI = np.float32(np.sqrt(2 / np.pi)), np.float32(0.044715), np.float32(1 / np.sqrt(2 * np.pi))
+HALF = np.float32(0.5)
+
+
+def _gelu_twin(x, approximate):
+    if approximate:
+        return HALF * x * (ONE + np.tanh(K_TANH * (x + C_CUBE * x * x * x)))
+    return normal_cdf(np, x) * x
+
+
+def _gelu_grad_twin(x, g, approximate):
+    if approximate:
+        th = np.tanh(K_TANH * (x + C_CUBE * x * x * x))
+        return g * (HALF * (ONE + th) + HALF * x * (ONE - th * th) * K_TANH * (ONE + np.float32(3) * C_CUBE * x * x))
+    return (x * (np.exp(x * x * np.float32(-0.5)) * INV_SQRT_2PI) + normal_cdf(np, x)) * g
+
+
+GELU = declare(
+    "kc_gelu", ELEMENTWISE,
+    "y = approximate ? (T)0.5 * x * ((T)1 + tanh(k * (x + c * x * x * x))) : normcdf(x) * x;",
+    in_params="T x, int32 approximate, T k, T c", out_params="T y",
+    twin=lambda x, approximate, k, c: _gelu_twin(x, approximate))
+GELU_GRAD = declare(
+    "kc_gelu_grad", ELEMENTWISE,
+    "T th = tanh(k * (x + c * x * x * x)); "
+    "dx = approximate ? g * ((T)0.5 * ((T)1 + th) + (T)0.5 * x * ((T)1 - th * th) * k * ((T)1 + (T)3 * c * x * x)) "
+    ": (x * (exp(x * x * (T)-0.5) * r) + normcdf(x)) * g;",
+    in_params="T x, T g, int32 approximate, T k, T c, T r", out_params="T dx",
+    twin=lambda x, g, approximate, k, c, r: _gelu_grad_twin(x, g, approximate))
+
+
+def _gelu_gate(xp, ins, attrs):
+    return on_device(xp, *ins) and len({a.shape for a in ins}) == 1
+
+
+@fast_kernel("gelu", _gelu_gate, place="gpu")
+def gelu(ctx, ins, attrs):
+    return (GELU.on(ctx.xp)(ins[0], np.int32(attrs["approximate"]), K_TANH, C_CUBE),)
+
+
+@fast_kernel("gelu_grad", _gelu_gate, place="gpu")
+def gelu_grad(ctx, ins, attrs):
+    x, g = ins
+    return (GELU_GRAD.on(ctx.xp)(x, g, np.int32(attrs["approximate"]), K_TANH, C_CUBE, INV_SQRT_2PI),)
 
 
 def _register(op_type: str, kernel, attr_names=()) -> None:
