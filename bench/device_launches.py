@@ -1,7 +1,8 @@
 """Device operations per op, the reference kernels against the fused ones, counted on the strict stand-in: each case
 of tests/device_cases.py runs once inside a graph capture (kernelcore/testing/strict_cuda.py records every device
-operation: an array expression, a copy, a user kernel; allocations and views are not counted), fast paths off and then on. On a GPU each of these is a
-kernel launch (allocations aside) that Python waits to issue; the count says nothing of the time a launch takes.
+operation: an array expression, a copy, a user kernel; allocations and views are not counted), fast paths off and
+then on. On a GPU each of these is a kernel launch that Python waits to issue; the count says nothing of the time
+a launch takes.
 
     .venv/bin/python bench/device_launches.py
 """

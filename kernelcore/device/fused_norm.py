@@ -179,7 +179,7 @@ def _batch_norm_grad_gate(xp, ins, attrs):
 def batch_norm_grad(ctx, ins, attrs):
     """X less its mean, the two channel sums, X@GRAD in one kernel (the closed form of kernelcore/grad/norm.py),
     and Scale@GRAD."""
-    x, scale, g = ins[0], ins[1], ins[8]
+    x, g = ins[0], ins[8]
     xp = ctx.xp
     axis, c, inner, others = _layout(x, attrs)
     global_stats = uses_global_stats(ctx, attrs)

@@ -1,8 +1,9 @@
 """The optimizer updates in one elementwise kernel each on a GPU (sgd, momentum, adam, adamw), where the reference
-(kernelcore/ops/optimizer.py) runs each array expression as its own launch: momentum five, adam about fifteen.
-The learning rate and the beta powers stay on the device (raw one-element arguments, read by every thread): no
-host round trip. `1 - beta` is made in double precision and passed, as the reference makes it. The float32 operations are the reference's, in its order. What the kernels do not cover goes to
-the reference: float16 parameters and master weights, adam's amsgrad, SkipUpdate and its tensor overrides."""
+(kernelcore/ops/optimizer.py) runs each array expression as its own launch (momentum 5, adam 23: counted by
+bench/device_launches.py). The learning rate and the beta powers stay on the device (raw one-element arguments,
+read by every thread): no host round trip. `1 - beta` is made in double precision and passed, as the reference
+makes it; the float32 operations are the reference's, in its order. What the kernels do not cover goes to the
+reference: float16 parameters and master weights, adam's amsgrad, SkipUpdate and its tensor overrides."""
 from __future__ import annotations
 
 import numpy as np
