@@ -1,9 +1,9 @@
 """Batch and layer normalisation on a GPU in a few fused kernels, as fast variants of kernelcore/ops/norm.py's
-batch_norm and layer_norm and kernelcore/grad/norm.py's batch_norm_grad. The reference runs each array expression
-as its own CuPy launch (a dozen for a training batch_norm); these run each full-size pass once: a per-element
-kernel reads its channel's statistics by index (c = (i / inner) % channels, `inner` the elements after the channel
-axis, so channels first and channels last share it), the channel sums are reductions over every other axis, and
-layer_norm is one kernel with a thread block per row."""
+batch_norm and layer_norm and kernelcore/grad/norm.py's batch_norm_grad and layer_norm_grad. The reference runs
+each array expression as its own CuPy launch (25 for a training batch_norm, counted by bench/device_launches.py);
+these run each full-size pass once: a per-element kernel reads its channel's statistics by index (c = (i / inner)
+% channels, `inner` the elements after the channel axis, so channels first and channels last share it), the
+channel sums are reductions over every other axis, and layer_norm is one kernel with a thread block per row."""
 from __future__ import annotations
 
 import math
