@@ -40,6 +40,10 @@ from .trace import Trace
 from .watch import Watch, make_watch
 
 
+# (prepared op, timestep) pairs whose output sites the recorder keeps at most: a loop's timesteps times its ops
+_MAX_CACHED_SITES = 1 << 16
+
+
 class RecordingStopped(KernelcoreError):
     """A watch hit stopped the recorded loop (raised out of the run it happened in; the recorder's `with` block
     swallows it)."""
@@ -244,6 +248,8 @@ class Recorder:
         if known is not None and known[0] is op:  # the op is held: its id stays its own
             return known[1]
         sites = tuple(self.summaries.site(op.block, op.idx, op.type, name, timestep) for _, name in op.out_pairs)
+        if len(self._site_cache) >= _MAX_CACHED_SITES:  # ops of programs prepared again (or gone) are held here
+            self._site_cache.clear()
         self._site_cache[key] = (op, sites)
         return sites
 
