@@ -44,11 +44,11 @@ def overlay_state(program, values: Mapping, *, on: str = "ops", scale="gradient"
         raise KernelcoreError(f"overlay takes a mapping {{node: number}}, got {type(values).__name__}")
     scale_json = _scale(scale)
     colors_json = _colors(colors, scale_json)
-    resolve = _op_key if on == "ops" else _var_key
+    resolve = _op_keys(program) if on == "ops" else _var_keys(program)
     out: dict = {}
     unknown: list = []
     for key, value in values.items():
-        node = resolve(program, key)
+        node = resolve(key)
         if node is None:
             unknown.append(key)
             continue
@@ -151,9 +151,12 @@ def _colors(colors, scale_json) -> list:
 
 
 def _number(key, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if type(value) is float:  # the common case, without the ABC check
+        x = value
+    elif isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise KernelcoreError(f"overlay value of {key!r} is not a number: {type(value).__name__} {value!r:.60}")
-    x = float(value)
+    else:
+        x = float(value)
     if math.isnan(x):
         return "NaN"
     if math.isinf(x):
@@ -161,33 +164,41 @@ def _number(key, value):
     return x
 
 
-def _op_key(program, key) -> str | None:
-    """An op id of `program` for `key`: an op id "o<block>:<index>" or an int (an op index of block 0)."""
-    if isinstance(key, numbers.Integral) and not isinstance(key, bool):
-        b, i = 0, int(key)
-    else:
-        parsed = parse_node_id(key)
-        if parsed is None or parsed[0] != "op":
+def _op_keys(program):
+    """key -> the op id of `program` it names (an op id "o<block>:<index>" or an int: an op index of block
+    0), or None."""
+    counts = [len(b.ops) for b in program.desc.blocks]
+
+    def resolve(key) -> str | None:
+        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+            b, i = 0, int(key)
+        else:
+            parsed = parse_node_id(key)
+            if parsed is None or parsed[0] != "op":
+                return None
+            b, i = parsed[1], parsed[2]
+        return op_id(b, i) if 0 <= b < len(counts) and 0 <= i < counts[b] else None
+    return resolve
+
+
+def _var_keys(program):
+    """key -> the var id of `program` it names (a var id "v<block>:<name>", or a name: the block declaring
+    it that comes first), or None."""
+    declared = [{v.name for v in b.vars} for b in program.desc.blocks]
+    first: dict = {}
+    for b, names in enumerate(declared):
+        for name in names:
+            first.setdefault(name, b)
+
+    def resolve(key) -> str | None:
+        if not isinstance(key, str):
             return None
-        b, i = parsed[1], parsed[2]
-    if 0 <= b < program.num_blocks and 0 <= i < len(program.desc.blocks[b].ops):
-        return op_id(b, i)
-    return None
-
-
-def _var_key(program, key) -> str | None:
-    """A var id of `program` for `key`: a var id "v<block>:<name>", or a name (the block declaring it that
-    comes first)."""
-    if not isinstance(key, str):
-        return None
-    parsed = parse_node_id(key)
-    if parsed is not None and parsed[0] == "var":
-        b, name = parsed[1], parsed[2]
-        return key if 0 <= b < program.num_blocks and program.block(b).has_var(name) else None
-    for block in program.blocks:
-        if block.has_var(key):
-            return var_id(block.idx, key)
-    return None
+        parsed = parse_node_id(key)
+        if parsed is not None and parsed[0] == "var":
+            b, name = parsed[1], parsed[2]
+            return key if 0 <= b < len(declared) and name in declared[b] else None
+        return var_id(first[key], key) if key in first else None
+    return resolve
 
 
 def _unknown(program, on: str, keys: list) -> KernelcoreError:
@@ -197,13 +208,13 @@ def _unknown(program, on: str, keys: list) -> KernelcoreError:
     if on == "ops":
         what = "op"
         known = [op_id(b.idx, i) for b in program.blocks for i in range(len(b.ops))]
-        if isinstance(first, str) and _var_key(program, first) is not None:
+        if isinstance(first, str) and _var_keys(program)(first) is not None:
             return KernelcoreError(f"{first!r} is a variable, not an op id (o<block>:<index>): "
                                    f"use overlay(..., on='vars'){more}")
     else:
         what = "variable"
         known = sorted({v.name for b in program.blocks for v in b.vars})
-        if _op_key(program, first) is not None:
+        if _op_keys(program)(first) is not None:
             return KernelcoreError(f"{first!r} is an op, not a variable: use overlay(..., on='ops'){more}")
     close = difflib.get_close_matches(str(first), known, n=_CLOSE_SHOWN)
     err = UnknownNameError(what, str(first), close)
