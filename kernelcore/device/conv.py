@@ -1,0 +1,110 @@
+"""A one-group 2-D convolution's Input@GRAD on a GPU without the reference's col2im (kernelcore/grad/conv.py: one
+strided add over the padded input per filter tap, then a crop): the columns' gradient in one batched GEMM (W^T @
+Output@GRAD per image), then one kernel, a thread per input element gathering the columns its taps reached.
+Filter@GRAD stays the reference's GEMM over im2col columns. conv2d_grad of depthwise shape goes to
+kernelcore/device/depthwise.py; other group counts, channels last and other dtypes to the reference."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..grad.conv import conv_filter_grad
+from ..ops.conv import conv_geometry, output_sizes
+from ..runtime.fast_paths import fast_kernel
+from .declare import (FLAT_THREADS, MAX_INT32_ELEMENTS, RAW, check_flat_launch, declare, flat_blocks, i32,
+                      on_device)
+from .depthwise import depthwise_grad, depthwise_grad_gate
+from .fused_norm import wanted
+
+
+def _col2im_twin(grid, block, cols, dx, n, c, h, wd, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw):
+    n, c, h, wd, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw = map(int, (n, c, h, wd, oh, ow, kh, kw, sh, sw, pt, pl,
+                                                                    dh, dw))
+    check_flat_launch(grid, block, n * c * h * wd)
+    c6 = cols.reshape(n, c, kh, kw, oh, ow)
+    bottom = max(0, (oh - 1) * sh - pt + (kh - 1) * dh + 1 - h)
+    right = max(0, (ow - 1) * sw - pl + (kw - 1) * dw + 1 - wd)
+    dpad = np.zeros((n, c, pt + h + bottom, pl + wd + right), np.float32)
+    for ky in range(kh):
+        for kx in range(kw):
+            dpad[:, :, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw] += \
+                c6[:, :, ky, kx]
+    dx.reshape(n, c, h, wd)[...] = dpad[:, :, pt:pt + h, pl:pl + wd]
+
+
+COL2IM = declare("kc_col2im", RAW, r"""
+extern "C" __global__ void kc_col2im(const float* cols, float* dx, int n, int c, int h, int wd, int oh, int ow,
+                                     int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw) {
+    int total = n * c * h * wd;
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= total) return;
+    int ix = idx % wd, t = idx / wd;
+    int iy = t % h; t /= h;
+    int ch = t % c, b = t / c;
+    long long p = (long long)oh * ow;
+    const float* cb = cols + ((long long)b * c + ch) * kh * kw * p;
+    float acc = 0.0f;
+    for (int ky = 0; ky < kh; ++ky) {
+        int ty = iy + pt - ky * dh;
+        if (ty < 0 || ty % sh) continue;
+        int oy = ty / sh;
+        if (oy >= oh) continue;
+        for (int kx = 0; kx < kw; ++kx) {
+            int tx = ix + pl - kx * dw;
+            if (tx < 0 || tx % sw) continue;
+            int ox = tx / sw;
+            if (ox >= ow) continue;
+            acc += cb[(ky * kw + kx) * p + oy * ow + ox];
+        }
+    }
+    dx[idx] = acc;
+}
+""", twin=_col2im_twin)
+
+
+def _geometry(x, w, attrs):
+    """(strides, pads, dilations, output size) of a one-group NCHW convolution the kernel takes, or None."""
+    if attrs["data_format"] not in ("NCHW", "AnyLayout") or x.ndim != 4 or w.ndim != 4 or attrs["groups"] != 1:
+        return None
+    if w.shape[1] != x.shape[1]:
+        return None
+    try:
+        strides, pads, dils = conv_geometry(attrs.__getitem__, x.shape[2:], w.shape[2:], 2)
+        outs = output_sizes(x.shape, w.shape, strides, pads, dils)
+    except ValueError:
+        return None
+    if x.shape[0] * w[0].size * math.prod(outs) > MAX_INT32_ELEMENTS or x.size > MAX_INT32_ELEMENTS:
+        return None
+    return strides, pads, dils, outs
+
+
+def _plain_gate(xp, ins, attrs):
+    x, w, g = ins
+    geometry = on_device(xp, x, w, g) and _geometry(x, w, attrs)
+    return bool(geometry) and g.shape == (x.shape[0], w.shape[0], *geometry[3])
+
+
+def _plain_grad(ctx, ins, attrs):
+    x, w, g = ins
+    xp = ctx.xp
+    strides, pads, dils, outs = _geometry(x, w, attrs)
+    dx = dw = None
+    if wanted(ctx, "Input@GRAD"):
+        n, o = g.shape[:2]
+        cols = xp.matmul(w.reshape(o, -1).T, g.reshape(n, o, -1))  # (n, Cin * taps, output positions)
+        dx = xp.empty(x.shape, dtype=x.dtype)
+        (sh, sw), ((pt, _), (pl, _)), (dh, dwid), (oh, ow) = strides, pads, dils, outs
+        COL2IM.on(xp)(flat_blocks(dx.size), (FLAT_THREADS,), (xp.ascontiguousarray(cols), dx) + tuple(
+            i32(v) for v in (*x.shape, oh, ow, w.shape[2], w.shape[3], sh, sw, pt, pl, dh, dwid)))
+    if wanted(ctx, "Filter@GRAD"):
+        dw = conv_filter_grad(xp, x, g, w.shape, strides, pads, dils, 1)
+    return dx, dw
+
+
+@fast_kernel("conv2d_grad", lambda xp, ins, attrs: depthwise_grad_gate(xp, ins, attrs) or _plain_gate(xp, ins, attrs),
+             place="gpu")
+def conv2d_grad(ctx, ins, attrs):
+    if depthwise_grad_gate(ctx.xp, ins, attrs):
+        return depthwise_grad(ctx, ins, attrs)
+    return _plain_grad(ctx, ins, attrs)
