@@ -175,6 +175,10 @@ def test_small_graph_exports_and_answers_keys_only_with_the_focus(page, lab):
     fitted = view.evaluate(STATE_JS)
     assert fitted["minLabelPx"] < before["minLabelPx"], fitted
     _shots(page, view, "graph_keys_focused")
+    # the command palette's export acts on the graph that last had the focus
+    with page.expect_download(timeout=60_000) as info:
+        page.evaluate("() => window.jupyterapp.commands.execute('kernelcore:export-graph-svg')")
+    assert info.value.suggested_filename == "relu6.svg"
     # Ctrl+F is JupyterLab's (its find box), not the graph's search
     page.keyboard.press("Control+f")
     assert not view.evaluate(STATE_JS)["search"]
@@ -215,8 +219,8 @@ def test_opening_a_densenet_block_keeps_it_readable(page, lab, densenet121):
     for _ in range(6):
         page.keyboard.press("-")
     assert view.evaluate(STATE_JS)["scale"] < 1
-    sizes = view.evaluate("""(root) => [...root.querySelectorAll('svg.jp-Kernelcore-svg g.node.jp-Kernelcore-collapsed text')]
-        .map(t => t.textContent)""")
+    sizes = view.evaluate("""(root) => [...root.querySelectorAll('svg.jp-Kernelcore-svg g.node.jp-Kernelcore-collapsed')]
+        .map(g => g.textContent)""")
     ops = [int(m.group(1)) if (m := re.search(r"(\d+) ops", s)) else 0 for s in sizes]
     biggest = ops.index(max(ops))
     old = view.locator("svg.jp-Kernelcore-svg").element_handle()
@@ -227,6 +231,18 @@ def test_opening_a_densenet_block_keeps_it_readable(page, lab, densenet121):
     opened = view.evaluate(STATE_JS)
     print("densenet block opened", sizes[biggest], "scale", opened["scale"], "min label px", opened["minLabelPx"])
     assert opened["scale"] >= 1, opened["scale"]
+    # Enter folds the group just opened, and opens it again (the canvas has the focus)
+    view.locator(".jp-Kernelcore-graphCanvas").click(position={"x": 5, "y": 5})
+    drawn = view.locator("svg.jp-Kernelcore-svg g.node")
+    counts = [drawn.count()]
+    for _ in range(2):
+        old = view.locator("svg.jp-Kernelcore-svg").element_handle()
+        page.keyboard.press("Enter")
+        page.wait_for_function("(old) => { const s = document.querySelector('.jp-Kernelcore-fileView svg.jp-Kernelcore-svg');"
+                               " return s && s !== old; }", arg=old, timeout=120_000)
+        counts.append(drawn.count())
+    assert counts[1] < counts[0] == counts[2], counts  # folded, then open again
+    assert view.evaluate(STATE_JS)["scale"] >= 1
     _shots(page, view, "graph_densenet_block_opened")
     _check_exports(page, view, "densenet121")
 
