@@ -4,13 +4,13 @@ import type { SampleValue, ValuePreview } from './contract.generated';
 export type { SampleValue, ValuePreview };
 
 /** generated from kernelcore_widgets/contract/commands.py */
-export type Command = "state" | "step" | "next" | "finish" | "step_timestep" | "cont" | "back" | "back_timestep" | "reverse_cont" | "present" | "pause" | "run_to" | "run_n" | "goto_pause" | "goto_event" | "break_add" | "break_enable" | "break_remove" | "watch_add" | "provenance" | "tensor" | "tensor_send";
+export type Command = "state" | "step" | "next" | "finish" | "step_timestep" | "cont" | "back" | "back_timestep" | "reverse_cont" | "present" | "pause" | "run_to" | "run_n" | "goto_pause" | "goto_event" | "break_add" | "break_enable" | "break_remove" | "watch_add" | "provenance" | "tensor" | "tensor_send" | "tensor_set";
 
 export interface Request {
   type: "request";
   id: number;
   command: Command;
-  /** by command (commands.py): run_to: block, op, timestep?; run_n: n; goto_pause: pause; goto_event: event; break_add: kind, op_type?, block?, op?, var?; break_enable: id, enabled; break_remove: id; watch_add: var?, cond, op_type?, lo?, hi?; provenance: name, depth?; tensor: name, scope?, axes?, index?, diff?; tensor_send: name, scope?, axes?, index?, diff?, target, what?, overwrite? */
+  /** by command (commands.py): run_to: block, op, timestep?; run_n: n; goto_pause: pause; goto_event: event; break_add: kind, op_type?, block?, op?, var?; break_enable: id, enabled; break_remove: id; watch_add: var?, cond, op_type?, lo?, hi?; provenance: name, depth?; tensor: name, scope?, axes?, index?, diff?; tensor_send: name, scope?, axes?, index?, diff?, target, what?, overwrite?; tensor_set: name, edit, index?, value?, source? */
   args?: {
     block?: number | null;
     op?: number | null;
@@ -35,6 +35,9 @@ export interface Request {
     target?: string;
     what?: SendWhat;
     overwrite?: boolean;
+    edit?: EditKind;
+    value?: string | null;
+    source?: string | null;
     [key: string]: unknown;
   };
 }
@@ -45,7 +48,7 @@ export interface Reply {
   command: string;
   ok: boolean;
   error: string | null;
-  result: null | Breakpoint | Watch | Origin | TensorView | TensorSent | NameTaken;
+  result: null | Breakpoint | Watch | Origin | TensorView | TensorSent | TensorSet | NameTaken;
 }
 
 export interface StateMessage {
@@ -213,6 +216,14 @@ export interface SentNameTaken {
   what: SendWhat;
 }
 
+/** tensor_set's result: variable `set` was edited (`edit`) where the session waits; `event` is the trace event recording it; `forked`: an unedited twin session exists (a pause in block 0) */
+export interface TensorSet {
+  set: string;
+  edit: EditKind;
+  event: number;
+  forked: boolean;
+}
+
 /** [iteration, value] */
 export type HealthPoint = [number, number];
 
@@ -303,11 +314,15 @@ export type WatchCond = "nan" | "overflow" | "zero" | "range" | "unchanged" | "g
 /** generated from kernelcore_widgets/contract/commands.py */
 export type SendWhat = "value" | "slice";
 
-export const COMMANDS = ["state", "step", "next", "finish", "step_timestep", "cont", "back", "back_timestep", "reverse_cont", "present", "pause", "run_to", "run_n", "goto_pause", "goto_event", "break_add", "break_enable", "break_remove", "watch_add", "provenance", "tensor", "tensor_send"] as const;
+/** generated from kernelcore_widgets/contract/commands.py */
+export type EditKind = "zero" | "cell" | "replace";
+
+export const COMMANDS = ["state", "step", "next", "finish", "step_timestep", "cont", "back", "back_timestep", "reverse_cont", "present", "pause", "run_to", "run_n", "goto_pause", "goto_event", "break_add", "break_enable", "break_remove", "watch_add", "provenance", "tensor", "tensor_send", "tensor_set"] as const;
 
 export const BREAK_KINDS: readonly BreakKind[] = ["op_type", "op", "write", "nan"];
 export const WATCH_CONDS: readonly WatchCond[] = ["nan", "overflow", "zero", "range", "unchanged", "grad_norm", "update_ratio"];
 export const SEND_WHATS: readonly SendWhat[] = ["value", "slice"];
+export const EDIT_KINDS: readonly EditKind[] = ["zero", "cell", "replace"];
 
 /** Each command's arguments (the kernel checks them against the same table). */
 export interface CommandArgs {
@@ -333,6 +348,7 @@ export interface CommandArgs {
   provenance: { name: string; depth?: number };
   tensor: { name: string; scope?: number | null; axes?: number[] | null; index?: number[] | null; diff?: boolean };
   tensor_send: { name: string; scope?: number | null; axes?: number[] | null; index?: number[] | null; diff?: boolean; target: string; what?: SendWhat; overwrite?: boolean };
+  tensor_set: { name: string; edit: EditKind; index?: number[] | null; value?: string | null; source?: string | null };
 }
 
 export type Move = "step" | "next" | "finish" | "step_timestep" | "cont" | "back" | "back_timestep" | "reverse_cont";

@@ -4,15 +4,15 @@
  * cursor; `tensor_send`: "send to notebook"). It follows the cursor: after every move of the session it asks
  * again, and says so when the variable does not exist at the new position; until the answer comes the old value
  * is taken down, so it never stands under the new position. "Copy value" copies the shown slice as a NumPy
- * literal when it is the whole tensor (no stride, at most two axes). Edits (Zero, Replace, a cell) are the
- * notebook TensorViewer's (TensorViewer.of(session, name)): the panel shows none. index.ts puts it in a
- * MainAreaWidget.
+ * literal when it is the whole tensor (no stride, at most two axes). In the present of a running session
+ * the view's edits (Zero, Replace with a notebook variable, a double-clicked cell) go as `tensor_set`
+ * (sess.set_value: the run forks), and the value is asked for again. index.ts puts it in a MainAreaWidget.
  */
 import { Widget } from '@lumino/widgets';
 import { h } from './dom';
 import { LocalModel } from './model';
 import type { TensorViewerTraits } from './widgets.generated';
-import { NameTaken, TensorSent, TensorView } from './protocol';
+import { NameTaken, TensorSent, TensorSet, TensorView } from './protocol';
 import { IKernelcoreDebuggerModel } from './tokens';
 import { TensorViewerView } from './views/TensorViewer';
 import { toClipboard } from './views/tensoredit';
@@ -59,6 +59,7 @@ export class TensorPanel extends Widget {
     }
     this._busy = true;
     this._asked = `${s.id}:${s.pause}`;
+    this.local.set('editable', s.at_present && !s.finished);
     const args = {
       name: this.varName,
       scope: this.scope,
@@ -114,7 +115,28 @@ export class TensorPanel extends Widget {
       void this.send(String(content.name ?? ''), content.what === 'slice' ? 'slice' : 'value', content.overwrite === true);
     } else if (content?.type === 'copy') {
       this.copy();
+    } else if (content?.type === 'edit') {
+      void this.edit(content);
     }
+  }
+
+  /** An edit the person asked for (the view's buttons): set where the session waits, then shown. */
+  async edit(content: { what?: unknown; index?: unknown; value?: unknown; source?: unknown }): Promise<void> {
+    const edit = content.what === 'cell' || content.what === 'replace' ? content.what : 'zero';
+    const r = await this._dbg.request('tensor_set', {
+      name: this.varName,
+      edit,
+      index: Array.isArray(content.index) ? content.index.map(Number) : null,
+      value: typeof content.value === 'string' ? content.value : null,
+      source: typeof content.source === 'string' ? content.source : null
+    });
+    const set = r.ok ? (r.result as TensorSet | null) : null;
+    if (!set) {
+      this.local.set('status', `not edited: ${r.error ?? 'no answer'}`);
+      return;
+    }
+    await this.fetch();
+    this.local.set('status', `set '${set.set}' (${set.edit}) at trace event ${set.event}` + (set.forked ? '; the run forked: the unedited twin runs on without it' : ''));
   }
 
   /** Copy the value as a NumPy literal: only when the shown slice is all of it. */

@@ -12,6 +12,7 @@ import kernelcore as kc
 from .contract.commands import BY_NAME, GRAPH_ACTION_BY_NAME, GRAPH_ACTIONS, REQUIRED, Arg, Command
 from .requests import (MAX_STR, RequestError, bool_arg, brief, choice_arg, int_arg, int_list_arg, num_arg,
                        opt_int_arg, opt_str_arg, str_arg)
+from .tensor_edit import tensor_set
 from .tensor_panel import tensor_json, tensor_send
 
 
@@ -95,6 +96,7 @@ HANDLERS = {
     "provenance": lambda s, name, depth, **_: s.provenance(name, depth),
     "tensor": lambda s, name, scope, axes, index, diff, **_: tensor_json(s, name, scope, axes, index, diff),
     "tensor_send": lambda s, namespace, **a: tensor_send(s, namespace, **a),
+    "tensor_set": lambda s, namespace, **a: tensor_set(s, namespace, **a),
 }
 
 

@@ -110,3 +110,32 @@ def numpy_literal(value, max_chars: int = MAX_LITERAL) -> str:
         raise RequestError(f"the value's literal is {len(text)} characters, more than {max_chars}: send it to the "
                            "notebook instead")
     return text
+
+
+EDIT_KINDS = ("zero", "cell", "replace")
+
+
+def edited(value, edit: str, index=None, cell=None, source=None, namespace: dict | None = None) -> np.ndarray:
+    """The new value an edit asks for: zeros, `value` with one cell set, or the notebook variable `source`."""
+    if edit == "zero":
+        return zeroed(value)
+    if edit == "cell":
+        return with_cell(value, index, cell)
+    if edit == "replace":
+        from .tensor_viewer import user_namespace
+        return from_namespace(source, user_namespace(namespace), value)
+    raise RequestError(f"an edit is one of {list(EDIT_KINDS)}, got {brief(edit)}")
+
+
+def tensor_set(sess, namespace, name: str, edit: str, index=None, value=None, source=None, **_) -> dict:
+    """The sidebar's tensor panel's edit (the `tensor_set` command): `name` as the session sees it where it
+    waits, zeroed, with one cell set or replaced, through sess.set_value (the run forks; the trace records
+    it). A TensorSet: the variable, the edit, the trace event recording it, whether an unedited twin exists."""
+    if not sess.at_present or sess.finished:
+        raise RequestError("an edit is made where a running session waits: move to the present of a run that "
+                           "has not finished")
+    old = sess.value(name)
+    if not (hasattr(old, "shape") and hasattr(old, "dtype")) or np.dtype(old.dtype).kind not in "biuf":
+        raise RequestError(f"{name!r} is no numeric tensor here: nothing to edit")
+    fork = sess.set_value(name, edited(old, edit, index, value, source, namespace))
+    return {"set": name, "edit": edit, "event": fork.event, "forked": fork.twin is not None}

@@ -76,7 +76,9 @@ class Command:
 
 BREAK_KINDS = ("op_type", "op", "write", "nan")
 SEND_WHAT = ("value", "slice")
-CHOICES = {"BreakKind": BREAK_KINDS, "WatchCond": WATCH_CONDS, "SendWhat": SEND_WHAT}  # written into the schema
+EDIT_KINDS = ("zero", "cell", "replace")
+CHOICES = {"BreakKind": BREAK_KINDS, "WatchCond": WATCH_CONDS, "SendWhat": SEND_WHAT,
+           "EditKind": EDIT_KINDS}  # written into the schema
 MAX_PROVENANCE_DEPTH = 64  # levels of a provenance tree one request may ask for
 
 
@@ -132,6 +134,12 @@ COMMANDS: tuple[Command, ...] = (
             "else the reply is an error whose result is a NameTaken proposing a free name",
             _TENSOR_ARGS + (Arg("target", "str", max_len=MAX_NAME), Arg("what", "choice", default="value", choices=SEND_WHAT, ref="SendWhat"),
                             Arg("overwrite", "bool", default=False))),
+    Command("tensor_set", "edit `name` where the session waits (the present of a running session): zero it, set "
+            "the cell at `index` to `value` (a number, or nan / inf / -inf), or replace it with the notebook "
+            "variable `source` (same shape, a dtype of the same kind); the run forks and the trace records the "
+            "edit", (Arg("name", "str"), Arg("edit", "choice", choices=EDIT_KINDS, ref="EditKind"),
+                      Arg("index", "int_list"), Arg("value", "opt_str", max_len=64),
+                      Arg("source", "opt_str", max_len=MAX_NAME))),
 )
 
 BY_NAME = {c.name: c for c in COMMANDS}

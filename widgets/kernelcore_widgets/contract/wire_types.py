@@ -241,14 +241,14 @@ VarRef = str | None | list[str]
 
 
 # generated from kernelcore_widgets/contract/commands.py
-Command = Literal["state", "step", "next", "finish", "step_timestep", "cont", "back", "back_timestep", "reverse_cont", "present", "pause", "run_to", "run_n", "goto_pause", "goto_event", "break_add", "break_enable", "break_remove", "watch_add", "provenance", "tensor", "tensor_send"]
+Command = Literal["state", "step", "next", "finish", "step_timestep", "cont", "back", "back_timestep", "reverse_cont", "present", "pause", "run_to", "run_n", "goto_pause", "goto_event", "break_add", "break_enable", "break_remove", "watch_add", "provenance", "tensor", "tensor_send", "tensor_set"]
 
 
 class Request(TypedDict):
     type: Literal["request"]
     id: int
     command: Command
-    args: NotRequired[dict[str, Any]]  # by command (commands.py): run_to: block, op, timestep?; run_n: n; goto_pause: pause; goto_event: event; break_add: kind, op_type?, block?, op?, var?; break_enable: id, enabled; break_remove: id; watch_add: var?, cond, op_type?, lo?, hi?; provenance: name, depth?; tensor: name, scope?, axes?, index?, diff?; tensor_send: name, scope?, axes?, index?, diff?, target, what?, overwrite?
+    args: NotRequired[dict[str, Any]]  # by command (commands.py): run_to: block, op, timestep?; run_n: n; goto_pause: pause; goto_event: event; break_add: kind, op_type?, block?, op?, var?; break_enable: id, enabled; break_remove: id; watch_add: var?, cond, op_type?, lo?, hi?; provenance: name, depth?; tensor: name, scope?, axes?, index?, diff?; tensor_send: name, scope?, axes?, index?, diff?, target, what?, overwrite?; tensor_set: name, edit, index?, value?, source?
 
 
 class Reply(TypedDict):
@@ -257,7 +257,7 @@ class Reply(TypedDict):
     command: str
     ok: bool
     error: str | None
-    result: None | Breakpoint | Watch | Origin | TensorView | TensorSent | NameTaken
+    result: None | Breakpoint | Watch | Origin | TensorView | TensorSent | TensorSet | NameTaken
 
 
 class StateMessage(TypedDict):
@@ -415,6 +415,14 @@ class SentNameTaken(TypedDict):
     what: SendWhat
 
 
+class TensorSet(TypedDict):
+    """tensor_set's result: variable `set` was edited (`edit`) where the session waits; `event` is the trace event recording it; `forked`: an unedited twin session exists (a pause in block 0)"""
+    set: str
+    edit: EditKind
+    event: int
+    forked: bool
+
+
 # [iteration, value]
 HealthPoint = tuple[int, float]
 
@@ -504,3 +512,7 @@ WatchCond = Literal["nan", "overflow", "zero", "range", "unchanged", "grad_norm"
 
 # generated from kernelcore_widgets/contract/commands.py
 SendWhat = Literal["value", "slice"]
+
+
+# generated from kernelcore_widgets/contract/commands.py
+EditKind = Literal["zero", "cell", "replace"]
