@@ -271,3 +271,11 @@ def test_the_debugger_widgets_graph_opens_legible_in_its_pane(page, lab):
     print("debugger graph", s["scale"], s["minLabelPx"])
     assert round(s["minLabelPx"], 2) >= 11, s
     _shots(page, code_cell(page, 1).locator(".jp-Kernelcore-Debugger").first, "graph_in_debugger_widget")
+    # the debugger's shortcuts still move the session while the graph has the focus
+    dbg = code_cell(page, 1).locator(".jp-Kernelcore-Debugger").first
+    where = dbg.locator(".jp-Kernelcore-position").text_content()
+    graph.locator(".jp-Kernelcore-graphCanvas").click(position={"x": 5, "y": 5})
+    assert graph.evaluate(STATE_JS)["focused"]
+    page.keyboard.press("Control+Shift+F11")  # kernelcore:step
+    page.wait_for_function("([el, was]) => el.textContent !== was", arg=[dbg.locator(".jp-Kernelcore-position").element_handle(), where],
+                           timeout=30_000)
