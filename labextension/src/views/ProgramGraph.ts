@@ -153,6 +153,10 @@ export class ProgramGraphView {
       this._restyle();
     });
     this._search.addEventListener('keydown', ev => {
+      if (ev.key === 'Escape') {
+        this.left.canvas.focus(); // back to the graph and its keys
+        return;
+      }
       if (ev.key === 'Enter' && this.graph?.lazy && this._remote) {
         void this._nextRemote(ev.shiftKey ? -1 : 1);
         return;
