@@ -73,13 +73,15 @@ describe('keys in a focused graph (real Graphviz WASM)', () => {
     view.dispose();
   });
 
-  it('"/" focuses the search box; Escape clears the search and the selection', async () => {
+  it('"/" focuses the search box and Escape there comes back; Escape in the graph clears the search and the selection', async () => {
     const m = model(mlp());
     const view = new ProgramGraphView(m, container());
     await view.ready;
     const search = view.root.querySelector('.jp-Kernelcore-search') as HTMLInputElement;
     expect(press(view.left.canvas, '/')).toBe(true);
     expect(document.activeElement).toBe(search);
+    press(search, 'Escape');
+    expect(document.activeElement).toBe(view.left.canvas); // back to the graph's keys
     search.value = 'relu';
     search.dispatchEvent(new Event('input'));
     view.select('o0:1');
