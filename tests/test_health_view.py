@@ -203,6 +203,13 @@ def test_selecting_the_first_bad_op_opens_the_recorder_s_session_there(blown_up)
     last = next(e for e in reversed(dbg.session.trace.events) if e.kind == "op_run")
     assert (last.block, last.op) == (oracle["event"].block, oracle["event"].op)
     assert view.selected == {"block": fb["block"], "op": fb["op"], "iteration": fb["iteration"]}
+    spec = dbg.graph.overlay_spec  # the graph coloured by the statistic in that iteration, the bad op as NaN
+    assert spec["label"] == f"l2 in iteration {fb['iteration']}"
+    assert spec["values"][fb["id"]] == "NaN"
+    cols = rec.summaries.columns()
+    mean_rows = (cols["op_type"] == "mean") & (cols["iteration"] == 0)
+    assert hs.OpSeries(cols, rec.summaries.sites, "l2").at_iteration(0)[
+        "o0:%d" % cols["op"][mean_rows][0]] == pytest.approx(float(cols["l2"][mean_rows][0]))
 
 
 def test_selecting_an_op_in_a_kept_iteration_replays_that_iteration_up_to_it(blown_up):

@@ -169,6 +169,17 @@ class OpSeries:
         return out
 
 
+    def at_iteration(self, iteration: int) -> dict[str, float]:
+        """{op id: its statistic} in one iteration, NaN for an op that wrote NaN/Inf there: a graph overlay's
+        figures (the overlay gives NaN a colour of its own)."""
+        here = self._it_of_group == iteration
+        out = {op_id(*self.block_op(int(i))): float(v) for i, v in zip(self._op_of_group[here],
+                                                                         self._value_of_group[here])}
+        for i in np.unique(self._bad_index[self._bad_its == iteration]):
+            out[op_id(*self.block_op(int(i)))] = float("nan")
+        return out
+
+
 def _vars_by_op(sites: list) -> dict:
     out: dict = {}
     for block, op, _op_type, var, _t in sites:

@@ -159,12 +159,22 @@ class HealthView(KCWidget):
         """Select op (block, op) at `iteration` and show a Debugger paused right after it there."""
         chosen = {"block": int(block), "op": int(op), "iteration": int(iteration)}
         dbg = Debugger(session_at(self.recorder, **chosen))  # first: a choice that fails leaves the view as it was
+        self._color_graph(dbg.graph, int(iteration))
         self.selected = chosen
         old, self.debugger_widget = self.debugger_widget, dbg
         if old is not None:
             old.close()
         self.status = f"debugger: {dbg.session.stop_reason}"
         return dbg
+
+    def _color_graph(self, graph, iteration: int) -> None:
+        """Colour the debugger's graph by the statistic shown, in that iteration (NaN/Inf writers in the
+        overlay's NaN colour)."""
+        series = hs.OpSeries(self.recorder.summaries.columns(), list(self.recorder.summaries.sites), self.stat)
+        values = series.at_iteration(iteration)
+        if values:
+            graph.overlay(values, scale="log" if self.stat in ("l2", "nonfinite") else "gradient",
+                          label=f"{self.stat} in iteration {iteration}")
 
     def debugger(self) -> Debugger:
         """A Debugger paused right after the selected op ran in the selected iteration (the recorder's own
