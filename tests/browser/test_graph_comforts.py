@@ -179,6 +179,19 @@ def test_small_graph_exports_and_answers_keys_only_with_the_focus(page, lab):
     with page.expect_download(timeout=60_000) as info:
         page.evaluate("() => window.jupyterapp.commands.execute('kernelcore:export-graph-svg')")
     assert info.value.suggested_filename == "relu6.svg"
+    # in the dark theme the export is dark: its background and labels are the theme's, resolved
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Dark' })")
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
+    page.wait_for_timeout(600)
+    dark_bg = view.evaluate("(root) => getComputedStyle(root.querySelector('.jp-Kernelcore-graphCanvas')).backgroundColor")
+    _, dark = _download(page, view, "Export SVG")
+    root, _ = _svg_labels(dark)
+    assert root[0].tag == f"{SVG}rect" and root[0].get("fill") == dark_bg, (root[0].attrib, dark_bg)
+    label_fill = re.search(r"fill:\s*([^;]+)", next(root.iter(f"{SVG}text")).get("style")).group(1)
+    assert label_fill != dark_bg and label_fill not in ("rgb(0, 0, 0)", "#000000"), label_fill
+    _, png = _download(page, view, "Export PNG")
+    (SHOTS / "export_relu6_dark.png").write_bytes(png)
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Light' })")
     # Ctrl+F is JupyterLab's (its find box), not the graph's search
     page.keyboard.press("Control+f")
     assert not view.evaluate(STATE_JS)["search"]
@@ -189,8 +202,9 @@ def test_small_graph_exports_and_answers_keys_only_with_the_focus(page, lab):
     page.keyboard.type("relu")
     assert view.locator(".jp-Kernelcore-search").input_value() == "relu"
     view.locator(".jp-Kernelcore-count", has_text=re.compile(r"\d+ match")).wait_for()
-    canvas.click(position={"x": 5, "y": 5})
-    page.keyboard.press("Escape")
+    page.keyboard.press("Escape")  # from the search box back to the graph
+    assert view.evaluate(STATE_JS)["focused"]
+    page.keyboard.press("Escape")  # the graph's: no search
     assert view.locator(".jp-Kernelcore-search").input_value() == ""
     # focus elsewhere again: keys pass by the graph
     view.locator(".jp-Kernelcore-search").focus()
