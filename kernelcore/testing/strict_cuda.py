@@ -101,16 +101,18 @@ def c_signature(code: str, name: str) -> tuple[tuple[str, np.dtype, bool, bool],
 # the kernels
 # ---------------------------------------------------------------------------------------------------------------
 class _Arrays:
-    """The stand-in's device array type and allocator, given by strict_xp when it loads (this module is below it)."""
+    """The stand-in's device array type, its allocator and the reader of the NumPy buffer an array holds, given by
+    strict_xp when it loads (this module is below it)."""
     ndarray = None
     empty = None
+    buffer_of = None
 
 
 _arrays = _Arrays()
 
 
-def use_arrays(ndarray_type, empty) -> None:
-    _arrays.ndarray, _arrays.empty = ndarray_type, empty
+def use_arrays(ndarray_type, empty, buffer_of) -> None:
+    _arrays.ndarray, _arrays.empty, _arrays.buffer_of = ndarray_type, empty, staticmethod(buffer_of)
 
 
 class _KernelBase:
@@ -187,8 +189,8 @@ class ElementwiseKernel(_KernelBase):
                                  f"the arguments broadcast to {shape}")
         if not outs:
             outs = [sx.empty(shape, dtype=_out_dtype(self.name, p, bound)) for p in self.out_params]
-        ins = [a._a if isinstance(a, sx.ndarray) else a for a in args[:self.nin]]
-        raw_outs = [o._a for o in outs]
+        ins = [sx.buffer_of(a) if isinstance(a, sx.ndarray) else a for a in args[:self.nin]]
+        raw_outs = [sx.buffer_of(o) for o in outs]
 
         def run():
             values = self.twin(*ins)
@@ -231,7 +233,7 @@ class ReductionKernel(_KernelBase):
             raise TypeError(f"Wrong number of arguments for {self.name!r}: {len(args)} given, {self.nin} declared")
         self._need_twin()
         bound = _check_typed(self.name, self.in_params, args, sx.ndarray)
-        ins = [a._a if isinstance(a, sx.ndarray) else a for a in args]
+        ins = [sx.buffer_of(a) if isinstance(a, sx.ndarray) else a for a in args]
         dtype = _out_dtype(self.name, self.out_params[0], bound)
         shapes = [a.shape for a in ins if isinstance(a, np.ndarray)]
         try:
@@ -243,7 +245,7 @@ class ReductionKernel(_KernelBase):
             out = sx.empty(shape, dtype=dtype)
         elif not isinstance(out, sx.ndarray) or out.shape != shape or out.dtype != dtype:
             raise ValueError(f"kernel {self.name!r}: out must be a {dtype} device array of shape {shape}")
-        raw = out._a
+        raw = sx.buffer_of(out)
 
         def run():
             raw[...] = self.twin(*ins, axis=axis, keepdims=keepdims)
@@ -272,7 +274,7 @@ class RawKernel(_KernelBase):
         self._need_twin()
         for (pname, dtype, pointer, _), a in zip(self.signature, args):
             self._check_arg(pname, dtype, pointer, a, sx.ndarray)
-        raw = tuple(a._a if isinstance(a, sx.ndarray) else a for a in args)
+        raw = tuple(sx.buffer_of(a) if isinstance(a, sx.ndarray) else a for a in args)
         const = [r for (_, _, pointer, is_const), r in zip(self.signature, raw) if pointer and is_const]
         written = [r for (_, _, pointer, is_const), r in zip(self.signature, raw) if pointer and not is_const]
 
@@ -293,7 +295,7 @@ class RawKernel(_KernelBase):
             if not isinstance(a, ndarray) or a.dtype != dtype:
                 raise TypeError(f"kernel {self.name!r}: argument {pname!r} must be a {dtype} device array, got "
                                 f"{getattr(a, 'dtype', type(a).__name__)}")
-            if not a._a.flags.c_contiguous:
+            if not _arrays.buffer_of(a).flags.c_contiguous:
                 raise ValueError(f"kernel {self.name!r}: argument {pname!r} is not C-contiguous; a raw kernel "
                                  f"indexes its memory flat")
         elif not isinstance(a, np.generic) or a.dtype != dtype:

@@ -36,6 +36,9 @@ kernel written once against `ctx.xp` can go wrong on a GPU:
   graph capture every device operation here is recorded for the graph's replay, and what a capture refuses
   (syncs, host copies, random draws) raises CUDARuntimeError.
 
+Why one file: the array class, the ufunc wrapper and the namespace builder share one pair of private conversions
+(`_wrap`/`_unwrap`) that decide what CuPy refuses; split apart, each would have to export them.
+
 Not modelled: keyword arguments of ndarray methods and ufuncs, dtype promotion differences, and performance. `xp.random` draws with NumPy's generator (CuPy's streams differ anyway).
 """
 from __future__ import annotations
@@ -613,7 +616,6 @@ for _sub in ("random", "linalg", "fft"):
 xp.ElementwiseKernel, xp.ReductionKernel, xp.RawKernel = (strict_cuda.ElementwiseKernel, strict_cuda.ReductionKernel,
                                                           strict_cuda.RawKernel)
 xp.cuda = strict_cuda.cuda_module()
-strict_cuda.use_arrays(ndarray, xp.empty)
 if "lib" in _members("cupy"):  # cupy.lib.stride_tricks: as_strided, sliding_window_view (im2col)
     xp.lib = types.ModuleType(f"{xp.__name__}.lib", "strict stand-in for cupy.lib")
     xp.lib.stride_tricks = _build("cupy.lib.stride_tricks", np.lib.stride_tricks, f"{xp.__name__}.lib.stride_tricks")
@@ -621,3 +623,11 @@ if "lib" in _members("cupy"):  # cupy.lib.stride_tricks: as_strided, sliding_win
 
 def is_device_array(value) -> bool:
     return isinstance(value, ndarray)
+
+
+def buffer_of(value: ndarray) -> np.ndarray:
+    """The NumPy array a stand-in device array holds: what strict_cuda's kernel twins run on."""
+    return value._a
+
+
+strict_cuda.use_arrays(ndarray, xp.empty, buffer_of)
