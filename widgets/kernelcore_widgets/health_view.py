@@ -137,8 +137,9 @@ class HealthView(KCWidget):
     @contextlib.contextmanager
     def follow(self):
         """Redraw as the recorded loop's iterations end (at most every MIN_REDRAW_S seconds, and less often
-        when a redraw takes more than REDRAW_SHARE of the time between two), and once more when the block ends, however it ends (a watch's stop included, which goes on to the recorder).
-        Open it inside the recorder's `with` block, so the recorder hears each run's end first."""
+        when a redraw takes more than REDRAW_SHARE of the time between two), and once more when the block
+        ends, however it ends (a watch's stop included, which goes on to the recorder). Open it inside the
+        recorder's `with` block, so the recorder hears each run's end first."""
         token = add_observer(_RunEnds(self._maybe_redraw))
         try:
             yield self
