@@ -9,6 +9,7 @@ import re
 import shutil
 import struct
 import subprocess
+import time
 import xml.etree.ElementTree as ET
 import zlib
 
@@ -78,11 +79,14 @@ def _copy_in(lab, model) -> str:
 
 
 def _download(page, view, label: str):
+    t0 = time.perf_counter()
     with page.expect_download(timeout=120_000) as info:
         view.get_by_role("button", name=label).click()
     d = info.value
     assert d.failure() is None, d.failure()
-    return d.suggested_filename, open(d.path(), "rb").read()
+    data = open(d.path(), "rb").read()
+    print(f"{label}: {d.suggested_filename}, {len(data):,} bytes, {time.perf_counter() - t0:.2f} s from the click")  # a figure, not a check
+    return d.suggested_filename, data
 
 
 def _svg_labels(data: bytes) -> tuple[ET.Element, list[str]]:
