@@ -2,8 +2,9 @@
  * The tensor viewer opened from the sidebar's Variables ("View"): views/TensorViewer.ts over a local model that
  * the `kernelcore.debugger` comm feeds (`tensor`: the slice and value classes of a variable at the session's
  * cursor; `tensor_send`: "send to notebook"). It follows the cursor: after every move of the session it asks
- * again, and says so when the variable does not exist at the new position; until the answer comes the old value
- * is taken down, so it never stands under the new position. "Copy value" copies the shown slice as a NumPy
+ * again, and says so when the variable does not exist at the new position, or when the value shown is another
+ * scope's (a new timestep's step has not written it yet: the previous step's is shown, and the header says so);
+ * until the answer comes the old value is taken down, so it never stands under the new position. "Copy value" copies the shown slice as a NumPy
  * literal when it is the whole tensor (no stride, at most two axes). In the present of a running session
  * the view's edits (Zero, Replace with a notebook variable, a double-clicked cell) go as `tensor_set`
  * (sess.set_value: the run forks), and the value is asked for again. index.ts puts it in a MainAreaWidget.
@@ -12,7 +13,7 @@ import { Widget } from '@lumino/widgets';
 import { h } from './dom';
 import { LocalModel } from './model';
 import type { TensorViewerTraits } from './widgets.generated';
-import { NameTaken, TensorSent, TensorSet, TensorView } from './protocol';
+import { NameTaken, ScopeVars, TensorSent, TensorSet, TensorView } from './protocol';
 import { IKernelcoreDebuggerModel } from './tokens';
 import { TensorViewerView } from './views/TensorViewer';
 import { toClipboard } from './views/tensoredit';
@@ -59,7 +60,6 @@ export class TensorPanel extends Widget {
     }
     this._busy = true;
     this._asked = `${s.id}:${s.pause}`;
-    this.local.set('editable', s.at_present && !s.finished);
     const args = {
       name: this.varName,
       scope: this.scope,
@@ -83,8 +83,26 @@ export class TensorPanel extends Widget {
     }
   }
 
+  /**
+   * The scope the value came from, when the cursor's op cannot see it (null when it can): the kernel falls
+   * back to the scope the panel was opened from, or to any scope holding the name, so at the start of a new
+   * timestep, before the step writes it, the value is the previous step's, and the header says so.
+   */
+  private _elsewhere(v: TensorView): ScopeVars | null {
+    const scopes = this._dbg.session?.variables ?? [];
+    const from = scopes.find(s => s.scope === v.scope);
+    return v.exists && from && !from.visible ? from : null;
+  }
+
   private _apply(v: TensorView): void {
-    this._where.textContent = `at ${v.position_text}` + (v.exists && v.scope !== null ? `, scope ${v.scope}` : '');
+    const elsewhere = this._elsewhere(v);
+    this._where.textContent = elsewhere
+      ? `at ${v.position_text}: '${this.varName}' has no value the cursor's op sees; shown: ${elsewhere.label}`
+      : `at ${v.position_text}` + (v.exists && v.scope !== null ? `, scope ${v.scope}` : '');
+    this.node.dataset.elsewhere = String(!!elsewhere);
+    this.local.set('position', elsewhere ? `${elsewhere.label}, not the cursor's` : v.position_text);
+    const s = this._dbg.session;
+    this.local.set('editable', !elsewhere && !!s && s.at_present && !s.finished);
     this.node.dataset.exists = String(v.exists);
     this.node.dataset.pause = String(v.pause);
     const m = this.local;

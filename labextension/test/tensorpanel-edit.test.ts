@@ -96,3 +96,30 @@ describe('the tensor panel edits', () => {
     panel.dispose();
   });
 });
+
+describe('the tensor panel after a step into a new timestep', () => {
+  it('says the value is the previous step\'s when the cursor cannot see it yet, and offers no edit of it', async () => {
+    const states = MESSAGES.filter((m): m is StateMessage => m.type === 'state');
+    const atT1 = states[states.length - 1]; // paused in timestep 1: scope 3 (timestep 0's step scope) not visible
+    const model = new DebuggerModel();
+    const comm = new FakeComm();
+    model.setKernel({ createComm: () => comm } as unknown as KernelLike);
+    comm.deliver(atT1);
+    const panel = new TensorPanel(model, 'h', 3);
+    document.body.appendChild(panel.node);
+    answer(comm, true, null, { ...VIEW, scope: 3, position_text: 'block 0 op #0 recurrent > block 1 op #0 matmul_v2 t=1' });
+    await tick();
+    const where = panel.node.querySelector('.jp-Kernelcore-tpWhere')!.textContent!;
+    expect(where).toContain("t=1: 'h' has no value the cursor's op sees; shown: scope 3: recurrent step t=0");
+    expect(panel.node.dataset.elsewhere).toBe('true');
+    expect(panel.local.get('position')).toContain("recurrent step t=0");
+    expect(panel.local.get('editable')).toBe(false);
+    comm.deliver({ ...atT1, state: { ...atT1.state, session: { ...atT1.state.session!, pause: 9 } } });
+    answer(comm, true, null, { ...VIEW, scope: 4, pause: 9, position_text: 'block 0 op #0 recurrent > block 1 end t=1' });
+    await tick();
+    expect(panel.node.querySelector('.jp-Kernelcore-tpWhere')!.textContent).toBe('at block 0 op #0 recurrent > block 1 end t=1, scope 4');
+    expect(panel.node.dataset.elsewhere).toBe('false');
+    expect(panel.local.get('editable')).toBe(true);
+    panel.dispose();
+  });
+});
