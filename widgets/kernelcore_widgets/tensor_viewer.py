@@ -233,6 +233,9 @@ class TensorViewer(KCWidget):
         except Exception as e:  # not visible at this position: say so rather than keep the old value
             self._value_gone(error_text(e))
             return
+        if value is None:  # the variable exists where the cursor is, but nothing wrote it there yet
+            self._value_gone(f"{self.name!r} has no value at {self.position} yet")
+            return
         if not (hasattr(value, "shape") and hasattr(value, "dtype")) or value.dtype.kind not in "biufc":
             self._value_gone(f"{self.name!r} is no numeric tensor at {self.position}")
             return
