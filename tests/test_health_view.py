@@ -228,7 +228,10 @@ def test_selecting_an_op_in_a_kept_iteration_replays_that_iteration_up_to_it(blo
     assert float(np.linalg.norm(sess.value(str(cols["var"][r])))) == pytest.approx(float(cols["l2"][r]), rel=1e-5)
     first = view.debugger_widget
     view.select(row["block"], row["op"], kept[-1])
-    assert view.debugger_widget is not first
+    assert view.debugger_widget is not first and first.comm is None  # the one it replaced is closed
+    second = view.debugger_widget
+    view.close()
+    assert second.comm is None
 
 
 def test_debugger_without_a_selection_says_what_to_do(blown_up):

@@ -184,6 +184,12 @@ class HealthView(KCWidget):
             raise KernelcoreError("nothing selected: click an op's sparkline at an iteration (or call select)")
         return Debugger(session_at(self.recorder, **self.selected))
 
+    def close(self) -> None:
+        """Close the Debugger it opened with it (the Debugger exists only as its part)."""
+        if self.debugger_widget is not None:
+            self.debugger_widget.close()
+        super().close()
+
     # -- messages -------------------------------------------------------------------------------------------
     _failed_words = {"query": "cannot show that", "select": "cannot open the debugger there",
                      "refresh": "cannot refresh"}
