@@ -28,6 +28,9 @@ export interface DebugActions {
   readonly text: string;
   /** The session's state or why the actions are off, never an outcome (what a node not acted on shows). */
   readonly stateText: string;
+  /** Which node the last action was about, and which node the actions were drawn for (renderActions keeps
+   *  them here, not on the host element, which a details refresh may replace). */
+  notes: { acted: string | null; shown: string | null };
   /** Whether the last action worked. */
   readonly ok: boolean;
   act(a: DebugAction): void;
@@ -39,6 +42,7 @@ export { WATCH_CONDS };
 
 /** The ProgramGraph widget's actions: messages to its Python side, answered in the `debug` trait. */
 export class WidgetDebugActions implements DebugActions {
+  notes = { acted: null as string | null, shown: null as string | null };
   constructor(private _model: WidgetModel<Pick<ProgramGraphTraits, 'debug'>>) {}
 
   private get _state(): { live?: boolean; text?: string; ok?: boolean } {
@@ -58,11 +62,20 @@ export class WidgetDebugActions implements DebugActions {
     return this._state.ok !== false;
   }
 
+  /** Python's sentence while no action was taken here (an outcome replaces it in the trait) */
+  private _idle: string | null = null;
+
   get stateText(): string {
-    return this.live ? 'live debug session: these actions act on it' : this.text;
+    if (this._idle === null || !this.live) {
+      return this.text; // no action yet, or the session is gone: the trait says why
+    }
+    return this._idle;
   }
 
   act(a: DebugAction): void {
+    if (this._idle === null && this.live) {
+      this._idle = this.text;
+    }
     this._model.send({ type: 'debug', ...a });
   }
 
@@ -75,6 +88,7 @@ export class WidgetDebugActions implements DebugActions {
 
 /** The labextension's actions: requests over the debugger model (the active notebook kernel's session). */
 export class ModelDebugActions implements DebugActions {
+  notes = { acted: null as string | null, shown: null as string | null };
   /** The last outcome; a "ran to" outcome names the position the session's state says (below). */
   private _last: { text: string; ok: boolean; ranTo?: boolean } | null = null;
   private _seen: number | null = null;
@@ -190,17 +204,17 @@ export type ActionTarget = { kind: 'op'; block: number; op: number; label: strin
  */
 export function renderActions(host: HTMLElement, dbg: DebugActions, target: ActionTarget | null): void {
   clear(host);
-  const key = target ? targetKey(target) : '';
-  if (host.dataset.target !== key) {
-    delete host.dataset.acted; // another node: the last outcome was about the one before
-  }
-  host.dataset.target = key;
   if (!target) {
-    host.classList.add('jp-Kernelcore-hidden');
+    host.classList.add('jp-Kernelcore-hidden'); // nothing (yet) to act on: a redraw keeps the last outcome
     return;
   }
+  const key = targetKey(target);
+  if (dbg.notes.shown !== key) {
+    dbg.notes.acted = null; // another node: the last outcome was about the one before
+  }
+  dbg.notes.shown = key;
   host.classList.remove('jp-Kernelcore-hidden');
-  const d = { ...actedOn(host, dbg, key), live: dbg.live };
+  const d = { ...actedOn(dbg, key), live: dbg.live };
   const off = !d.live;
   const buttons: HTMLButtonElement[] = [];
   const add = (b: HTMLButtonElement) => {
@@ -242,7 +256,7 @@ export function renderActions(host: HTMLElement, dbg: DebugActions, target: Acti
     );
     host.append(row, form);
   }
-  const outcome = host.dataset.acted === key;
+  const outcome = dbg.notes.acted === key;
   const note = h('div', {
     cls: ['jp-Kernelcore-debugNote', d.live ? '' : 'jp-Kernelcore-muted', !outcome || dbg.ok ? '' : 'jp-Kernelcore-error'],
     text: outcome ? dbg.text : dbg.stateText
@@ -256,11 +270,11 @@ function targetKey(t: ActionTarget): string {
   return t.kind === 'op' ? `o${t.block}:${t.op}` : `v:${t.name}`;
 }
 
-/** `dbg`'s act, remembering on `host` which node the action was about. */
-function actedOn(host: HTMLElement, dbg: DebugActions, key: string): Pick<DebugActions, 'act'> {
+/** `dbg`'s act, remembering which node the action was about. */
+function actedOn(dbg: DebugActions, key: string): Pick<DebugActions, 'act'> {
   return {
     act: (a: DebugAction) => {
-      host.dataset.acted = key;
+      dbg.notes.acted = key;
       dbg.act(a);
     }
   };

@@ -104,6 +104,22 @@ describe('debug actions in a ProgramGraph widget (anywidget: messages to Python)
     expect(el.querySelector('.jp-Kernelcore-debugNote')!.classList.contains('jp-Kernelcore-error')).toBe(true);
     cleanup();
   });
+
+  it("shows Python's sentence, not the last outcome, once another node is selected", async () => {
+    const el = container();
+    const idle = "live debug session: this debugger's session";
+    const m = new FakeModel({ program: mlp(), pruned_program: null, selected: '', details: {}, search: '', collapsed: [], debug: { live: true, text: idle, ok: true } });
+    const cleanup = await ProgramGraphWidget.render({ model: m as any, el });
+    m.set('selected', 'o0:1');
+    button(el, 'jp-Kernelcore-breakHere').click();
+    m.set('debug', { live: true, text: 'added breakpoint #3 before block 0 op #1', ok: true });
+    expect(el.querySelector('.jp-Kernelcore-debugNote')!.textContent).toBe('added breakpoint #3 before block 0 op #1');
+    m.set('selected', 'o0:0');
+    const note = el.querySelector('.jp-Kernelcore-debugNote')!;
+    expect(note.textContent).toBe(idle);
+    expect(note.classList.contains('jp-Kernelcore-error')).toBe(false);
+    cleanup();
+  });
 });
 
 describe('debug actions over the debugger model (outputs and files)', () => {
