@@ -136,7 +136,12 @@ class Debugger(KCWidget):
         self.position = str(s.position)
         self.frames = s.position.to_json()
         self.forest.update_forest(s.forest())
-        self.graph.point_at(s._scope_at(), self._cursor_op())
+        # the graph selects the cursor's op when the cursor moved; a breakpoint added or toggled leaves the
+        # person's selection (and the note about what they just did there) alone
+        cursor = (s.pause_index, s.stop_reason)
+        moved = cursor != getattr(self, "_shown_cursor", None)
+        self._shown_cursor = cursor
+        self.graph.point_at(s._scope_at(), self._cursor_op() if moved else None)
         self.stop_reason = s.stop_reason
         self.finished = s.finished
         self.breakpoints = [{"id": b.id, "kind": b.kind, "text": str(b), "enabled": b.enabled}
