@@ -1,7 +1,8 @@
 """In JupyterLab: the training-health view of a loop whose learning rate is raised at iteration RAISE_AT until it
 goes NaN. The recorder stops at the first non-finite op output, the view (redrawn live while the loop ran)
 marks that iteration and puts that op first, and a click on its sparkline at that iteration opens a Debugger
-paused right after that op. Screenshots (light and dark) in out/screenshots/."""
+paused right after that op, whose session the debugger sidebar then drives too. Screenshots (light and dark) in
+out/screenshots/."""
 from __future__ import annotations
 
 import re
@@ -128,6 +129,13 @@ def test_the_health_view_marks_the_first_bad_iteration_and_a_click_debugs_that_o
     chosen = view.locator(".jp-Kernelcore-hvChosen")
     assert chosen.get_attribute("data-op") == f"o0:{op}"
     dbg.locator("svg.jp-Kernelcore-svg g.node").first.wait_for()
+    # the session the click made is the kernel's latest: the debugger sidebar drives it too
+    page.evaluate("window.jupyterapp.commands.execute('kernelcore:open-debugger')")
+    where = dbg.locator(".jp-Kernelcore-debugControls .jp-Kernelcore-position").first.text_content()
+    assert where.startswith(f"block 0 op #{int(op) + 1} "), where  # right after the op that went bad
+    page.wait_for_function("want => { const p = document.querySelector('#jp-kernelcore-debugger "
+                           ".jp-Kernelcore-dbgPosition'); return p && p.textContent.startsWith(want); }",
+                           arg=where, timeout=30_000)
     top_of = "el => el.scrollIntoView({block: 'start'})"  # the Debugger is taller than the page: its top half
     dbg.evaluate(top_of)
     shot(page, "health_view_debugger_light")
