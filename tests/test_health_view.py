@@ -297,3 +297,24 @@ def test_following_asks_the_executor_for_no_per_op_events():
         finally:
             remove_observer(token)
     assert "op_run" not in kinds and kinds.count("END") == 1
+
+
+def test_whoever_follows_the_replayed_session_hears_the_recorder_s_reason_last(blown_up):
+    """The sidebar follows a new session from its first step; the replay's steps said "step", so the replay
+    tells its followers the reason it stopped for once it set it."""
+    from kernelcore.observe.debug import session_hooks
+    from kernelcore_widgets.health_view import session_at
+    rec, _, _ = blown_up
+    kept = rec.kept[-1].index
+    heard = []
+
+    def follow(sess):
+        sess.listeners.append(lambda s: heard.append(s.stop_reason))
+    session_hooks.append(follow)
+    try:
+        cols = rec.summaries.columns()
+        r = np.flatnonzero(cols["iteration"] == kept)[3]
+        sess = session_at(rec, int(cols["block"][r]), int(cols["op"][r]), kept)
+    finally:
+        session_hooks.remove(follow)
+    assert heard and heard[-1] == sess.stop_reason and heard[-1].startswith("recorder: iteration")
