@@ -136,6 +136,8 @@ def test_the_health_view_marks_the_first_bad_iteration_and_a_click_debugs_that_o
     page.wait_for_function("want => { const p = document.querySelector('#jp-kernelcore-debugger "
                            ".jp-Kernelcore-dbgPosition'); return p && p.textContent.startsWith(want); }",
                            arg=where, timeout=30_000)
+    reason_there = page.locator("#jp-kernelcore-debugger .jp-Kernelcore-dbgReason").text_content()
+    assert reason_there.startswith(f"recorder: iteration {it}:"), reason_there
     top_of = "el => el.scrollIntoView({block: 'start'})"  # the Debugger is taller than the page: its top half
     dbg.evaluate(top_of)
     shot(page, "health_view_debugger_light")
