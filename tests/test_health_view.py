@@ -208,7 +208,7 @@ def test_selecting_the_first_bad_op_opens_the_recorder_s_session_there(blown_up)
     assert spec["values"][fb["id"]] == "NaN"
     cols = rec.summaries.columns()
     mean_rows = (cols["op_type"] == "mean") & (cols["iteration"] == 0)
-    assert hs.OpSeries(cols, rec.summaries.sites, "l2").at_iteration(0)[
+    assert hs.OpSeries(cols, rec.summaries.sites, rec.summaries.rows()["site"], "l2").at_iteration(0)[
         "o0:%d" % cols["op"][mean_rows][0]] == pytest.approx(float(cols["l2"][mean_rows][0]))
 
 
@@ -318,3 +318,21 @@ def test_whoever_follows_the_replayed_session_hears_the_recorder_s_reason_last(b
     finally:
         session_hooks.remove(follow)
     assert heard and heard[-1] == sess.stop_reason and heard[-1].startswith("recorder: iteration")
+
+
+@pytest.mark.parametrize("stat", hs.STATS)
+def test_each_op_s_points_are_its_outputs_statistic_per_iteration_as_numpy_reduces_them(blown_up, stat):
+    rec, _, _ = blown_up
+    view = HealthView(rec, stat=stat)
+    view.handle_message({"type": "query", "sort": "program"})
+    cols = rec.summaries.columns()
+    values = hs.stat_column(cols, stat)
+    bad = (cols["nan"] + cols["pos_inf"] + cols["neg_inf"]) > 0
+    pick = {"min": np.nanmin, "mean": np.nanmean}.get(stat, np.nanmax)
+    for row in view.ops:
+        want = []
+        for it in range(view.overview["iterations"]):
+            mine = (cols["block"] == row["block"]) & (cols["op"] == row["op"]) & (cols["iteration"] == it)
+            if mine.any() and not bad[mine].any() and np.isfinite(values[mine]).any():
+                want.append([it, pytest.approx(float(pick(values[mine])), rel=1e-6, abs=1e-30)])
+        assert row["points"] == want, (row["id"], stat)

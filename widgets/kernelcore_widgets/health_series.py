@@ -60,14 +60,6 @@ def stat_column(cols: dict, stat: str) -> np.ndarray:
     return cols[stat].astype(np.float64)
 
 
-def _groups(keys: np.ndarray):
-    """(the order that sorts `keys` stably, the start of each run of equal keys in it, those keys)."""
-    order = np.argsort(keys, kind="stable")
-    k = keys[order]
-    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if len(k) else np.zeros(0, np.int64)
-    return order, starts, k[starts]
-
-
 def _reduce(stat: str, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """One value per group of rows: the largest (the smallest for "min", the average for "mean") of its
     outputs' values, NaN ignored (a summary's min/max/mean are NaN when no element was finite)."""
@@ -88,21 +80,30 @@ class OpSeries:
     """Per op (block, op) of a recording: its statistic per iteration, its bad iterations, the first of them
     and where it ranks. Made once per refresh; `rows(ids)` builds the bounded payload of the ops shown."""
 
-    def __init__(self, cols: dict, sites: list, stat: str):
+    def __init__(self, cols: dict, sites: list, site_of_row: np.ndarray, stat: str):
+        """`cols`: the recorder's summary columns; `sites` and `site_of_row`: its site table and each row's site
+        (the table's rows()["site"]), so each row's op is found through the few sites, not by sorting rows."""
         self.stat = stat
-        block, op = cols["block"].astype(np.int64), cols["op"].astype(np.int64)
-        self.iterations = int(cols["iteration"].max()) + 1 if len(block) else 0
-        keys, index = np.unique((block << 32) | op, return_inverse=True)
+        self.iterations = int(cols["iteration"].max()) + 1 if len(site_of_row) else 0
+        site_keys = np.asarray([(b << 32) | o for b, o, *_ in sites], np.int64)
+        keys, op_of_site = np.unique(site_keys, return_inverse=True)
         self.keys = keys
-        first_row = np.full(len(keys), len(block), np.int64)
-        np.minimum.at(first_row, index, np.arange(len(block)))
-        self.op_types = [cols["op_type"][r] for r in first_row]
+        first_site = np.full(len(keys), len(sites), np.int64)
+        np.minimum.at(first_site, op_of_site, np.arange(len(sites)))
+        self.op_types = [sites[k][2] for k in first_site]
         self._vars = _vars_by_op(sites)
+        index = op_of_site.astype(np.uint16 if len(keys) < 2 ** 16 else np.int64)[site_of_row]
         its = cols["iteration"].astype(np.int64)
-        order, starts, _ = _groups(index * max(self.iterations, 1) + its)
-        self._op_of_group = index[order][starts]
-        self._it_of_group = its[order][starts]
+        # rows come in iteration order: a stable sort by op (a radix sort for up to 2^16 ops) groups them by op,
+        # then iteration
+        order = np.argsort(index, kind="stable")
+        op_sorted, it_sorted = index[order], its[order]
+        starts = np.flatnonzero(np.r_[True, (op_sorted[1:] != op_sorted[:-1]) | (it_sorted[1:] != it_sorted[:-1])]) \
+            if len(order) else np.zeros(0, np.int64)
+        self._op_of_group = op_sorted[starts].astype(np.int64)
+        self._it_of_group = it_sorted[starts]
         self._value_of_group = _reduce(stat, stat_column(cols, stat)[order], starts)
+        index = index.astype(np.int64)
         bad = (cols["nan"] + cols["pos_inf"] + cols["neg_inf"]) > 0
         self._bad_index, self._bad_its = index[bad], its[bad]
         self.first_bad = np.full(len(keys), -1, np.int64)

@@ -86,7 +86,7 @@ class HealthView(KCWidget):
         cols = table.columns()
         self._sites, self._site_of_row = list(table.sites), table.rows()["site"]
         self._rows_seen = len(table)
-        series = hs.OpSeries(cols, self._sites, self.stat)
+        series = hs.OpSeries(cols, self._sites, self._site_of_row, self.stat)
         ranked = series.ranked(self.sort, self.filter)
         pages = max((len(ranked) + PAGE_SIZE - 1) // PAGE_SIZE, 1)
         self.page = min(self.page, pages - 1)
@@ -171,7 +171,8 @@ class HealthView(KCWidget):
     def _color_graph(self, graph, iteration: int) -> None:
         """Colour the debugger's graph by the statistic shown, in that iteration (NaN/Inf writers in the
         overlay's NaN colour)."""
-        series = hs.OpSeries(self.recorder.summaries.columns(), list(self.recorder.summaries.sites), self.stat)
+        table = self.recorder.summaries
+        series = hs.OpSeries(table.columns(), list(table.sites), table.rows()["site"], self.stat)
         values = series.at_iteration(iteration)
         if values:
             graph.overlay(values, scale="log" if self.stat in ("l2", "nonfinite") else "gradient",
