@@ -51,7 +51,9 @@ class DebugSession:
 
     def __init__(self, program: Program, feed: dict | None = None, fetch_list=None, scope: Scope | None = None,
                  place=None, *, training: bool = False, retain: str = "references", max_bytes: int | None = None,
-                 executor: Executor | None = None, begin: int = 0):
+                 executor: Executor | None = None, begin: int = 0, announce: bool = True):
+        """announce: become the active session and tell the session hooks (front ends follow it); a fork's
+        twin does not, so whoever followed the edited session stays with it."""
         import weakref
         self.program = program
         # what a fork's twin needs to start the same run again (kernelcore/observe/forks.py)
@@ -84,9 +86,10 @@ class DebugSession:
         # values that existed before the first op (feeds, parameters): the base of time travel
         self.record = RecordedRun(self.trace, snapshot_chain(self.scope), len(self.trace), program, self._pauses)
         self._cur = len(self._pauses) - 1
-        _sessions.append(weakref.ref(self))
-        for hook in list(session_hooks):
-            hook(self)
+        if announce:
+            _sessions.append(weakref.ref(self))
+            for hook in list(session_hooks):
+                hook(self)
 
     # -- where we are -----------------------------------------------------------------------------------
     @property
@@ -531,7 +534,7 @@ class DebugSession:
         twin = None
         if self.position.depth == 1 and not inner.at_end:
             twin = DebugSession(self.program, scope=twin_scope(ctx.scope), executor=self.executor, begin=inner.op,
-                                **self._start)
+                                announce=False, **self._start)
         var.value = new
         self.trace(edit_event(ctx, var.scope_id, name, new))
         k = len(self.trace) - 1
