@@ -78,3 +78,18 @@ def test_an_edit_in_the_past_or_after_the_end_is_refused(sidebar):
     assert sess.finished
     r = sb.ask("tensor_set", name=w, edit="zero")
     assert not r["ok"] and not _edits(sess)
+
+
+def test_after_an_edit_the_front_end_stays_with_the_edited_session_not_its_twin():
+    """A channel that follows the active session (as in a kernel): the fork's twin, made inside the edit, is
+    not announced, so the state after the reply is still the edited session's."""
+    from kernelcore.observe.debug import active_session
+    main, scope, loss, feed = _mlp()
+    got = []
+    ch = comm.DebugChannel(got.append)
+    sess = kc.debug(main, feed=feed, fetch_list=[loss], scope=scope)
+    w = main.global_block().ops[0].input("Y")[0]
+    ch.handle({"type": "request", "id": 1, "command": "tensor_set", "args": {"name": w, "edit": "zero"}})
+    reply, state = got[-2], got[-1]
+    assert reply["ok"] and sess.forks[0].twin is not None
+    assert state["state"]["session"]["id"] == id(sess) and active_session() is sess
