@@ -77,3 +77,38 @@ def test_zero_edit_cell_and_replace_fork_the_run_and_show_the_new_value(page, la
     finally:
         _theme(page, "JupyterLab Light", True)
     assert not page.problems, page.problems
+
+
+PANEL_SESSION = '''
+import kernelcore_widgets  # registers the kernelcore.debugger comm target
+sess = kc.debug(main, feed={"x": np.ones((4, 8), np.float32)}, fetch_list=[loss], scope=scope)
+None
+'''
+
+
+def test_the_sidebar_s_tensor_panel_zeroes_and_sets_a_cell_where_the_session_waits(page, lab):
+    from test_debugger_sidebar import _sidebar, _where
+    setup = SETUP.replace("tv = TensorViewer.of(sess, w)\ntv\n", "")
+    name = write_notebook(lab, "tensor_panel_edit.ipynb", [setup, PANEL_SESSION])
+    open_notebook(page, lab, name)
+    cells = run_all(page)
+    assert not errors_of(cells), errors_of(cells)
+    sb = _sidebar(page)
+    _where(sb, "block 0 op #0 mul")
+    row = sb.locator(".jp-Kernelcore-scopeVars[open] .jp-Kernelcore-var[data-name='fc_0.w_0']").first
+    row.locator("button.jp-Kernelcore-varView").click()
+    panel = page.locator(".jp-Kernelcore-tensorPanel")
+    page.wait_for_function("() => document.querySelector('.jp-Kernelcore-tensorPanel')?.dataset.exists === 'true'")
+    panel.locator("button.jp-Kernelcore-tvZero").click()
+    panel.locator(".jp-Kernelcore-tvCount", has_text="zero 128").wait_for()
+    status = panel.locator(".jp-Kernelcore-status").last
+    page.wait_for_function("el => el.textContent.includes(\"set 'fc_0.w_0' (zero)\")", arg=status.element_handle())
+    assert "the run forked" in status.text_content()
+    canvas = panel.locator("canvas.jp-Kernelcore-tvCanvas")
+    canvas.dblclick(position=_cell_center(canvas, 1, 2))
+    box = panel.locator("input.jp-Kernelcore-tvCellValue")
+    box.fill("nan")
+    box.press("Enter")
+    panel.locator(".jp-Kernelcore-tvCount", has_text="NaN 1").wait_for()
+    shot(page, "tensor_panel_edit_light")
+    assert not [p for p in page.problems if "kernelcore" in p.lower()], page.problems
