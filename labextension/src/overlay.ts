@@ -307,6 +307,12 @@ function bandText(cuts: number[], i: number): string {
   return `${formatValue(cuts[i - 1])} \u2013 ${formatValue(cuts[i])}`;
 }
 
+/** A log scale has no place for 0 or less: the legend says where such values went. */
+function logNote(o: Overlay): string {
+  const below = [...o.values.values()].some(x => x <= 0);
+  return below ? ' (log; values \u2264 0 take the lowest colour)' : ' (log)';
+}
+
 /** The overlay's legend: its label, the scale with its range or bands, the non-finite colours in use, and
  * what a folded group shows. */
 export function overlayLegend(o: Overlay): HTMLElement {
@@ -323,7 +329,7 @@ export function overlayLegend(o: Overlay): HTMLElement {
       h('span', { cls: 'jp-Kernelcore-overlayMin', text: formatValue(o.lo) }),
       bar,
       h('span', { cls: 'jp-Kernelcore-overlayMax', text: formatValue(o.hi) }),
-      o.scale === 'log' ? ' (log)' : ''
+      o.scale === 'log' ? logNote(o) : ''
     ]));
   }
   const present = [...o.values.values()];

@@ -150,6 +150,17 @@ describe('overlay on the ProgramGraph view (real Graphviz WASM)', () => {
     view.dispose();
   });
 
+  it('says on a log scale where values of 0 or less went', async () => {
+    const el = container();
+    const m = model(mlp(), spec({ 'o0:0': 0, 'o0:1': 100 }, { scale: 'log' }));
+    const view = new ProgramGraphView(m, el, { local: true });
+    await view.ready;
+    expect(el.querySelector('.jp-Kernelcore-overlayLegend')!.textContent).toContain('values \u2264 0 take the lowest colour');
+    m.set('overlay_spec', spec({ 'o0:0': 1, 'o0:1': 100 }, { scale: 'log' }));
+    expect(el.querySelector('.jp-Kernelcore-overlayLegend')!.textContent).not.toContain('\u2264 0');
+    view.dispose();
+  });
+
   it('colours variables by name id in a vars overlay', async () => {
     const el = container();
     const view = new ProgramGraphView(model(mlp(), spec({ 'v0:w': 5, 'v0:h': 1 }, { on: 'vars', scale: [2] })), el, { local: true });

@@ -86,8 +86,9 @@ def test_overlays_colour_the_graph_readably_in_both_themes_and_folded_groups_sho
         view.scroll_into_view_if_needed()
         view.locator("svg.jp-Kernelcore-svg g[data-kc-overlay]").first.wait_for(timeout=60_000)
         view.locator(".jp-Kernelcore-fit").click()  # more of the graph in the screenshots
+    compared.locator(".jp-Kernelcore-fit").click()  # again: all of it, the comparison's spread at a glance
     legend = compared.locator(".jp-Kernelcore-overlayLegend")
-    assert "max_abs of b vs a" in legend.text_content() and "(log)" in legend.text_content()
+    assert "max_abs of b vs a" in legend.text_content() and "(log; values ≤ 0 take the lowest colour)" in legend.text_content()
     for theme, light in (("JupyterLab Light", "true"), ("JupyterLab Dark", "false")):
         _theme(page, theme, light)
         word = "light" if light == "true" else "dark"
