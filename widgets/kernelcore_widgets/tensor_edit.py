@@ -50,6 +50,17 @@ def cell_number(raw, dtype) -> float | int:
     return float(x)
 
 
+def user_namespace(namespace: dict | None = None) -> dict:
+    """`namespace`, or the IPython kernel's user namespace when None."""
+    if namespace is not None:
+        return namespace
+    from IPython import get_ipython
+    ip = get_ipython()
+    if ip is None:
+        raise RuntimeError("the notebook's namespace (send to notebook, replace with) needs an IPython kernel")
+    return ip.user_ns
+
+
 def _parse_number(text: str, raw) -> float | int:
     try:
         return int(text, 0)
@@ -122,7 +133,6 @@ def edited(value, edit: str, index=None, cell=None, source=None, namespace: dict
     if edit == "cell":
         return with_cell(value, index, cell)
     if edit == "replace":
-        from .tensor_viewer import user_namespace
         return from_namespace(source, user_namespace(namespace), value)
     raise RequestError(f"an edit is one of {list(EDIT_KINDS)}, got {brief(edit)}")
 

@@ -32,6 +32,7 @@ from kernelcore.runtime.place import place_of, to_host
 from kernelcore.runtime.values import health, slice_2d
 
 from . import tensor_edit
+from .tensor_edit import user_namespace
 from ._base import STATIC, KCWidget
 from .requests import NameTaken, RequestError, bool_arg, brief, choice_arg, claim_name, error_text, str_arg
 from .schema import json_number
@@ -90,17 +91,6 @@ def diff_base(session, name: str, value):
     """The value `name` held before `value` in a session's run (its previous write), or None."""
     latest, older = previous_write(session, name)
     return older if latest is not None and _same(latest, value) else latest
-
-
-def user_namespace(namespace: dict | None = None) -> dict:
-    """`namespace`, or the IPython kernel's user namespace when None."""
-    if namespace is not None:
-        return namespace
-    from IPython import get_ipython
-    ip = get_ipython()
-    if ip is None:
-        raise RuntimeError("send to notebook needs an IPython kernel (or a namespace)")
-    return ip.user_ns
 
 
 def send_value(value, name: str, namespace: dict | None = None, slice_of: tuple | None = None,
