@@ -373,6 +373,15 @@ class Recorder:
             out[key] = max(out.get(key, x), x)
         return {k: float(v) for k, v in out.items()}
 
+    def overlay(self, graph, iteration: int, stat: str = "nan", **kw):
+        """Colour `graph` (a ProgramGraph of the recorded program, or anything with its `overlay` method) by
+        numbers(iteration, stat). A count of NaN or Inf elements splits the ops in two bands, none and some;
+        other columns run along a gradient. Other keywords go to graph.overlay; returns the graph."""
+        counts = stat in ("nan", "pos_inf", "neg_inf")
+        style = {"label": f"{stat}{' count' if counts else ''}, iteration {iteration}",
+                 "scale": [0.5] if counts else "gradient"}
+        return graph.overlay(self.numbers(iteration, stat), **{**style, **kw})
+
     @property
     def bytes_per_row(self) -> int:
         return self.summaries.nbytes // max(len(self.summaries), 1)
