@@ -164,3 +164,17 @@ def test_groups_carry_the_aggregate_of_all_their_members_the_same_whether_the_pr
     assert parts.overlay_spec["groups"] == whole.overlay_spec["groups"]
     parts.overlay({"fc_0.w_0": 2.0, "fc_0.tmp_0": 4.0}, on="vars", aggregate="min")
     assert parts.overlay_spec["groups"]["group_0_1"] == {"value": 2.0, "count": 2}
+
+
+def test_the_recorder_colours_a_graph_by_one_iterations_column():
+    g, prog, scope, feed, out = _rnn_graph()
+    with kc.record(prog, scope) as rec:
+        for _ in range(2):
+            kc.Executor().run(prog, feed, [out], scope)
+    assert rec.overlay(g, 1) is g
+    spec = g.overlay_spec
+    assert spec["scale"] == [0.5] and spec["label"] == "nan count, iteration 1"
+    assert spec["values"] == rec.numbers(1, "nan")
+    rec.overlay(g, 0, "l2", label="output L2")
+    assert g.overlay_spec["scale"] == "gradient" and g.overlay_spec["label"] == "output L2"
+    assert g.overlay_spec["values"] == rec.numbers(0, "l2")
