@@ -26,7 +26,7 @@ def replay_to(recorder, iteration, hit) -> DebugSession:
     sess.stop_reason = f"recorder: {hit.message}" if same else \
         f"recorder: {hit.message} (the replay ran another op there: the iteration is not deterministic)"
     sess.recorder_hit = hit
-    return sess._notify()  # whoever follows the session (the sidebar) saw the replay's steps: now the reason
+    return sess.notify()  # whoever follows the session (the sidebar) saw the replay's steps: now the reason
 
 
 def fed(program, initial: dict) -> dict | None:

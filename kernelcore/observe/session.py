@@ -211,7 +211,8 @@ class DebugSession:
         self._gen, self._ctx = None, None
         self._pauses.append(Pause(len(self.trace) - 1, Position(())))
 
-    def _notify(self) -> DebugSession:
+    def notify(self) -> DebugSession:
+        """Tell whoever follows the session (the sidebar, the widgets) that its state changed; returns it."""
         if self.listeners:
             for f in list(self.listeners):
                 f(self)
@@ -256,11 +257,11 @@ class DebugSession:
                 try:
                     more = self._advance()
                 except OpRunError:
-                    self._notify()
+                    self.notify()
                     raise
                 if not more and self._cur + 1 >= len(self._pauses):
                     self.stop_reason = "finished" if self.error is None else self.stop_reason
-                    return self._notify()
+                    return self.notify()
                 self._cur += 1
             pos = self._pauses[self._cur].position
             hit = self._hit(self._cur) if (self.breakpoints or self.watches) else None
@@ -269,16 +270,16 @@ class DebugSession:
             if not pos.frames:  # the run ended
                 self.stop_reason = (hit + " (then the run finished)") if hit else \
                     ("finished" if self.error is None else f"error: {self.error}")
-                return self._notify()
+                return self.notify()
             if hit:
                 self.stop_reason = hit
-                return self._notify()
+                return self.notify()
             if done(pos):
                 self.stop_reason = reason
-                return self._notify()
+                return self.notify()
             if self._pause_asked:
                 self.stop_reason = "paused"
-                return self._notify()
+                return self.notify()
 
     def step(self) -> DebugSession:
         """Run one op; stop before the next one, inside sub-blocks too (and at a sub-block's end)."""
@@ -383,7 +384,7 @@ class DebugSession:
     def _to(self, i: int, reason: str) -> DebugSession:
         self._cur = max(0, min(i, len(self._pauses) - 1))
         self.stop_reason = reason
-        return self._notify()
+        return self.notify()
 
     def back(self, steps: int = 1) -> DebugSession:
         """Move the cursor `steps` pauses back (one op each); `sess.view` is the state there."""
@@ -480,10 +481,10 @@ class DebugSession:
             if (old.op_type, old.block, old.op, old.write, old.nan) == (bp.op_type, bp.block, bp.op, bp.write, bp.nan):
                 if not old.enabled:
                     old.enabled = True
-                    self._notify()
+                    self.notify()
                 return old
         self.breakpoints.append(bp)
-        self._notify()
+        self.notify()
         return bp
 
     def _check_op_exists(self, block: int, op: int) -> None:
@@ -494,11 +495,11 @@ class DebugSession:
     def remove_breakpoint(self, bid: int) -> None:
         self.breakpoints = [b for b in self.breakpoints if b.id != bid]
         self.watches = [w for w in self.watches if w.id != bid]
-        self._notify()
+        self.notify()
 
     def clear_breakpoints(self) -> None:
         self.breakpoints = []
-        self._notify()
+        self.notify()
 
     def watch(self, var: str | None = None, cond: str = "nan", *, op_type: str | None = None,
               lo: float | None = None, hi: float | None = None, bound: float | None = None) -> Watch:
@@ -512,7 +513,7 @@ class DebugSession:
         if op_type is not None:
             check_known(op_type, self._known()[1], "op type")
         self.watches.append(w)
-        self._notify()
+        self.notify()
         return w
 
     # -- interventions --------------------------------------------------------------------------------------
@@ -543,7 +544,7 @@ class DebugSession:
         self.forks.append(fork)
         self.stop_marks[k] = f"set {name!r}"
         self.stop_reason = f"set {name!r}" + (" (forked: fork.twin runs on without the edit)" if twin else "")
-        self._notify()
+        self.notify()
         return fork
 
     # -- time travel and provenance ------------------------------------------------------------------------
