@@ -211,6 +211,19 @@ class RnnSteps:
         h *= o
         return g, h, c
 
+    def gru_step(self, xp, x_proj, h_prev, w_hh_t, b_hh):
+        """One GRU step: (gates, h), gates r, z (sigmoid) and the candidate c (tanh) side by side. x_proj holds
+        x_t weight_ih^T + bias_ih only: bias_hh is added to the recurrent product, as the reset gate scales the
+        candidate's part of it."""
+        hw = self.recurrent_product(xp, h_prev, w_hh_t)
+        hw += b_hh
+        hs = hw.shape[1] // 3
+        rz = sigmoid(xp, x_proj[:, :2 * hs] + hw[:, :2 * hs])
+        r, z = rz[:, :hs], rz[:, hs:]
+        cand = xp.tanh(x_proj[:, 2 * hs:] + r * hw[:, 2 * hs:])
+        h = (h_prev - cand) * z + cand
+        return xp.concatenate([rz, cand], axis=1), h
+
     def lstm_pass(self, xp, x_proj, h0, c0, w_hh_t, out, reverse: bool):
         """A whole unobserved LSTM pass in one call, writing `out` and returning the last c; None where there is
         none (here: the kernel steps)."""
@@ -252,14 +265,8 @@ def cell_forward(xp, mode: str, x_proj, h_prev, c_prev, w_hh_t, b_hh, scale_shif
     if mode == "LSTM":
         return steps.lstm_step(xp, x_proj, h_prev, c_prev, w_hh_t, scale_shift, h_out)
     if mode == "GRU":
-        hw = steps.recurrent_product(xp, h_prev, w_hh_t)
-        hw += b_hh
-        hs = hw.shape[1] // 3
-        rz = sigmoid(xp, x_proj[:, :2 * hs] + hw[:, :2 * hs])
-        r, z = rz[:, :hs], rz[:, hs:]
-        cand = xp.tanh(x_proj[:, 2 * hs:] + r * hw[:, 2 * hs:])
-        h = (h_prev - cand) * z + cand
-        return xp.concatenate([rz, cand], axis=1), h, None
+        gates, h = steps.gru_step(xp, x_proj, h_prev, w_hh_t, b_hh)
+        return gates, h, None
     pre = steps.recurrent_product(xp, h_prev, w_hh_t, add=x_proj)
     h = xp.tanh(pre) if mode == "RNN_TANH" else xp.maximum(pre, pre.dtype.type(0))
     return None, h, None
