@@ -375,6 +375,24 @@ export const MOVES: readonly MoveSpec[] = [
   { name: "reverse_cont", label: "Reverse", palette: "Kernelcore: Reverse continue", help: "back to the previous breakpoint or watch hit", commandId: "kernelcore:reverse-continue", keys: "Alt Shift F9", backwards: true },
 ];
 
+export type Control = "pause";
+
+/** A command offered beside the moves (a button, a palette entry and a shortcut); whileBusy: enabled only
+ * while a move runs. */
+export interface ControlSpec {
+  name: Control;
+  label: string;
+  palette: string;
+  help: string;
+  commandId: string;
+  keys: string;
+  whileBusy: boolean;
+}
+
+export const CONTROLS: readonly ControlSpec[] = [
+  { name: "pause", label: "Pause", palette: "Kernelcore: Pause the running move", help: "stop the running move before its next op", commandId: "kernelcore:pause", keys: "F6", whileBusy: true },
+];
+
 /** A program graph's debug actions: `{type: "debug", ...}` messages the kernel runs as commands. */
 export type DebugAction =
   | { action: "break_op"; block: number | null; op: number | null }

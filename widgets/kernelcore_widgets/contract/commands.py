@@ -66,12 +66,27 @@ class Move:
 
 
 @dataclass(frozen=True)
+class Control:
+    """A command the front end offers beside the moves, with a button `label`, a palette entry `palette`, what
+    it does (`help`), its JupyterLab command id and shortcut (Lumino keystrokes); `while_busy`: it is enabled
+    only while a move runs (Pause), and disabled otherwise."""
+
+    label: str
+    palette: str
+    help: str
+    command_id: str
+    keys: str
+    while_busy: bool = False
+
+
+@dataclass(frozen=True)
 class Command:
     name: str
     doc: str
     args: tuple = ()
     move: Move | None = None  # a move of the cursor the front end offers as a button and a shortcut
     moves_cursor: bool = False
+    control: Control | None = None  # not a move, but offered as a button, a palette entry and a shortcut
 
 
 BREAK_KINDS = ("op_type", "op", "write", "nan")
@@ -110,7 +125,10 @@ COMMANDS: tuple[Command, ...] = (
           "Alt Shift F9", backwards=True),
     Command("present", "back to the live end of the run", moves_cursor=True),
     Command("pause", "ask the move that is running to stop before its next op (served beside the move, on the "
-            "comm's own subshell; the move's reply and state follow); an error reply when no move is running"),
+            "comm's own subshell; the move's reply and state follow); an error reply when no move is running",
+            # F6 as in VS Code: no JupyterLab shortcut and none of the moves' (those hold Shift)
+            control=Control("Pause", "Kernelcore: Pause the running move", "stop the running move before its next op",
+                            "kernelcore:pause", "F6", while_busy=True)),
     Command("run_to", "run to the op `op` of block `block` (at `timestep`, if given)",
             (Arg("block", "int"), Arg("op", "int"), Arg("timestep", "opt_int")), moves_cursor=True),
     Command("run_n", "run `n` steps", (Arg("n", "int"),), moves_cursor=True),
@@ -145,6 +163,7 @@ COMMANDS: tuple[Command, ...] = (
 BY_NAME = {c.name: c for c in COMMANDS}
 MOVES = tuple(c for c in COMMANDS if c.move is not None)  # the moves the front end offers, in button order
 MOVE_NAMES = tuple(c.name for c in MOVES)
+CONTROLS = tuple(c for c in COMMANDS if c.control is not None)  # offered beside the moves, in button order
 
 
 @dataclass(frozen=True)

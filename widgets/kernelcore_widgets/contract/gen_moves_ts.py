@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .commands import CHOICES, COMMANDS, GRAPH_ACTIONS, MOVES, Arg
+from .commands import CHOICES, COMMANDS, CONTROLS, GRAPH_ACTIONS, MOVES, Arg
 from .gen_ts import ts_type
 
 
@@ -19,6 +19,20 @@ def _args_body(args, all_required: bool = False) -> str:
 
 def _js(v) -> str:
     return json.dumps(v, ensure_ascii=False)
+
+
+def _controls() -> list[str]:
+    out = [f"export type Control = {' | '.join(_js(c.name) for c in CONTROLS)};", "",
+           "/** A command offered beside the moves (a button, a palette entry and a shortcut); whileBusy: enabled only",
+           " * while a move runs. */",
+           "export interface ControlSpec {", "  name: Control;", "  label: string;", "  palette: string;",
+           "  help: string;", "  commandId: string;", "  keys: string;", "  whileBusy: boolean;", "}", "",
+           "export const CONTROLS: readonly ControlSpec[] = ["]
+    for c in CONTROLS:
+        k = c.control
+        out.append(f"  {{ name: {_js(c.name)}, label: {_js(k.label)}, palette: {_js(k.palette)}, help: {_js(k.help)}, "
+                   f"commandId: {_js(k.command_id)}, keys: {_js(k.keys)}, whileBusy: {str(k.while_busy).lower()} }},")
+    return out + ["];"]
 
 
 def lines() -> list[str]:
@@ -38,7 +52,8 @@ def lines() -> list[str]:
         m = c.move
         out.append(f"  {{ name: {_js(c.name)}, label: {_js(m.label)}, palette: {_js(m.palette)}, help: {_js(m.help)}, "
                    f"commandId: {_js(m.command_id)}, keys: {_js(m.keys)}, backwards: {str(m.backwards).lower()} }},")
-    out += ["];", "", "/** A program graph's debug actions: `{type: \"debug\", ...}` messages the kernel runs as commands. */",
+    out += ["];", ""] + _controls()
+    out += ["", "/** A program graph's debug actions: `{type: \"debug\", ...}` messages the kernel runs as commands. */",
             "export type DebugAction ="]
     out += [f"  | {{ action: {_js(a.name)}; {_args_body(a.args(), all_required=True)[2:]}" for a in GRAPH_ACTIONS]
     out[-1] += ";"
