@@ -64,6 +64,15 @@ def _lstm_attrs(inputs, layers, bidirec, **extra):
 LSTM1, LSTM2 = _lstm(1, False, T=4, B=3, I=5, H=6), _lstm(2, True, T=3, B=2, I=4, H=5)
 
 
+def _gru(layers, bidirec, **kw):
+    x, pre, weights = random_rnn("GRU", layers, bidirec, **kw)
+    return {"Input": x, "PreState": pre, "WeightList": weights}
+
+
+GRU1, GRU2 = _gru(1, False, T=5, B=3, I=4, H=7), _gru(2, True, T=3, B=2, I=5, H=4)
+GRU_MASKED = {**_gru(1, False, T=4, B=3, I=3, H=5), "SequenceLength": np.array([4, 2, 0], np.int32)}
+
+
 # (case, training, the fused kernels it must run)
 FUSED = [
     (Case("batch_norm", {"X": f32(2, 4, 5, 6), **_bn(4)}, None, {"is_test": True}, id="bn-infer-nchw"), False,
@@ -159,6 +168,12 @@ FUSED = [
     (Case("rnn", LSTM1, None, _lstm_attrs(LSTM1, 1, False, is_test=True), id="lstm-1-layer"), False,
      {"kc_lstm_cell"}),
     (Case("rnn", LSTM2, None, _lstm_attrs(LSTM2, 2, True), id="lstm-2-bi-train"), True, {"kc_lstm_cell"}),
+    (Case("rnn", GRU1, None, {**_lstm_attrs(GRU1, 1, False, is_test=True), "mode": "GRU"}, id="gru-1-layer"),
+     False, {"kc_gru_cell"}),
+    (Case("rnn", GRU2, None, {**_lstm_attrs(GRU2, 2, True), "mode": "GRU"}, id="gru-2-bi-train"), True,
+     {"kc_gru_cell"}),
+    (Case("rnn", GRU_MASKED, None, {**_lstm_attrs(GRU_MASKED, 1, False, is_test=True), "mode": "GRU"},
+          id="gru-sequence-length"), False, {"kc_gru_cell"}),
 ]
 
 

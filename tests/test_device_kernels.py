@@ -48,19 +48,22 @@ def test_the_gate_sends_what_the_kernels_cannot_take_to_the_reference(case, trai
     _assert_same(got, _reference(case, training), case)
 
 
-def test_an_lstm_s_gradient_runs_its_fused_steps_and_matches_the_cpu(launched):
-    """rnn_grad through the fused LSTM step's gradient: the Reserve it reads comes from a forward run, so the whole
-    program (rnn, mean, the gradients) runs on both places."""
-    from device_cases import LSTM2, _lstm_attrs, build
+@pytest.mark.parametrize("mode, kernels", [("LSTM", {"kc_lstm_cell", "kc_lstm_cell_grad"}), ("GRU", {"kc_gru_cell"})])
+def test_an_rnn_s_gradient_runs_its_fused_steps_and_matches_the_cpu(mode, kernels, launched):
+    """rnn_grad through the fused LSTM step's gradient (a GRU's: the reference's, over the gates its fused forward
+    step kept): the Reserve it reads comes from a forward run, so the whole program (rnn, mean, the gradients)
+    runs on both places."""
+    from device_cases import GRU2, LSTM2, _lstm_attrs, build
     from opcases import Case
-    prog, feed, outs = build(Case("rnn", LSTM2, None, _lstm_attrs(LSTM2, 2, True)))
+    inputs = LSTM2 if mode == "LSTM" else GRU2
+    prog, feed, outs = build(Case("rnn", inputs, None, {**_lstm_attrs(inputs, 2, True), "mode": mode}))
     block = prog.global_block()
     loss = block.create_var("loss", (), np.float32)
     block.append_op("mean", inputs={"X": [outs["Out"][0]]}, outputs={"Out": [loss]})
     wrt = [n for n in feed if n.startswith(("Input", "WeightList", "PreState"))]
     grads = [g for g in kc.gradients([loss], [block.var(n) for n in wrt]) if g is not None]
     got = kc.Executor(StrictPlace()).run(prog, feed=feed, fetch_list=grads, training=True)
-    assert {"kc_lstm_cell", "kc_lstm_cell_grad"} <= set(launched)
+    assert kernels <= set(launched)
     with fast_paths.switched_off():
         want = kc.Executor(kc.CPUPlace()).run(prog, feed=feed, fetch_list=grads, training=True)
     assert len(got) == len(want) == len(wrt)

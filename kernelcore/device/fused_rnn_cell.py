@@ -2,8 +2,9 @@
 projection added) and one kernel for the rest (the four gates' activations, c and h), where the reference
 (kernelcore/ops/rnn.py RnnSteps.lstm_step) runs about ten array expressions, each a launch. It replaces that one
 method of RnnSteps, as kernelcore/native/rnn.py's C subclass does on the host; its gradient's step likewise
-(lstm_step_grad: one kernel for d x_proj and dc_prev, then the product with W_hh). The passes and the other modes
-(GRU, the simple RNNs) stay the reference's."""
+(lstm_step_grad: one kernel for d x_proj and dc_prev, then the product with W_hh). The GRU step likewise: the
+recurrent product, then one kernel for bias_hh, both gates, the candidate and h (gru_step). The passes, the GRU's
+gradient and the simple RNNs stay the reference's."""
 from __future__ import annotations
 
 import numpy as np
@@ -90,8 +91,54 @@ extern "C" __global__ void kc_lstm_cell_grad(const float* gates, const float* c,
 """, twin=_lstm_cell_grad_twin)
 
 
+def _gru_cell_twin(grid, block, x_proj, hw, b_hh, h_prev, h, batch, hidden):
+    """RnnSteps.gru_step's operations after its product, in its order; the gates written over hw."""
+    batch, hidden = int(batch), int(hidden)
+    check_flat_launch(grid, block, batch * hidden)
+    g = hw.reshape(batch, 3 * hidden)
+    xq = x_proj.reshape(batch, 3 * hidden)
+    g += b_hh.reshape(1, 3 * hidden)
+    r = _sigmoid(xq[:, :hidden] + g[:, :hidden])
+    z = _sigmoid(xq[:, hidden:2 * hidden] + g[:, hidden:2 * hidden])
+    cand = np.tanh(xq[:, 2 * hidden:] + r * g[:, 2 * hidden:])
+    h.reshape(batch, hidden)[...] = (h_prev.reshape(batch, hidden) - cand) * z + cand
+    g[:, :hidden], g[:, hidden:2 * hidden], g[:, 2 * hidden:] = r, z, cand
+
+
+GRU_CELL = declare("kc_gru_cell", RAW, r"""
+extern "C" __global__ void kc_gru_cell(const float* x_proj, float* hw, const float* b_hh, const float* h_prev,
+                                       float* h, int batch, int hidden) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= batch * hidden) return;
+    int b = idx / hidden, j = idx % hidden;
+    const float* xb = x_proj + (long long)b * 3 * hidden;
+    float* gb = hw + (long long)b * 3 * hidden;
+    float hr = gb[j] + b_hh[j];
+    float hz = gb[hidden + j] + b_hh[hidden + j];
+    float hc = gb[2 * hidden + j] + b_hh[2 * hidden + j];
+    float r = tanhf((xb[j] + hr) * 0.5f) * 0.5f + 0.5f;
+    float z = tanhf((xb[hidden + j] + hz) * 0.5f) * 0.5f + 0.5f;
+    float cand = tanhf(xb[2 * hidden + j] + r * hc);
+    h[idx] = (h_prev[idx] - cand) * z + cand;
+    gb[j] = r;
+    gb[hidden + j] = z;
+    gb[2 * hidden + j] = cand;
+}
+""", twin=_gru_cell_twin)
+
+
 class DeviceSteps(R.RnnSteps):
-    """RnnSteps with the LSTM step's cell in one kernel."""
+    """RnnSteps with the LSTM step's cell and the GRU step's in one kernel each."""
+
+    def gru_step(self, xp, x_proj, h_prev, w_hh_t, b_hh):
+        if not on_device(xp, x_proj, h_prev, b_hh):  # asked before the product: it runs once
+            return super().gru_step(xp, x_proj, h_prev, w_hh_t, b_hh)
+        hw = xp.ascontiguousarray(self.recurrent_product(xp, h_prev, w_hh_t))
+        batch, hidden = h_prev.shape
+        h = xp.empty((batch, hidden), dtype=hw.dtype)
+        GRU_CELL.on(xp)(flat_blocks(batch * hidden), (FLAT_THREADS,),
+                        (x_proj, hw, b_hh, h_prev, h, i32(batch), i32(hidden)))
+        return hw, h
 
     def lstm_step(self, xp, x_proj, h_prev, c_prev, w_hh_t, scale_shift, h_out):
         if not on_device(xp, c_prev) or x_proj.dtype != np.float32:  # asked before the product: it runs once
@@ -121,12 +168,12 @@ class DeviceSteps(R.RnnSteps):
 DEVICE_STEPS = DeviceSteps()
 
 
-def _lstm_on_device(xp, ins, attrs) -> bool:
+def _cell_on_device(xp, ins, attrs) -> bool:
     x, pre, weights, _seq_len = ins
-    return attrs["mode"] == "LSTM" and on_device(xp, x, *(pre or []), *(weights or []))
+    return attrs["mode"] in ("LSTM", "GRU") and on_device(xp, x, *(pre or []), *(weights or []))
 
 
-@fast_kernel("rnn", _lstm_on_device, place="gpu")
+@fast_kernel("rnn", _cell_on_device, place="gpu")
 def rnn(ctx, ins, attrs):
     return (yield from R.run_rnn(DEVICE_STEPS, ctx, ins, attrs))
 
