@@ -12,9 +12,11 @@ from kernelcore.ir.node_ids import op_id, parse_node_id, var_id
 from kernelcore.view.program_parts import program_view_json
 
 from ._base import STATIC, KCWidget
-from .graph_debug import DebugActionsState
+from .dispatch import run_graph_action
+from .graph_debug import is_debug_message, program_mismatch
+from .kernel_targets import pin_to_main_shell
 from .program_comm import parts_answer, request_id
-from .requests import error_text
+from .requests import RequestError, brief, error_text
 from .schema import value_preview
 
 
@@ -48,9 +50,21 @@ def _add_value(d: dict, scope, name: str) -> None:
         d["value"], d["value_scope"] = preview, s.id
 
 
-class GraphState(t.HasTraits):
-    """The ProgramGraph traits and what Python answers to them (a Debugger owns one such widget as a child)."""
+class ProgramGraph(KCWidget):
+    """`ProgramGraph(program, pruned=None, scope=None, side_by_side=False, session=None)`.
 
+    `program` is a kc.Program (or a program file's path); `pruned` the PruneResult of `kc.prune(program, ...)`:
+    the removed ops and variables are greyed, or with side_by_side=True the pruned program is drawn beside.
+    With a `scope`, the details of a node carry previews of the values it holds. The browser's
+    `{"type": "select", "id": ...}` (or a change of `selected`) sets `details`. The details' debug actions
+    (graph_debug.py) act on `session`, else on the kernel's live session (`kc.active_session()`)."""
+
+    _esm = STATIC / "ProgramGraph.js"
+    _css = STATIC / "ProgramGraph.css"
+
+    # the session as the details' "Break here" / "Break on write" / "Watch" actions see it:
+    # {"live": bool (actions enabled), "text": a sentence for the widget, "ok": whether the last action worked}
+    debug = t.Dict().tag(sync=True, ts="{ live: boolean; text: string; ok: boolean } | Record<string, never>")
     program = t.Dict().tag(sync=True, ts="ProgramJSON")
     pruned_program = t.Dict(allow_none=True, default_value=None).tag(sync=True, ts="ProgramJSON | null")
     selected = t.Unicode("").tag(sync=True)
@@ -61,8 +75,12 @@ class GraphState(t.HasTraits):
     run_diff = t.Dict().tag(sync=True)  # op id -> {"var", "max_abs", "max_rel"} where two runs' outputs differ
     overlay_spec = t.Dict().tag(sync=True)  # per-node numbers the nodes are coloured by (overlay.py); {}: none
 
+    # what the debug note says while the actions are live (a Debugger's graph says its own)
+    _debug_idle_text = ("live debug session (the one the sidebar drives): breakpoints added here show in its "
+                        "Breakpoints panel")
+
     def overlay(self, values, *, on: str = "ops", scale="gradient", colors=None, label: str = "value",
-                aggregate: str = "max") -> "GraphState":
+                aggregate: str = "max") -> "ProgramGraph":
         """Colour nodes by a number each: `values` is {op id ("o<block>:<index>") or op index of block 0:
         number} with on="ops", {variable name or var id ("v<block>:<name>"): number} with on="vars".
 
@@ -284,25 +302,68 @@ class GraphState(t.HasTraits):
             d["removed"] = node_id in self.program["pruned"]["removed_vars"]
         return d
 
-
-class ProgramGraph(GraphState, DebugActionsState, KCWidget):
-    """`ProgramGraph(program, pruned=None, scope=None, side_by_side=False, session=None)`.
-
-    `program` is a kc.Program (or a program file's path); `pruned` the PruneResult of `kc.prune(program, ...)`:
-    the removed ops and variables are greyed, or with side_by_side=True the pruned program is drawn beside.
-    With a `scope`, the details of a node carry previews of the values it holds. The browser's
-    `{"type": "select", "id": ...}` (or a change of `selected`) sets `details`. The details' debug actions
-    (graph_debug.py) act on `session`, else on the kernel's live session (`kc.active_session()`)."""
-
-    _esm = STATIC / "ProgramGraph.js"
-    _css = STATIC / "ProgramGraph.css"
-
     def __init__(self, program, pruned=None, scope=None, side_by_side: bool = False, session=None, **kw):
         super().__init__(**kw)
         self._init_graph(program, pruned, scope, side_by_side)
         self._hook = _weak_hook(self)
         session_hooks.append(self._hook)  # a session started later makes the actions live
         self._init_debug_actions((lambda: session) if session is not None else active_session)
+
+    # -- debug actions (which session a graph may drive: graph_debug.py) ---------------------------------
+    def _init_debug_actions(self, session_fn) -> None:
+        self._session_fn = session_fn
+        # the debug actions drive the session: on the main shell, in order with the cells and the sidebar
+        # (every KCWidget's messages go there already; this keeps them there whatever the base does)
+        pin_to_main_shell(getattr(self, "comm", None), is_debug_message)
+        self._say_debug()
+
+    def _live(self):
+        """(session, None) or (None, why the actions cannot work now)."""
+        sess = self._session_fn()
+        if sess is None:
+            return None, "no live debug session in this kernel: start one with kc.debug(program, feed=...)"
+        why = program_mismatch(self._program, sess.program)
+        if why is not None:
+            return None, (f"the live debug session runs another program than this graph shows ({why}): show "
+                          f"ProgramGraph(sess.program), or debug this program")
+        return sess, None
+
+    def _say_debug(self, text: str | None = None, ok: bool = True) -> None:
+        sess, why = self._live()
+        if why is not None:
+            self.debug = {"live": False, "text": why, "ok": ok if text is not None else True}
+            return
+        idle = self._debug_idle_text
+        if sess.program is not self._program:
+            idle += " (it runs a copy of this program with the same ops)"
+        self.debug = {"live": True, "ok": ok, "text": text or idle}
+
+    def debug_action(self, action: str, **args) -> str:
+        """What the details' buttons do (a `{"type": "debug", "action": ...}` message): "break_op" (block, op),
+        "run_to" (block, op), "break_write" (var), "watch" (var, cond, lo?, hi?), on the widget's session, run
+        by the debug commands' one dispatcher. The session tells its listeners (the sidebar updates). Returns
+        the sentence the widget shows."""
+        sess, why = self._live()
+        if why is not None:
+            raise kc.KernelcoreError(why)
+        command, result = run_graph_action(sess, action, args)
+        if command == "run_to":
+            return f"ran to {sess.position} ({sess.stop_reason})"
+        return f"added {'watch' if command == 'watch_add' else 'breakpoint'} {result}"
+
+    def _debug_action(self, content) -> None:
+        args = {k: v for k, v in content.items() if k not in ("type", "action")}
+        try:
+            action = content.get("action")
+            if not isinstance(action, str):
+                raise RequestError(f"'action' must be a string, got {brief(action)}")
+            text = self.debug_action(action, **args)
+        except Exception as e:  # every action is answered: the note says why it was not done
+            self._say_debug(f"not done: {error_text(e)}", ok=False)
+            if not self.debug["live"]:
+                self.debug = {**self.debug, "text": f"not done: {self.debug['text']}"}
+            return
+        self._say_debug(text)
 
     def close(self) -> None:
         if getattr(self, "_hook", None) in session_hooks:
