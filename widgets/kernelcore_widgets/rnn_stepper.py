@@ -63,8 +63,13 @@ def _op_key(op, program) -> tuple[int, int] | None:
                     f"got {type(op).__name__}")
 
 
-class StepperState(t.HasTraits):
-    """The RNNStepper traits and what Python answers to them (a Debugger owns one such widget as a child)."""
+class RNNStepper(KCWidget):
+    """`RNNStepper(session_or_trace, op=None, program=None)`: `op` picks the recurrent op (default: the
+    program's first); `program` is needed only with a bare Trace, to name the roles. Messages:
+    `{"type": "goto", "t": int}`, `{"type": "next"}`, `{"type": "prev"}`."""
+
+    _esm = STATIC / "RNNStepper.js"
+    _css = STATIC / "RNNStepper.css"
 
     mode = t.Unicode("replay").tag(sync=True)       # "live" | "replay"
     num_steps = t.Int(0).tag(sync=True)             # 0: no recurrent op (the Debugger hides the panel)
@@ -342,15 +347,6 @@ class StepperState(t.HasTraits):
     def _stepper_prev(self, _content) -> None:
         self.prev_timestep()
 
-
-class RNNStepper(StepperState, KCWidget):
-    """`RNNStepper(session_or_trace, op=None, program=None)`: `op` picks the recurrent op (default: the
-    program's first); `program` is needed only with a bare Trace, to name the roles. Messages:
-    `{"type": "goto", "t": int}`, `{"type": "next"}`, `{"type": "prev"}`."""
-
-    _esm = STATIC / "RNNStepper.js"
-    _css = STATIC / "RNNStepper.css"
-
     def __init__(self, session_or_trace, op=None, program=None, **kw):
         super().__init__(**kw)
         self._init_stepper(session_or_trace, op, program)
@@ -370,10 +366,10 @@ class RNNStepper(StepperState, KCWidget):
             sess.listeners.remove(self._follow)
         super().close()
 
-    goto = StepperState.goto_timestep
-    next = StepperState.next_timestep
-    prev = StepperState.prev_timestep
-    refresh = StepperState.refresh_steps
+    goto = goto_timestep
+    next = next_timestep
+    prev = prev_timestep
+    refresh = refresh_steps
 
     def _messages(self) -> dict:
         return {"goto": self._stepper_goto, "next": self._stepper_next, "prev": self._stepper_prev}

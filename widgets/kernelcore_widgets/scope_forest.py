@@ -23,8 +23,13 @@ def as_forest(source) -> kc.ScopeForest:
                     f"got {type(source).__name__}")
 
 
-class ForestState(t.HasTraits):
-    """The ScopeForest traits and what Python answers to them (a Debugger owns one such widget as a child)."""
+class ScopeForest(KCWidget):
+    """`ScopeForest(scope_or_forest)`: the browser asks for a variable's value with
+    `{"type": "open", "scope": id, "name": var}`; Python puts its ValuePreview in `opened["<id>:<name>"]`
+    (a GPU value is copied to the host only then)."""
+
+    _esm = STATIC / "ScopeForest.js"
+    _css = STATIC / "ScopeForest.css"
 
     forest = t.Dict().tag(sync=True, ts="ScopeForestJSON")
     opened = t.Dict().tag(sync=True)
@@ -60,20 +65,11 @@ class ForestState(t.HasTraits):
     def _forest_open(self, content) -> None:
         self.open_var(int_arg(content, "scope"), str_arg(content, "name"))  # a malformed one: an error back
 
-
-class ScopeForest(ForestState, KCWidget):
-    """`ScopeForest(scope_or_forest)`: the browser asks for a variable's value with
-    `{"type": "open", "scope": id, "name": var}`; Python puts its ValuePreview in `opened["<id>:<name>"]`
-    (a GPU value is copied to the host only then)."""
-
-    _esm = STATIC / "ScopeForest.js"
-    _css = STATIC / "ScopeForest.css"
-
     def __init__(self, scope_or_forest, **kw):
         super().__init__(**kw)
         self.update_forest(scope_or_forest)
 
-    update = ForestState.update_forest
+    update = update_forest
 
     def _messages(self) -> dict:
         return {"open": self._forest_open}

@@ -10,8 +10,15 @@ from ._base import STATIC, KCWidget
 from .requests import int_arg
 
 
-class TimelineState(t.HasTraits):
-    """The TraceTimeline traits and what Python answers to them (a Debugger owns one such widget as a child)."""
+class TraceTimeline(KCWidget):
+    """`TraceTimeline(trace)` (a kc.Trace, a DebugSession's, or a saved trace file's path).
+
+    `events` is the trace JSON's events (the first 20,000; `truncated` says how many more there were);
+    the browser sets `filter` ({kind, op_type, scope}) and `selected_event` (a seq, -1 for none), and sends
+    `{"type": "select", "seq": n}`."""
+
+    _esm = STATIC / "TraceTimeline.js"
+    _css = STATIC / "TraceTimeline.css"
 
     events = t.List().tag(sync=True, ts="TraceEvent[]")
     filter = t.Dict().tag(sync=True, ts="{ kind?: string; op_type?: string; scope?: number | null }")
@@ -48,22 +55,11 @@ class TimelineState(t.HasTraits):
     def _timeline_select(self, content) -> None:
         self.selected_event = int_arg(content, "seq", lo=-1)  # a malformed one: an error back
 
-
-class TraceTimeline(TimelineState, KCWidget):
-    """`TraceTimeline(trace)` (a kc.Trace, a DebugSession's, or a saved trace file's path).
-
-    `events` is the trace JSON's events (the first 20,000; `truncated` says how many more there were);
-    the browser sets `filter` ({kind, op_type, scope}) and `selected_event` (a seq, -1 for none), and sends
-    `{"type": "select", "seq": n}`."""
-
-    _esm = STATIC / "TraceTimeline.js"
-    _css = STATIC / "TraceTimeline.css"
-
     def __init__(self, trace, **kw):
         super().__init__(**kw)
         self.update_events(trace)
 
-    update = TimelineState.update_events
+    update = update_events
 
     def _messages(self) -> dict:
         return {"select": self._timeline_select}
