@@ -177,12 +177,12 @@ def _args(x, w, geometry):
                                   dw))
 
 
-def _forward_gate(xp, ins, attrs):
+def depthwise_forward_gate(xp, ins, attrs):
     x, w = ins
     return on_device(xp, x, w) and _geometry(x, w, attrs) is not None
 
 
-def _forward(ctx, ins, attrs):
+def depthwise_forward(ctx, ins, attrs):
     x, w = ins
     xp = ctx.xp
     geometry = _geometry(x, w, attrs)
@@ -211,7 +211,7 @@ def depthwise_grad(ctx, ins, attrs):
     return dx, dw
 
 
-for _op in ("depthwise_conv2d", "conv2d"):
-    fast_kernel(_op, _forward_gate, place="gpu")(_forward)
+fast_kernel("depthwise_conv2d", depthwise_forward_gate, place="gpu")(depthwise_forward)
+# conv2d: kernelcore/device/conv.py, which sends depthwise-shaped ones here
 fast_kernel("depthwise_conv2d_grad", depthwise_grad_gate, place="gpu")(depthwise_grad)
 # conv2d_grad: kernelcore/device/conv.py, which sends depthwise-shaped ones here
