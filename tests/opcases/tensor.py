@@ -3,7 +3,7 @@
 References are plain NumPy with target shapes worked out by hand, so a wrong reading of 0 / -1 in
 reshape2 or of -1 in split sections shows up as a mismatch. dtype attributes are VarType values:
 0 bool, 2 int32, 3 int64, 4 float16, 5 float32, 6 float64. Random ops appear here only as smoke cases
-(random=True); their statistics are checked in tests/test_ops_tensor_extra.py.
+(random=True); their statistics are checked in tests/test_ops_tensor_semantics.py.
 """
 import numpy as np
 
@@ -72,7 +72,7 @@ CASES = [
          lambda ShapeTensorList, **a: {"Out": np.full((2, 1), -1, np.int64)},
          attrs={"shape": [-1, -1], "dtype": INT64, "value": -1.0}, id="fill_shape_tensor_list"),
 
-    # -- random initialisers (smoke only; statistics in test_ops_tensor_extra.py) --------------
+    # -- random initialisers (smoke only; statistics in test_ops_tensor_semantics.py) --------------
     Case("uniform_random", {}, lambda **a: {}, attrs={"shape": [3, 4], "min": -0.5, "max": 0.5, "seed": 3},
          random=True, id="uniform_smoke"),
     Case("uniform_random", {"ShapeTensor": np.array([2, 5], np.int32)}, lambda **a: {},
