@@ -6,7 +6,7 @@
  * "Copy value" sends `{type: "copy"}`; Python answers `{type: "copied", text}` (a NumPy literal), which goes
  * to the clipboard.
  */
-import { button, clear, formatNumber, h } from '../dom';
+import { button, clear, h } from '../dom';
 
 export type EditMessage =
   | { type: 'edit'; what: 'zero' }
@@ -14,20 +14,8 @@ export type EditMessage =
   | { type: 'edit'; what: 'cell'; index: number[]; value: string }
   | { type: 'copy' };
 
-/** A bar of `steps` colour stops from `color(t)` for t in [0, 1], with the min and max written at its ends. */
-export function colorLegend(lo: number | null, hi: number | null, color: (t: number) => string, steps = 16): HTMLElement {
-  const stops: string[] = [];
-  for (let i = 0; i <= steps; i++) {
-    stops.push(color(i / steps));
-  }
-  const bar = h('span', { cls: 'jp-Kernelcore-tvLegendBar', attrs: { 'aria-hidden': 'true' } });
-  bar.style.background = `linear-gradient(to right, ${stops.join(', ')})`;
-  return h('div', { cls: 'jp-Kernelcore-tvLegend', title: 'colour scale of the shown slice' }, [
-    h('span', { cls: 'jp-Kernelcore-tvLegendMin', text: lo === null ? '' : formatNumber(lo) }),
-    bar,
-    h('span', { cls: 'jp-Kernelcore-tvLegendMax', text: hi === null ? '' : formatNumber(hi) })
-  ]);
-}
+// the legend lives with the colour maps it draws (colorramp.ts); kept here for the views that import it from here
+export { colorLegend } from '../colorramp';
 
 /** Writes `text` to the clipboard; where the page may not (an insecure context), shows it selected instead. */
 export async function toClipboard(text: string, fallbackBox: HTMLElement): Promise<boolean> {
