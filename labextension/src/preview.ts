@@ -1,4 +1,9 @@
-/** A ValuePreview drawn: a header, stats, and a small canvas (heatmap of the sample, or a sparkline). */
+/**
+ * A ValuePreview drawn: a header, stats, and a small canvas (heatmap of the sample, or a sparkline). A heat
+ * map has a colour scale under it: the sample's finite min and max (the range its colours span, which may be
+ * narrower than the whole value's), and 0's place when the range straddles it.
+ */
+import { colorLegend, RAMP_GRADIENT, rampColor } from './colorramp';
 import { formatNumber, formatShape, h } from './dom';
 import { SampleValue, ValuePreview } from './schema';
 
@@ -35,24 +40,8 @@ export function sampleRows(p: ValuePreview): number[][] {
   return (s as SampleValue[][]).map(r => (Array.isArray(r) ? r.map(sampleNumber) : [sampleNumber(r as SampleValue)]));
 }
 
-// A perceptual ramp (viridis-like), 5 stops.
-const RAMP: Array<[number, number, number]> = [
-  [68, 1, 84],
-  [59, 82, 139],
-  [33, 145, 140],
-  [94, 201, 98],
-  [253, 231, 37]
-];
-
-export function rampColor(t: number): string {
-  const x = Math.min(1, Math.max(0, t)) * (RAMP.length - 1);
-  const i = Math.min(RAMP.length - 2, Math.floor(x));
-  const f = x - i;
-  const c = RAMP[i].map((a, k) => Math.round(a + (RAMP[i + 1][k] - a) * f));
-  return `rgb(${c[0]},${c[1]},${c[2]})`;
-}
-
-function finiteRange(rows: number[][]): [number, number] {
+/** The finite min and max of the rows, or null when none is finite. */
+export function sampleRange(rows: number[][]): [number, number] | null {
   let lo = Infinity;
   let hi = -Infinity;
   for (const r of rows) {
@@ -63,7 +52,25 @@ function finiteRange(rows: number[][]): [number, number] {
       }
     }
   }
-  return lo <= hi ? [lo, hi] : [0, 0];
+  return lo <= hi ? [lo, hi] : null;
+}
+
+function finiteRange(rows: number[][]): [number, number] {
+  return sampleRange(rows) ?? [0, 0];
+}
+
+/** The heat map's colour scale: the ramp from the sample's finite min to its max (none when nothing is finite). */
+export function previewLegend(rows: number[][]): HTMLElement | null {
+  const range = sampleRange(rows);
+  if (!range) {
+    return null;
+  }
+  return colorLegend(range[0], range[1], rampColor, {
+    cls: 'jp-Kernelcore-previewLegend',
+    gradient: RAMP_GRADIENT,
+    markZero: true,
+    title: "colour scale of the sample: its finite min and max (magenta: NaN, white: +Inf, black: −Inf)"
+  });
 }
 
 function drawHeatmap(canvas: HTMLCanvasElement, rows: number[][]): void {
@@ -145,6 +152,10 @@ export function renderPreview(p: ValuePreview): HTMLElement {
       drawHeatmap(canvas, rows);
     }
     root.appendChild(canvas);
+    const legend = p.kind === 'sparkline' ? null : previewLegend(rows);
+    if (legend) {
+      root.appendChild(legend);
+    }
   }
   return root;
 }

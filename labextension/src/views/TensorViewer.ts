@@ -23,9 +23,10 @@ import { button, clear, formatNumber, formatShape, h } from '../dom';
 import { Listeners, RenderProps, WidgetModel } from '../model';
 import type { SentNameTaken, TensorHealth as Health, TensorSlice } from '../protocol';
 import type { TensorViewerTraits } from '../widgets.generated';
-import { rampColor, sampleNumber } from '../preview';
+import { colorLegend, divergingColor, rampColor } from '../colorramp';
+import { sampleNumber } from '../preview';
 import { withKernelNotice } from '../restart';
-import { colorLegend, EditBar, EditMessage, toClipboard } from './tensoredit';
+import { EditBar, EditMessage, toClipboard } from './tensoredit';
 
 export type { Health, TensorSlice };
 
@@ -80,9 +81,7 @@ export function cellColor(v: number, lo: number, hi: number, diverging: boolean)
   }
   if (diverging) {
     const m = Math.max(Math.abs(lo), Math.abs(hi)) || 1;
-    const t = Math.max(-1, Math.min(1, v / m));
-    const a = Math.round(255 * (1 - Math.abs(t)));
-    return t >= 0 ? `rgb(255,${a},${a})` : `rgb(${a},${a},255)`;
+    return divergingColor(v / m);
   }
   return rampColor(hi > lo ? (v - lo) / (hi - lo) : 0.5);
 }
@@ -222,9 +221,9 @@ export class TensorViewerView {
     const diverging = !!this.model.get('diff');
     if (diverging) {
       const m = Math.max(Math.abs(lo), Math.abs(hi));
-      this._legend.appendChild(colorLegend(-m, m, t => cellColor(2 * t - 1, -1, 1, true)));
+      this._legend.appendChild(colorLegend(-m, m, t => divergingColor(2 * t - 1), { markZero: true }));
     } else {
-      this._legend.appendChild(colorLegend(s.min, s.max, t => cellColor(t, 0, 1, false)));
+      this._legend.appendChild(colorLegend(s.min, s.max, rampColor));
     }
   }
 
