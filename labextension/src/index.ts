@@ -7,7 +7,8 @@
  *    session over the `kernelcore.debugger` comm (messages typed by protocol.generated.ts; no code is executed);
  *  - `:debugger`: the right-sidebar "Kernelcore debugger" panel over that model, a command with its shortcut
  *    for each move of the command table (MOVES: kernelcore:step, kernelcore:next, ...; in notebooks and in
- *    the panel), and kernelcore:run-n / open-debugger / view-tensor / export-graph-svg / export-graph-png.
+ *    the panel), the same for each control (CONTROLS: kernelcore:pause, enabled only while a move runs),
+ *    and kernelcore:run-n / open-debugger / view-tensor / export-graph-svg / export-graph-png.
  * The MIME renderers (outputs and *.kctrace.json files) are the separate mimeExtension in mime.ts.
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -22,8 +23,8 @@ import { exportFocusedGraph, hasFocusedGraph, trackGraphFocus } from './graphexp
 import { sharedLayout } from './layout';
 import { setKernelLookup } from './parts';
 import { IOpeningListing, isPirFile, JSON_FILE_TYPE, PIR_FACTORY, routePirOpenings } from './pirfile';
-import { MOVES } from './protocol';
-import { KernelcoreSidebar } from './sidebar';
+import { CONTROLS, MOVES } from './protocol';
+import { controlEnabled, KernelcoreSidebar } from './sidebar';
 import { TensorPanel } from './tensorpanel';
 import { IKernelcoreDebuggerModel } from './tokens';
 
@@ -236,6 +237,17 @@ const debuggerPlugin: JupyterFrontEndPlugin<void> = {
         app.commands.addKeyBinding({ command: commandId, keys: [keys], selector });
       }
     }
+    for (const spec of CONTROLS) {
+      app.commands.addCommand(spec.commandId, {
+        label: spec.palette,
+        caption: spec.help,
+        isEnabled: () => controlEnabled(spec, model),
+        execute: () => sidebar.run(spec.name)
+      });
+      for (const selector of ['.jp-Notebook', '.jp-Kernelcore-sidebar']) {
+        app.commands.addKeyBinding({ command: spec.commandId, keys: [spec.keys], selector });
+      }
+    }
     app.commands.addCommand(CommandIDs.runN, {
       label: 'Kernelcore: Run N steps',
       isEnabled: () => !!model.session,
@@ -256,7 +268,7 @@ const debuggerPlugin: JupyterFrontEndPlugin<void> = {
 
     if (palette) {
       const category = 'Kernelcore';
-      [CommandIDs.openDebugger, ...MOVES.map(m => m.commandId), CommandIDs.runN, ...exports.map(e => e[0])].forEach(command => palette.addItem({ command, category }));
+      [CommandIDs.openDebugger, ...MOVES.map(m => m.commandId), ...CONTROLS.map(c => c.commandId), CommandIDs.runN, ...exports.map(e => e[0])].forEach(command => palette.addItem({ command, category }));
     }
   }
 };

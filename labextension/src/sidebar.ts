@@ -16,7 +16,7 @@ import { button, clear, formatNumber, formatShape, h } from './dom';
 import { CommPartsSource, KernelLike } from './parts';
 import { programModel } from './render';
 import { isProgramJSON, PROGRAM_MIME, TRACE_MIME } from './schema';
-import { Command, CommandArgs, Move, MOVES, Origin, OriginNode, Session, ValuePreview, WatchCond, WATCH_CONDS } from './protocol';
+import { Command, CommandArgs, CONTROLS, ControlSpec, Move, MOVES, Origin, OriginNode, Session, ValuePreview, WatchCond, WATCH_CONDS } from './protocol';
 import { IKernelcoreDebuggerModel } from './tokens';
 import { ProgramGraphView } from './views/ProgramGraph';
 
@@ -65,6 +65,19 @@ export function isMac(nav: { platform?: string; userAgent?: string } | undefined
 export function formatShortcut(keys: string, mac = isMac()): string {
   const parts = keys.split(/\s+/).filter(Boolean);
   return mac ? parts.map(k => MAC_GLYPHS[k] ?? k).join('') : parts.map(k => (k === 'Accel' ? 'Ctrl' : k)).join('+');
+}
+
+/** A command's button title: its JupyterLab command id, what it does and its shortcut as the platform writes it. */
+export function commandTitle(spec: { commandId: string; help: string; keys: string }, mac = isMac()): string {
+  return `${spec.commandId}: ${spec.help} (${formatShortcut(spec.keys, mac)})`;
+}
+
+/** Pause's row of the command table (its button, palette entry and shortcut). */
+export const PAUSE: ControlSpec = CONTROLS.find(c => c.name === 'pause')!;
+
+/** Whether a control can be used now: one that stops a move only while a move runs, another while a session is open. */
+export function controlEnabled(spec: ControlSpec, model: { busy: boolean; session: unknown }): boolean {
+  return spec.whileBusy ? model.busy : !!model.session;
 }
 
 function num(input: HTMLInputElement): number | null {
@@ -151,12 +164,12 @@ export class KernelcoreSidebar extends Widget {
     this._status = h('div', { cls: 'jp-Kernelcore-dbgStatus' });
     const controls = h('div', { cls: 'jp-Kernelcore-toolbar jp-Kernelcore-dbgControls' });
     for (const { name: cmd, label, help, commandId, keys } of MOVES) {
-      const title = `${commandId}: ${help} (${formatShortcut(keys)})`;
+      const title = commandTitle({ commandId, help, keys });
       const b = button(label, () => void this.run(cmd), { cls: `jp-Kernelcore-cmd-${cmd}`, title });
       this.buttons.set(cmd, b);
       controls.appendChild(b);
     }
-    this.pause = button('Pause', () => void this.run('pause'), { cls: 'jp-Kernelcore-cmd-pause', title: 'stop the running move before its next op' });
+    this.pause = button(PAUSE.label, () => void this.run(PAUSE.name), { cls: 'jp-Kernelcore-cmd-pause', title: commandTitle(PAUSE) });
     this._busy = h('span', { cls: 'jp-Kernelcore-busy', text: 'running\u2026' });
     controls.append(this.pause, this._busy);
     const runN = h('input', { cls: 'jp-Kernelcore-runN', attrs: { type: 'number', min: '1', value: '5', 'aria-label': 'steps' } });
@@ -259,7 +272,7 @@ export class KernelcoreSidebar extends Widget {
     this.buttons.forEach(b => (b.disabled = !s));
     const busy = this.model.busy;
     this.node.classList.toggle('jp-Kernelcore-isBusy', busy);
-    this.pause.disabled = !busy;
+    this.pause.disabled = !controlEnabled(PAUSE, this.model);
     this._runN.disabled = busy || !s;
     if (!s) {
       this._where.textContent = '';
