@@ -66,10 +66,27 @@ export function graphKeyAction(ev: Pick<KeyboardEvent, 'key' | 'ctrlKey' | 'altK
   return ev.shiftKey && k.shifted ? k.shifted : k.action;
 }
 
+const ARROWS: Record<string, string> = { ArrowLeft: '\u2190', ArrowRight: '\u2192', ArrowUp: '\u2191', ArrowDown: '\u2193' };
+
+/**
+ * The keys of one row as a person reads them: arrows as glyphs, a letter once (f, not f F), the typographic
+ * minus left out (it is the - key on some layouts).
+ */
+export function keyNames(keys: readonly string[]): string[] {
+  const shown = keys.filter(key => key !== '\u2212' && !(key.length === 1 && key !== key.toLowerCase() && keys.includes(key.toLowerCase())));
+  return shown.map(key => ARROWS[key] ?? key);
+}
+
+/** The table as rows to show: each key row's names and what it does, in the table's order. */
+export function graphKeyRows(): Array<{ keys: string[]; help: string }> {
+  return GRAPH_KEYS.map(k => ({ keys: keyNames(k.keys), help: k.help }));
+}
+
 /** One line per key, for a tooltip. */
 export function graphKeysHelp(): string {
-  const name = (key: string) => (key.startsWith('Arrow') ? key.slice(5).toLowerCase() : key);
-  return GRAPH_KEYS.map(k => `${k.keys.filter(key => key !== '\u2212').map(name).join(' ')}: ${k.help}`).join('\n');
+  return graphKeyRows()
+    .map(r => `${r.keys.join(' ')}: ${r.help}`)
+    .join('\n');
 }
 
 /** The keys as an aria-keyshortcuts value (what assistive technology announces). */

@@ -5,6 +5,7 @@
 import { clear, h, nextTask } from './dom';
 import { ProgramGraphModel, UNSUPPORTED_CLASS, UNSUPPORTED_TEXT } from './graph';
 import { GraphKeyAction, graphKeyAction, graphKeyShortcuts } from './graphkeys';
+import { keyHelpButton } from './keyhelp';
 import { cancelLayout, layoutEngine, LayoutError } from './layout';
 
 let paneCounter = 0;
@@ -108,7 +109,8 @@ export class GraphPane {
       attrs: { tabindex: '0', role: 'application', 'aria-label': 'program graph', 'aria-keyshortcuts': graphKeyShortcuts() }
     });
     this.minimap = h('div', { cls: 'jp-Kernelcore-minimap jp-Kernelcore-hidden', attrs: { 'aria-label': 'overview: click to go there' } });
-    const stage = h('div', { cls: 'jp-Kernelcore-canvasStage' }, [this.canvas, this.minimap]);
+    const keyHelp = keyHelpButton(() => this.canvas.focus());
+    const stage = h('div', { cls: 'jp-Kernelcore-canvasStage' }, [this.canvas, this.minimap, keyHelp.button, keyHelp.panel]);
     this.el.appendChild(stage);
     this.minimap.addEventListener('pointerdown', this._onMini);
     this.minimap.addEventListener('pointermove', ev => {
