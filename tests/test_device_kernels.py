@@ -101,7 +101,8 @@ def test_a_row_kernel_launched_with_too_few_blocks_is_refused():
 
 # -- the CUDA sources, read ------------------------------------------------------------------------------------
 CUDA_WORDS = {"if", "for", "while", "return", "sizeof", "sqrt", "sqrtf", "exp", "expf", "log", "logf", "fmaxf", "tanhf",
-              "__syncthreads", "__shfl_down_sync", "__int_as_float", "min", "max", "atomicAdd", "tanh", "normcdf"}
+              "__syncthreads", "__shfl_down_sync", "__int_as_float", "min", "max", "atomicAdd", "tanh", "normcdf",
+              "expm1", "log1p"}
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _DEFINED = re.compile(r"__device__[^(]*?\b(\w+)\s*\(")
 
@@ -151,6 +152,9 @@ def test_cuda_source_is_well_formed_and_uses_what_it_declares(decl):
     strict_cuda.parse_params(decl.in_params), strict_cuda.parse_params(decl.out_params)
     if decl.kind == ELEMENTWISE:
         assert _balanced(decl.body) and decl.body.rstrip().endswith(";"), decl.name
+        assert _balanced(decl.preamble), f"{decl.name}: unbalanced brackets in the preamble"
+        unknown = sorted(set(_CALL.findall(_code(decl.body))) - CUDA_WORDS - set(_DEFINED.findall(decl.preamble)))
+        assert not unknown, f"{decl.name}: calls of undeclared functions {unknown}"
         unused = [n for n in ins + outs if not _used(n, decl.body)]
         assert not unused, f"{decl.name}: parameters never used: {unused}"
         for out in outs:

@@ -24,7 +24,7 @@ from ..ops.conv import conv_geometry, output_sizes
 from ..runtime.fast_paths import fast_kernel
 from .declare import (FLAT_THREADS, MAX_INT32_ELEMENTS, RAW, check_flat_launch, declare, flat_blocks, i32,
                       on_device)
-from .depthwise import depthwise_forward, depthwise_forward_gate, depthwise_grad, depthwise_grad_gate  # noqa: E501
+from .depthwise import depthwise_forward, depthwise_forward_gate, depthwise_grad, depthwise_grad_gate
 from .fused_norm import wanted
 
 
