@@ -306,9 +306,10 @@ def test_a_program_with_feed_ops_is_replayed_with_that_iteration_s_feeds(tmp_pat
 def test_a_failure_on_the_summary_thread_reaches_the_loop(monkeypatch):
     from kernelcore.observe import recorder as recorder_module
 
-    def broken(value, rows, row):
+    def broken(*args):
         raise ValueError("summary failed")
     monkeypatch.setattr(recorder_module, "summary_writer", lambda: broken)
+    monkeypatch.setattr(recorder_module, "many_writer", lambda: broken)  # an op's outputs in one call
     main, scope, loss, feed = _mlp()
     with pytest.raises(ValueError, match="summary failed"):
         with record(main, scope, background=True):
@@ -459,3 +460,26 @@ def test_a_run_on_the_gpu_path_is_summarised_and_stopped_like_a_host_run():
         assert (cols["negative"][r], cols["zero"][r]) == ((a < 0).sum(), (a == 0).sum())
         assert cols["min"][r] == a.min() and cols["max"][r] == a.max()
         assert cols["l2"][r] == pytest.approx(np.linalg.norm(a), rel=1e-5)
+
+
+def test_each_op_s_outputs_views_included_take_one_c_call_and_match_numpy(monkeypatch):
+    # a C call and a Python frame per output cost more than the pass over a small array: one call per op
+    main, scope, loss, feed = _mlp()
+    with record(main, scope, keep_last=1) as rec:
+        calls, per_output = [], []
+        many = rec._write_many
+        monkeypatch.setattr(rec, "_write_many", lambda values, rows, first: calls.append(len(values)) or
+                            many(values, rows, first))
+        monkeypatch.setattr(rec, "_write", lambda value, rows, row: per_output.append(value))
+        kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    events = [e for e in rec.run(0).events if e.kind == "op_run"]
+    assert per_output == [] and len(calls) <= len(events)  # (an array written before repeats its row: no call)
+    cols = rec.summaries.columns()
+    values = [v for e in events for _, v in e.values]
+    assert len(values) == len(cols["numel"]) > sum(calls)
+    for r, v in enumerate(values):
+        assert cols["nan"][r] == 0 and cols["numel"][r] == np.asarray(v).size
+        a = np.asarray(v, np.float64).ravel()
+        if a.size:
+            assert (cols["min"][r], cols["max"][r]) == (a.min(), a.max())
+            assert cols["l2"][r] == pytest.approx(np.linalg.norm(a), rel=1e-5)

@@ -187,7 +187,7 @@ class Recorder:
         n_in = len(op.in_pairs)
         timestep = rec[5]
         values = rec[RECORD_HEAD + n_in:]
-        if len(values) > 1 and self._write_many is not None and self._all_at_once(it, order, rec, values):
+        if self._write_many is not None and self._all_at_once(it, order, rec, values):
             return
         watched, judge_every, keep_last_summary = bool(self.watches), self._judge_every, self._keep_last_summary
         table, known, index, write = self.summaries, it.summaries, it.index, self._write
@@ -218,28 +218,70 @@ class Recorder:
                 self._last_summary[name] = s
 
     def _all_at_once(self, it: Iteration, order: int, rec, values) -> bool:
-        """An op's outputs summarised in one C call, where each is an array of its own, new in this iteration,
-        and only the NaN/Inf watch reads them (an optimizer's update writes several small ones); False, with
-        nothing done, elsewhere."""
+        """Where only the NaN/Inf watch reads the summaries: an op's outputs in order, each run of arrays new in
+        this iteration summarised in one C call (an optimizer's update writes several small ones, most ops one),
+        an array summarised before repeated from its row. A C call and a Python frame per output cost more than
+        the pass over a small array. False, with nothing done, where another watch reads them (the loop's care)."""
         if self._judge_every or self._keep_last_summary:
             return False
-        known = it.summaries
-        for value in values:
-            if getattr(value, "base", True) is not None or id(value) in known:
-                return False  # a view, or not an array, or an array written before: the loop's care
         op, timestep = rec[3], rec[5]
-        first, bad = self.summaries.add_many(it.index, order, self._sites(op, timestep), values, self._write_many)
-        if bad is None:
-            return False
-        for row, value in enumerate(values, first):
-            known[id(value)] = (value, row)
-        if bad and self.watches:
-            n_in = len(op.in_pairs)
-            for row, (_, name), value in zip(range(first, first + len(values)), op.out_pairs, values):
-                s = self.summaries.summary(row)
-                if s.nonfinite:
-                    self._check(it, order, op, rec, n_in, name, value, s, timestep)
+        known, table, index = it.summaries, self.summaries, it.index
+        sites = self._sites(op, timestep)
+        run: list[int] = []  # positions of new arrays waiting for one C call
+        roots = []
+        for k, value in enumerate(values):
+            root = value
+            base = getattr(value, "base", None)
+            if base is not None and type(base) is type(value) and base.size == value.size and \
+                    base.dtype == value.dtype and 0 not in value.strides:
+                root = base  # the same elements in another order: the array's own summary (see the loop)
+            roots.append(root)
+            seen = known.get(id(root))
+            if seen is None and not any(roots[j] is root for j in run):
+                run.append(k)
+                continue
+            if run:
+                self._write_run(it, order, rec, values, roots, sites, run)
+                run = []
+                seen = known.get(id(root))
+            row, bad = table.repeat(seen[1], index, order, sites[k]) if seen is not None and seen[0] is root \
+                else (-1, None)
+            if bad is None:  # its row has become part of a chunk: summarised anew
+                run.append(k)
+            elif bad and self.watches:
+                self._check_row(it, order, rec, k, values[k], row)
+        if run:
+            self._write_run(it, order, rec, values, roots, sites, run)
         return True
+
+    def _write_run(self, it: Iteration, order: int, rec, values, roots, sites, run: list[int]) -> None:
+        """Rows of the arrays roots[k] for k in `run` (new in this iteration): one C call, or one call each where
+        the C summary takes not all of them; the NaN/Inf watch judged on each."""
+        table, known, index = self.summaries, it.summaries, it.index
+        first, bad = table.add_many(index, order, [sites[k] for k in run], [roots[k] for k in run],
+                                    self._write_many)
+        if bad is not None:
+            for row, k in enumerate(run, first):
+                known[id(roots[k])] = (roots[k], row)  # the value is held: its id stays its own for the iteration
+            if bad and self.watches:
+                for row, k in enumerate(run, first):
+                    self._check_row(it, order, rec, k, values[k], row)
+            return
+        for k in run:
+            root = roots[k]
+            row, bad = table.add(index, order, sites[k], root, self._write)
+            if bad is None:
+                continue  # no numeric tensor
+            known[id(root)] = (root, row)
+            if bad and self.watches:
+                self._check_row(it, order, rec, k, values[k], row)
+
+    def _check_row(self, it: Iteration, order: int, rec, k: int, value, row: int) -> None:
+        """The watches on output k of an op record, where its row (just written) counts NaN or Inf."""
+        s = self.summaries.summary(row)
+        if s.nonfinite:
+            op = rec[3]
+            self._check(it, order, op, rec, len(op.in_pairs), op.out_pairs[k][1], value, s, rec[5])
 
     def _sites(self, op, timestep) -> tuple[int, ...]:
         """The table's site numbers of the op's outputs at this timestep (found once per op and timestep)."""
