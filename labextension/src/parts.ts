@@ -1,6 +1,6 @@
 /**
  * Where a lazy program's parts come from (ProgramJSON version 3, `lazy` set): the ops and vars of a group
- * when it is opened, and search over every name (kernelcore/program_parts.py answers both).
+ * when it is opened, and search over every name (kernelcore/view/program_parts.py answers both).
  *  - a widget: custom messages over its own comm (`{"type": "contents"|"search", "req"}` ->
  *    `{"type": "parts", "req", "ok", "error", "result"}`);
  *  - a cell result (MIME, no widget): the `kernelcore.program` comm of the notebook's kernel, opened with

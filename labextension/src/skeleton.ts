@@ -1,6 +1,6 @@
 /**
  * A lazy program's skeleton (ProgramJSON version 3) with the group contents fetched so far merged in: what
- * each pane of a program graph builds its model from (kernelcore/program_parts.py answers the requests).
+ * each pane of a program graph builds its model from (kernelcore/view/program_parts.py answers the requests).
  */
 import type { BlockJSON, GroupContentsJSON, GroupJSON, ProgramJSON } from './schema';
 
