@@ -285,3 +285,50 @@ def test_training_and_inference_runs_replay_graphs_of_their_own(launches):
     assert captured_run.state_of(prepared, scope, True).state == captured_run.CAPTURED
     assert captured_run.state_of(prepared, scope, False).state == captured_run.CAPTURED
     assert len(launches) == 4  # each graph launched when captured and replayed once
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_an_rnn_inference_block_is_captured_and_replays_what_the_cpu_computes(mode, launches):
+    """The rnn op steps through its timesteps as a generator, without a sub-block: with no dropout, in a run that
+    keeps no step scopes (its Reserve empty), a graph holds it like any op."""
+    import sys
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from device_cases import GRU1, LSTM1, _lstm_attrs, build
+    from opcases import Case
+    inputs = LSTM1 if mode == "LSTM" else GRU1
+    prog, feed, outs = build(Case("rnn", inputs, None, {**_lstm_attrs(inputs, 1, False, is_test=True),
+                                                        "mode": mode}))
+    fetch = [outs["Out"][0]] + outs["State"]
+    exe, scope = kc.Executor(StrictPlace()), kc.Scope()
+    got = [exe.run(prog, feed=feed, fetch_list=fetch, scope=scope) for _ in range(3)]
+    assert captured_run.captured_span(exe.prepare(prog)) is not None
+    assert captured_run.state_of(exe.prepare(prog), scope, False).state == captured_run.CAPTURED
+    assert len(launches) == 2
+    with fast_paths.switched_off():
+        want = kc.Executor(kc.CPUPlace()).run(prog, feed=feed, fetch_list=fetch, scope=kc.Scope())
+    for run in got:
+        for g, w in zip(run, want):
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
+
+
+def test_an_rnn_with_dropout_is_never_captured():
+    from types import SimpleNamespace
+    assert captured_run.draws_random(SimpleNamespace(type="rnn", attrs={"dropout_prob": 0.3, "seed": 0}))
+    assert not captured_run.draws_random(SimpleNamespace(type="rnn", attrs={"dropout_prob": 0.0, "seed": 0}))
+
+
+def test_an_rnn_training_run_keeping_its_step_scopes_goes_op_by_op(launches):
+    """A training run keeps every step scope for rnn_grad: a graph cannot hold them, and a capture tried anyway
+    would leave the scopes it made behind in the scope tree."""
+    import sys
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from device_cases import GRU1, _lstm_attrs, build
+    from opcases import Case
+    prog, feed, outs = build(Case("rnn", GRU1, None, {**_lstm_attrs(GRU1, 1, False), "mode": "GRU"}))
+    exe, scope = kc.Executor(StrictPlace()), kc.Scope()
+    kids = []
+    for _ in range(3):
+        exe.run(prog, feed=feed, fetch_list=[outs["Out"][0]], scope=scope, training=True)
+        kids.append(len(scope.kids))
+    assert not launches and captured_run.state_of(exe.prepare(prog), scope, True) is None
+    assert kids[0] == kids[1] == kids[2]

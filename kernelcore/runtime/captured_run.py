@@ -5,7 +5,8 @@ block's launches once (cupy.cuda.Stream.begin_capture / end_capture) and replays
 reading and writing the same device buffers each time. So a run may replay only where nothing needs the ops one
 at a time: no observer (trace, debugger, watch), no pause, no NaN check, the whole block, fetched values copied to
 the host (a replay overwrites the buffers a fetched device array would share). Where any of that holds, or the
-block has control flow or random draws (a replay would draw the same numbers), the run goes op by op, unchanged:
+block has control flow or random draws (a replay would draw the same numbers), the run goes op by op, unchanged
+(the rnn op, a generator stepping through its timesteps without a sub-block, is captured where it has no dropout):
 stepping works as before, and the next unobserved run replays again with whatever values the stepped run left.
 
 The life of a block on one scope: its first unobserved run goes op by op (CuPy compiles its kernels, the memory
@@ -32,9 +33,23 @@ FEED_OPS, FETCH_OPS = frozenset({"feed"}), frozenset({"fetch", "fetch_v2"})
 # ops that draw random numbers without a `seed` attribute (those with one are found by it): a replay would repeat
 # their draws, and on a GPU nothing would say so
 UNSEEDED_DRAWS = frozenset({"bernoulli", "multinomial", "poisson", "standard_gamma"})
+# ops whose `seed` serves one attribute alone: they draw only where it is above 0 (rnn: dropout between layers)
+DRAWS_WHERE_POSITIVE = {"rnn": "dropout_prob"}
+# generator kernels without a sub-block: their steps read and write only the op's own inputs and outputs (and
+# step scopes of their own, made and dropped inside the run), so a graph holds them like any op; other generator
+# kernels (while, conditional_block, recurrent) run blocks whose reads the op's names do not list
+SELF_CONTAINED_STEPS = frozenset({"rnn"})
+
+
+def keeps_steps_in_training(op) -> bool:
+    """Whether a training run of the op keeps its step scopes for its gradient (rnn without is_test)."""
+    return op.type in SELF_CONTAINED_STEPS and not op.attrs.get("is_test")
 
 
 def draws_random(op) -> bool:
+    if op.type in DRAWS_WHERE_POSITIVE:
+        p = op.attrs.get(DRAWS_WHERE_POSITIVE[op.type])
+        return not isinstance(p, (int, float)) or p > 0
     return "seed" in op.attrs or op.type in UNSEEDED_DRAWS
 
 
@@ -92,7 +107,8 @@ def captured_span(prepared) -> tuple[int, int] | None:
     while end > first and ops[end - 1].type in FETCH_OPS:
         end -= 1
     inner = ops[first:end]
-    if not inner or any(op.is_gen or draws_random(op) or op.type in FEED_OPS | FETCH_OPS for op in inner):
+    if not inner or any((op.is_gen and op.type not in SELF_CONTAINED_STEPS) or draws_random(op)
+                        or op.type in FEED_OPS | FETCH_OPS for op in inner):
         return None
     return first, end
 
@@ -123,7 +139,9 @@ def ran(run, prepared, scope, whole_run: bool, op_by_op) -> bool:
     plan = _plan(prepared)
     if plan is None:
         return False
-    first, end, read = plan
+    first, end, read, keeps_steps = plan
+    if keeps_steps and run.training:  # its step scopes, kept for the gradient, are Python objects a graph cannot
+        return False                  # hold; a capture would leave the scopes it made behind
     run_ops(0, first)  # the feed ops: what they write is read by the graph
     graphs = _BY_BLOCK.setdefault(prepared, weakref.WeakKeyDictionary()).setdefault(scope, _ScopeGraphs())
     key = (bool(run.training), tuple(_kind(run.xp, _value(scope, n)) for n in read))
@@ -154,10 +172,15 @@ _PLANS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # prepared bl
 
 
 def _plan(prepared):
-    """(first, end, names read) of the ops a graph may hold, made once per prepared block; None: none."""
+    """(first, end, names read, whether a training run keeps step scopes) of the ops a graph may hold, made once
+    per prepared block; None: none."""
     if prepared not in _PLANS:
         span = captured_span(prepared)
-        _PLANS[prepared] = None if span is None else (*span, read_and_written(prepared.ops[span[0]:span[1]])[0])
+        if span is None:
+            _PLANS[prepared] = None
+        else:
+            inner = prepared.ops[span[0]:span[1]]
+            _PLANS[prepared] = (*span, read_and_written(inner)[0], any(map(keeps_steps_in_training, inner)))
     return _PLANS[prepared]
 
 
@@ -180,7 +203,7 @@ def _capture(xp, prepared, scope, cap: _Captured, first: int, end: int, run_ops)
             try:
                 run_ops(first, end)
                 outputs = {n: _value(scope, n) for n in written}
-                if not all(_is_device_array(xp, v) for v in outputs.values()):
+                if not all(_is_device_array(xp, v) or _empty_record(v) for v in outputs.values()):
                     raise TypeError("a captured op wrote a value that is not a device array")
                 for n in read:  # the state the graph updates goes back into its input buffer
                     if n in outputs and outputs[n] is not before[n]:
@@ -239,6 +262,12 @@ def _set(scope, name, value) -> None:
 
 def _is_device_array(xp, v) -> bool:
     return isinstance(v, xp.ndarray)
+
+
+def _empty_record(v) -> bool:
+    """An empty container that is not an array: what an op writes of its run for a later op where the run kept
+    nothing (the rnn op's Reserve in an inference run), the same on every replay."""
+    return not hasattr(v, "shape") and hasattr(v, "__len__") and len(v) == 0
 
 
 class _keeping_allocations:
