@@ -229,6 +229,11 @@ class RnnSteps:
         none (here: the kernel steps)."""
         return None
 
+    def gru_step_grad(self, xp, gates, h_prev, dh, w_cand_t, b_hh, w_back):
+        """A GRU step's gradient in one call, (d x_proj, d (h_prev W_hh^T + b_hh), dh_prev); None where there is
+        none (here: kernelcore/grad/rnn.py's _cell_backward)."""
+        return None
+
     def lstm_step_grad(self, xp, gates, c, c_prev, dh, dc, w_back, d_pre):
         """An LSTM step's gradient in one call, (dh_prev, dc_prev) with d_pre written; None where there is none
         (here: kernelcore/grad/rnn.py's passes)."""
