@@ -118,6 +118,9 @@ def _cell_backward(xp, mode, s, dh, dc, w_back, b_hh, w_cand_t=None, steps=REFER
     h_prev = _val(s, "h_prev")
     if mode == "GRU":
         gates = _val(s, "gates")
+        fused = steps.gru_step_grad(xp, gates, h_prev, dh, w_cand_t, b_hh, w_back)
+        if fused is not None:
+            return (*fused, None)
         hs = dh.shape[1]
         r, z, cand = gates[:, :hs], gates[:, hs:2 * hs], gates[:, 2 * hs:]
         hc = steps.recurrent_product(xp, h_prev, w_cand_t) + b_hh[2 * hs:]  # recomputed: one small GEMM
