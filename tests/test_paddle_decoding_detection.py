@@ -16,48 +16,31 @@ import pytest
 import kernelcore as kc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_paddle_parity import ORACLE, PADDLE2, _need, run_paddle  # noqa: E402
+from paddle_models import check_fetches, load_model, make_models  # noqa: E402
+from test_paddle_parity import PADDLE2  # noqa: E402
 
 BEAM = 3
 
 
 @pytest.fixture(scope="session")
 def models2(tmp_path_factory) -> Path:
-    _need(PADDLE2, "2.6.2")
-    out = tmp_path_factory.mktemp("paddle_decoding2")
-    run_paddle(PADDLE2, ORACLE / "make_decoding_detection_models.py", out)
-    return out
-
-
-def _load(d: Path, case: str):
-    meta = json.loads((d / f"{case}.json").read_text())
-    ref = np.load(d / f"{case}.npz")
-    prog, scope, feeds, fetches = kc.load_inference_model(d / case)
-    assert feeds == meta["feed_names"] and fetches == meta["fetch_names"]
-    return meta, ref, prog, scope, feeds
-
-
-def _check_outputs(outs, ref, case, rtol=1e-4, atol=1e-5):
-    for i, got in enumerate(outs):
-        want = ref[f"fetch_{i}"]
-        assert got.shape == want.shape and got.dtype == want.dtype, (case, i, got.shape, want.shape)
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"{case}: fetch {i}")
+    return make_models(tmp_path_factory, PADDLE2, "2.6.2", "make_decoding_detection_models.py", "paddle_decoding2")
 
 
 @pytest.mark.paddle
 def test_beam_search_decoder_matches_paddle(models2):
-    meta, ref, prog, scope, feeds = _load(models2, "beam_search")
+    meta, ref, prog, scope, feeds, _ = load_model(models2, "beam_search")
     types = {t for block in meta["op_types"] for t in block}
     assert {"write_to_array", "read_from_array", "tensor_array_to_tensor", "gather_tree", "while"} <= types
     outs = kc.Executor(kc.CPUPlace()).run(prog, feed={n: ref[n] for n in feeds}, scope=scope)
-    _check_outputs(outs, ref, "beam_search")
+    check_fetches(outs, ref, "beam_search")
 
 
 @pytest.mark.paddle
 def test_beam_search_steps_in_the_debugger_with_its_arrays_visible(models2):
     """Each decoding step of the while is a timestep; the step's arrays (the beams' ids, their parents) grow by
     one entry per step, and the beams at each step are the ones gather_tree traces back to Paddle's sequences."""
-    meta, ref, prog, scope, feeds = _load(models2, "beam_search")
+    meta, ref, prog, scope, feeds, _ = load_model(models2, "beam_search")
     session = kc.debug(prog, feed={n: ref[n] for n in feeds}, scope=scope)
     (loop,) = [op for op in prog.global_block().ops if op.type == "while"]
     (gather,) = [op for op in prog.global_block().ops if op.type == "gather_tree"]
@@ -132,10 +115,10 @@ def test_yolo_head_with_nms_matches_paddle(models2, case, nms_op):
     """Boxes and scores of yolo_box (clipped / iou-aware with scale_x_y), then the NMS op's rows, indices and
     per-image counts exactly as Paddle lays them out, for two images of different sizes; and multiclass_nms3's
     LoD form (per-image ROIs with a box per class, roi_nms)."""
-    meta, ref, prog, scope, feeds = _load(models2, case)
+    meta, ref, prog, scope, feeds, _ = load_model(models2, case)
     assert {nms_op} | ({"yolo_box"} if case.startswith("yolo") else set()) <= set(meta["op_types"][0])
     outs = kc.Executor(kc.CPUPlace()).run(prog, feed={n: ref[n] for n in feeds}, scope=scope)
-    _check_outputs(outs, ref, case)
+    check_fetches(outs, ref, case)
     rows = outs[0] if case == "roi_nms" else outs[2]  # the NMS op's Out
     assert len(rows) > 2, "NMS kept too little for the check to mean much"
 
@@ -144,10 +127,10 @@ def test_yolo_head_with_nms_matches_paddle(models2, case, nms_op):
 def test_swin_block_matches_paddle(models2):
     """A shifted-window block: roll, window partition and reverse, the relative position bias gathered with
     index_select, the shift mask, softmax attention and the MLP."""
-    meta, ref, prog, scope, feeds = _load(models2, "swin_block")
+    meta, ref, prog, scope, feeds, _ = load_model(models2, "swin_block")
     assert {"roll", "index_select"} <= set(meta["op_types"][0])
     outs = kc.Executor(kc.CPUPlace()).run(prog, feed={n: ref[n] for n in feeds}, scope=scope)
-    _check_outputs(outs, ref, "swin_block")
+    check_fetches(outs, ref, "swin_block")
 
 
 @pytest.mark.paddle
@@ -155,10 +138,10 @@ def test_swin_block_matches_paddle(models2):
 def test_anchor_and_roi_ops_match_paddle(models2, case, ops):
     """prior_box (min/max order, flip, clip, steps), box_coder decoding pixel boxes with PriorBoxVar and encoding
     normalized ones with a variance attribute; roi_align of two images' ROIs, aligned and adaptive or not."""
-    meta, ref, prog, scope, feeds = _load(models2, case)
+    meta, ref, prog, scope, feeds, _ = load_model(models2, case)
     assert ops <= set(meta["op_types"][0])
     outs = kc.Executor(kc.CPUPlace()).run(prog, feed={n: ref[n] for n in feeds}, scope=scope)
-    _check_outputs(outs, ref, case)
+    check_fetches(outs, ref, case)
 
 
 @pytest.mark.paddle
@@ -171,4 +154,4 @@ def test_programs_on_the_strict_device_give_paddles_outputs(models2, case):
     ref = np.load(models2 / f"{case}.npz")
     prog, scope, feeds, _ = kc.formats.paddle_files.load_inference_model(models2 / case, place=StrictPlace())
     outs = kc.Executor(StrictPlace()).run(prog, feed={n: ref[n] for n in feeds}, scope=scope)
-    _check_outputs(outs, ref, case)
+    check_fetches(outs, ref, case)

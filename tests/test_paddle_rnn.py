@@ -16,7 +16,8 @@ from kernelcore.ops.rnn import RnnReserve
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from opcases.rnn import random_rnn, reference_rnn  # noqa: E402
-from test_paddle_parity import ORACLE, PADDLE2, PADDLE3, _need, run_paddle  # noqa: E402
+from paddle_models import check_fetches, load_model, make_models  # noqa: E402
+from test_paddle_parity import PADDLE2, PADDLE3  # noqa: E402
 
 LAYER_CASES = ["lstm2", "lstm2_len", "gru_bi", "gru_bi_len", "rnn_tanh", "rnn_tanh_len", "rnn_relu",
                "rnn_relu_len"]
@@ -25,32 +26,20 @@ CELL_CASES = ["lstm_cell", "gru_cell", "rnn_cell"]  # only Paddle 2.6.2 can buil
 
 @pytest.fixture(scope="session")
 def rnn3(tmp_path_factory) -> Path:
-    _need(PADDLE3, "3.3.1")
-    out = tmp_path_factory.mktemp("paddle_rnn3")
-    run_paddle(PADDLE3, ORACLE / "make_rnn_models.py", out)
-    return out
+    return make_models(tmp_path_factory, PADDLE3, "3.3.1", "make_rnn_models.py", "paddle_rnn3")
 
 
 @pytest.fixture(scope="session")
 def rnn2(tmp_path_factory) -> Path:
-    _need(PADDLE2, "2.6.2")
-    out = tmp_path_factory.mktemp("paddle_rnn2")
-    run_paddle(PADDLE2, ORACLE / "make_rnn_models.py", out)
-    return out
+    return make_models(tmp_path_factory, PADDLE2, "2.6.2", "make_rnn_models.py", "paddle_rnn2")
 
 
 def _check_model(d: Path, case: str):
-    meta = json.loads((d / f"{case}.json").read_text())
-    ref = np.load(d / f"{case}.npz")
-    prog, scope, feeds, fetches = kc.load_inference_model(d / case)
-    assert feeds == meta["feed_names"] and fetches == meta["fetch_names"]
+    meta, ref, prog, scope, feeds, fetches = load_model(d, case)
     assert [op.type for op in prog.global_block().ops] == meta["op_types"]
     outs = kc.Executor(kc.CPUPlace()).run(prog, feed={n: ref[n] for n in feeds}, scope=scope)
     assert len(outs) == len(fetches)
-    for i, got in enumerate(outs):
-        want = ref[f"fetch_{i}"]
-        assert got.shape == want.shape and got.dtype == want.dtype, (case, i, got.shape, want.shape)
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=f"{case}: fetch {i} ({fetches[i]})")
+    check_fetches(outs, ref, case, names=fetches)
     return meta, prog
 
 
