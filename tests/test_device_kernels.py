@@ -48,15 +48,19 @@ def test_the_gate_sends_what_the_kernels_cannot_take_to_the_reference(case, trai
     _assert_same(got, _reference(case, training), case)
 
 
-@pytest.mark.parametrize("mode, kernels", [("LSTM", {"kc_lstm_cell", "kc_lstm_cell_grad"}), ("GRU", {"kc_gru_cell"})])
-def test_an_rnn_s_gradient_runs_its_fused_steps_and_matches_the_cpu(mode, kernels, launched):
-    """rnn_grad through the fused LSTM step's gradient (a GRU's: the reference's, over the gates its fused forward
-    step kept): the Reserve it reads comes from a forward run, so the whole program (rnn, mean, the gradients)
-    runs on both places."""
-    from device_cases import GRU2, LSTM2, _lstm_attrs, build
+@pytest.mark.parametrize("mode, inputs, layers, bidirec, kernels", [
+    ("LSTM", "LSTM2", 2, True, {"kc_lstm_cell", "kc_lstm_cell_grad"}),
+    ("GRU", "GRU2", 2, True, {"kc_gru_cell", "kc_gru_cell_grad"}),
+    ("GRU", "GRU_MASKED", 1, False, {"kc_gru_cell", "kc_gru_cell_grad"})], ids=["lstm", "gru", "gru-masked"])
+def test_an_rnn_s_gradient_runs_its_fused_steps_and_matches_the_cpu(mode, inputs, layers, bidirec, kernels,
+                                                                     launched):
+    """rnn_grad through the fused LSTM or GRU step's gradient: the Reserve it reads comes from a forward run, so the
+    whole program (rnn, mean, the gradients) runs on both places."""
+    import device_cases
     from opcases import Case
-    inputs = LSTM2 if mode == "LSTM" else GRU2
-    prog, feed, outs = build(Case("rnn", inputs, None, {**_lstm_attrs(inputs, 2, True), "mode": mode}))
+    inputs = getattr(device_cases, inputs)
+    attrs = {**device_cases._lstm_attrs(inputs, layers, bidirec), "mode": mode}
+    prog, feed, outs = device_cases.build(Case("rnn", inputs, None, attrs))
     block = prog.global_block()
     loss = block.create_var("loss", (), np.float32)
     block.append_op("mean", inputs={"X": [outs["Out"][0]]}, outputs={"Out": [loss]})
@@ -82,7 +86,7 @@ def test_switched_off_runs_no_fused_kernel(launched):
 def test_every_fused_op_is_covered_by_a_case():
     ops = {k[0] for k in fast_paths.registered() if k[1] == "gpu"}
     assert ops == {c.op for c, _, _ in FUSED} | {"rnn_grad"}
-    run_by_cases = set().union(*(k for _, _, k in FUSED)) | {"kc_lstm_cell_grad"}  # its own test above
+    run_by_cases = set().union(*(k for _, _, k in FUSED)) | {"kc_lstm_cell_grad", "kc_gru_cell_grad"}  # tested above
     assert run_by_cases == {d.name for d in DECLARED}, "a declared kernel no case runs"
 
 

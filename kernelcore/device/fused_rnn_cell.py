@@ -3,8 +3,9 @@ projection added) and one kernel for the rest (the four gates' activations, c an
 (kernelcore/ops/rnn.py RnnSteps.lstm_step) runs about ten array expressions, each a launch. It replaces that one
 method of RnnSteps, as kernelcore/native/rnn.py's C subclass does on the host; its gradient's step likewise
 (lstm_step_grad: one kernel for d x_proj and dc_prev, then the product with W_hh). The GRU step likewise: the
-recurrent product, then one kernel for bias_hh, both gates, the candidate and h (gru_step). The passes, the GRU's
-gradient and the simple RNNs stay the reference's."""
+recurrent product, then one kernel for bias_hh, both gates, the candidate and h (gru_step); its gradient's step
+the candidate's recurrent product, one kernel for d x_proj, dhw and dh z, then the product with W_hh
+(gru_step_grad). The passes and the simple RNNs stay the reference's."""
 from __future__ import annotations
 
 import numpy as np
@@ -127,8 +128,51 @@ extern "C" __global__ void kc_gru_cell(const float* x_proj, float* hw, const flo
 """, twin=_gru_cell_twin)
 
 
+def _gru_cell_grad_twin(grid, block, gates, hc, b_hh, h_prev, dh, dx, dhw, dh_z, batch, hidden):
+    """kernelcore/grad/rnn.py _cell_backward's GRU operations, in its order."""
+    batch, hidden = int(batch), int(hidden)
+    check_flat_launch(grid, block, batch * hidden)
+    g3 = gates.reshape(batch, 3, hidden)
+    r, z, cand = g3[:, 0], g3[:, 1], g3[:, 2]
+    one = np.float32(1)
+    hcb = hc.reshape(batch, hidden) + b_hh.reshape(3, hidden)[2]
+    dhb, hp = dh.reshape(batch, hidden), h_prev.reshape(batch, hidden)
+    dpre_c = dhb * (one - z) * (one - cand * cand)
+    dpre_r = dpre_c * hcb * r * (one - r)
+    dpre_z = dhb * (hp - cand) * z * (one - z)
+    dx3, dhw3 = dx.reshape(batch, 3, hidden), dhw.reshape(batch, 3, hidden)
+    dx3[:, 0], dx3[:, 1], dx3[:, 2] = dpre_r, dpre_z, dpre_c
+    dhw3[:, 0], dhw3[:, 1], dhw3[:, 2] = dpre_r, dpre_z, dpre_c * r
+    dh_z.reshape(batch, hidden)[...] = dhb * z
+
+
+GRU_CELL_GRAD = declare("kc_gru_cell_grad", RAW, r"""
+extern "C" __global__ void kc_gru_cell_grad(const float* gates, const float* hc, const float* b_hh,
+                                            const float* h_prev, const float* dh, float* dx, float* dhw,
+                                            float* dh_z, int batch, int hidden) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= batch * hidden) return;
+    int b = idx / hidden, j = idx % hidden;
+    long long row = (long long)b * 3 * hidden;
+    float r = gates[row + j], z = gates[row + hidden + j], cand = gates[row + 2 * hidden + j];
+    float hcb = hc[idx] + b_hh[2 * hidden + j];
+    float d = dh[idx];
+    float dpre_c = d * (1.0f - z) * (1.0f - cand * cand);
+    float dpre_r = dpre_c * hcb * r * (1.0f - r);
+    float dpre_z = d * (h_prev[idx] - cand) * z * (1.0f - z);
+    dx[row + j] = dpre_r;
+    dx[row + hidden + j] = dpre_z;
+    dx[row + 2 * hidden + j] = dpre_c;
+    dhw[row + j] = dpre_r;
+    dhw[row + hidden + j] = dpre_z;
+    dhw[row + 2 * hidden + j] = dpre_c * r;
+    dh_z[idx] = d * z;
+}
+""", twin=_gru_cell_grad_twin)
+
+
 class DeviceSteps(R.RnnSteps):
-    """RnnSteps with the LSTM step's cell and the GRU step's in one kernel each."""
+    """RnnSteps with the LSTM and GRU steps' cells, and their gradients', in one kernel each."""
 
     def gru_step(self, xp, x_proj, h_prev, w_hh_t, b_hh):
         if not on_device(xp, x_proj, h_prev, b_hh):  # asked before the product: it runs once
@@ -154,6 +198,20 @@ class DeviceSteps(R.RnnSteps):
             h = h_out
         return g, h, c
 
+    def gru_step_grad(self, xp, gates, h_prev, dh, w_cand_t, b_hh, w_back):
+        """(d x_proj, dhw, dh_prev): the candidate's recurrent product, one kernel, the product with W_hh; None
+        where the kernel does not take these arrays."""
+        if not on_device(xp, gates, h_prev, dh, b_hh):
+            return None
+        batch, hidden = dh.shape
+        hc = xp.ascontiguousarray(self.recurrent_product(xp, h_prev, w_cand_t))
+        dx = xp.empty((batch, 3 * hidden), dtype=dh.dtype)
+        dhw = xp.empty((batch, 3 * hidden), dtype=dh.dtype)
+        dh_z = xp.empty((batch, hidden), dtype=dh.dtype)
+        GRU_CELL_GRAD.on(xp)(flat_blocks(batch * hidden), (FLAT_THREADS,),
+                             (gates, hc, b_hh, h_prev, dh, dx, dhw, dh_z, i32(batch), i32(hidden)))
+        return dx, dhw, self.recurrent_product(xp, dhw, w_back, add=dh_z)
+
     def lstm_step_grad(self, xp, gates, c, c_prev, dh, dc, w_back, d_pre):
         """d_pre written and (dh_prev, dc_prev), or None where the kernel does not take these arrays."""
         if not on_device(xp, gates, c, c_prev, dh, dc, d_pre):
@@ -178,11 +236,11 @@ def rnn(ctx, ins, attrs):
     return (yield from R.run_rnn(DEVICE_STEPS, ctx, ins, attrs))
 
 
-def _lstm_grad_on_device(xp, ins, attrs) -> bool:
+def _cell_grad_on_device(xp, ins, attrs) -> bool:
     x, pre, weights = ins[0], ins[1], ins[2]
-    return attrs["mode"] == "LSTM" and on_device(xp, x, *(pre or []), *(weights or []))
+    return attrs["mode"] in ("LSTM", "GRU") and on_device(xp, x, *(pre or []), *(weights or []))
 
 
-@fast_kernel("rnn_grad", _lstm_grad_on_device, place="gpu")
+@fast_kernel("rnn_grad", _cell_grad_on_device, place="gpu")
 def rnn_grad(ctx, ins, attrs):
     return GR.run_rnn_grad(DEVICE_STEPS, ctx, ins, attrs)
