@@ -12,6 +12,8 @@ tests/test_captured_run.py) check the same logic with NumPy twins.
 3. A training step (an MLP with adam) and its inference: the reference op by op, the fused kernels op by op
    (return_numpy=False keeps a run out of the graph), and the fused kernels replayed as a CUDA graph; the three
    results compared, their medians timed.
+4. The rnn op (bench/gpu_rnn_check.py): LSTM and GRU gradients through the fused steps against the CPU, and an
+   inference rnn block replayed as a captured graph, timed against op by op.
 Figures go to DIR/device_check.json; a failed check makes the exit status 1.
 """
 from __future__ import annotations
@@ -31,6 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 import kernelcore as kc  # noqa: E402
+from gpu_rnn_check import check_rnn  # noqa: E402
 from kernelcore.runtime import captured_run, fast_paths  # noqa: E402
 from kernelcore.runtime.place import StrictPlace, to_host  # noqa: E402
 
@@ -158,7 +161,8 @@ def main() -> int:
     t0 = time.perf_counter()
     report["cases"], failures = check_cases(args.repeat)
     report["captured"], more = check_captured(args.repeat)
-    report["failures"] = failures + more
+    report["rnn"], rnn_failures = check_rnn(PLACE, lambda fn: _median_ms(fn, args.repeat))
+    report["failures"] = failures + more + rnn_failures
     report["seconds"] = round(time.perf_counter() - t0, 1)
     (args.out / "device_check.json").write_text(json.dumps(report, indent=1))
     print(f"{len(report['failures'])} failures; {report['seconds']} s; figures in {args.out / 'device_check.json'}")
