@@ -72,6 +72,7 @@ class Iteration:
         self.index, self.scope_id = index, scope_id
         self.initial: dict | None = None  # name -> value when its first op ran (what that op read included)
         self.trace = Trace(retain="references") if keep else None
+        self.keep_record = self.trace.op_recorder(RECORD_VALUES) if keep else None  # the trace's own sink
         self.first_event = 0
         self.ops = 0
         self.summaries: dict[int, tuple] = {}  # id of an array summarised in this iteration -> (it, its table row)
@@ -169,12 +170,14 @@ class Recorder:
         n_in = len(op.in_pairs)
         if it.initial is None and not self._first_op(it, op, rec[RECORD_HEAD:RECORD_HEAD + n_in]):
             return
-        if it.trace is not None:
-            it.trace.record_op(rec)
+        if it.keep_record is not None:
+            it.keep_record(rec)
         order = it.ops
         it.ops += 1
         if self._worker is None:
-            self._summarize_record((it, order, rec))
+            values = rec[RECORD_HEAD + n_in:]
+            if self._write_many is None or not self._all_at_once(it, order, rec, values):
+                self._summarize_each(it, order, rec, values)
         elif self._worker.error is not None:
             self._raise_worker_error()
         else:
@@ -183,12 +186,15 @@ class Recorder:
     def _summarize_record(self, job) -> None:
         """Summarise an op record's outputs into the table and judge the watches on them."""
         it, order, rec = job
+        values = rec[RECORD_HEAD + len(rec[3].in_pairs):]
+        if self._write_many is None or not self._all_at_once(it, order, rec, values):
+            self._summarize_each(it, order, rec, values)
+
+    def _summarize_each(self, it: Iteration, order: int, rec, values) -> None:
+        """An op record's outputs one by one (each watch reads a Summary of each)."""
         op = rec[3]
         n_in = len(op.in_pairs)
         timestep = rec[5]
-        values = rec[RECORD_HEAD + n_in:]
-        if self._write_many is not None and self._all_at_once(it, order, rec, values):
-            return
         watched, judge_every, keep_last_summary = bool(self.watches), self._judge_every, self._keep_last_summary
         table, known, index, write = self.summaries, it.summaries, it.index, self._write
         for site, (slot, name), value in zip(self._sites(op, timestep), op.out_pairs, values):
@@ -226,7 +232,8 @@ class Recorder:
             return False
         op, timestep = rec[3], rec[5]
         known, table, index = it.summaries, self.summaries, it.index
-        sites = self._sites(op, timestep)
+        cached = self._site_cache.get((id(op), timestep))  # (_sites, written out: this runs per op)
+        sites = cached[1] if cached is not None and cached[0] is op else self._sites(op, timestep)
         run: list[int] = []  # positions of new arrays waiting for one C call
         roots = []
         for k, value in enumerate(values):
