@@ -1,5 +1,6 @@
 """Device operations per op, the reference kernels against the fused ones, counted on the strict stand-in: each case
-of tests/device_cases.py runs once inside a graph capture (kernelcore/testing/strict_cuda.py records every device
+of tests/device_cases.py, and each rnn training program of bench/gpu_rnn_check.py (forward and gradient), runs
+once inside a graph capture (kernelcore/testing/strict_cuda.py records every device
 operation: an array expression, a copy, a user kernel; allocations and views are not counted), fast paths off and
 then on. On a GPU each of these is a kernel launch that Python waits to issue; the count says nothing of the time
 a launch takes.
@@ -32,6 +33,22 @@ def operations(case, training: bool):
     (a copy from the host, a read back), itself a wait on the host."""
     from device_cases import build
     prog, feed, _ = build(case)
+    return program_operations(prog, feed, training)
+
+
+def rnn_training_program(name, mode, layers, bidirec):
+    """An rnn op, the mean of its Out and every gradient (rnn_grad), on bench/gpu_rnn_check.py's inputs."""
+    from gpu_rnn_check import _program
+    prog, feed, outs = _program(name, mode, layers, bidirec)
+    block = prog.global_block()
+    loss = block.create_var("loss", (), "float32")
+    block.append_op("mean", inputs={"X": [outs["Out"][0]]}, outputs={"Out": [loss]})
+    wrt = [n for n in feed if n.startswith(("Input", "WeightList", "PreState"))]
+    kc.gradients([loss], [block.var(n) for n in wrt])
+    return prog, feed
+
+
+def program_operations(prog, feed, training: bool):
     exe, scope = kc.Executor(StrictPlace()), kc.Scope()
     dev = {k: xp.asarray(v) for k, v in feed.items()}
     exe.run(prog, feed=dev, fetch_list=[], scope=scope, training=training)  # prepared, kernels built
@@ -56,6 +73,12 @@ def main() -> int:
         with fast_paths.switched_off():
             ref = operations(case, training)
         print(f"{str(case):40s} {ref!s:>24s} {operations(case, training)!s:>6s}")
+    from gpu_rnn_check import GRADIENT_CASES
+    for name, mode, layers, bidirec in GRADIENT_CASES:
+        prog, feed = rnn_training_program(name, mode, layers, bidirec)
+        with fast_paths.switched_off():
+            ref = program_operations(prog, feed, True)
+        print(f"{'rnn + rnn_grad ' + name:40s} {ref!s:>24s} {program_operations(prog, feed, True)!s:>6s}")
     return 0
 
 
