@@ -4,11 +4,9 @@ nots.
 """
 from __future__ import annotations
 
-from ..ir.proto.framework_pb2 import AttrType as A
 from ..ir.proto.framework_pb2 import VarType as VT
-from ..ir.registry import Attr, In, Out, register_op
-from ._infer import elementwise
-from .math import align
+from ..ir.registry import In, Out, register_op
+from .math import align, register_elementwise_binary
 
 # -- elementwise binaries ------------------------------------------------------------------------------
 BINARY = {
@@ -29,16 +27,7 @@ def _xp_binary_kernel(body):
 
 
 for _type, (_formula, _body) in BINARY.items():
-    _d = register_op(
-        _type, f"Out = {_formula}, elementwise. Y is broadcast against X; its dims line up with X's starting at "
-               f"`axis` (-1: the trailing dims).",
-        inputs=[In("X", "the first operand"), In("Y", "the second operand, broadcast to X")],
-        outputs=[Out("Out", "the result, of the broadcast shape")],
-        attrs=[Attr("axis", A.INT, "the dim of X where Y's dims start; -1 aligns trailing dims", -1)],
-        infer_shape=elementwise)
-    _k = _xp_binary_kernel(_body)
-    _k.__name__ = _type
-    _d.kernel()(_k)
+    register_elementwise_binary(_type, _formula, _xp_binary_kernel(_body))
 
 
 # -- logical and bitwise ---------------------------------------------------------------------------------

@@ -67,18 +67,23 @@ def _binary_kernel(body):
     return kernel
 
 
-for _type, (_formula, _body, _ufunc) in BINARY.items():
-    _d = register_op(
-        _type, f"Out = {_formula}, elementwise. Y is broadcast against X; its dims line up with X's "
-               f"starting at `axis` (-1: the trailing dims).",
+def register_elementwise_binary(op_type: str, formula: str, kernel):
+    """Register `Out = formula` of X and Y with Paddle's `axis` broadcasting (the slots, attribute and shape
+    rule every elementwise binary shares) and its kernel; returns the op's definition."""
+    d = register_op(
+        op_type, f"Out = {formula}, elementwise. Y is broadcast against X; its dims line up with X's "
+                 f"starting at `axis` (-1: the trailing dims).",
         inputs=[In("X", "the first operand"), In("Y", "the second operand, broadcast to X")],
         outputs=[Out("Out", "the result, of the broadcast shape")],
         attrs=[Attr("axis", A.INT, "the dim of X where Y's dims start; -1 aligns trailing dims", -1)],
         infer_shape=elementwise)
-    _k = _binary_kernel(_body)
-    _k.__name__ = _type
-    _d.kernel()(_k)
-    _d.specialize()(_binary_specializer(_ufunc))
+    kernel.__name__ = op_type
+    d.kernel()(kernel)
+    return d
+
+
+for _type, (_formula, _body, _ufunc) in BINARY.items():
+    register_elementwise_binary(_type, _formula, _binary_kernel(_body)).specialize()(_binary_specializer(_ufunc))
 
 
 def _fail(message: str):
