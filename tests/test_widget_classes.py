@@ -43,3 +43,30 @@ def test_a_widget_mixes_in_no_trait_set(cls):
 def test_the_graph_keeps_its_debug_trait():
     from kernelcore_widgets.program_graph import ProgramGraph
     assert "debug" in ProgramGraph.class_trait_names(sync=True)
+
+
+class _Moves:
+    """What follow_moves needs of a session: its listeners, called after each move."""
+
+    def __init__(self):
+        self.listeners = []
+
+    def move(self):
+        for listener in list(self.listeners):
+            listener(self)
+
+
+def test_a_widget_follows_a_sessions_moves_until_it_closes():
+    class Counter(KCWidget):
+        moves = 0
+
+        def count(self):
+            self.moves += 1
+
+    session, widget = _Moves(), Counter()
+    widget.follow_moves(session, "count")
+    session.move()
+    session.move()
+    widget.close()
+    session.move()
+    assert widget.moves == 2 and session.listeners == []

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pathlib
+import weakref
 
 import anywidget
 
@@ -53,6 +54,24 @@ class KCWidget(anywidget.AnyWidget):
         # it is pending!" under the next cell. On the main shell they run in order with the cells instead.
         pin_to_main_shell(getattr(self, "comm", None))
         self.on_msg(self._on_custom_msg)
+
+    def follow_moves(self, session, on_move: str) -> None:
+        """Call `self.<on_move>()` after each move of `session`, whoever makes it (a cell, the sidebar, another
+        widget), until the widget closes. The session holds the widget weakly: a dropped widget costs nothing."""
+        me = weakref.ref(self)
+
+        def follow(_sess):
+            widget = me()
+            if widget is not None:
+                getattr(widget, on_move)()
+        self._follow, self._followed = follow, session
+        session.listeners.append(follow)
+
+    def close(self) -> None:
+        session = getattr(self, "_followed", None)
+        if session is not None and self._follow in session.listeners:
+            session.listeners.remove(self._follow)
+        super().close()
 
     def _on_custom_msg(self, _widget, content, _buffers) -> None:
         self.handle_message(content)

@@ -21,7 +21,6 @@ from T-1 down to 0).
 """
 from __future__ import annotations
 
-import weakref
 
 import traitlets as t
 
@@ -351,20 +350,7 @@ class RNNStepper(KCWidget):
         super().__init__(**kw)
         self._init_stepper(session_or_trace, op, program)
         if isinstance(session_or_trace, kc.DebugSession):  # follow moves made elsewhere (a cell, the sidebar)
-            me = weakref.ref(self)
-
-            def follow(_sess, me=me):
-                st = me()
-                if st is not None:
-                    st.refresh_steps()
-            self._follow = follow
-            session_or_trace.listeners.append(follow)
-
-    def close(self) -> None:
-        sess = getattr(self, "_rnn_session", None)
-        if sess is not None and getattr(self, "_follow", None) in sess.listeners:
-            sess.listeners.remove(self._follow)
-        super().close()
+            self.follow_moves(session_or_trace, "refresh_steps")
 
     goto = goto_timestep
     next = next_timestep
