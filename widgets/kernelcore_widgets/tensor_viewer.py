@@ -21,7 +21,6 @@ the host, and only when asked.
 """
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
@@ -199,14 +198,7 @@ class TensorViewer(KCWidget):
         self._draw()
 
     def _follow_session(self, session) -> None:
-        me = weakref.ref(self)
-
-        def follow(_sess, me=me):
-            v = me()
-            if v is not None:
-                v.reread()
-        self._follow = follow
-        session.listeners.append(follow)
+        self.follow_moves(session, "reread")
         self._say_position()
 
     def _say_position(self) -> None:
@@ -237,12 +229,6 @@ class TensorViewer(KCWidget):
         self.slice, self.health = {}, {}
         self.editable = False
         self.status = why
-
-    def close(self) -> None:
-        s = self._session
-        if s is not None and getattr(self, "_follow", None) in s.listeners:
-            s.listeners.remove(self._follow)
-        super().close()
 
     @classmethod
     def of(cls, session, name: str, **kw) -> TensorViewer:
