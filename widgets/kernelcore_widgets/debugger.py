@@ -101,13 +101,7 @@ class Debugger(KCWidget):
         graph.details_scope = lambda node_id, me=me: details_scope(me().session, node_id)
         graph._say_debug()
         self.timeline.observe(lambda change, me=me: me()._on_event_selected(change), "selected_event")
-
-        def follow(_sess, me=me):
-            d = me()
-            if d is not None:
-                d.refresh()
-        self._follow = follow
-        session.listeners.append(follow)
+        self.follow_moves(session, "refresh")
         serve_pause_beside(getattr(self, "comm", None))
         self.refresh()
         _set_active(self)
@@ -118,8 +112,6 @@ class Debugger(KCWidget):
 
     def close(self) -> None:
         """Close the child widgets with it (they exist only as its parts) and stop following the session."""
-        if self._follow in self.session.listeners:
-            self.session.listeners.remove(self._follow)
         for child in (self.graph, self.forest, self.stepper, self.timeline):
             if child is not None:
                 child.close()
