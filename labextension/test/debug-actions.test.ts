@@ -2,13 +2,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ModelDebugActions, renderActions } from '../src/debugactions';
-import { CommLike, DebuggerModel, KernelLike } from '../src/debugmodel';
+import { DebuggerModel, KernelLike } from '../src/debugmodel';
 import { ServerMessage, StateMessage, TensorView } from '../src/protocol';
 import { KernelcoreSidebar } from '../src/sidebar';
 import { TensorPanel } from '../src/tensorpanel';
 import ProgramGraphWidget from '../src/views/ProgramGraph';
 import { mlp } from './fixtures';
 import { container, FakeModel } from './fake-model';
+import { FakeComm, reply, tick } from './fake-comm';
 
 // Real state messages from the kernel side (tests/test_debug_comm.py checks this file).
 const MESSAGES: ServerMessage[] = JSON.parse(readFileSync(resolve(__dirname, 'debug-messages.json'), 'utf8'));
@@ -17,20 +18,6 @@ const STATES = MESSAGES.filter((m): m is StateMessage => m.type === 'state');
 afterEach(() => {
   document.body.textContent = '';
 });
-
-class FakeComm implements CommLike {
-  sent: any[] = [];
-  onMsg: (msg: { content: { data: any } }) => void = () => undefined;
-  onClose: (msg: unknown) => void = () => undefined;
-  open(): void {}
-  send(data: any): void {
-    this.sent.push(data);
-  }
-  close(): void {}
-  deliver(data: unknown): void {
-    this.onMsg({ content: { data } });
-  }
-}
 
 class FakeKernel implements KernelLike {
   comm = new FakeComm();
@@ -45,13 +32,6 @@ function connected() {
   model.setKernel(kernel);
   kernel.comm.deliver(STATES[0]);
   return { model, comm: kernel.comm };
-}
-
-const tick = () => new Promise(r => setTimeout(r, 0));
-
-function reply(comm: FakeComm, result: unknown, ok = true, error: string | null = null) {
-  const req = comm.sent[comm.sent.length - 1];
-  comm.deliver({ type: 'reply', id: req.id, command: req.command, ok, error, result });
 }
 
 function button(el: Element, cls: string): HTMLButtonElement {

@@ -2,12 +2,13 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { copyButton, copyText } from '../src/copytext';
-import { CommLike, DebuggerModel, KernelLike } from '../src/debugmodel';
+import { DebuggerModel, KernelLike } from '../src/debugmodel';
 import { ServerMessage, StateMessage } from '../src/protocol';
 import { KernelcoreSidebar, valueTokens } from '../src/sidebar';
 import { debuggerChildren, DebuggerView } from '../src/views/Debugger';
 import { forest, mlp, trace } from './fixtures';
 import { container, FakeModel, withChildren } from './fake-model';
+import { FakeComm, tick } from './fake-comm';
 
 // Real messages from the kernel side (tests/test_debug_comm.py writes and checks this file).
 const MESSAGES: ServerMessage[] = JSON.parse(readFileSync(resolve(__dirname, 'debug-messages.json'), 'utf8'));
@@ -18,24 +19,6 @@ afterEach(() => {
   vi.unstubAllGlobals();
 });
 
-class FakeComm implements CommLike {
-  sent: any[] = [];
-  onMsg: (msg: { content: { data: any } }) => void = () => undefined;
-  onClose: (msg: unknown) => void = () => undefined;
-  open(): void {}
-  send(data: any): void {
-    this.sent.push(data);
-  }
-  close(): void {}
-  deliver(data: unknown): void {
-    this.onMsg({ content: { data } });
-  }
-  answer(id: number, ok = true, error: string | null = null): void {
-    const req = this.sent.find(r => r.id === id);
-    this.deliver({ type: 'reply', id, command: req.command, ok, error, result: null });
-  }
-}
-
 function connected() {
   const comm = new FakeComm();
   const kernel: KernelLike = { createComm: () => comm };
@@ -44,8 +27,6 @@ function connected() {
   comm.deliver(STATES[0]);
   return { model, comm };
 }
-
-const tick = () => new Promise(r => setTimeout(r, 0));
 
 describe('the sidebar while a move runs', () => {
   it('says running, disables the moves and offers Pause until the move is answered', async () => {

@@ -1,11 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { CommLike, DebuggerModel, KernelLike } from '../src/debugmodel';
+import { DebuggerModel, KernelLike } from '../src/debugmodel';
 import { COMM_TARGET, ServerMessage, StateMessage } from '../src/protocol';
 import { MOVES } from '../src/protocol';
 import { formatShortcut, isMac, KernelcoreSidebar } from '../src/sidebar';
 import { texts } from './fake-model';
+import { FakeComm } from './fake-comm';
 
 // Real messages from the kernel side (tests/test_debug_comm.py writes and checks this file).
 const MESSAGES: ServerMessage[] = JSON.parse(readFileSync(resolve(__dirname, 'debug-messages.json'), 'utf8'));
@@ -14,27 +15,6 @@ const STATES = MESSAGES.filter((m): m is StateMessage => m.type === 'state');
 afterEach(() => {
   document.body.textContent = '';
 });
-
-class FakeComm implements CommLike {
-  sent: any[] = [];
-  opened = false;
-  closed = false;
-  onMsg: (msg: { content: { data: any } }) => void = () => undefined;
-  onClose: (msg: unknown) => void = () => undefined;
-  constructor(readonly target: string) {}
-  open(): void {
-    this.opened = true;
-  }
-  send(data: any): void {
-    this.sent.push(data);
-  }
-  close(): void {
-    this.closed = true;
-  }
-  deliver(data: unknown): void {
-    this.onMsg({ content: { data } });
-  }
-}
 
 class FakeKernel implements KernelLike {
   comms: FakeComm[] = [];

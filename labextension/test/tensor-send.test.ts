@@ -1,11 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { CommLike, DebuggerModel, KernelLike } from '../src/debugmodel';
+import { DebuggerModel, KernelLike } from '../src/debugmodel';
 import { ServerMessage, StateMessage } from '../src/protocol';
 import { TensorPanel } from '../src/tensorpanel';
 import { TensorViewerView } from '../src/views/TensorViewer';
 import { container, FakeModel } from './fake-model';
+import { FakeComm, reply, tick } from './fake-comm';
 
 // "Send to notebook" never replaces a name unasked: a taken name comes back with a free one proposed, and only
 // the Overwrite button (the person's confirmation) sends `overwrite: true`.
@@ -15,27 +16,6 @@ const STATE = MESSAGES.find((m): m is StateMessage => m.type === 'state')!;
 afterEach(() => {
   document.body.textContent = '';
 });
-
-class FakeComm implements CommLike {
-  sent: any[] = [];
-  onMsg: (msg: { content: { data: any } }) => void = () => undefined;
-  onClose: (msg: unknown) => void = () => undefined;
-  open(): void {}
-  send(data: any): void {
-    this.sent.push(data);
-  }
-  close(): void {}
-  deliver(data: unknown): void {
-    this.onMsg({ content: { data } });
-  }
-}
-
-const tick = () => new Promise(r => setTimeout(r, 0));
-
-function answer(comm: FakeComm, ok: boolean, error: string | null, result: unknown): void {
-  const req = comm.sent[comm.sent.length - 1];
-  comm.deliver({ type: 'reply', id: req.id, command: req.command, ok, error, result });
-}
 
 function overwriteButton(el: Element): HTMLButtonElement {
   return el.querySelector('button.jp-Kernelcore-tvOverwrite') as HTMLButtonElement;
@@ -69,14 +49,14 @@ describe('send to notebook over a defined name', () => {
     document.body.appendChild(panel.node);
     panel.local.send({ type: 'send', name: 'kc', what: 'slice' });
     expect(comm.sent[comm.sent.length - 1]).toMatchObject({ command: 'tensor_send', args: { target: 'kc', what: 'slice', overwrite: false } });
-    answer(comm, false, "'kc' is already defined in the notebook", { taken: 'kc', proposed: 'kc_2' });
+    reply(comm, { taken: 'kc', proposed: 'kc_2' }, false, "'kc' is already defined in the notebook");
     await tick();
     const box = panel.node.querySelector('input.jp-Kernelcore-tvSendName') as HTMLInputElement;
     expect(box.value).toBe('kc_2');
     expect(panel.local.get('status')).toContain('not sent');
     overwriteButton(panel.node).click();
     expect(comm.sent[comm.sent.length - 1]).toMatchObject({ command: 'tensor_send', args: { target: 'kc', what: 'slice', overwrite: true } });
-    answer(comm, true, null, { sent: 'kc', what: 'slice', name: 'h', overwritten: true });
+    reply(comm, { sent: 'kc', what: 'slice', name: 'h', overwritten: true });
     await tick();
     expect(panel.local.get('status')).toBe("sent the slice to the notebook as 'kc' (replacing the old 'kc', as confirmed)");
     expect(overwriteButton(panel.node)).toBeNull();

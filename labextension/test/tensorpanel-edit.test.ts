@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { CommLike, DebuggerModel, KernelLike } from '../src/debugmodel';
+import { DebuggerModel, KernelLike } from '../src/debugmodel';
 import { ServerMessage, StateMessage } from '../src/protocol';
 import { TensorPanel } from '../src/tensorpanel';
+import { FakeComm, reply, tick } from './fake-comm';
 
 // The sidebar's tensor panel: its edits go as `tensor_set` and the value is asked for again; a move of the
 // cursor takes the old value down until the new one arrives.
@@ -13,27 +14,6 @@ const STATE = MESSAGES.find((m): m is StateMessage => m.type === 'state')!;
 afterEach(() => {
   document.body.textContent = '';
 });
-
-class FakeComm implements CommLike {
-  sent: any[] = [];
-  onMsg: (msg: { content: { data: any } }) => void = () => undefined;
-  onClose: (msg: unknown) => void = () => undefined;
-  open(): void {}
-  send(data: any): void {
-    this.sent.push(data);
-  }
-  close(): void {}
-  deliver(data: unknown): void {
-    this.onMsg({ content: { data } });
-  }
-}
-
-const tick = () => new Promise(r => setTimeout(r, 0));
-
-function answer(comm: FakeComm, ok: boolean, error: string | null, result: unknown): void {
-  const req = comm.sent[comm.sent.length - 1];
-  comm.deliver({ type: 'reply', id: req.id, command: req.command, ok, error, result });
-}
 
 const VIEW = {
   name: 'h', exists: true, scope: 3, position_text: 'block 0 op #0', pause: 0, shape: [2, 2], dtype: 'float32', place: 'CPUPlace',
@@ -50,7 +30,7 @@ async function openPanel() {
   const panel = new TensorPanel(model, 'h', 3);
   document.body.appendChild(panel.node);
   expect(comm.sent.at(-1)).toMatchObject({ command: 'tensor' });
-  answer(comm, true, null, VIEW);
+  reply(comm, VIEW);
   await tick();
   return { comm, panel };
 }
@@ -61,10 +41,10 @@ describe('the tensor panel edits', () => {
     expect(panel.local.get('editable')).toBe(true);
     (panel.node.querySelector('button.jp-Kernelcore-tvZero') as HTMLButtonElement).click();
     expect(comm.sent.at(-1)).toMatchObject({ command: 'tensor_set', args: { name: 'h', edit: 'zero', index: null, value: null, source: null } });
-    answer(comm, true, null, { set: 'h', edit: 'zero', event: 7, forked: true });
+    reply(comm, { set: 'h', edit: 'zero', event: 7, forked: true });
     await tick();
     expect(comm.sent.at(-1)).toMatchObject({ command: 'tensor' });
-    answer(comm, true, null, { ...VIEW, slice: { ...VIEW.slice, data: [[0, 0], [0, 0]], min: 0, max: 0 } });
+    reply(comm, { ...VIEW, slice: { ...VIEW.slice, data: [[0, 0], [0, 0]], min: 0, max: 0 } });
     await tick();
     await tick();
     expect(panel.local.get('status')).toContain("set 'h' (zero) at trace event 7; the run forked");
@@ -75,7 +55,7 @@ describe('the tensor panel edits', () => {
     const { comm, panel } = await openPanel();
     panel.local.send({ type: 'edit', what: 'replace', source: 'nowhere' });
     expect(comm.sent.at(-1)).toMatchObject({ command: 'tensor_set', args: { edit: 'replace', source: 'nowhere' } });
-    answer(comm, false, "'nowhere' is not defined in the notebook", null);
+    reply(comm, null, false, "'nowhere' is not defined in the notebook");
     await tick();
     expect(panel.local.get('status')).toBe("not edited: 'nowhere' is not defined in the notebook");
     expect(comm.sent.at(-1).command).toBe('tensor_set');
@@ -89,7 +69,7 @@ describe('the tensor panel edits', () => {
     expect(panel.local.get('slice')).toEqual({});
     expect(panel.node.dataset.exists).toBe('pending');
     expect(comm.sent.at(-1)).toMatchObject({ command: 'tensor' });
-    answer(comm, true, null, { ...VIEW, pause: 1, position_text: 'block 0 op #1' });
+    reply(comm, { ...VIEW, pause: 1, position_text: 'block 0 op #1' });
     await tick();
     expect((panel.local.get('slice') as { data?: unknown }).data).toBeDefined();
     expect(panel.node.dataset.exists).toBe('true');
@@ -107,7 +87,7 @@ describe('the tensor panel after a step into a new timestep', () => {
     comm.deliver(atT1);
     const panel = new TensorPanel(model, 'h', 3);
     document.body.appendChild(panel.node);
-    answer(comm, true, null, { ...VIEW, scope: 3, position_text: 'block 0 op #0 recurrent > block 1 op #0 matmul_v2 t=1' });
+    reply(comm, { ...VIEW, scope: 3, position_text: 'block 0 op #0 recurrent > block 1 op #0 matmul_v2 t=1' });
     await tick();
     const where = panel.node.querySelector('.jp-Kernelcore-tpWhere')!.textContent!;
     expect(where).toContain("t=1: 'h' has no value the cursor's op sees; shown: scope 3: recurrent step t=0");
@@ -115,7 +95,7 @@ describe('the tensor panel after a step into a new timestep', () => {
     expect(panel.local.get('position')).toContain("recurrent step t=0");
     expect(panel.local.get('editable')).toBe(false);
     comm.deliver({ ...atT1, state: { ...atT1.state, session: { ...atT1.state.session!, pause: 9 } } });
-    answer(comm, true, null, { ...VIEW, scope: 4, pause: 9, position_text: 'block 0 op #0 recurrent > block 1 end t=1' });
+    reply(comm, { ...VIEW, scope: 4, pause: 9, position_text: 'block 0 op #0 recurrent > block 1 end t=1' });
     await tick();
     expect(panel.node.querySelector('.jp-Kernelcore-tpWhere')!.textContent).toBe('at block 0 op #0 recurrent > block 1 end t=1, scope 4');
     expect(panel.node.dataset.elsewhere).toBe('false');
