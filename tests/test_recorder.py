@@ -483,3 +483,21 @@ def test_each_op_s_outputs_views_included_take_one_c_call_and_match_numpy(monkey
         if a.size:
             assert (cols["min"][r], cols["max"][r]) == (a.min(), a.max())
             assert cols["l2"][r] == pytest.approx(np.linalg.norm(a), rel=1e-5)
+
+
+def test_rows_written_an_op_at_a_time_are_the_rows_written_an_output_at_a_time():
+    # runs of new arrays, repeated rows of arrays written before and views between them keep their outputs' order
+    main, scope, loss, feed = _mlp()
+    tables = []
+    for at_once in (True, False):
+        s = _copy_scope(scope)
+        with record(main, s) as rec:
+            if not at_once:
+                rec._write_many = None  # every output through the per-output loop
+            for _ in range(3):
+                kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=s, training=True)
+        tables.append(rec.summaries.columns())
+    one_call, each = tables
+    assert one_call.keys() == each.keys() and len(one_call["numel"]) > 0
+    for name in one_call:
+        np.testing.assert_array_equal(one_call[name], each[name], err_msg=name)  # (NaN equal to NaN)
