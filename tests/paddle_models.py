@@ -31,9 +31,13 @@ def load_model(d: Path, case: str):
 
 
 def check_fetches(outs, ref, case: str, names=None, rtol=1e-4, atol=1e-5) -> None:
-    """kernelcore's fetches `outs` are Paddle's (`ref["fetch_<i>"]`): same shapes, dtypes and values."""
+    """kernelcore's fetches `outs` are Paddle's (`ref["fetch_<i>"]`): same shapes and dtypes, floats within
+    rtol/atol, integers and bools (indices, counts, ids) equal."""
     for i, got in enumerate(outs):
         want = ref[f"fetch_{i}"]
         assert got.shape == want.shape and got.dtype == want.dtype, (case, i, got.shape, want.shape)
-        what = f"fetch {i}" + (f" ({names[i]})" if names else "")
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"{case}: {what}")
+        what = f"{case}: fetch {i}" + (f" ({names[i]})" if names else "")
+        if want.dtype.kind in "fc":
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=what)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=what)

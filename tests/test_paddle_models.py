@@ -29,3 +29,9 @@ def test_another_shape_or_dtype_fails(outs):
 def test_other_values_fail_naming_the_fetch():
     with pytest.raises(AssertionError, match=r"case: fetch 1 \(ids\)"):
         check_fetches([REF["fetch_0"], REF["fetch_1"] + 1], REF, "case", names=["x", "ids"])
+
+
+def test_integers_must_be_equal_where_a_tolerance_would_let_them_pass():
+    ids = np.array([200_000], np.int64)  # off by one: within rtol=1e-4 of the truth
+    with pytest.raises(AssertionError, match="fetch 0"):
+        check_fetches([ids + 1], {"fetch_0": ids}, "case")
