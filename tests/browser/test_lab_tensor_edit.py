@@ -4,7 +4,7 @@ gives the slice's min and max. Screenshots (light and dark) in out/screenshots/.
 from __future__ import annotations
 
 from lab_helpers import shot
-from test_health_view import _theme
+from test_lab_health_view import _theme
 from test_lab import code_cell, errors_of, open_notebook, run_all, widget_cells, write_notebook
 
 SETUP = '''
