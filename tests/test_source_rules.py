@@ -132,3 +132,13 @@ def test_op_roles_are_spelt_in_one_module():
             names = [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
             spelt += [f"{module}:{node.lineno} {n}" for n in names if "ROLE" in n.upper()]
     assert not spelt, spelt
+
+
+def test_test_modules_have_names_of_their_own():
+    """pytest imports test files by their base name (the folders hold no __init__.py), so a name used in two
+    folders stops the whole run at collection; a file run alone does not show it."""
+    tests = Path(__file__).resolve().parent
+    seen: dict[str, list[str]] = {}
+    for path in tests.rglob("test_*.py"):
+        seen.setdefault(path.name, []).append(str(path.relative_to(tests)))
+    assert not {n: ps for n, ps in seen.items() if len(ps) > 1}
