@@ -234,7 +234,10 @@ class Recorder:
         known, table, index = it.summaries, self.summaries, it.index
         cached = self._site_cache.get((id(op), timestep))  # (_sites, written out: this runs per op)
         sites = cached[1] if cached is not None and cached[0] is op else self._sites(op, timestep)
+        if len(values) == 1:  # most ops: no run to gather
+            return self._one_output(it, order, rec, values[0], sites[0])
         run: list[int] = []  # positions of new arrays waiting for one C call
+        in_run: set[int] = set()  # their arrays' ids
         roots = []
         for k, value in enumerate(values):
             root = value
@@ -244,12 +247,13 @@ class Recorder:
                 root = base  # the same elements in another order: the array's own summary (see the loop)
             roots.append(root)
             seen = known.get(id(root))
-            if seen is None and not any(roots[j] is root for j in run):
+            if seen is None and id(root) not in in_run:
                 run.append(k)
+                in_run.add(id(root))
                 continue
             if run:
                 self._write_run(it, order, rec, values, roots, sites, run)
-                run = []
+                run, in_run = [], set()
                 seen = known.get(id(root))
             row, bad = table.repeat(seen[1], index, order, sites[k]) if seen is not None and seen[0] is root \
                 else (-1, None)
@@ -261,12 +265,35 @@ class Recorder:
             self._write_run(it, order, rec, values, roots, sites, run)
         return True
 
+    def _one_output(self, it: Iteration, order: int, rec, value, site: int) -> bool:
+        """_all_at_once for an op with one output."""
+        root = value
+        base = getattr(value, "base", None)
+        if base is not None and type(base) is type(value) and base.size == value.size and \
+                base.dtype == value.dtype and 0 not in value.strides:
+            root = base
+        known, table = it.summaries, self.summaries
+        seen = known.get(id(root))
+        bad = None
+        if seen is not None and seen[0] is root:
+            row, bad = table.repeat(seen[1], it.index, order, site)
+        if bad is None:  # new, or its row has become part of a chunk
+            row, bad = table.add(it.index, order, site, root, self._write)
+            if bad is None:
+                return True  # no numeric tensor
+            known[id(root)] = (root, row)  # the value is held: its id stays its own for the iteration
+        if bad and self.watches:
+            self._check_row(it, order, rec, 0, value, row)
+        return True
+
     def _write_run(self, it: Iteration, order: int, rec, values, roots, sites, run: list[int]) -> None:
         """Rows of the arrays roots[k] for k in `run` (new in this iteration): one C call, or one call each where
-        the C summary takes not all of them; the NaN/Inf watch judged on each."""
+        they are one, or where the C summary takes not all of them; the NaN/Inf watch judged on each."""
         table, known, index = self.summaries, it.summaries, it.index
-        first, bad = table.add_many(index, order, [sites[k] for k in run], [roots[k] for k in run],
-                                    self._write_many)
+        first, bad = -1, None  # one array alone goes through the single writer: no list of items to build
+        if len(run) > 1:
+            first, bad = table.add_many(index, order, [sites[k] for k in run], [roots[k] for k in run],
+                                        self._write_many)
         if bad is not None:
             for row, k in enumerate(run, first):
                 known[id(roots[k])] = (roots[k], row)  # the value is held: its id stays its own for the iteration
