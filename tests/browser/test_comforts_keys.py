@@ -69,6 +69,13 @@ def test_a_heat_map_has_its_scale_and_a_graph_lists_its_keys(page, lab):
                                                 ".map(r => ({top: r.top, height: r.height, width: r.width}))")
     assert all(b["height"] < 20 for b in boxes), boxes
     assert legend.locator(".jp-Kernelcore-previewLegendBar").evaluate("e => e.getBoundingClientRect().width") >= 24
+    # as narrow as a narrow sidebar: still one line, the numbers whole, the bar narrower
+    legend.evaluate("e => { e.style.width = '170px'; }")
+    narrow = legend.locator("span").evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
+    assert max(narrow) < 20, narrow
+    assert not legend.locator(".jp-Kernelcore-previewLegendMin, .jp-Kernelcore-previewLegendMax").evaluate_all(
+        "els => els.filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)")
+    legend.evaluate("e => { e.style.width = ''; }")
     preview = forest.locator(".jp-Kernelcore-preview").first
     shot(preview, "preview_scale_light")
     try:
