@@ -1,15 +1,21 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { colorLegend, divergingColor, RAMP_GRADIENT, rampColor, zeroAt } from '../src/colorramp';
-import { CommLike, DebuggerModel, KernelLike } from '../src/debugmodel';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { DebuggerModel, KernelLike } from '../src/debugmodel';
 import { GRAPH_KEYS, graphKeyRows } from '../src/graphkeys';
 import { keyHelpList } from '../src/keyhelp';
 import { renderPreview } from '../src/preview';
-import { CONTROLS, MOVES } from '../src/protocol';
+import { CONTROLS, MOVES, ServerMessage } from '../src/protocol';
 import { commandTitle, controlEnabled, KernelcoreSidebar, PAUSE } from '../src/sidebar';
 import { cellColor } from '../src/views/TensorViewer';
 import { ProgramGraphView } from '../src/views/ProgramGraph';
 import { mlp } from './fixtures';
+import { FakeComm, tick } from './fake-comm';
 import { container, FakeModel } from './fake-model';
+
+// a real state message of the kernel side (tests/test_debug_comm.py writes this file)
+const STATE = (JSON.parse(readFileSync(resolve(__dirname, 'debug-messages.json'), 'utf8')) as ServerMessage[]).find(m => m.type === 'state');
 
 afterEach(() => {
   document.body.textContent = '';
@@ -65,17 +71,6 @@ describe('one colour ramp for previews and the tensor viewer', () => {
   });
 });
 
-class FakeComm implements CommLike {
-  sent: any[] = [];
-  onMsg: (msg: { content: { data: any } }) => void = () => undefined;
-  onClose: (msg: unknown) => void = () => undefined;
-  open(): void {}
-  send(data: any): void {
-    this.sent.push(data);
-  }
-  close(): void {}
-}
-
 describe('Pause from the command table', () => {
   it('has a shortcut no move has, shown in its button title', () => {
     expect(CONTROLS.map(c => c.name)).toContain('pause');
@@ -90,17 +85,21 @@ describe('Pause from the command table', () => {
     expect(controlEnabled(PAUSE, { busy: true, session: {} })).toBe(true);
   });
 
-  it('the sidebar\'s Pause follows the model: off, on while Continue runs', () => {
+  it('the sidebar\'s Pause follows the model: off, on while Continue runs, off once it is answered', async () => {
     const comm = new FakeComm();
     const kernel: KernelLike = { createComm: () => comm };
     const model = new DebuggerModel();
     model.setKernel(kernel);
+    comm.deliver(STATE);
     const sb = new KernelcoreSidebar(model);
     expect(sb.pause.disabled).toBe(true);
-    (model as any)._status = 'connected';
-    void model.request('cont');
+    sb.buttons.get('cont')!.click();
     expect(model.busy).toBe(true);
     expect(sb.pause.disabled).toBe(false);
+    comm.answer(comm.sent[comm.sent.length - 1].id);
+    await tick();
+    expect(model.busy).toBe(false);
+    expect(sb.pause.disabled).toBe(true);
   });
 });
 
