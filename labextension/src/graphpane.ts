@@ -273,7 +273,11 @@ export class GraphPane {
     // keep the group's top center at the same screen point when it fits, else its top left
     const cx = bb.x + bb.width / 2;
     let x = cx - sx * upp;
-    const y = bb.y - Math.max(8, Math.min(sy, r.height * 0.5)) * upp;
+    // its top stays where it was on screen, unless the group then runs out of the bottom: then it moves up
+    // (to 8 px from the top at most) so the view holds as much of the group as it can, not empty space above
+    const below = r.height - bb.height * scale - 8;
+    const top = Math.max(8, Math.min(sy, r.height * 0.5, below));
+    const y = bb.y - top * upp;
     if (bb.width > w) {
       x = bb.x - 8 * upp;
     }

@@ -227,6 +227,17 @@ def test_resnet18_exports_whole(page, lab, resnet18):
     _shots(page, view, "graph_export_resnet18")
 
 
+def _drawn_top_fraction(view) -> float:
+    """Where the highest node drawn in the canvas starts, as a fraction of the canvas's height from its top."""
+    return view.evaluate("""(root) => {
+        const c = root.querySelector('.jp-Kernelcore-graphCanvas').getBoundingClientRect();
+        const tops = [...root.querySelectorAll('svg.jp-Kernelcore-svg g.node')].map(g => g.getBoundingClientRect())
+            .filter(r => r.bottom > c.top && r.top < c.bottom && r.right > c.left && r.left < c.right)
+            .map(r => Math.max(r.top, c.top) - c.top);
+        return tops.length ? Math.min(...tops) / c.height : 1;
+    }""")
+
+
 def test_opening_a_densenet_block_keeps_it_readable(page, lab, densenet121):
     view = _open_file(page, lab, _copy_in(lab, densenet121))
     folded = view.locator("svg.jp-Kernelcore-svg g.node.jp-Kernelcore-collapsed")
@@ -249,6 +260,8 @@ def test_opening_a_densenet_block_keeps_it_readable(page, lab, densenet121):
     opened = view.evaluate(STATE_JS)
     print("densenet block opened", sizes[biggest], "scale", opened["scale"], "min label px", opened["minLabelPx"])
     assert opened["scale"] >= 1, opened["scale"]
+    # the view holds the group, not empty space above it: a group taller than the view starts near its top
+    assert _drawn_top_fraction(view) < 0.2, _drawn_top_fraction(view)
     # Enter folds the group just opened, and opens it again (the canvas has the focus)
     view.locator(".jp-Kernelcore-graphCanvas").click(position={"x": 5, "y": 5})
     drawn = view.locator("svg.jp-Kernelcore-svg g.node")
