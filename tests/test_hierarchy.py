@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -214,3 +215,20 @@ def test_parts_of_paddle_programs_are_the_whole_program(paddle_progs, name, kept
     assert vars_ == {v["id"]: v for v in b0["vars"]}
     assert {g: {k: v for k, v in d.items() if k not in ("nodes", "kids", "loaded")} for g, d in known.items()} \
         == groups_of(whole)
+
+
+def test_ranges_of_single_op_layers_are_named_by_their_layers_not_op_indexes():
+    """A legacy CNN's layers are mostly one op each (`conv2d_3`, `batch_norm_3`, ...): cut into ranges, a range
+    says which layers it spans (`relu_0 … relu_47`), as the parameters name them, not `ops #0–#47`."""
+    prog = kc.Program()
+    g = prog.global_block()
+    h = g.create_var("x", shape=[2, 3], dtype="float32")
+    for i in range(hierarchy.CHUNK + 12):  # as Paddle's legacy layers name their outputs: relu_<i>.tmp_0
+        out = g.create_var(f"relu_{i}.tmp_0", shape=[2, 3], dtype="float32")
+        g.append_op("relu", inputs={"X": [h]}, outputs={"Out": [out]})
+        h = out
+    groups = groups_of(program_json(prog))
+    ranges = sorted(g["label"] for g in groups.values() if g["kind"] == "range")
+    assert ranges, groups
+    assert not [label for label in ranges if "#" in label], ranges
+    assert all(re.fullmatch(r"relu_\d+ \u2026 relu_\d+ \(\d+\)", label) for label in ranges), ranges

@@ -223,7 +223,7 @@ def block_groups(b: int, ops: list, roles: list, param_names) -> tuple[list[dict
             stack[-1].kids.append(g)
             stack.append(g)
         stack[-1].kids.append(i)
-    _simplify(root, ops)
+    _simplify(root, ops, paths)
     # ids, JSON, innermost group per op
     inner: list = [None] * n
     out: list[dict] = []
@@ -270,7 +270,7 @@ def _candidates(role: str, ins, outs, role_var, param, param_names):
         yield from ins
 
 
-def _simplify(root: _G, ops) -> None:
+def _simplify(root: _G, ops, paths: list[tuple]) -> None:
     """Bottom up: dissolve groups of one op, merge one-child chains, find repeats, cut ranges; fill
     first/last/ops/sig."""
     order: list[_G] = []
@@ -295,8 +295,8 @@ def _simplify(root: _G, ops) -> None:
             else:
                 kids.append(c)
         if g.kind != "block":
-            kids = _repeats(g, kids, sigs)
-        kids = _ranges(g, kids)
+            kids = _repeats(g, kids, sigs, paths)
+        kids = _ranges(g, kids, paths)
         g.kids = kids
         _fill(g, ops, sigs)
 
@@ -331,7 +331,7 @@ def _fill(g: _G, ops, sigs) -> None:
     g.sig = sigs.setdefault(tuple(key), len(sigs))
 
 
-def _repeats(g: _G, kids: list, sigs) -> list:
+def _repeats(g: _G, kids: list, sigs, paths: list[tuple]) -> list:
     out: list = []
     i = 0
     while i < len(kids):
@@ -350,7 +350,7 @@ def _repeats(g: _G, kids: list, sigs) -> list:
             r.count = len(run)
             for x in run:
                 x.parent = r
-            r.kids = _ranges(r, run)
+            r.kids = _ranges(r, run, paths)
             _fill_repeat(r, sigs, run[0].sig)
             out.append(r)
         else:
@@ -366,12 +366,17 @@ def _fill_repeat(r: _G, sigs, inner) -> None:
     r.sig = sigs.setdefault((_REPEAT_SIG, r.count, inner), len(sigs))
 
 
-def _label_of(c) -> str:
-    return f"#{c}" if isinstance(c, int) else c.label
+def _label_of(c, paths: list[tuple]) -> str:
+    """A group's label; an op's layer path (its parameters' prefix, `conv2d_3`, in a legacy program), or its
+    index where it has none."""
+    if not isinstance(c, int):
+        return c.label
+    return "/".join(paths[c]) if paths[c] else f"#{c}"
 
 
-def _ranges(g: _G, kids: list) -> list:
-    """Cut `kids` into `range` groups of at most CHUNK, nested until at most CHUNK remain."""
+def _ranges(g: _G, kids: list, paths: list[tuple]) -> list:
+    """Cut `kids` into `range` groups of at most CHUNK, nested until at most CHUNK remain. A range is named by
+    what it starts and ends with (layers, or ops by their layer path); only ops without one give index ranges."""
     while len(kids) > CHUNK:
         size = CHUNK
         chunks = []
@@ -389,10 +394,10 @@ def _ranges(g: _G, kids: list) -> list:
             r.first = min(c if isinstance(c, int) else c.first for c in part)
             r.last = max(c if isinstance(c, int) else c.last for c in part)
             a, z = part[0], part[-1]
-            if isinstance(a, int) and isinstance(z, int):
+            if isinstance(a, int) and isinstance(z, int) and not (paths[a] or paths[z]):
                 r.label = f"ops #{a}\u2013#{z}"
             else:
-                r.label = f"{_label_of(a)} \u2026 {_label_of(z)} ({len(part)})"
+                r.label = f"{_label_of(a, paths)} \u2026 {_label_of(z, paths)} ({len(part)})"
             r.sig = ("range", id(r))
             chunks.append(r)
         kids = chunks
