@@ -295,8 +295,8 @@ def _simplify(root: _G, ops, paths: list[tuple]) -> None:
             else:
                 kids.append(c)
         if g.kind != "block":
-            kids = _repeats(g, kids, sigs, paths)
-        kids = _ranges(g, kids, paths)
+            kids = _repeats(g, kids, sigs, paths, ops)
+        kids = _ranges(g, kids, paths, ops)
         g.kids = kids
         _fill(g, ops, sigs)
 
@@ -331,7 +331,7 @@ def _fill(g: _G, ops, sigs) -> None:
     g.sig = sigs.setdefault(tuple(key), len(sigs))
 
 
-def _repeats(g: _G, kids: list, sigs, paths: list[tuple]) -> list:
+def _repeats(g: _G, kids: list, sigs, paths: list[tuple], ops) -> list:
     out: list = []
     i = 0
     while i < len(kids):
@@ -350,7 +350,7 @@ def _repeats(g: _G, kids: list, sigs, paths: list[tuple]) -> list:
             r.count = len(run)
             for x in run:
                 x.parent = r
-            r.kids = _ranges(r, run, paths)
+            r.kids = _ranges(r, run, paths, ops)
             _fill_repeat(r, sigs, run[0].sig)
             out.append(r)
         else:
@@ -366,15 +366,15 @@ def _fill_repeat(r: _G, sigs, inner) -> None:
     r.sig = sigs.setdefault((_REPEAT_SIG, r.count, inner), len(sigs))
 
 
-def _label_of(c, paths: list[tuple]) -> str:
+def _label_of(c, paths: list[tuple], ops) -> str:
     """A group's label; an op's layer path (its parameters' prefix, `conv2d_3`, in a legacy program), or its
-    index where it has none."""
+    type and index where it has none (`feed #0`)."""
     if not isinstance(c, int):
         return c.label
-    return "/".join(paths[c]) if paths[c] else f"#{c}"
+    return "/".join(paths[c]) if paths[c] else f"{ops[c][0]} #{c}"
 
 
-def _ranges(g: _G, kids: list, paths: list[tuple]) -> list:
+def _ranges(g: _G, kids: list, paths: list[tuple], ops) -> list:
     """Cut `kids` into `range` groups of at most CHUNK, nested until at most CHUNK remain. A range is named by
     what it starts and ends with (layers, or ops by their layer path); only ops without one give index ranges."""
     while len(kids) > CHUNK:
@@ -397,7 +397,7 @@ def _ranges(g: _G, kids: list, paths: list[tuple]) -> list:
             if isinstance(a, int) and isinstance(z, int) and not (paths[a] or paths[z]):
                 r.label = f"ops #{a}\u2013#{z}"
             else:
-                r.label = f"{_label_of(a, paths)} \u2026 {_label_of(z, paths)} ({len(part)})"
+                r.label = f"{_label_of(a, paths, ops)} \u2026 {_label_of(z, paths, ops)} ({len(part)})"
             r.sig = ("range", id(r))
             chunks.append(r)
         kids = chunks
