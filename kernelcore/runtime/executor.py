@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import time
+from contextlib import nullcontext
 import weakref
 from typing import Any, Callable, Iterator
 
@@ -47,6 +48,7 @@ from ..text_safety import NAME_CHARS_SHOWN, quote_name
 
 VT = pb.VarType
 _perf = time.perf_counter_ns
+_WHOLE = nullcontext()  # a run that does not split: no context manager made per run
 
 # Observers that every run in this context reports to (kc.trace() adds one).
 _active_observers: contextvars.ContextVar[tuple] = contextvars.ContextVar("kernelcore_observers", default=())
@@ -375,14 +377,14 @@ class Executor:
             mine = cache[self] = {}
         hit = mine.get(block_idx)
         # prepared again when fast paths were switched on or off since: the kernels chosen differ
-        version = (program.version, fast_paths.enabled())
-        if hit is not None and hit[0] == version:
-            return hit[1]
+        fast = fast_paths.enabled()
+        if hit is not None and hit[0] == program.version and hit[1] is fast:
+            return hit[2]
         if block_idx == 0:  # block tree, limits, no blocks running each other in a cycle (once per version)
             check_structure(program.desc, "program", ProgramError)
             check_supported(program)  # every op kernelcore lacks, in one error, before the first is met
         prepared = PreparedBlock(program, block_idx, self.place)
-        mine[block_idx] = (version, prepared)
+        mine[block_idx] = (program.version, fast, prepared)
         return prepared
 
     def prepare(self, program: Program, block: int = 0) -> PreparedBlock:
@@ -427,13 +429,14 @@ class Executor:
             prepared = self._prepare(program, 0)
             fetch_names = self._fetch_names(program, fetch_list)
             bound = bind(run, prepared, scope, True)
-            if begin == 0:
+            if begin == 0 and prepared.fresh_arrays:
                 _empty_arrays(prepared, scope)
             self._feed(program, prepared, scope, feed or {})
             # a paused run lets other code run between its ops: it keeps the BLAS's threads
-            with cpu_parts.split_run(self.place.xp, prepared.split_run and not pausing):
-                if not captured_run.ran(run, prepared, scope, not begin and end is None and return_numpy,
-                                        lambda b, e: _exec_block(run, prepared, scope, b, e)):
+            with (cpu_parts.split_run(self.place.xp, True) if prepared.split_run and not pausing else _WHOLE):
+                if not (self.place.kind == "gpu" and captured_run.ran(
+                        run, prepared, scope, not begin and end is None and return_numpy,
+                        lambda b, e: _exec_block(run, prepared, scope, b, e))):
                     yield from _exec_block(run, prepared, scope, begin, end)
             del bound
             result = self._fetch(program, scope, fetch_names, fetch_list is None, return_numpy)

@@ -88,7 +88,9 @@ class Scope:
         self._vars: dict[str, Variable] = {}
         self._lock = threading.Lock()
         self._dropped = False
-        self._version = 0  # bumped when the set of local names changes; executors cache lookups on it
+        # bumped whenever the set of local names changes: a lookup cached with it is still right while it holds
+        # (a plain attribute: every run of a prepared block reads it for each scope on the chain)
+        self.version = 0
 
     # -- variables --------------------------------------------------------
     def var(self, name: str) -> Variable:
@@ -103,7 +105,7 @@ class Scope:
             v = self._vars.get(name)
             if v is None:
                 v = self._vars[name] = Variable(_TOKEN, name, self.id)
-                self._version += 1
+                self.version += 1
         return v
 
     def find_var(self, name: str) -> Variable | None:
@@ -154,7 +156,7 @@ class Scope:
         with self._lock:
             for n in names:
                 self._vars.pop(n, None)
-            self._version += 1
+            self.version += 1
 
     def local_var_names(self) -> list[str]:
         return list(self._vars)
@@ -184,7 +186,7 @@ class Scope:
         with self._lock:
             self._vars.clear()
             self._dropped = True
-            self._version += 1
+            self.version += 1
         parent = self.parent
         if parent is not None:
             with parent._lock:
@@ -192,11 +194,6 @@ class Scope:
                     parent.kids.remove(self)
                 except ValueError:
                     pass
-
-    @property
-    def version(self) -> int:
-        """Bumped whenever the set of local names changes: a lookup cached with it is still right while it holds."""
-        return self._version
 
     @property
     def dropped(self) -> bool:
