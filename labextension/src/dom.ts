@@ -103,9 +103,12 @@ export function formatNs(ns: number | undefined | null): string {
   return `${(ns / 1e9).toFixed(2)} s`;
 }
 
+/** A number as the views print it: an integer as it is (up to 12 digits), anything else to 4 significant
+ * digits, exponential when very large or very small. A float that merely has no fraction (1.7e36, which
+ * `Number.isInteger` calls an integer) is not printed with all its 37 digits. */
 export function formatNumber(x: unknown): string {
   if (typeof x === 'number') {
-    if (Number.isInteger(x)) {
+    if (Number.isInteger(x) && Math.abs(x) < 1e12) {
       return String(x);
     }
     const a = Math.abs(x);
