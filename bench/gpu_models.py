@@ -15,11 +15,17 @@ carry to a GPU machine that has no Paddle):
   - the 2-layer LSTM (Paddle's fused `rnn` op), inference and an SGD step (bench/_paddle_lstm.py).
 
 Each model then runs on GPUPlace(0): its output (or loss and every updated persistable) against Paddle's, with
-bench/_kc_train.py's tolerance for training (rtol 1e-4), and against the same model on kernelcore's CPU path.
+bench/_kc_train.py's tolerance for training (rtol 1e-4), and against the same model on kernelcore's CPU path. Then
+every model and training step again at batch 64 (the same programs, their feeds' batch dim opened and the rows
+repeated: bench/_gpu_rows.py), checked against the CPU path only (Paddle's results are at the written batch).
 Timing: the best and median of REPEAT calls, each ending in the fetch to the host (which waits for the GPU);
-kernelcore on the CPU of the same machine, and the CNNs' PyTorch ports (bench/_torch_ports.py, same weights) on
-the GPU under inference_mode, synchronised, in the same run. --strict runs the checks only (the stand-in is NumPy:
-its times say nothing). --profile adds each inference model's host time per op type (kernelcore's own work and
+kernelcore on the CPU of the same machine, and PyTorch on the GPU with the same weights where a port exists (the
+CNNs' bench/_torch_ports.py under inference_mode, synchronised; the encoder's bench/_torch_bert.py, inference and
+its adam step; none for the LSTM nor the small CNN's step: "-"), in the same run. Each row gives GPU/PyTorch and
+GPU/CPU and marks the targets: within 2x of PyTorch at batch 8, faster than the CPU path at batch 64. Last, the
+stepping speed: debug steps per second through a 2-layer LSTM (kc.layers.lstm twice), a kc.debug session stepped
+with step_timestep() from start to end, on the GPU place and on the CPU. --strict runs the checks and a short
+stepping session only (the stand-in is NumPy: its times say nothing). --profile adds each inference model's host time per op type (kernelcore's own work and
 the kernel launches, which the GPU runs behind): where it adds up to the whole run, the host is the bottleneck.
 """
 from __future__ import annotations
@@ -48,6 +54,7 @@ CNNS = {"resnet18_b8": "ResNet-18 (b8, 3x64x64)", "mobilenet_v2_b8": "MobileNetV
 NO_PARAMS = {"resnet18_b8"}  # carried without .pdiparams: seeded parameters, checked against the CPU path only
 CNN_TRAIN = "train_cnn_b32"
 BERT, BERT_TRAIN = "bert_encoder", "train_bert_adam"
+INFERENCE = {**CNNS, BERT: "BERT-style encoder (b8, seq 128)", "lstm": "2-layer LSTM (b32, 50 steps)"}
 SEED = 20261127
 
 
@@ -215,14 +222,18 @@ def train_cases(outdir: Path):
 
 
 def torch_cuda_run(name: str, inf: Inference):
-    """the CNN's PyTorch port with the same weights on the GPU: (run, sync), or None without torch/CUDA"""
+    """the model's PyTorch port with the same weights on the GPU: (run, sync), or None without torch/CUDA or a
+    port (the CNNs' bench/_torch_ports.py, the encoder's bench/_torch_bert.py; none for the LSTM)"""
     try:
         import torch
         from _torch_ports import port
     except ImportError:
         return None
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available() or name not in (*CNNS, BERT):
         return None
+    if name == BERT:
+        from _gpu_rows import torch_bert_inference
+        return torch_bert_inference(inf.prog, inf.params, inf.feed)
     x = inf.feed[next(iter(inf.feed))]
     model, _ = port(name, inf.prog, inf.params, x)
     model = model.cuda().eval()
@@ -232,6 +243,140 @@ def torch_cuda_run(name: str, inf: Inference):
         with torch.inference_mode():
             return model(tx)
     return run, torch.cuda.synchronize
+
+
+def torch_cuda_step(name: str, step: TrainStep):
+    """the training step's PyTorch port on the GPU: (step, sync), or None (only the encoder's exists)"""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if name != BERT_TRAIN or not torch.cuda.is_available():
+        return None
+    from _gpu_rows import torch_bert_train
+    return torch_bert_train(step.prog, step.init, step.feed)
+
+
+TARGET_WITHIN, BIG = 2.0, 64
+
+
+def ratios(batch: int, gpu_s, cpu_s, torch_s) -> list[str]:
+    """GPU/torch, GPU/CPU and the issue's target for the row: within 2x of PyTorch at batch 8, faster than
+    kernelcore's CPU path at batch 64 ("-" where a side is missing)"""
+    vs_torch = gpu_s / torch_s if gpu_s and torch_s else None
+    vs_cpu = gpu_s / cpu_s if gpu_s and cpu_s else None
+    if batch == BIG:
+        target = "-" if vs_cpu is None else ("met" if vs_cpu < 1 else "MISSED")
+    else:
+        target = "-" if vs_torch is None else ("met" if vs_torch <= TARGET_WITHIN else "MISSED")
+    return ["-" if r is None else f"{r:.2f}" for r in (vs_torch, vs_cpu)] + [target]
+
+
+def timings(timer, cpu_timer, gpu_fn, cpu_fn, torch_t) -> tuple[list[str], tuple]:
+    """[GPU best, GPU median, CPU best, torch best] in ms (as text), and the seconds of GPU, CPU and torch"""
+    if timer is None:
+        return ["-"] * 4, (None, None, None)
+    best, med = timer(gpu_fn)
+    cpu_best, _ = cpu_timer(cpu_fn)
+    t_best = timer(*torch_t)[0] if torch_t is not None else None
+    cols = [f"{best * 1e3:.2f}", f"{med * 1e3:.2f}", f"{cpu_best * 1e3:.1f}",
+            "-" if t_best is None else f"{t_best * 1e3:.2f}"]
+    return cols, (best, cpu_best, t_best)
+
+
+INFERENCE_HEAD = (f"{'inference':36s} {'vs Paddle':>10s} {'vs kc CPU':>10s} {'GPU ms':>8s} {'(median)':>9s} "
+                  f"{'kc CPU ms':>10s} {'torch GPU ms':>13s} {'GPU/torch':>10s} {'GPU/CPU':>8s} {'target':>7s}")
+TRAIN_HEAD = (f"{'training step':40s} {'|loss - ref|':>12s} {'params off':>11s} {'off CPU':>8s} {'GPU ms':>8s} "
+              f"{'(median)':>9s} {'kc CPU ms':>10s} {'torch GPU ms':>13s} {'GPU/torch':>10s} {'GPU/CPU':>8s} "
+              f"{'target':>7s}")
+
+
+def inference_rows(outdir: Path, gpu, batch: int | None, timer, cpu_timer, failures: list, profiles: dict | None):
+    """one row per inference model, at the written batch (batch None: checked against Paddle too) or at `batch`
+    (checked against the CPU path)"""
+    from _gpu_rows import open_batch
+    for name, written in INFERENCE.items():
+        label = written if batch is None else f"{written.split(' (')[0]} (b{batch})"
+        on_gpu, on_cpu = Inference(outdir, name, gpu), Inference(outdir, name, kc.CPUPlace())
+        if batch is not None:
+            on_gpu.feed = open_batch(on_gpu.prog, on_gpu.feed, batch)
+            on_cpu.feed = open_batch(on_cpu.prog, on_cpu.feed, batch)
+            on_gpu.paddle = None
+        got, cpu_out = on_gpu.run(), on_cpu.run()
+        vs_paddle = None if on_gpu.paddle is None else rel_diff(got, on_gpu.paddle)
+        vs_cpu = rel_diff(got, cpu_out)
+        if (vs_paddle is not None and vs_paddle > 1e-4) or vs_cpu > 1e-4:
+            failures.append(f"{label}: output differs (vs Paddle {vs_paddle}, vs CPU {vs_cpu:.1e})")
+        torch_t = torch_cuda_run(name, on_gpu) if timer else None
+        cols, secs = timings(timer, cpu_timer, on_gpu.run, on_cpu.run, torch_t)
+        r = ratios(batch or 8, *secs)
+        print(f"{label:36s} {'-' if vs_paddle is None else f'{vs_paddle:.1e}':>10s} {vs_cpu:10.1e} {cols[0]:>8s} "
+              f"{cols[1]:>9s} {cols[2]:>10s} {cols[3]:>13s} {r[0]:>10s} {r[1]:>8s} {r[2]:>7s}")
+        if profiles is not None:
+            profiles[label] = op_type_times(on_gpu.run, 10)
+
+
+def train_rows(outdir: Path, gpu, batch: int | None, timer, cpu_timer, failures: list):
+    """one row per training step, at the written batch (against Paddle's loss and updated parameters, and the
+    CPU path's) or at `batch` (against the CPU path's only)"""
+    from _gpu_rows import open_batch
+    for label, name, feeds, loss_name, init, extra in train_cases(outdir):
+        on_gpu, on_cpu = (TrainStep(outdir, name, place, feeds, loss_name, dict(init) if init else None, extra)
+                          for place in (gpu, kc.CPUPlace()))
+        if batch is not None:
+            label = f"{label.split(' (')[0]} (b{batch})"
+            for s in (on_gpu, on_cpu):
+                s.feed = open_batch(s.prog, s.feed, batch)
+        loss, after = on_gpu.first_step()
+        cpu_loss, cpu_after = on_cpu.first_step()
+        skip = noise_only(on_gpu.ref)
+        if batch is None:
+            paddle_after = {n: on_gpu.ref[f"after/{n}"] for n in after if f"after/{n}" in on_gpu.ref.files}
+            want_loss = float(on_gpu.ref["loss"])
+        else:
+            paddle_after, want_loss = {}, cpu_loss
+        bad = mismatches({n: after[n] for n in paddle_after}, paddle_after, skip)
+        bad_cpu = mismatches(after, cpu_after, skip)
+        loss_off = abs(loss - want_loss)
+        if bad or bad_cpu or loss_off > 1e-4 * max(1.0, abs(loss)):
+            failures.append(f"{label}: loss off by {loss_off:.1e}; beyond tolerance: {', '.join(bad[:5])}; "
+                            f"against the CPU path: {', '.join(bad_cpu[:5])}")
+        torch_t = torch_cuda_step(name, on_gpu) if timer else None
+        cols, secs = timings(timer, cpu_timer, on_gpu.step, on_cpu.step, torch_t)
+        r = ratios(batch or 8, *secs)
+        off = f"{len(bad)}/{len(paddle_after) - len(skip & set(paddle_after))}" if batch is None else "-"
+        print(f"{label:40s} {loss_off:12.1e} {off:>11s} {len(bad_cpu):8d} {cols[0]:>8s} {cols[1]:>9s} "
+              f"{cols[2]:>10s} {cols[3]:>13s} {r[0]:>10s} {r[1]:>8s} {r[2]:>7s}")
+
+
+def stepping_row(gpu, strict: bool, repeat: int):
+    """debug steps per second through a 2-layer LSTM, stepped timestep by timestep, on the GPU place and on the
+    CPU (the stand-in: a short one, and no rates, its times saying nothing)"""
+    from _gpu_rows import stacked_lstm, stepping_rate
+    T, B, D, H = (6, 4, 8, 8) if strict else (50, 32, 128, 128)
+    model = stacked_lstm(T, B, D, H)
+    # a session is ~100 steps of whole timesteps: a few sessions give a steady rate within the pass's timeout
+    steps, gpu_s = stepping_rate(gpu, model, 1 if strict else repeat)
+    cpu_steps, cpu_s = stepping_rate(kc.CPUPlace(), model, 1 if strict else 2)
+    if steps != cpu_steps:
+        return f"stepping: {steps} timestep steps on the GPU place but {cpu_steps} on the CPU"
+    what = f"2-layer LSTM (T={T}, batch {B}, input {D}, hidden {H}), step_timestep() from start to end"
+    if strict:
+        print(f"stepping, {what}: {steps} debug steps a session on the stand-in and on the CPU (not timed)")
+    else:
+        print(f"stepping, {what}: {steps} debug steps a session; GPU {steps / gpu_s:.0f} steps/s "
+              f"({gpu_s * 1e3:.1f} ms a session), CPU {steps / cpu_s:.0f} steps/s ({cpu_s * 1e3:.1f} ms); "
+              f"GPU/CPU time {gpu_s / cpu_s:.2f}")
+    return None
+
+
+def print_profiles(profiles: dict) -> None:
+    for label, rows in profiles.items():
+        total = sum(ms for _, ms, _ in rows)
+        print(f"\n{label}: host time per op type on the GPU path (each op's best of 10 traced runs, the kernels "
+              f"launched, not waited for): {total:.2f} ms in all")
+        for t, ms, n in rows[:10]:
+            print(f"  {t:28s} {ms:8.3f} ms {ms / total:6.1%}  ({n} ops, {ms / n * 1e3:.0f} us each)")
 
 
 def main() -> int:
@@ -261,60 +406,20 @@ def main() -> int:
         props = cupy.cuda.runtime.getDeviceProperties(0)
         runtime = cupy.cuda.runtime.runtimeGetVersion()
         print(f"CuPy {cupy.__version__}, {props['name'].decode()}, CUDA runtime {runtime}")
-    failures, profiles = [], {}
-    head = (f"{'inference':34s} {'vs Paddle':>10s} {'vs kc CPU':>10s} {'GPU ms':>8s} {'(median)':>9s} "
-            f"{'kc CPU ms':>10s} {'torch GPU ms':>13s} {'kc/torch':>9s}")
-    print("\n" + head + "\n" + "-" * len(head))
-    inference = {**CNNS, BERT: "BERT-style encoder (b8, seq 128)", "lstm": "2-layer LSTM (b32, 50 steps)"}
-    for name, label in inference.items():
-        on_gpu, on_cpu = Inference(outdir, name, gpu), Inference(outdir, name, kc.CPUPlace())
-        got, cpu_out = on_gpu.run(), on_cpu.run()
-        vs_paddle = None if on_gpu.paddle is None else rel_diff(got, on_gpu.paddle)
-        vs_cpu = rel_diff(got, cpu_out)
-        if (vs_paddle is not None and vs_paddle > 1e-4) or vs_cpu > 1e-4:
-            failures.append(f"{label}: output differs (vs Paddle {vs_paddle}, vs CPU {vs_cpu:.1e})")
-        cols = ["-"] * 5
-        if timer:
-            best, med = timer(on_gpu.run)
-            cpu_best, _ = cpu_timer(on_cpu.run)
-            cols[:3] = [f"{best * 1e3:.2f}", f"{med * 1e3:.2f}", f"{cpu_best * 1e3:.1f}"]
-            t = torch_cuda_run(name, on_gpu) if name in CNNS else None
-            if t is not None:
-                t_best, _ = timer(*t)
-                cols[3:] = [f"{t_best * 1e3:.2f}", f"{best / t_best:.1f}"]
-        print(f"{label:34s} {'-' if vs_paddle is None else f'{vs_paddle:.1e}':>10s} {vs_cpu:10.1e} {cols[0]:>8s} "
-              f"{cols[1]:>9s} {cols[2]:>10s} {cols[3]:>13s} {cols[4]:>9s}")
-        if a.profile:
-            profiles[label] = op_type_times(on_gpu.run, 10)
-    for label, rows in profiles.items():
-        total = sum(ms for _, ms, _ in rows)
-        print(f"\n{label}: host time per op type on the GPU path (each op's best of 10 traced runs, the kernels "
-              f"launched, not waited for): {total:.2f} ms in all")
-        for t, ms, n in rows[:10]:
-            print(f"  {t:28s} {ms:8.3f} ms {ms / total:6.1%}  ({n} ops, {ms / n * 1e3:.0f} us each)")
-    head = (f"{'training step':38s} {'|loss - Paddle|':>15s} {'params off':>11s} {'off CPU':>8s} {'GPU ms':>8s} "
-            f"{'(median)':>9s} {'kc CPU ms':>10s}")
-    print("\n" + head + "\n" + "-" * len(head))
-    for label, name, feeds, loss_name, init, extra in train_cases(outdir):
-        on_gpu, on_cpu = (TrainStep(outdir, name, place, feeds, loss_name, dict(init) if init else None, extra)
-                          for place in (gpu, kc.CPUPlace()))
-        loss, after = on_gpu.first_step()
-        cpu_loss, cpu_after = on_cpu.first_step()
-        skip = noise_only(on_gpu.ref)
-        paddle_after = {n: on_gpu.ref[f"after/{n}"] for n in after if f"after/{n}" in on_gpu.ref.files}
-        bad = mismatches({n: after[n] for n in paddle_after}, paddle_after, skip)
-        bad_cpu = mismatches(after, cpu_after, skip)
-        loss_off = abs(loss - float(on_gpu.ref["loss"]))
-        if bad or bad_cpu or loss_off > 1e-4 * max(1.0, abs(loss)):
-            failures.append(f"{label}: loss off by {loss_off:.1e}; beyond tolerance: {', '.join(bad[:5])}; "
-                            f"against the CPU path: {', '.join(bad_cpu[:5])}")
-        cols = ["-"] * 3
-        if timer:
-            best, med = timer(on_gpu.step)
-            cpu_best, _ = cpu_timer(on_cpu.step)
-            cols = [f"{best * 1e3:.2f}", f"{med * 1e3:.2f}", f"{cpu_best * 1e3:.1f}"]
-        off = f"{len(bad)}/{len(paddle_after) - len(skip)}"
-        print(f"{label:38s} {loss_off:15.1e} {off:>11s} {len(bad_cpu):8d} {cols[0]:>8s} {cols[1]:>9s} {cols[2]:>10s}")
+    print(f"targets: GPU within {TARGET_WITHIN:g}x of PyTorch's GPU time at batch 8, faster than kernelcore's CPU "
+          f"path at batch {BIG}")
+    failures, profiles = [], {} if a.profile else None
+    for batch in (None, BIG):
+        print("\n" + INFERENCE_HEAD + "\n" + "-" * len(INFERENCE_HEAD))
+        inference_rows(outdir, gpu, batch, timer, cpu_timer, failures, profiles if batch is None else None)
+    print_profiles(profiles or {})
+    for batch in (None, BIG):
+        print("\n" + TRAIN_HEAD + "\n" + "-" * len(TRAIN_HEAD))
+        train_rows(outdir, gpu, batch, timer, cpu_timer, failures)
+    print()
+    stepping_failure = stepping_row(gpu, a.strict, 3)
+    if stepping_failure:
+        failures.append(stepping_failure)
     print()
     for f in failures:
         print("FAILED:", f)

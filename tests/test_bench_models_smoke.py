@@ -1,6 +1,7 @@
 """bench/models.py --quick runs to the end and prints its table (a smoke test: no timing is asserted; the figures
 live in docs/benchmarks.md). It needs Paddle's venv, which writes the models and is the other column."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -104,7 +105,12 @@ def test_gpu_models_bench_checks_every_model_through_the_strict_device(tmp_path)
         p = subprocess.run([sys.executable, script, bundle, *args], cwd=ROOT, capture_output=True, text=True,
                            timeout=900)
         assert p.returncode == 0, f"{args}: exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
-    for row in ("ResNet-18", "MobileNetV2", "BERT-style encoder", "2-layer LSTM", "small CNN step",
-                "BERT-style step, adam", "2-layer LSTM step"):
+    for row in ("ResNet-18 (b8", "MobileNetV2 (b8", "BERT-style encoder (b8", "2-layer LSTM (b32", "small CNN step",
+                "BERT-style step, adam (b8", "2-layer LSTM step", "ResNet-18 (b64)", "MobileNetV2 (b64)",
+                "BERT-style encoder (b64)", "2-layer LSTM (b64)", "small CNN step, momentum (b64)",
+                "BERT-style step, adam (b64)", "2-layer LSTM step, SGD (b64)"):
         assert row in p.stdout, f"no {row} row in:\n{p.stdout}"
+    for column in ("GPU/torch", "GPU/CPU", "target"):
+        assert column in p.stdout, f"no {column} column in:\n{p.stdout}"
+    assert re.search(r"stepping, 2-layer LSTM .*step_timestep\(\).*: [1-9]\d* debug steps a session", p.stdout), p.stdout
     assert "all outputs, losses and updated parameters within 1e-4" in p.stdout, p.stdout
