@@ -146,8 +146,9 @@ class OpSeries:
         return sorted(picked, key=lambda i: (self.first_bad[i] < 0, self.first_bad[i] if self.first_bad[i] >= 0
                                              else inf, self._order_in_first_bad[i], -self.peak[i], i))
 
-    def rows(self, positions: list[int]) -> list[dict]:
-        """The payload of the ops at `positions`: each op's bounded sparkline and its bad ranges."""
+    def rows(self, positions: list[int], max_points: int = MAX_POINTS) -> list[dict]:
+        """The payload of the ops at `positions`: each op's sparkline (at most `max_points` points) and its bad
+        ranges."""
         out = []
         for i in positions:
             # groups are sorted by op, then iteration: each op's groups are one run
@@ -163,8 +164,8 @@ class OpSeries:
             out.append({"id": op_id(block, op), "block": block, "op": op, "op_type": str(self.op_types[i]),
                         "vars": names[:MAX_VARS_SHOWN], "more_vars": max(len(names) - MAX_VARS_SHOWN, 0),
                         "first_bad": int(self.first_bad[i]) if self.first_bad[i] >= 0 else None,
-                        "bad": bad_ranges(bad_its, self.iterations),
-                        "points": downsample(its, values),
+                        "bad": bad_ranges(bad_its, self.iterations, max(max_points // 2, 1)),
+                        "points": downsample(its, values, max_points),
                         "last": float(finite[-1]) if len(finite) else None,
                         "peak": float(self.peak[i]) if len(finite) else None})
         return out

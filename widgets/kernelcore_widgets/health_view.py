@@ -14,7 +14,8 @@ worst first (those that wrote NaN/Inf, by first bad iteration, then the largest 
 sparkline of the chosen statistic over iterations, its NaN/Inf iterations marked in red and its first bad
 iteration named. Clicking a sparkline at an iteration selects (op, iteration) and opens a Debugger there, shown
 below the table (`debugger_widget`). Everything sent is bounded: health_series.py downsamples each series to
-MAX_POINTS points and the table shows PAGE_SIZE ops a page.
+MAX_POINTS points and the table shows PAGE_SIZE ops a page (health_payload.py, which builds the sidebar
+panel's state too).
 """
 from __future__ import annotations
 
@@ -26,20 +27,18 @@ import traitlets as t
 from ipywidgets import widget_serialization
 
 from kernelcore.errors import KernelcoreError
+from kernelcore.observe.debug import active_session
 from kernelcore.observe.recorder import Recorder, RecorderHit
 from kernelcore.runtime.executor import add_observer, remove_observer
 
 from . import health_series as hs
+from .health_payload import SORTS, View, health_payload
 from ._base import STATIC, KCWidget
 from .debugger import Debugger
 from .requests import RequestError, choice_arg, int_arg, str_arg
 
-PAGE_SIZE = 20         # ops a page
-MAX_GRAD_LINES = 12    # gradient curves drawn (the largest latest norms)
 MIN_REDRAW_S = 0.3     # follow(): at most this often
 REDRAW_SHARE = 0.1     # follow(): and so that redrawing takes at most this share of the loop's time
-SORTS = ("worst", "program")
-GRAD_SUFFIX = "@GRAD"
 
 
 class HealthView(KCWidget):
@@ -80,58 +79,16 @@ class HealthView(KCWidget):
 
     # -- what is shown --------------------------------------------------------------------------------------
     def refresh(self) -> None:
-        """Recompute everything shown from the recorder (its summaries so far)."""
+        """Recompute everything shown from the recorder (its summaries so far): health_payload.py, which the
+        sidebar panel's state is built by too."""
         t0 = time.monotonic()
-        table = self.recorder.summaries
-        cols = table.columns()
-        self._sites, self._site_of_row = list(table.sites), table.rows()["site"]
-        self._rows_seen = len(table)
-        series = hs.OpSeries(cols, self._sites, self._site_of_row, self.stat)
-        ranked = series.ranked(self.sort, self.filter)
-        pages = max((len(ranked) + PAGE_SIZE - 1) // PAGE_SIZE, 1)
-        self.page = min(self.page, pages - 1)
-        first = hs.first_bad(cols)
-        hit = self.recorder.hit
-        self.overview = {"iterations": series.iterations, "ops": len(series.keys), "matching": len(ranked),
-                         "pages": pages, "page_size": PAGE_SIZE, "first_bad": first, "stats": list(hs.STATS),
-                         "hit": hit.message if hit is not None else ""}
-        self.ops = series.rows(ranked[self.page * PAGE_SIZE:(self.page + 1) * PAGE_SIZE])
-        self.loss = self._loss_curve(cols, series.iterations)
-        self.grads = self._grad_curves(cols, series.iterations)
+        self._rows_seen = len(self.recorder.summaries)
+        got = health_payload(self.recorder, View(self.stat, self.sort, self.filter, self.page), self._loss_source)
+        self.page = got["page"]
+        self.overview, self.ops, self.loss, self.grads = got["overview"], got["ops"], got["loss"], got["grads"]
         if not self.status or self.status.startswith("recorded"):
-            self.status = self._summary_line(series.iterations, first)
+            self.status = got["status"]
         self._refresh_s = time.monotonic() - t0
-
-    @staticmethod
-    def _summary_line(iterations: int, first: dict) -> str:
-        bad = (f"; first NaN/Inf: iteration {first['iteration']}, {first['op_type']} ({first['id']}) wrote "
-               f"{first['var']!r}") if first else "; no NaN/Inf"
-        return f"recorded {iterations} iterations{bad}"
-
-    def _loss_curve(self, cols: dict, iterations: int) -> dict:
-        src = self._loss_source
-        if src is None:
-            return {}
-        if isinstance(src, str):
-            got = hs.last_write_series(cols, self._sites, self._site_of_row, [src], "mean").get(src)
-            if got is None:
-                return {"name": src, "points": [], "bad": [], "last": None}
-            its, values, bad = got
-        else:
-            its, values, bad = hs.loss_from_values(src)
-            src = "loss"
-        return _curve(src, its, values, bad, max(iterations, len(values)))
-
-    def _grad_curves(self, cols: dict, iterations: int) -> list:
-        program = self.recorder.program
-        if program is not None:
-            params = [v.name for b in program.blocks for v in b.vars if v.is_parameter]
-        else:
-            params = sorted({s[3][:-len(GRAD_SUFFIX)] for s in self._sites if s[3].endswith(GRAD_SUFFIX)})
-        found = hs.last_write_series(cols, self._sites, self._site_of_row, [p + GRAD_SUFFIX for p in params], "l2")
-        curves = [_curve(name[:-len(GRAD_SUFFIX)], *found[name], iterations) for name in found]
-        curves.sort(key=lambda c: -(c["last"] if c["last"] is not None else np.inf))
-        return curves[:MAX_GRAD_LINES]
 
     # -- following a running loop ---------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -213,13 +170,6 @@ class HealthView(KCWidget):
         return {"query": self._on_query, "select": self._on_select, "refresh": lambda _c: self.refresh()}
 
 
-def _curve(name: str, its, values, bad, iterations: int) -> dict:
-    finite = np.asarray(values, dtype=np.float64)
-    finite = finite[np.isfinite(finite)]
-    return {"name": name, "points": hs.downsample(its, values), "bad": hs.bad_ranges(bad, iterations),
-            "last": float(finite[-1]) if len(finite) else None}
-
-
 class _RunEnds:
     """An executor observer that calls `on_end` when a run ends, and asks for nothing per op. (It takes op
     records, and drops them, so the executor does not make an event object of each op record for it, as it
@@ -248,10 +198,13 @@ def _drop(_record) -> None:
 
 def session_at(recorder: Recorder, block: int, op: int, iteration: int):
     """A DebugSession paused right after op (block, op) first ran in `iteration` (for the recorder's hit: its
-    own session; else a kept iteration run again from its starting state)."""
+    own session, while it is the one the debugger sidebar follows; else a kept iteration run again from its
+    starting state, which the sidebar then follows, as it follows every new session)."""
     hit = recorder.hit
     if hit is not None and (hit.iteration, hit.block, hit.op) == (iteration, block, op):
-        return recorder.session
+        sess = recorder.session
+        if active_session() is sess:
+            return sess
     cols = recorder.summaries.columns()
     rows = np.flatnonzero((cols["iteration"] == iteration) & (cols["block"] == block) & (cols["op"] == op))
     if not len(rows):
