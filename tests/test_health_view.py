@@ -280,11 +280,11 @@ def test_a_slow_redraw_waits_longer_so_following_stays_a_small_share_of_the_loop
 def test_following_asks_the_executor_for_no_per_op_events():
     """An observer that takes only events gets an event object made for every op record; the view's run-end
     listener takes the records and drops them, so following costs the loop one call per op, not an event."""
-    from kernelcore_widgets.health_view import _RunEnds
+    from kernelcore_widgets.health_view import RunEnds
     main, scope, loss, feed = _mlp()
     kinds = []
 
-    class Spy(_RunEnds):
+    class Spy(RunEnds):
         def __call__(self, ev):
             kinds.append(ev.kind)
             super().__call__(ev)

@@ -7,11 +7,13 @@ The views are ESM modules built from labextension/src/views/ into static/; the J
 (renderers for kernelcore's MIME types, file viewers, the debugger sidebar) into labextension/; the
 server extension (kernelcore_widgets.server) lets the file viewer open .pdmodel files. Importing it in a
 kernel registers the `kernelcore.debugger` comm target the debugger sidebar talks to (kernelcore_widgets.comm)
-and `kernelcore.program`, which the program renderer fetches big programs' groups through (program_comm).
+and `kernelcore.program`, which the program renderer fetches big programs' groups through (program_comm), and
+`kernelcore.health`, the "Training health" panel's view of the flight recorders (health_comm).
 """
 from __future__ import annotations
 
 from . import comm as _comm
+from . import health_comm as _health_comm
 from . import program_comm as _program_comm
 from ._base import FrontEndNotBuilt
 from .debugger import Debugger, active_debugger
@@ -29,12 +31,14 @@ __all__ = ["Debugger", "FrontEndNotBuilt", "HealthView", "ProgramGraph", "RNNSte
 
 _comm.register()  # in an IPython kernel: the sidebar can reach the debug session; elsewhere a no-op
 _program_comm.register()  # ... and the program renderer can fetch the parts of big programs
+_health_comm.register()  # ... and the training-health panel can show the recorders
 
 
 def load_ipython_extension(_ipython) -> None:
     """`%load_ext kernelcore_widgets`: registers the debugger sidebar's and the program renderer's comm targets."""
     _comm.register()
     _program_comm.register()
+    _health_comm.register()
 
 
 def _jupyter_labextension_paths():

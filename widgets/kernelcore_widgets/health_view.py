@@ -97,7 +97,7 @@ class HealthView(KCWidget):
         when a redraw takes more than REDRAW_SHARE of the time between two), and once more when the block
         ends, however it ends (a watch's stop included, which goes on to the recorder). Open it inside the
         recorder's `with` block, so the recorder hears each run's end first."""
-        token = add_observer(_RunEnds(self._maybe_redraw))
+        token = add_observer(RunEnds(self._maybe_redraw))
         try:
             yield self
         finally:
@@ -170,7 +170,7 @@ class HealthView(KCWidget):
         return {"query": self._on_query, "select": self._on_select, "refresh": lambda _c: self.refresh()}
 
 
-class _RunEnds:
+class RunEnds:
     """An executor observer that calls `on_end` when a run ends, and asks for nothing per op. (It takes op
     records, and drops them, so the executor does not make an event object of each op record for it, as it
     does for an observer that takes only events: runtime/executor.py RunState.)"""

@@ -1,0 +1,211 @@
+"""The "Training health" panel's kernel side (kernelcore_widgets.health_comm): the recorder it shows, its empty
+state, the bounds on what it sends, hostile requests and names, the debug session a click opens, and the pushes
+while a recorded loop runs."""
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import kernelcore as kc
+from kernelcore.observe.debug import active_session
+from kernelcore.observe.recorder import record
+from kernelcore_widgets import health_comm as hc
+from kernelcore_widgets.health_payload import guess_loss
+
+from test_recorder import _mlp, _train
+
+
+@pytest.fixture(scope="module")
+def blown_up():
+    """A loop whose learning rate is raised part way: the recorder stops at its first NaN/Inf."""
+    main, scope, loss, feed = _mlp()
+    with record(main, scope, keep_last=3) as rec:
+        _train(main, scope, loss, feed, 60)
+    return rec, loss
+
+
+def _healthy(iterations=5):
+    main, scope, loss, feed = _mlp()
+    exe = kc.Executor()
+    with record(main, scope, keep_last=1) as rec:
+        for _ in range(iterations):
+            exe.run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    return rec
+
+
+def _channel(ns):
+    sent = []
+    return hc.HealthChannel(sent.append, namespace=lambda: ns), sent
+
+
+def _ask(ch, sent, **msg):
+    before = len(sent)
+    ch.handle({"req": 7, **msg})
+    assert len(sent) == before + 1  # exactly one answer
+    return sent[-1]
+
+
+def test_with_no_recorder_the_panel_says_how_to_start_recording():
+    ch, sent = _channel({"x": 1, "main": kc.Program()})
+    got = _ask(ch, sent, type="state")
+    assert got["ok"] and got["req"] == 7
+    state = got["result"]
+    assert state["recorder"] is None and state["payload"] is None and state["recorders"] == []
+    assert "with kc.record(main, scope) as rec:" in state["hint"]
+
+
+def test_the_most_recent_recorder_is_shown_unless_one_is_picked(blown_up):
+    rec, _ = blown_up
+    later = _healthy(2)
+    ns = {"old": rec, "new": later}
+    ch, sent = _channel(ns)
+    first = _ask(ch, sent, type="state")["result"]
+    assert [r["name"] for r in first["recorders"]] == ["new", "old"]  # the last bound first, nothing grew yet
+    assert first["recorder"] == "new"
+    picked = _ask(ch, sent, type="state", recorder="old")["result"]
+    assert picked["recorder"] == "old" and picked["payload"]["overview"]["first_bad"]
+    ch.push()
+    assert sent[-1]["req"] is None and sent[-1]["result"]["recorder"] == "old"  # pushes keep the choice
+
+
+def test_a_recorder_that_grows_becomes_the_most_recent():
+    a, b = _healthy(2), _healthy(2)
+    ns = {"b": b, "a": a}
+    ch, sent = _channel(ns)
+    assert _ask(ch, sent, type="state")["result"]["recorder"] == "a"
+    main, scope, loss, feed = _mlp()
+    with record(main, scope, keep_last=0) as c:
+        ns["c"] = c
+        got = _ask(ch, sent, type="state")["result"]
+        assert got["recorder"] == "c" and got["hint"].startswith("recording")
+        del ns["c"]
+        ns["c"] = c  # bound again: still no row, it keeps its place
+        kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    ns["d"] = _healthy(1)  # bound last, but c grew after d was first seen? no: d is new, so it is the newest
+    assert _ask(ch, sent, type="state")["result"]["recorder"] == "d"
+    kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    with c:
+        kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    assert _ask(ch, sent, type="state")["result"]["recorder"] == "c"  # c grew since: the loop that ran last
+
+
+def test_the_loss_curve_is_the_variable_whose_gradient_the_backward_seeds(blown_up):
+    rec, loss = blown_up
+    assert guess_loss(rec.program) == loss.name
+    ch, sent = _channel({"rec": rec})
+    payload = _ask(ch, sent, type="state")["result"]["payload"]
+    assert payload["loss"]["name"] == loss.name and payload["loss"]["points"]
+    assert payload["grads"] and payload["ops"][0]["first_bad"] == payload["overview"]["first_bad"]["iteration"]
+
+
+@pytest.mark.parametrize("points", [16, 40, 500])
+def test_every_series_holds_at_most_the_points_asked_for(points):
+    rec = _healthy(600)
+    ch, sent = _channel({"rec": rec})
+    got = _ask(ch, sent, type="state", points=points)
+    payload = got["result"]["payload"]
+    series = [r["points"] for r in payload["ops"]] + [c["points"] for c in payload["grads"]] + \
+        [payload["loss"]["points"]]
+    assert max(len(s) for s in series) <= points
+    assert max(len(s) for s in series) > points // 2  # downsampled, not dropped
+    assert len(payload["ops"]) <= payload["overview"]["page_size"]
+    assert len(json.dumps(got)) < hc.MAX_MESSAGE_BYTES
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
+                    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=10), kids, max_size=4),
+                    max_leaves=12))
+def test_any_request_is_answered_exactly_once(msg):
+    ch, sent = _channel({})
+    ch.handle(msg)
+    assert len(sent) == 1 and set(sent[0]) == {"req", "ok", "error", "result"}
+    json.dumps(sent[0], allow_nan=False)
+
+
+@pytest.mark.parametrize("bad", [{"points": 10 ** 9}, {"points": "many"}, {"page": -1}, {"stat": "<img>"},
+                                 {"sort": ["worst"]}, {"filter": "x" * 10_000}, {"recorder": {"a": 1}}])
+def test_a_malformed_view_is_refused_and_leaves_the_view_as_it_was(blown_up, bad):
+    rec, _ = blown_up
+    ch, sent = _channel({"rec": rec})
+    _ask(ch, sent, type="state", stat="max", points=40)
+    got = _ask(ch, sent, type="state", **bad)
+    assert not got["ok"] and got["error"] and got["result"] is None
+    assert (ch.view.stat, ch.points) == ("max", 40)
+
+
+def test_hostile_names_are_sent_as_plain_bounded_text():
+    main, scope, loss, feed = _mlp()
+    hostile = "<img src=x onerror=alert(1)>\x1b[31m" + "A" * 5_000
+    block = main.global_block()
+    op = next(o for o in block.ops if o.type == "tanh")
+    src = op.output("Out")[0]
+    block.create_var(name=hostile, shape=list(block.var(src).shape), dtype=block.var(src).dtype)
+    block.append_op("scale", inputs={"X": [src]}, outputs={"Out": [hostile]}, attrs={"scale": 1.0})
+    with record(main, scope, keep_last=0) as rec:
+        kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    ns = {"rec": rec}
+    ch, sent = _channel(ns)
+    got = _ask(ch, sent, type="state", filter="scale", sort="program")["result"]
+    names = [v for r in got["payload"]["ops"] for v in r["vars"]]
+    clipped = [v for v in names if v.startswith("<img")]
+    assert clipped and all(len(v) <= hc.MAX_TEXT for v in clipped)
+    assert clipped[0].startswith("<img src=x onerror=alert(1)>\x1b[31m")  # text as it is; the panel sets textContent
+
+
+def test_selecting_an_op_and_iteration_moves_the_debugger_sidebar_there(blown_up):
+    rec, _ = blown_up
+    ch, sent = _channel({"rec": rec})
+    fb = _ask(ch, sent, type="state")["result"]["payload"]["overview"]["first_bad"]
+    kc.debug(rec.program, feed={}, scope=kc.Scope())  # a session started later: the sidebar follows it now
+    got = _ask(ch, sent, type="select", block=fb["block"], op=fb["op"], iteration=fb["iteration"])
+    assert got["ok"], got["error"]
+    sess = active_session()
+    assert sess is ch.session  # the newest session, kept alive by the channel
+    inner = sess.position.frames[-1]
+    assert (inner.block, inner.op) == (fb["block"], fb["op"] + 1)  # paused right after the chosen op
+    assert "iteration %d" % fb["iteration"] in sess.stop_reason
+    earlier = _ask(ch, sent, type="select", block=0, op=fb["op"] - 1, iteration=fb["iteration"] - 1)
+    assert earlier["ok"] and active_session() is ch.session is not sess
+    assert ch.session.position.frames[-1].op == fb["op"] and "iteration %d" % (fb["iteration"] - 1) in \
+        ch.session.stop_reason
+
+
+def test_selecting_where_nothing_was_recorded_is_an_error_reply(blown_up):
+    rec, _ = blown_up
+    ch, sent = _channel({"rec": rec})
+    got = _ask(ch, sent, type="select", block=0, op=0, iteration=10 ** 6)
+    assert not got["ok"] and "wrote nothing recorded" in got["error"]
+    got = _ask(ch, sent, type="select", recorder="gone", block=0, op=0, iteration=0)
+    assert not got["ok"] and "gone" in got["error"]
+
+
+def test_a_recorded_loop_pushes_its_state_as_it_runs(monkeypatch):
+    monkeypatch.setattr(hc, "MIN_PUSH_S", 0.0)
+    monkeypatch.setattr(hc, "PUSH_SHARE", 1e9)  # every run end pushes, however long building the state took
+    main, scope, loss, feed = _mlp()
+    ns = {}
+    ch, sent = _channel(ns)
+    monkeypatch.setattr(hc, "_channels", {ch})
+    follower = hc._Follower()
+    follower.cell_starts()
+    exe = kc.Executor()
+    with record(main, scope, keep_last=0) as rec:
+        ns["rec"] = rec
+        for _ in range(4):
+            exe.run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    during = [m["result"]["payload"]["overview"]["iterations"] for m in sent if m["result"]["payload"]]
+    follower.cell_ended()
+    assert during == [1, 2, 3, 4]  # one push as each iteration ended
+    assert sent[-1]["req"] is None and sent[-1]["result"]["payload"]["overview"]["iterations"] == 4
+    exe.run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    assert len(sent) == 5  # the cell ended: its observer is gone
+
+
+def test_without_a_panel_cells_run_with_no_observer(monkeypatch):
+    monkeypatch.setattr(hc, "_channels", set())
+    follower = hc._Follower()
+    follower.cell_starts()
+    assert follower._token is None
+    follower.cell_ended()

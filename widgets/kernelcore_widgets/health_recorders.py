@@ -1,0 +1,69 @@
+"""The flight recorders the "Training health" panel can show: those bound to a name in the notebook's namespace
+(`with kc.record(main, scope) as rec:` binds `rec` before the loop's first iteration, so a recording is found
+while it runs). The engine keeps no list of recorders, and the panel needs none: a recorder nobody can name
+from the notebook is one the person cannot look at from a cell either.
+
+The most recent recorder is the one whose summaries grew last (the loop running now, or the one that ran
+last); recorders never seen growing rank in the namespace's order, the last bound first.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from kernelcore.observe.recorder import Recorder
+
+MAX_RECORDERS = 50  # listed in the panel's picker (the most recent ones)
+MAX_LABEL = 120     # characters of a recorder's name as listed
+
+
+class RecorderList:
+    """Finds recorders in `namespace()` and remembers, per recorder, when its summaries last grew."""
+
+    def __init__(self, namespace):
+        self._namespace = namespace
+        self._clock = itertools.count(1)
+        # id(recorder) -> (weak reference, rows when last seen, the clock when they last changed)
+        self._seen: dict[int, tuple] = {}
+
+    def found(self) -> list[tuple[str, Recorder]]:
+        """(name, recorder) of each recorder bound in the namespace, the most recent first, at most
+        MAX_RECORDERS; a recorder bound to several names is listed under the first."""
+        named: dict[int, tuple[str, Recorder]] = {}
+        for name, value in list(self._namespace().items()):
+            if isinstance(value, Recorder) and isinstance(name, str) and not name.startswith("_") \
+                    and id(value) not in named:
+                named[id(value)] = (name, value)
+        stamps = {key: self._stamp(rec) for key, (_name, rec) in named.items()}
+        self._forget_gone(named)
+        ranked = sorted(named, key=lambda key: -stamps[key])
+        return [named[key] for key in ranked[:MAX_RECORDERS]]
+
+    def _stamp(self, rec: Recorder) -> int:
+        rows = len(rec.summaries)
+        seen = self._seen.get(id(rec))
+        if seen is not None and seen[0]() is rec and seen[1] == rows:
+            return seen[2]
+        stamp = next(self._clock)
+        self._seen[id(rec)] = (weakref.ref(rec), rows, stamp)
+        return stamp
+
+    def _forget_gone(self, named: dict) -> None:
+        for key in [k for k in self._seen if k not in named]:
+            del self._seen[key]
+
+    def pick(self, wanted: str | None) -> tuple[str, Recorder] | None:
+        """The recorder named `wanted` (its name as describe() sends it), else the most recent one; None when there is none."""
+        found = self.found()
+        for name, rec in found:
+            if name[:MAX_LABEL] == wanted:
+                return name, rec
+        return found[0] if found else None
+
+
+def describe(name: str, rec: Recorder) -> dict:
+    """A picker entry: {name, label, iterations, stopped}."""
+    hit = rec.hit
+    label = name if len(name) <= MAX_LABEL else name[:MAX_LABEL - 1] + "\u2026"
+    return {"name": name[:MAX_LABEL], "label": label, "iterations": int(rec.iterations),
+            "stopped": hit is not None}
