@@ -22,6 +22,7 @@ import numpy as np
 from ..grad.conv import conv_filter_grad
 from ..ops.conv import conv_geometry, output_sizes
 from ..runtime.fast_paths import fast_kernel
+from .cuda_source import NCHW_INDEX
 from .declare import (FLAT_THREADS, MAX_INT32_ELEMENTS, RAW, check_flat_launch, declare, flat_blocks, i32,
                       on_device)
 from .depthwise import depthwise_forward, depthwise_forward_gate, depthwise_grad, depthwise_grad_gate
@@ -46,31 +47,24 @@ def _col2im_twin(grid, block, cols, dx, n, c, h, wd, oh, ow, kh, kw, sh, sw, pt,
 COL2IM = declare("kc_col2im", RAW, r"""
 extern "C" __global__ void kc_col2im(const float* cols, float* dx, int n, int c, int h, int wd, int oh, int ow,
                                      int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw) {
-    int total = n * c * h * wd;
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= total) return;
-    int ix = idx % wd, t = idx / wd;
-    int iy = t % h; t /= h;
-    int ch = t % c, b = t / c;
+    if (idx >= n * c * h * wd) return;
+    kc_pixel in = kc_pixel_of(idx, h, wd);
     long long p = (long long)oh * ow;
-    const float* cb = cols + ((long long)b * c + ch) * kh * kw * p;
+    const float* cb = cols + (long long)in.plane * kh * kw * p;
     float acc = 0.0f;
     for (int ky = 0; ky < kh; ++ky) {
-        int ty = iy + pt - ky * dh;
-        if (ty < 0 || ty % sh) continue;
-        int oy = ty / sh;
-        if (oy >= oh) continue;
+        int oy = kc_tap_output(in.y, ky, sh, pt, dh, oh);
+        if (oy < 0) continue;
         for (int kx = 0; kx < kw; ++kx) {
-            int tx = ix + pl - kx * dw;
-            if (tx < 0 || tx % sw) continue;
-            int ox = tx / sw;
-            if (ox >= ow) continue;
+            int ox = kc_tap_output(in.x, kx, sw, pl, dw, ow);
+            if (ox < 0) continue;
             acc += cb[(ky * kw + kx) * p + oy * ow + ox];
         }
     }
     dx[idx] = acc;
 }
-""", twin=_col2im_twin)
+""", preamble=NCHW_INDEX, twin=_col2im_twin)
 
 
 def _tap_sum_twin(grid, block, taps, y, n, o, h, wd, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw):
@@ -101,26 +95,24 @@ def _valid_outputs(outs, stride, shift, size):
 TAP_SUM = declare("kc_conv_tap_sum", RAW, r"""
 extern "C" __global__ void kc_conv_tap_sum(const float* taps, float* y, int n, int o, int h, int wd, int oh, int ow,
                                            int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw) {
-    int total = n * o * oh * ow;
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= total) return;
-    int ox = idx % ow, t = idx / ow;
-    int oy = t % oh; t /= oh;
-    int oc = t % o, b = t / o;
+    if (idx >= n * o * oh * ow) return;
+    kc_pixel out = kc_pixel_of(idx, oh, ow);
+    int oc = out.plane % o, b = out.plane / o;
     long long plane = (long long)h * wd;
     float acc = 0.0f;
     for (int ky = 0; ky < kh; ++ky) {
-        int iy = oy * sh - pt + ky * dh;
-        if (iy < 0 || iy >= h) continue;
+        int iy = kc_tap_input(out.y, ky, sh, pt, dh, h);
+        if (iy < 0) continue;
         for (int kx = 0; kx < kw; ++kx) {
-            int ix = ox * sw - pl + kx * dw;
-            if (ix < 0 || ix >= wd) continue;
+            int ix = kc_tap_input(out.x, kx, sw, pl, dw, wd);
+            if (ix < 0) continue;
             acc += taps[(((long long)b * kh * kw + ky * kw + kx) * o + oc) * plane + (long long)iy * wd + ix];
         }
     }
     y[idx] = acc;
 }
-""", twin=_tap_sum_twin)
+""", preamble=NCHW_INDEX, twin=_tap_sum_twin)
 
 
 def _geometry(x, w, attrs):

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..ops.conv import conv_geometry, output_sizes
 from ..runtime.fast_paths import fast_kernel
-from .cuda_source import BLOCK_REDUCE
+from .cuda_source import BLOCK_REDUCE, NCHW_INDEX
 from .declare import (FLAT_THREADS, MAX_INT32_ELEMENTS, RAW, check_flat_launch, declare, flat_blocks, i32,
                       on_device)
 from .fused_norm import wanted
@@ -50,27 +50,25 @@ def _forward_twin(grid, block, x, w, y, n, c, h, wd, mult, oh, ow, kh, kw, sh, s
 
 FORWARD = declare("kc_depthwise_forward", RAW, r"""
 extern "C" __global__ void kc_depthwise_forward(const float* x, const float* w, float* y, """ + _GEOMETRY + r""") {
-    int total = n * c * mult * oh * ow;
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= total) return;
-    int ox = idx % ow, t = idx / ow;
-    int oy = t % oh; t /= oh;
-    int o = t % (c * mult), b = t / (c * mult);
+    if (idx >= n * c * mult * oh * ow) return;
+    kc_pixel out = kc_pixel_of(idx, oh, ow);
+    int o = out.plane % (c * mult), b = out.plane / (c * mult);
     const float* xc = x + ((long long)b * c + o / mult) * h * wd;
     const float* wo = w + (long long)o * kh * kw;
     float acc = 0.0f;
     for (int ky = 0; ky < kh; ++ky) {
-        int iy = oy * sh - pt + ky * dh;
-        if (iy < 0 || iy >= h) continue;
+        int iy = kc_tap_input(out.y, ky, sh, pt, dh, h);
+        if (iy < 0) continue;
         for (int kx = 0; kx < kw; ++kx) {
-            int ix = ox * sw - pl + kx * dw;
-            if (ix < 0 || ix >= wd) continue;
+            int ix = kc_tap_input(out.x, kx, sw, pl, dw, wd);
+            if (ix < 0) continue;
             acc += wo[ky * kw + kx] * xc[iy * wd + ix];
         }
     }
     y[idx] = acc;
 }
-""", twin=_forward_twin)
+""", preamble=NCHW_INDEX, twin=_forward_twin)
 
 
 def _input_grad_twin(grid, block, g, w, dx, n, c, h, wd, mult, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw):
@@ -89,34 +87,28 @@ def _input_grad_twin(grid, block, g, w, dx, n, c, h, wd, mult, oh, ow, kh, kw, s
 
 INPUT_GRAD = declare("kc_depthwise_input_grad", RAW, r"""
 extern "C" __global__ void kc_depthwise_input_grad(const float* g, const float* w, float* dx, """ + _GEOMETRY + r""") {
-    int total = n * c * h * wd;
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= total) return;
-    int ix = idx % wd, t = idx / wd;
-    int iy = t % h; t /= h;
-    int ch = t % c, b = t / c;
+    if (idx >= n * c * h * wd) return;
+    kc_pixel in = kc_pixel_of(idx, h, wd);
+    int ch = in.plane % c, b = in.plane / c;
     float acc = 0.0f;
     for (int m = 0; m < mult; ++m) {
         int o = ch * mult + m;
         const float* go = g + ((long long)b * c * mult + o) * oh * ow;
         const float* wo = w + (long long)o * kh * kw;
         for (int ky = 0; ky < kh; ++ky) {
-            int ty = iy + pt - ky * dh;
-            if (ty < 0 || ty % sh) continue;
-            int oy = ty / sh;
-            if (oy >= oh) continue;
+            int oy = kc_tap_output(in.y, ky, sh, pt, dh, oh);
+            if (oy < 0) continue;
             for (int kx = 0; kx < kw; ++kx) {
-                int tx = ix + pl - kx * dw;
-                if (tx < 0 || tx % sw) continue;
-                int ox = tx / sw;
-                if (ox >= ow) continue;
+                int ox = kc_tap_output(in.x, kx, sw, pl, dw, ow);
+                if (ox < 0) continue;
                 acc += wo[ky * kw + kx] * go[oy * ow + ox];
             }
         }
     }
     dx[idx] = acc;
 }
-""", twin=_input_grad_twin)
+""", preamble=NCHW_INDEX, twin=_input_grad_twin)
 
 
 def _filter_grad_twin(grid, block, x, g, dw_out, n, c, h, wd, mult, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw):
@@ -142,14 +134,14 @@ extern "C" __global__ void kc_depthwise_filter_grad(const float* x, const float*
     float s = 0.0f;
     for (int j = threadIdx.x; j < count; j += blockDim.x) {
         int ox = j % ow, oy = (j / ow) % oh, b = j / (ow * oh);
-        int iy = oy * sh - pt + ky * dh, ix = ox * sw - pl + kx * dw;
-        if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+        int iy = kc_tap_input(oy, ky, sh, pt, dh, h), ix = kc_tap_input(ox, kx, sw, pl, dw, wd);
+        if (iy < 0 || ix < 0) continue;
         s += g[(((long long)b * c * mult + o) * oh + oy) * ow + ox] * x[(((long long)b * c + ch) * h + iy) * wd + ix];
     }
     s = kc_block_sum(s, scratch);
     if (threadIdx.x == 0) dw_out[tap] = s;
 }
-""", preamble=BLOCK_REDUCE, twin=_filter_grad_twin)
+""", preamble=BLOCK_REDUCE + NCHW_INDEX, twin=_filter_grad_twin)
 
 
 def _geometry(x, w, attrs):

@@ -13,7 +13,36 @@ import numpy as np
 
 from ..ops.pool import geometry
 from ..runtime.fast_paths import fast_kernel
+from .cuda_source import NCHW_INDEX
 from .declare import FLAT_THREADS, MAX_INT32_ELEMENTS, RAW, check_flat_launch, declare, flat_blocks, i32, on_device
+
+
+# along one axis: a pooling window and which outputs' windows hold an input position, as the twins' _bounds
+WINDOWS = NCHW_INDEX + r"""
+/* positions [lo, hi) along one axis */
+struct kc_span { int lo, hi; };
+/* output `o`'s window clipped to the input: start = o * stride - pad, end = min(start + kernel, size),
+   start = max(start, 0) */
+__device__ __forceinline__ kc_span kc_pool_window(int o, int kernel, int stride, int pad, int size) {
+    int start = o * stride - pad;
+    kc_span s;
+    s.lo = max(start, 0);
+    s.hi = min(start + kernel, size);
+    return s;
+}
+/* the outputs whose windows [o * stride - pad, o * stride - pad + kernel) hold input position `i` */
+__device__ __forceinline__ kc_span kc_pool_outputs(int i, int kernel, int stride, int pad, int outs) {
+    kc_span s;
+    s.lo = max(0, (i + pad - kernel + stride) / stride);
+    s.hi = min(outs, (i + pad) / stride + 1);
+    return s;
+}
+/* what an average divides its window's sum by: the window's cells (exclusive) or the kernel's, at least 1 */
+__device__ __forceinline__ float kc_pool_divisor(kc_span ys, kc_span xs, int kh, int kw, int exclusive) {
+    int cells = exclusive ? max(ys.hi - ys.lo, 0) * max(xs.hi - xs.lo, 0) : kh * kw;
+    return (float)max(cells, 1);
+}
+"""
 
 
 def _bounds(o, k, s, lo, size):
@@ -40,31 +69,23 @@ def _pool_twin(grid, block, x, y, n, c, h, wd, oh, ow, kh, kw, sh, sw, pt, pl, i
 POOL = declare("kc_pool2d", RAW, r"""
 extern "C" __global__ void kc_pool2d(const float* x, float* y, int n, int c, int h, int wd, int oh, int ow, int kh,
                                      int kw, int sh, int sw, int pt, int pl, int is_max, int exclusive) {
-    int total = n * c * oh * ow;
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= total) return;
-    int ox = idx % ow, t = idx / ow;
-    int oy = t % oh, plane = t / oh;
-    int y0 = oy * sh - pt, x0 = ox * sw - pl;
-    int y1 = min(y0 + kh, h), x1 = min(x0 + kw, wd);
-    y0 = max(y0, 0);
-    x0 = max(x0, 0);
-    const float* xc = x + (long long)plane * h * wd;
+    if (idx >= n * c * oh * ow) return;
+    kc_pixel out = kc_pixel_of(idx, oh, ow);
+    kc_span ys = kc_pool_window(out.y, kh, sh, pt, h), xs = kc_pool_window(out.x, kw, sw, pl, wd);
+    const float* xc = x + (long long)out.plane * h * wd;
     float acc = is_max ? __int_as_float(0xff800000) : 0.0f;
-    for (int iy = y0; iy < y1; ++iy) {
-        for (int ix = x0; ix < x1; ++ix) {
+    for (int iy = ys.lo; iy < ys.hi; ++iy) {
+        for (int ix = xs.lo; ix < xs.hi; ++ix) {
             float v = xc[iy * wd + ix];
             if (is_max) acc = (v > acc || v != v) && acc == acc ? v : acc;
             else acc += v;
         }
     }
-    if (!is_max) {
-        int cells = exclusive ? max(y1 - y0, 0) * max(x1 - x0, 0) : kh * kw;
-        acc = acc / (float)max(cells, 1);
-    }
+    if (!is_max) acc = acc / kc_pool_divisor(ys, xs, kh, kw, exclusive);
     y[idx] = acc;
 }
-""", twin=_pool_twin)
+""", preamble=WINDOWS, twin=_pool_twin)
 
 
 def _pool_geometry(x, attrs):
@@ -117,19 +138,14 @@ MAX_GRAD = declare("kc_max_pool2d_grad", RAW, r"""
 extern "C" __global__ void kc_max_pool2d_grad(const float* x, const float* out, const float* g, float* dx, int n,
                                               int c, int h, int wd, int oh, int ow, int kh, int kw, int sh, int sw,
                                               int pt, int pl) {
-    int total = n * c * oh * ow;
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= total) return;
-    int ox = idx % ow, t = idx / ow;
-    int oy = t % oh, plane = t / oh;
-    int y0 = oy * sh - pt, x0 = ox * sw - pl;
-    int y1 = min(y0 + kh, h), x1 = min(x0 + kw, wd);
-    y0 = max(y0, 0);
-    x0 = max(x0, 0);
-    long long base = (long long)plane * h * wd;
+    if (idx >= n * c * oh * ow) return;
+    kc_pixel at = kc_pixel_of(idx, oh, ow);
+    kc_span ys = kc_pool_window(at.y, kh, sh, pt, h), xs = kc_pool_window(at.x, kw, sw, pl, wd);
+    long long base = (long long)at.plane * h * wd;
     float m = out[idx];
-    for (int iy = y0; iy < y1; ++iy) {
-        for (int ix = x0; ix < x1; ++ix) {
+    for (int iy = ys.lo; iy < ys.hi; ++iy) {
+        for (int ix = xs.lo; ix < xs.hi; ++ix) {
             if (x[base + iy * wd + ix] == m) {
                 atomicAdd(dx + base + iy * wd + ix, g[idx]);
                 return;
@@ -137,7 +153,7 @@ extern "C" __global__ void kc_max_pool2d_grad(const float* x, const float* out, 
         }
     }
 }
-""", twin=_max_grad_twin)
+""", preamble=WINDOWS, twin=_max_grad_twin)
 
 
 def _avg_grad_twin(grid, block, g, dx, n, c, h, wd, oh, ow, kh, kw, sh, sw, pt, pl, exclusive):
@@ -157,29 +173,22 @@ def _avg_grad_twin(grid, block, g, dx, n, c, h, wd, oh, ow, kh, kw, sh, sw, pt, 
 AVG_GRAD = declare("kc_avg_pool2d_grad", RAW, r"""
 extern "C" __global__ void kc_avg_pool2d_grad(const float* g, float* dx, int n, int c, int h, int wd, int oh, int ow,
                                               int kh, int kw, int sh, int sw, int pt, int pl, int exclusive) {
-    int total = n * c * h * wd;
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= total) return;
-    int ix = idx % wd, t = idx / wd;
-    int iy = t % h, plane = t / h;
-    /* the outputs whose windows [o * s - p, o * s - p + k) hold (iy, ix) */
-    int oy0 = max(0, (iy + pt - kh + sh) / sh), oy1 = min(oh - 1, (iy + pt) / sh);
-    int ox0 = max(0, (ix + pl - kw + sw) / sw), ox1 = min(ow - 1, (ix + pl) / sw);
-    const float* gp = g + (long long)plane * oh * ow;
+    if (idx >= n * c * h * wd) return;
+    kc_pixel in = kc_pixel_of(idx, h, wd);
+    kc_span oys = kc_pool_outputs(in.y, kh, sh, pt, oh), oxs = kc_pool_outputs(in.x, kw, sw, pl, ow);
+    const float* gp = g + (long long)in.plane * oh * ow;
     float acc = 0.0f;
-    for (int oy = oy0; oy <= oy1; ++oy) {
-        int y0 = oy * sh - pt, y1 = min(y0 + kh, h);
-        y0 = max(y0, 0);
-        for (int ox = ox0; ox <= ox1; ++ox) {
-            int x0 = ox * sw - pl, x1 = min(x0 + kw, wd);
-            x0 = max(x0, 0);
-            int cells = exclusive ? max(y1 - y0, 0) * max(x1 - x0, 0) : kh * kw;
-            acc += gp[oy * ow + ox] / (float)max(cells, 1);
+    for (int oy = oys.lo; oy < oys.hi; ++oy) {
+        kc_span ys = kc_pool_window(oy, kh, sh, pt, h);
+        for (int ox = oxs.lo; ox < oxs.hi; ++ox) {
+            kc_span xs = kc_pool_window(ox, kw, sw, pl, wd);
+            acc += gp[oy * ow + ox] / kc_pool_divisor(ys, xs, kh, kw, exclusive);
         }
     }
     dx[idx] = acc;
 }
-""", twin=_avg_grad_twin)
+""", preamble=WINDOWS, twin=_avg_grad_twin)
 
 
 def _grad_gate(xp, ins, attrs):
