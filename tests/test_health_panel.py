@@ -209,3 +209,44 @@ def test_without_a_panel_cells_run_with_no_observer(monkeypatch):
     follower.cell_starts()
     assert follower._token is None
     follower.cell_ended()
+
+
+FIXTURE = __import__("pathlib").Path(__file__).resolve().parents[1] / "labextension" / "test" / "health-messages.json"
+HOSTILE = "<img src=x onerror=alert(1)>\x1b[2J"
+
+
+def _scenario_messages(blown):
+    """What the panel's vitest tests replay: an empty kernel's state, then two recorders (one named with markup
+    and a terminal escape, the one shown: it stopped at a NaN), and a select's reply."""
+    ns = {}
+    ch, sent = _channel(ns)
+    ch.handle({"req": 1, "type": "state", "points": 40})
+    ns["healthy"] = _healthy(3)
+    ns[HOSTILE] = blown
+    ch.handle({"req": 2, "type": "state", "recorder": HOSTILE})
+    fb = sent[-1]["result"]["payload"]["overview"]["first_bad"]
+    ch.handle({"req": 3, "type": "select", "block": fb["block"], "op": fb["op"], "iteration": fb["iteration"]})
+    return sent
+
+
+def _same_shape(a, b) -> bool:
+    """The same keys and value types all the way down (a list's first entries compared; an empty list matches
+    any list: how many NaN ranges a curve has is the recording's business)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_shape(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return not a or not b or _same_shape(a[0], b[0])
+    return type(a) is type(b)
+
+
+def test_the_front_end_fixture_is_real(blown_up):
+    """labextension/test/health-messages.json is made by this scenario (KC_UPDATE_FIXTURES=1 rewrites it):
+    the stored messages have the shape the kernel sends now."""
+    import os
+    fresh = _scenario_messages(blown_up[0])
+    if os.environ.get("KC_UPDATE_FIXTURES"):
+        FIXTURE.write_text(json.dumps(fresh, indent=1, allow_nan=False) + "\n")
+    stored = json.loads(FIXTURE.read_text())
+    fresh = json.loads(json.dumps(fresh))
+    assert len(stored) == len(fresh) and all(_same_shape(a, b) for a, b in zip(stored, fresh))
+    assert stored[1]["result"]["recorder"] == HOSTILE and stored[0]["result"]["payload"] is None

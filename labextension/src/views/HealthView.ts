@@ -9,39 +9,17 @@
  * Messages: {type: "query", stat?, sort?, filter?, page?}, {type: "select", block, op, iteration},
  * {type: "refresh"}. Python bounds every series (at most 500 points, 20 ops a page).
  */
-import { button, clear, formatNumber, h } from '../dom';
+import { button, clear, h } from '../dom';
 import { childModel, Listeners, RenderProps, WidgetModel } from '../model';
-import type { HealthCurve, HealthOpRow, HealthOverview } from '../protocol.generated';
+import type { HealthOpRow, HealthOverview } from '../protocol.generated';
 import type { DebuggerTraits, HealthViewTraits } from '../widgets.generated';
 import { withKernelNotice } from '../restart';
 import { DebuggerView, debuggerChildren } from './Debugger';
-import { iterationAt, Point, Range, sparkline } from './sparkline';
+import { drawFirstBad, drawGrads, drawLoss, drawOpTable, overviewOf } from './healthdraw';
 
-const SPARK_W = 240;
-const SPARK_H = 28;
-const CURVE_W = 560;
-const CURVE_H = 72;
-const GRAD_W = 240;
-const GRAD_H = 22;
-
-function overviewOf(x: unknown): HealthOverview | null {
-  const o = x as HealthOverview | null;
-  return o && typeof o === 'object' && typeof o.iterations === 'number' ? o : null;
-}
-
-function curveOf(x: unknown): HealthCurve | null {
-  const c = x as HealthCurve | null;
-  return c && typeof c === 'object' && Array.isArray(c.points) ? c : null;
-}
-
-/** A figure in at most four significant digits (the full value is the recorder's). */
-export function fmt(v: number | null | undefined): string {
-  if (v === null || v === undefined) {
-    return '\u2013';
-  }
-  const a = Math.abs(v);
-  return a !== 0 && (a >= 1e5 || a < 1e-3) ? v.toExponential(3) : formatNumber(Number(v.toPrecision(4)));
-}
+const SPARK = { width: 240, height: 28 };
+const LOSS = { width: 560, height: 72 };
+const GRAD = { width: 240, height: 22 };
 
 export class HealthViewView {
   readonly root: HTMLElement;
@@ -86,7 +64,7 @@ export class HealthViewView {
   }
 
   select(row: HealthOpRow, iteration: number): void {
-    this.model.send({ type: 'select', block: row.block, op: row.op, iteration });
+    this._debugAt(row.block, row.op, iteration);
   }
 
   refresh(): void {
@@ -99,49 +77,20 @@ export class HealthViewView {
     this._drawTable();
   }
 
-  private _drawFirstBad(ov: HealthOverview | null): void {
-    clear(this._firstBad);
-    const fb = ov?.first_bad as HealthOverview['first_bad'] & { iteration?: number };
-    if (!fb || typeof fb.iteration !== 'number') {
-      return;
-    }
-    const bad = fb as { iteration: number; block: number; op: number; op_type: string; var: string; id: string };
-    this._firstBad.append(
-      h('span', { cls: 'jp-Kernelcore-hvFirstBadText', text: `First NaN/Inf: iteration ${bad.iteration}, ${bad.op_type} (${bad.id}) wrote '${bad.var}'` }),
-      button('debug there', () => this.model.send({ type: 'select', block: bad.block, op: bad.op, iteration: bad.iteration }), {
-        cls: 'jp-Kernelcore-hvDebugFirst',
-        title: 'open a debugger paused right after this op in this iteration'
-      })
-    );
-  }
+  private _debugAt = (block: number, op: number, iteration: number): void => {
+    this.model.send({ type: 'select', block, op, iteration });
+  };
 
-  private _curve(c: HealthCurve, width: number, height: number, cls: string): HTMLElement {
-    const firstBad = c.bad.length ? c.bad[0][0] : null;
-    const svg = sparkline(c.points as Point[], { width, height, iterations: this.iterations || c.points.length, bad: c.bad as Range[], firstBad, cls, label: `${c.name} over iterations` });
-    return h('div', { cls: 'jp-Kernelcore-hvCurve' }, [
-      h('span', { cls: 'jp-Kernelcore-hvCurveName', text: c.name, title: c.name }),
-      svg as unknown as HTMLElement,
-      h('span', { cls: 'jp-Kernelcore-muted jp-Kernelcore-hvLast', text: fmt(c.last) })
-    ]);
+  private _drawFirstBad(ov: HealthOverview | null): void {
+    drawFirstBad(this._firstBad, ov, this._debugAt);
   }
 
   private _drawLoss(): void {
-    clear(this._loss);
-    const c = curveOf(this.model.get('loss'));
-    if (c) {
-      this._loss.append(h('div', { cls: 'jp-Kernelcore-sectionTitle', text: 'Loss (symlog scale)' }), this._curve(c, CURVE_W, CURVE_H, 'jp-Kernelcore-hvLossCurve'));
-    }
+    drawLoss(this._loss, this.model.get('loss'), this.iterations, LOSS);
   }
 
   private _drawGrads(): void {
-    clear(this._grads);
-    const grads = (this.model.get('grads') ?? []).map(curveOf).filter((c): c is HealthCurve => !!c);
-    if (grads.length) {
-      this._grads.append(h('div', { cls: 'jp-Kernelcore-sectionTitle', text: 'Gradient L2 norm per parameter' }));
-      for (const c of grads) {
-        this._grads.appendChild(this._curve(c, GRAD_W, GRAD_H, 'jp-Kernelcore-hvGradCurve'));
-      }
-    }
+    drawGrads(this._grads, this.model.get('grads'), this.iterations, GRAD);
   }
 
   private _drawControls(ov: HealthOverview | null): void {
@@ -178,36 +127,9 @@ export class HealthViewView {
   }
 
   private _drawTable(): void {
-    clear(this._table);
     const rows = (this.model.get('ops') ?? []) as HealthOpRow[];
-    const sel = this.model.get('selected') as { block?: number; op?: number; iteration?: number };
-    this._table.appendChild(
-      h('div', { cls: 'jp-Kernelcore-hvRow jp-Kernelcore-hvHeader', attrs: { role: 'row' } }, [
-        h('span', { text: 'op' }),
-        h('span', { text: 'outputs' }),
-        h('span', { text: 'first bad' }),
-        h('span', { text: `${String(this.model.get('stat'))} over iterations (click: debug there)` }),
-        h('span', { text: 'last' })
-      ])
-    );
-    for (const row of rows) {
-      const spark = sparkline(row.points as Point[], { width: SPARK_W, height: SPARK_H, iterations: this.iterations, bad: row.bad as Range[], firstBad: row.first_bad, cls: 'jp-Kernelcore-hvOpSpark', label: `${row.op_type} ${row.id}` });
-      spark.addEventListener('click', ev => {
-        const rect = spark.getBoundingClientRect();
-        this.select(row, iterationAt(ev.clientX - rect.left, this.iterations, rect.width || SPARK_W));
-      });
-      const chosen = sel && sel.block === row.block && sel.op === row.op;
-      const vars = row.vars.join(', ') + (row.more_vars ? ` +${row.more_vars}` : '');
-      this._table.appendChild(
-        h('div', { cls: ['jp-Kernelcore-hvRow', row.first_bad !== null ? 'jp-Kernelcore-hvBadRow' : '', chosen ? 'jp-Kernelcore-hvChosen' : ''], attrs: { role: 'row', 'data-op': row.id } }, [
-          h('span', { cls: 'jp-Kernelcore-hvOp', text: `${row.op_type} ${row.id}` }),
-          h('span', { cls: 'jp-Kernelcore-muted jp-Kernelcore-hvVars', text: vars, title: vars }),
-          h('span', { cls: 'jp-Kernelcore-hvFirstBadCell', text: row.first_bad === null ? '' : `it ${row.first_bad}` }),
-          spark as unknown as HTMLElement,
-          h('span', { cls: 'jp-Kernelcore-muted', text: fmt(row.last) + (chosen ? ` \u2190 it ${sel.iteration}` : '') })
-        ])
-      );
-    }
+    const selected = this.model.get('selected') as { block?: number; op?: number; iteration?: number };
+    drawOpTable(this._table, rows, { iterations: this.iterations, stat: String(this.model.get('stat')), selected, spark: SPARK, onDebug: this._debugAt });
   }
 
   /** Draw the Debugger child below the table (or remove the old one). */
