@@ -8,7 +8,8 @@
  *  - `:debugger`: the right-sidebar "Kernelcore debugger" panel over that model, a command with its shortcut
  *    for each move of the command table (MOVES: kernelcore:step, kernelcore:next, ...; in notebooks and in
  *    the panel), the same for each control (CONTROLS: kernelcore:pause, enabled only while a move runs),
- *    and kernelcore:run-n / open-debugger / view-tensor / export-graph-svg / export-graph-png.
+ *    and kernelcore:run-n / open-debugger / view-tensor / export-graph-svg / export-graph-png;
+ *  - `:health`: the left-sidebar "Training health" panel over the kernel's flight recorders (healthplugin.ts).
  * The MIME renderers (outputs and *.kctrace.json files) are the separate mimeExtension in mime.ts.
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -27,6 +28,7 @@ import { CONTROLS, MOVES } from './protocol';
 import { controlEnabled, KernelcoreSidebar } from './sidebar';
 import { TensorPanel } from './tensorpanel';
 import { IKernelcoreDebuggerModel } from './tokens';
+import { healthPlugin } from './healthplugin';
 
 export const PLUGIN_ID = '@kernelcore/labextension:plugin';
 
@@ -273,4 +275,4 @@ const debuggerPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [viewerPlugin, modelPlugin, debuggerPlugin];
+export default [viewerPlugin, modelPlugin, debuggerPlugin, healthPlugin];
