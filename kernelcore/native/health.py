@@ -17,6 +17,8 @@ import numpy as np
 from ..runtime import cpu_parts
 from . import _c, _ptr, enabled
 
+data_address = _ptr  # an array's data address (the buffer protocol where it can)
+
 ROW_BYTES = 10 * 8  # the ten doubles health_summary.c writes per array
 # below this many elements one thread summarises the array (health_summary.c shares it out from two grains of
 # pool.h's KC_GRAIN on), so the call skips asking how many threads it may use
@@ -30,9 +32,9 @@ def available() -> bool:
 
 
 def summary_writer(fallback: Callable) -> Callable:
-    """write(value, rows, row) -> the value's NaN/Inf count (None: no numeric tensor): the C summary of a
-    C-contiguous, aligned float32 or float64 host array written into `rows` at `row`, anything else given to
-    `fallback(value, rows, row)`. Only where `available()`."""
+    """write(value, rows, row) -> the value's NaN/Inf count (None: no numeric tensor): the C summary of a float32
+    or float64 host array (integers and booleans as float64, strided views gathered first) written into `rows`
+    at `row`, anything else given to `fallback(value, rows, row)`. Only where `available()`."""
     lib = _c()
     by_dtype = {_F32: lib.kc_health_summary_f32, _F64: lib.kc_health_summary_f64}
     ndarray, threads = np.ndarray, cpu_parts.op_threads
@@ -44,7 +46,14 @@ def summary_writer(fallback: Callable) -> Callable:
                 # integers and booleans as float64: rounding keeps every sign, zero and order, so the counts, min
                 # and max are the reference's, and its sums are float64 dot products too
                 value, fn = value.astype(_F64), by_dtype[_F64]
-            if fn is not None and value.flags.c_contiguous and value.flags.aligned:
+            if fn is not None:
+                flags = value.flags
+                if not (flags.c_contiguous and flags.aligned):
+                    # the elements in memory order: a view where they are one block (an op's output laid out as
+                    # its transposed input), else a copy, which costs less than the reference's five passes
+                    value = value.ravel(order="K")
+                    if not (value.flags.c_contiguous and value.flags.aligned):
+                        value = value.copy()
                 n = value.size
                 return fn(_ptr(value), n, rows.address + ROW_BYTES * row, threads() if n >= _SHARED_FROM else 1)
         return fallback(value, rows, row)
@@ -76,3 +85,15 @@ def many_writer() -> Callable:
         return many(held.buffer_info()[0], len(values), rows.address + ROW_BYTES * first,
                     threads() if largest >= _SHARED_FROM else 1)
     return write_many
+
+
+def many_call() -> Callable:
+    """call(items, count, address): the C summaries of `count` arrays described in `items` (an array("q") of
+    address, numel and kind, 0 float32 or 1 float64, per array) written as ten doubles each from `address` on, on
+    the calling thread alone (the recorder's summary thread: the run has the other cores). Only where
+    `available()`."""
+    many = _c().kc_health_summary_many
+
+    def call(items, count: int, address: int) -> int:
+        return many(items.buffer_info()[0], count, address, 1)
+    return call
