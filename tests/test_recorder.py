@@ -84,7 +84,9 @@ def test_a_raised_learning_rate_stops_at_the_first_non_finite_op_of_the_right_it
     hit = rec.hit
     assert (hit.iteration, hit.block, hit.op, hit.var) == (found["it"], found["event"].block, found["event"].op,
                                                            found["var"])
-    assert rec.iterations == found["it"]  # the loop stopped inside that iteration
+    # the loop stopped inside that iteration; with background=True once the one after it had run (its summaries
+    # are made while the next iteration runs, and judged at that one's end)
+    assert rec.iterations == found["it"] + (2 if background else 0)
 
     sess = rec.session
     assert sess.stop_reason.startswith("recorder:") and "not deterministic" not in sess.stop_reason
@@ -271,7 +273,9 @@ def test_a_hit_inside_a_loop_pauses_at_that_timestep(background):
         kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
     hit = rec.hit
     assert (hit.block, hit.op, hit.timestep) == (1, step_add.idx, want.timestep) and want.timestep > 0
-    assert set(rec.summaries.columns()["timestep"]) == {-1, *range(want.timestep + 1)}  # stopped there
+    # stopped there; with background=True the iteration had run to its end, and all its rows are kept
+    last = max(e.timestep for e, _ in writes) if background else want.timestep
+    assert set(rec.summaries.columns()["timestep"]) == {-1, *range(last + 1)}
     sess = rec.session
     assert "not deterministic" not in sess.stop_reason
     assert sess.position.timestep == want.timestep
@@ -308,10 +312,13 @@ def test_a_failure_on_the_summary_thread_reaches_the_loop(monkeypatch):
 
     def broken(*args):
         raise ValueError("summary failed")
-    monkeypatch.setattr(recorder_module, "summary_writer", lambda: broken)
-    monkeypatch.setattr(recorder_module, "many_writer", lambda: broken)  # an op's outputs in one call
+    monkeypatch.setattr(recorder_module, "summarize_records", broken)  # an iteration's outputs at once
     main, scope, loss, feed = _mlp()
-    with pytest.raises(ValueError, match="summary failed"):
+    with pytest.raises(ValueError, match="summary failed"):  # the next iteration's end raises it
+        with record(main, scope, background=True):
+            for _ in range(2):
+                kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    with pytest.raises(ValueError, match="summary failed"):  # the last iteration's: the recording's end
         with record(main, scope, background=True):
             kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
 
@@ -329,7 +336,8 @@ def test_two_kept_iterations_compare_from_the_first_op_that_reads_an_updated_par
 
 
 @pytest.mark.skipif(not native_health.available(), reason="the C kernels are not built here")
-def test_transposed_views_and_integer_outputs_take_the_c_summary_and_match_numpy(monkeypatch):
+@pytest.mark.parametrize("background", [False, True])
+def test_transposed_views_and_integer_outputs_take_the_c_summary_and_match_numpy(monkeypatch, background):
     fallbacks = []
 
     def counted(value, rows, row):
@@ -342,9 +350,11 @@ def test_transposed_views_and_integer_outputs_take_the_c_summary_and_match_numpy
         kc.op.reshape2(t, shape=[24])
         kc.op.cast(x, in_dtype=5, out_dtype=3)  # int64
         kc.op.scale(x, scale=2.0)
+        kc.op.scale(t, scale=3.0)  # an output laid out as its transposed input: one block, not C-ordered
+        kc.op.slice(x, axes=[1], starts=[1], ends=[4])  # a view with gaps between its rows
     scope = kc.Scope()
     feed = {"x": np.arange(24, dtype="float32").reshape(4, 6) - 5}
-    with record(main, scope, keep_last=1) as rec:
+    with record(main, scope, keep_last=1, background=background) as rec:
         monkeypatch.setattr(rec, "_write", native_health.summary_writer(counted))
         kc.Executor().run(main, feed=feed, scope=scope)
     assert fallbacks == []
@@ -414,7 +424,8 @@ def test_a_nan_among_an_optimizer_s_several_outputs_stops_at_that_output(backgro
     assert (hit.iteration, hit.op_type, hit.op, hit.var) == expected[0]
 
 
-def test_a_run_on_the_gpu_path_is_summarised_and_stopped_like_a_host_run():
+@pytest.mark.parametrize("background", [False, True])
+def test_a_run_on_the_gpu_path_is_summarised_and_stopped_like_a_host_run(background):
     # the strict stand-in runs the GPU code path without a GPU: its arrays are device arrays to the recorder
     from kernelcore.runtime.place import StrictPlace, to_host
     main, host_scope, loss, feed = _mlp()
@@ -448,7 +459,7 @@ def test_a_run_on_the_gpu_path_is_summarised_and_stopped_like_a_host_run():
                     return True
         return False
     run(on_device(), scan)
-    with record(main, scope, executor=exe) as rec:
+    with record(main, scope, executor=exe, background=background) as rec:
         run(scope, lambda it, tr: False)
     assert expected[0][0] == 1 and rec.hit is not None
     assert (rec.hit.iteration, rec.hit.op, rec.hit.var) == expected[0]
@@ -485,19 +496,23 @@ def test_each_op_s_outputs_views_included_take_one_c_call_and_match_numpy(monkey
             assert cols["l2"][r] == pytest.approx(np.linalg.norm(a), rel=1e-5)
 
 
-def test_rows_written_an_op_at_a_time_are_the_rows_written_an_output_at_a_time():
-    # runs of new arrays, repeated rows of arrays written before and views between them keep their outputs' order
-    main, scope, loss, feed = _mlp()
+@pytest.mark.parametrize("program", ["mlp", "rnn"])
+def test_rows_written_an_op_at_a_time_an_output_at_a_time_and_an_iteration_at_a_time_are_the_same(program):
+    # runs of new arrays, repeated rows of arrays written before and views between them keep their outputs' order,
+    # whether an op's outputs go in one C call, each in its own, or a whole iteration's in one on the summary thread
+    main, scope, loss, feed = _mlp() if program == "mlp" else _rnn()
     tables = []
-    for at_once in (True, False):
+    for how in ("op", "output", "iteration"):
         s = _copy_scope(scope)
-        with record(main, s) as rec:
-            if not at_once:
+        with record(main, s, background=how == "iteration") as rec:
+            if how == "output":
                 rec._write_many = None  # every output through the per-output loop
             for _ in range(3):
                 kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=s, training=True)
         tables.append(rec.summaries.columns())
-    one_call, each = tables
-    assert one_call.keys() == each.keys() and len(one_call["numel"]) > 0
-    for name in one_call:
-        np.testing.assert_array_equal(one_call[name], each[name], err_msg=name)  # (NaN equal to NaN)
+    one_call = tables[0]
+    assert len(one_call["numel"]) > 0 and (one_call["numel"] == 0).any() == (program == "rnn")
+    for other in tables[1:]:
+        assert one_call.keys() == other.keys()
+        for name in one_call:
+            np.testing.assert_array_equal(one_call[name], other[name], err_msg=name)  # (NaN equal to NaN)

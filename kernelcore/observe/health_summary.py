@@ -173,6 +173,15 @@ def many_writer():
     return native_health.many_writer() if native_health.available() else None
 
 
+def iteration_writer():
+    """(call(items, count, address), address_of(array)): the C summaries of many arrays in one call on the calling
+    thread alone, and an array's data address, for an iteration's outputs at once (iteration_summaries.py); (None,
+    None) where the C summary may not run."""
+    if not native_health.available():
+        return None, None
+    return native_health.many_call(), native_health.data_address
+
+
 def summary_at(numel: int, numbers) -> Summary:
     """The Summary of a value of `numel` elements from the ten numbers a writer left (NUMBERS)."""
     negative, zero, positive, nan, pos_inf, neg_inf, lo, hi, mean, l2 = numbers.tolist()

@@ -17,12 +17,18 @@ with the usual moves and time travel; the rest of the iteration runs on from the
 finished iterations keep their values: `rec.run(i)` is iteration i as a RecordedRun (time travel, compare_runs).
 
 The recorder is an executor observer (kernelcore/observe/trace.py shows the protocol): it asks for the values
-ops write, so the executor hands each op record over holding them by reference, and nothing is copied.
+ops write, so the executor hands each op record over holding them by reference, and nothing is copied. Where the
+summaries are made: as each op ends, on the executor's thread (the default: a hit stops the loop inside the
+iteration, right after that op); or with background=True on a thread of their own, a whole iteration's while the
+next one runs (summary_worker.py): the run then only appends its records to a list, and a hit stops the loop at
+the end of the iteration after the one it happened in. Either way the rows, the hit and the paused session are
+the same.
 """
 from __future__ import annotations
 
 import collections
-from dataclasses import dataclass
+
+import numpy as np
 
 from ..errors import KernelcoreError
 from ..ir.node_ids import op_id
@@ -31,11 +37,13 @@ from ..runtime.events import RECORD_HEAD, RECORD_VALUES
 from ..runtime.executor import Executor, add_observer, remove_observer
 from ..runtime.place import CPUPlace
 from ..runtime.scope import Scope, global_scope
-from .health_summary import Summary, many_writer, summary_writer
+from .health_summary import Summary, iteration_writer, many_writer, summary_at, summary_writer
+from .iteration_summaries import summarize_records
 from .program_names import check_known, program_names
 from .summary_table import SummaryTable
 from .summary_watch import EveryOutput, check, every_output
 from .summary_worker import SummaryWorker
+from .recorded_iteration import Iteration, RecorderHit
 from .trace import Trace
 from .watch import Watch, make_watch
 
@@ -47,35 +55,6 @@ _MAX_CACHED_SITES = 1 << 16
 class RecordingStopped(KernelcoreError):
     """A watch hit stopped the recorded loop (raised out of the run it happened in; the recorder's `with` block
     swallows it)."""
-
-
-@dataclass(frozen=True)
-class RecorderHit:
-    watch: int
-    iteration: int
-    order: int            # the op record's position in its iteration (0: the first op that ran)
-    block: int
-    op: int
-    op_type: str
-    timestep: int | None
-    var: str
-    message: str
-
-    def to_json(self) -> dict:
-        return dict(self.__dict__)
-
-
-class Iteration:
-    """One run of the recorded program: the values it started from and (while kept) its trace."""
-
-    def __init__(self, index: int, scope_id: int, keep: bool):
-        self.index, self.scope_id = index, scope_id
-        self.initial: dict | None = None  # name -> value when its first op ran (what that op read included)
-        self.trace = Trace(retain="references") if keep else None
-        self.keep_record = self.trace.op_recorder(RECORD_VALUES) if keep else None  # the trace's own sink
-        self.first_event = 0
-        self.ops = 0
-        self.summaries: dict[int, tuple] = {}  # id of an array summarised in this iteration -> (it, its table row)
 
 
 class Recorder:
@@ -100,9 +79,11 @@ class Recorder:
         self._session = None
         self._token = None
         self._next_id = 1
-        self._worker = SummaryWorker(self._summarize_record) if background else None
+        self._worker = SummaryWorker(self._finish) if background else None
+        self._next_items: list | None = None  # background=True: the coming run's events and op records
         self._write = summary_writer()  # the C summary or the reference, chosen once for the recording
         self._write_many = many_writer()  # several outputs in one C call, or None
+        self._many_call, self._address = iteration_writer()  # an iteration's arrays in one C call, or None
         self._site_cache: dict[tuple, tuple] = {}  # (id of a prepared op, timestep) -> (the op, its sites)
         self._judge_every = False  # whether a watch needs every output's summary (not the NaN watch alone)
         self._keep_last_summary = False  # whether a watch compares a variable's summary with its last one
@@ -114,12 +95,17 @@ class Recorder:
     keep_shapes = True
 
     def op_recorder(self, record_mode: str):
+        """What takes each op record of the coming run: with background=True the run's own list's append (all a
+        record costs the run), else the summaries made there and then."""
         if record_mode is not RECORD_VALUES:
             raise KernelcoreError("the flight recorder needs the op records' values")
-        return self._take
+        if self._worker is None:
+            return self._take
+        items = self._next_items = []
+        return items.append
 
     def plain_recorder(self):
-        return self
+        return self if self._worker is None or self._next_items is None else self._next_items.append
 
     def __call__(self, ev) -> None:
         if ev.kind == "run_begin":
@@ -128,13 +114,15 @@ class Recorder:
         it = self._current
         if it is None:
             return
-        if it.trace is not None:
+        if it.items is not None:
+            it.items.append(ev)
+        elif it.trace is not None:
             it.trace(ev)
         if ev.kind == "run_end":
             if self._worker is not None:
-                self._worker.drain()
-                self._raise_worker_error()
-            self._end(it)
+                self._hand_over(it)
+            else:
+                self._end(it)
 
     def _raise_worker_error(self) -> None:
         """Raise, on the executor's thread, what the summary worker raised (a watch's stop, or a failure)."""
@@ -148,10 +136,25 @@ class Recorder:
         if self._stopped is not None or ev.scope != self.scope.id:
             self._current = None  # another scope's run (an evaluation, a startup program): not an iteration
             return
-        it = self._current = Iteration(self.iterations, ev.scope, self.keep_last > 0)
-        if it.trace is not None:
+        items, self._next_items = self._next_items, None
+        it = self._current = Iteration(self.iterations, ev.scope, self.keep_last > 0, items)
+        if items is not None:
+            items.append(ev)
+            it.start = self._scope_values()
+            it.first_event = 1
+        elif it.trace is not None:
             it.trace(ev)
             it.first_event = 1
+
+    def _scope_values(self) -> dict:
+        """name -> value over the recorded scope and its parents (an inner scope's value wins)."""
+        values = {}
+        s = self.scope
+        while s is not None:  # outermost last
+            for v in s.local_vars():
+                values.setdefault(v.name, v.value)
+            s = s.parent
+        return values
 
     def _end(self, it: Iteration) -> None:
         self._current = None
@@ -174,21 +177,54 @@ class Recorder:
             it.keep_record(rec)
         order = it.ops
         it.ops += 1
-        if self._worker is None:
-            values = rec[RECORD_HEAD + n_in:]
-            if self._write_many is None or not self._all_at_once(it, order, rec, values):
-                self._summarize_each(it, order, rec, values)
-        elif self._worker.error is not None:
-            self._raise_worker_error()
-        else:
-            self._worker.put((it, order, rec))
-
-    def _summarize_record(self, job) -> None:
-        """Summarise an op record's outputs into the table and judge the watches on them."""
-        it, order, rec = job
-        values = rec[RECORD_HEAD + len(rec[3].in_pairs):]
+        values = rec[RECORD_HEAD + n_in:]
         if self._write_many is None or not self._all_at_once(it, order, rec, values):
             self._summarize_each(it, order, rec, values)
+
+    # -- background=True: an iteration summarised on the summary thread while the next one runs ---------------
+    def _hand_over(self, it: Iteration) -> None:
+        """At a run's end: count it, wait for the iteration before it (judged on the summary thread while this
+        one ran: at most one iteration waits, so at most one more holds its values), raise what that one hit,
+        then hand this one over."""
+        self._current = None
+        first = next((x for x in it.items if type(x) is tuple), None)
+        if first is None or (self.program is not None and not self._is_program_op(first[3])):
+            return  # a run with no op, or another program's: no iteration
+        self.iterations += 1
+        self._worker.drain()
+        self._raise_worker_error()
+        self._worker.put(it)
+
+    def _finish(self, it: Iteration) -> None:
+        """On the summary thread: the iteration's rows, its watches judged in the order its ops ran, and its
+        trace kept (iteration_summaries.py)."""
+        records = [x for x in it.items if type(x) is tuple]
+        it.ops = len(records)
+        rows = summarize_records(records, self._sites, self._write, self._many_call, self._address)
+        self.summaries.add_rows(it.index, rows.orders, rows.sites, rows.numels, rows.numbers)
+        self._judge_rows(it, rows)
+        if self.keep_last:
+            it.trace = Trace.of_items(it.items, retain="references")
+            self.kept.append(it)
+        else:
+            it.items = None  # (a stopped iteration keeps them: its replay starts from what they read)
+
+    def _judge_rows(self, it: Iteration, rows) -> None:
+        """The watches on an iteration's rows, in order; the first hit raises RecordingStopped (when stopping)."""
+        watched, keep_last_summary = bool(self.watches), self._keep_last_summary
+        if not (watched or keep_last_summary):
+            return
+        every = self._judge_every or keep_last_summary
+        for r in (range(len(rows)) if every else np.flatnonzero(rows.nonfinite()).tolist()):
+            rec, k = rows.sources[r]
+            op = rec[3]
+            name = op.out_pairs[k][1]
+            s = summary_at(int(rows.numels[r]), rows.numbers[r])
+            if watched:
+                self._check(it, int(rows.orders[r]), op, rec, len(op.in_pairs), name,
+                            rec[len(rec) - len(op.out_pairs) + k], s, rec[5])
+            if keep_last_summary:
+                self._last_summary[name] = s
 
     def _summarize_each(self, it: Iteration, order: int, rec, values) -> None:
         """An op record's outputs one by one (each watch reads a Summary of each)."""
@@ -331,24 +367,20 @@ class Recorder:
 
     def _first_op(self, it: Iteration, op, in_values) -> bool:
         """At a run's first op: is it the recorded program's? Then keep the state the iteration started from."""
-        if self.program is not None:
-            try:
-                same = self.program.block(op.block).op(op.idx).type == op.type
-            except KernelcoreError:
-                same = False
-            if not same:
-                self._current = None
-                return False
-        initial = {}
-        s = self.scope
-        while s is not None:  # outermost last, so an inner scope's value wins
-            for v in s.local_vars():
-                initial.setdefault(v.name, v.value)
-            s = s.parent
+        if self.program is not None and not self._is_program_op(op):
+            self._current = None
+            return False
+        initial = self._scope_values()
         for (_, name), value in zip(op.in_pairs, in_values):  # what the first op read (it may write the same)
             initial[name] = value
         it.initial = initial
         return True
+
+    def _is_program_op(self, op) -> bool:
+        try:
+            return self.program.block(op.block).op(op.idx).type == op.type
+        except KernelcoreError:
+            return False
 
     # -- watches -----------------------------------------------------------------------------------------------
     def watch(self, var: str | None = None, cond: str = "nan", *, op_type: str | None = None,
@@ -396,6 +428,13 @@ class Recorder:
                 if self._worker is None:  # the worker's stop is raised on the executor's thread
                     self._current = None
                 raise RecordingStopped(hit.message)
+
+    def drain(self) -> Recorder:
+        """Wait until every iteration that has ended is summarised and judged (background=True makes an
+        iteration's summaries while the next one runs; the recording's end waits for them too)."""
+        if self._worker is not None:
+            self._worker.drain()
+        return self
 
     @property
     def hit(self) -> RecorderHit | None:
@@ -476,7 +515,11 @@ class Recorder:
         remove_observer(self._token)
         self._token = None
         if self._worker is not None:
-            self._worker.close()
+            self._worker.close()  # the last iteration judged: a hit there is kept (the loop is over anyway)
+            error = self._worker.error
+            self._worker.error = None
+            if error is not None and exc is None and not isinstance(error, RecordingStopped):
+                raise error
         return self._stopped is not None and _stopped_by_recorder(exc)
 
 
@@ -495,5 +538,6 @@ def record(program: Program | None = None, scope: Scope | None = None, **kw) -> 
     """The flight recorder (see kernelcore/observe/recorder.py): `with kc.record(main, scope) as rec: ...`.
     Keywords: keep_last (iterations that keep full values, 2), nan (watch every output for NaN/Inf, True),
     stop (a hit stops the loop, True), training (the replay's training flag, True), executor (the replay's),
-    background (summaries on a thread of their own, False: kernelcore/observe/summary_worker.py)."""
+    background (an iteration's summaries made on a thread of their own while the next iteration runs, False:
+    kernelcore/observe/summary_worker.py)."""
     return Recorder(program, scope, **kw)

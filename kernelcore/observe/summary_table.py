@@ -82,6 +82,25 @@ class SummaryTable:
         pending += [(order, site, value.size) for site, value in zip(sites, values)]
         return self._flushed + at, bad
 
+    def add_rows(self, iteration: int, orders, sites, numels, numbers) -> int:
+        """A whole iteration's rows at once (iteration_summaries.IterationRows' columns): they become a chunk of
+        their own, after the rows added before them. Returns the first one's number."""
+        self._flush()
+        first = len(self)
+        count = len(orders)
+        if not count:
+            return first
+        if self._iteration != iteration:
+            self._new_iteration(iteration)
+        chunk = np.empty(count, ROW)
+        chunk["order"], chunk["site"], chunk["numel"] = orders, sites, numels
+        for i, name in enumerate(NUMBERS):
+            if name != "positive":  # what the other counts leave of numel
+                chunk[name] = numbers[:, i]
+        self._chunks.append(chunk)
+        self._flushed += count
+        return first
+
     def _make_room(self) -> None:
         """A full buffer becomes a chunk before the next row is written (not after one is: the recorder reads a
         row's Summary right after adding it)."""

@@ -1,11 +1,13 @@
-"""Summaries made on a thread of their own, beside the run: the flight recorder's `background=True`.
+"""The flight recorder's summary thread (`background=True`): a finished iteration's summaries are made here while
+the executor's thread runs the next one.
 
-The executor's thread only queues each op record (its values are held by reference, and a kernel never mutates
-a value anything else holds); the worker summarises them in order. The C summary (a ctypes call) and NumPy leave
-the GIL for their loops over the arrays, so on a machine with a core to spare the summaries cost the run little
-time; the rows' bookkeeping still takes the GIL, turn about with the executor's Python. The recorder drains the
-queue at the end of each iteration, so a watch hit still stops the loop within the iteration it happened in
-(a few ops after the op that tripped it; the paused session replays to that op exactly)."""
+The executor's thread only appends each op record to the run's list (its values are held by reference, and a
+kernel never mutates a value anything else holds); at the run's end the iteration is handed over whole. The one
+C call over its arrays (kernelcore/observe/iteration_summaries.py) leaves the GIL for its pass over the
+elements, so on a machine with a core to spare that pass costs the run little time; the walk over the records
+that names each row still takes the GIL. The recorder waits for the iteration before at each run's end, so a
+watch hit stops the loop at the end of the iteration after the one it happened in (the paused session replays
+the hit's iteration to that op exactly)."""
 from __future__ import annotations
 
 import collections

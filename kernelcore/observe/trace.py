@@ -58,6 +58,17 @@ class Trace:
         self._first_raw = 0  # items before this index are all Events already
         self._window_start = 0  # where the records not yet compacted begin
 
+    @classmethod
+    def of_items(cls, items: list, retain: str) -> Trace:
+        """A trace over a list of events and op records an observer collected as the executor handed them (the
+        flight recorder's background=True), taken as it is."""
+        trace = cls(retain=retain)
+        trace._items = items
+        if trace.keep_values:
+            trace.retained_bytes = sum(_nbytes(v) for rec in items if type(rec) is tuple
+                                       for v in rec[len(rec) - len(rec[3].out_pairs):])
+        return trace
+
     # what the executor should gather for this observer
     @property
     def keep_values(self) -> bool:
