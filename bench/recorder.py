@@ -11,15 +11,18 @@ Paddle 3.3.1 through tests/paddle_oracle/make_vision_models.py, as bench/cnn_tra
 50 steps, 128 -> 256, SGD; Paddle 3.3.1 through bench/_paddle_lstm.py, as bench/lstm_models.py) and the BERT-style
 encoder with a classifier (batch 8, sequence 128, Adam; Paddle 2.6.2 through bench/_paddle_transformer.py, as
 bench/transformer_models.py). One step = Executor.run(main, training=True) from the initial persistables (restored,
-untimed, before every step, so every step computes the same thing), with NumPy's BLAS held to one thread.
+untimed, before every window, so every window computes the same thing), with NumPy's BLAS held to one thread.
 
+A window is STEPS consecutive steps timed together, as a training loop runs them; for a recorder whose summaries
+are made on a thread of their own (background=True: an iteration's while the next one runs) the window ends once
+its last iteration is summarised and judged (Recorder.drain), so the work it hands over is inside the window.
 Recorded steps run inside one recorder kept across all its windows (as a training loop keeps it): its default
-watch (NaN/Inf on every output) on, keep_last=2; once with the summaries on the executor's thread, once with
-background=True (a thread of their own). Windows of PER_WINDOW steps alternate between plain and the two recorded,
-each after WARM_S of its own untimed steps; best and median per side; the ratio is recorded / plain, best against
-best (the machine is shared: best steps are those other processes left alone), for wall time and for the process's
-CPU time (which other processes on a loaded machine disturb less). Bytes: the summary rows' memory /
-(iterations x op records per iteration), and the Parquet file's size the same way (with pyarrow).
+watch (NaN/Inf on every output) on, keep_last=2; once with the summaries made on the executor's thread as each op
+ends (background=False), once with background=True. Windows alternate between plain and the recorded sides, each
+after WARM_S of its own untimed steps; a step's time is its window's / STEPS; best and median per side; the ratio
+is recorded / plain, best against best (the machine is shared: best windows are those other processes left alone),
+for wall time and for the process's CPU time (all its threads). Bytes: the summary rows' memory / (iterations x
+op records per iteration), and the Parquet file's size the same way (with pyarrow).
 
 --parts adds a third recorder whose summary writer computes nothing (its rows stay zero): what the recorder costs
 besides the summaries' arithmetic (handing over the records, the kept iterations' traces, the rows' bookkeeping,
@@ -49,7 +52,8 @@ from _timed_runs import WARM_S, warm_up  # noqa: E402
 import kernelcore as kc  # noqa: E402
 
 PADDLE2 = ROOT / ".venv-paddle2" / "bin" / "python"
-PER_WINDOW = 2
+PER_WINDOW = 2  # windows per side per round
+STEPS = 6  # consecutive steps in a window
 TARGET_RATIO, TARGET_BYTES = 1.1, 256  # issue 35: <= 1.1x an unrecorded step, <= 256 bytes per op per iteration
 
 
@@ -106,15 +110,21 @@ def bert(d: Path) -> Step:
 MODELS = {"resnet18": (resnet18, PADDLE), "lstm": (lstm, PADDLE), "bert": (bert, PADDLE2)}
 
 
-def window(s: Step) -> list[tuple[float, float]]:
-    """(wall seconds, CPU seconds of this process) of PER_WINDOW steps, after WARM_S of untimed ones."""
+def window(s: Step, rec=None) -> list[tuple[float, float]]:
+    """(wall seconds, CPU seconds of this process) per step of PER_WINDOW windows of STEPS steps, after WARM_S of
+    untimed ones; `rec`, where the steps are recorded, drained at each window's end."""
     warm_up(s.reset, s.step, WARM_S)
     out = []
     for _ in range(PER_WINDOW):
+        if rec is not None:
+            rec.drain()
         s.reset()
         w0, c0 = time.perf_counter(), time.process_time()
-        s.step()
-        out.append((time.perf_counter() - w0, time.process_time() - c0))
+        for _ in range(STEPS):
+            s.step()
+        if rec is not None:
+            rec.drain()
+        out.append(((time.perf_counter() - w0) / STEPS, (time.process_time() - c0) / STEPS))
     return out
 
 
@@ -139,7 +149,7 @@ def measure(s: Step, repeat: int, outdir: Path, parts: bool) -> dict:
 
     def recorded_window(r):
         with r:
-            return window(s)
+            return window(s, r)
     with threadpool_limits(limits=1, user_api="blas"):  # one thread: CPU time is the work, spinning aside
         for _ in range(repeat):
             plain += window(s)
