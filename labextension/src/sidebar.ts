@@ -16,8 +16,9 @@ import { button, clear, formatNumber, formatShape, h } from './dom';
 import { CommPartsSource, KernelLike } from './parts';
 import { programModel } from './render';
 import { isProgramJSON, PROGRAM_MIME, TRACE_MIME } from './schema';
-import { Command, CommandArgs, CONTROLS, ControlSpec, Move, MOVES, Origin, OriginNode, Session, ValuePreview, WatchCond, WATCH_CONDS } from './protocol';
+import { Command, CommandArgs, ControlSpec, Move, MOVES, Origin, OriginNode, Session, ValuePreview, WatchCond, WATCH_CONDS } from './protocol';
 import { IKernelcoreDebuggerModel } from './tokens';
+import { commandTitle, PAUSE } from './shortcuts';
 import { ProgramGraphView } from './views/ProgramGraph';
 
 export interface FoundOutput {
@@ -54,26 +55,7 @@ export function findLastKernelcoreOutput(nb: NotebookLike | null | undefined): F
   return null;
 }
 
-const MAC_GLYPHS: Record<string, string> = { Accel: '\u2318', Cmd: '\u2318', Ctrl: '\u2303', Alt: '\u2325', Shift: '\u21e7' };
-
-/** Is this a Mac (where Accel is Cmd and shortcuts are written as glyphs)? */
-export function isMac(nav: { platform?: string; userAgent?: string } | undefined = globalThis.navigator): boolean {
-  return /Mac|iPhone|iPad/.test(`${nav?.platform ?? ''} ${nav?.userAgent ?? ''}`);
-}
-
-/** A keystroke as the platform writes it: "Ctrl+Shift+F11" elsewhere, "\u2318\u21e7F11" on a Mac. */
-export function formatShortcut(keys: string, mac = isMac()): string {
-  const parts = keys.split(/\s+/).filter(Boolean);
-  return mac ? parts.map(k => MAC_GLYPHS[k] ?? k).join('') : parts.map(k => (k === 'Accel' ? 'Ctrl' : k)).join('+');
-}
-
-/** A command's button title: its JupyterLab command id, what it does and its shortcut as the platform writes it. */
-export function commandTitle(spec: { commandId: string; help: string; keys: string }, mac = isMac()): string {
-  return `${spec.commandId}: ${spec.help} (${formatShortcut(spec.keys, mac)})`;
-}
-
-/** Pause's row of the command table (its button, palette entry and shortcut). */
-export const PAUSE: ControlSpec = CONTROLS.find(c => c.name === 'pause')!;
+export { commandTitle, formatShortcut, isMac, PAUSE } from './shortcuts';
 
 /** Whether a control can be used now: one that stops a move only while a move runs, another while a session is open. */
 export function controlEnabled(spec: ControlSpec, model: { busy: boolean; session: unknown }): boolean {

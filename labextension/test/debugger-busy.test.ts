@@ -5,6 +5,7 @@ import { copyButton, copyText } from '../src/copytext';
 import { DebuggerModel, KernelLike } from '../src/debugmodel';
 import { ServerMessage, StateMessage } from '../src/protocol';
 import { KernelcoreSidebar, valueTokens } from '../src/sidebar';
+import { commandTitle, PAUSE } from '../src/shortcuts';
 import { debuggerChildren, DebuggerView } from '../src/views/Debugger';
 import { forest, mlp, trace } from './fixtures';
 import { container, FakeModel, withChildren } from './fake-model';
@@ -95,6 +96,13 @@ describe('the Debugger widget while a move runs', () => {
     await v.ready;
     return { m, v };
   }
+
+  it("titles its Pause as the sidebar does, with Pause's key", async () => {
+    const { v } = await debuggerView();
+    expect(commandTitle(PAUSE, false)).toBe(`kernelcore:pause: ${PAUSE.help} (F6)`);
+    expect(v.pause.title).toBe(commandTitle(PAUSE));
+    expect(v.pause.title).toBe(new KernelcoreSidebar(new DebuggerModel()).pause.title);
+  });
 
   it('is busy from the click until Python says the move stopped, and its Pause goes to Python', async () => {
     const { m, v } = await debuggerView();

@@ -20,6 +20,7 @@ import { RNNStepperView } from './RNNStepper';
 import { ScopeForestView } from './ScopeForest';
 import { TraceTimelineView } from './TraceTimeline';
 import { withKernelNotice } from '../restart';
+import { commandTitle, PAUSE } from '../shortcuts';
 
 /** The child widgets' models a Debugger is composed of (its `graph`, `forest`, `stepper`, `timeline` traits). */
 export interface DebuggerChildren {
@@ -73,7 +74,8 @@ export class DebuggerView {
       this.buttons.set(name, b);
       controls.appendChild(b);
     }
-    this.pause = button('Pause', () => this.model.send({ type: 'pause' }), { cls: 'jp-Kernelcore-action-pause', title: 'stop the running move before its next op' });
+    // titled as the sidebar's Pause, its key included: F6 in a notebook pauses the kernel's debug session
+    this.pause = button(PAUSE.label, () => this.model.send({ type: 'pause' }), { cls: 'jp-Kernelcore-action-pause', title: commandTitle(PAUSE) });
     this._position = h('span', { cls: 'jp-Kernelcore-position' });
     this._reason = h('span', { cls: 'jp-Kernelcore-status' });
     controls.append(this.pause, this._position, this._reason);
