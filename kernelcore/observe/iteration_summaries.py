@@ -71,6 +71,7 @@ def summarize_records(records, sites_of: Callable, write_one: Callable, many: Ca
     items = array("q")
     held = []  # copies made for the C call (integers as float64, strided views gathered), alive until it returns
     ndarray, kinds, empty = np.ndarray, _KINDS if many is not None else {}, _EMPTY
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
     for order, rec in enumerate(records):
         op = rec[3]
         n_out = len(op.out_pairs)
@@ -85,16 +86,22 @@ def summarize_records(records, sites_of: Callable, write_one: Callable, many: Ca
             if base is not None and type(base) is type(value) and base.size == value.size and \
                     base.dtype == value.dtype and 0 not in value.strides:
                 root = base
-            whole, key, row = root, id(root), len(orders)
+            key, row = id(root), len(orders)
             seen = known.get(key)
-            if seen is not None and seen[0] is whole:
+            if seen is not None and seen[0] is root:
                 repeats.append((row, seen[1]))
-            elif type(root) is ndarray and (root.dtype in kinds or (kinds and root.dtype.kind in "biu")):
-                if not root.size:
+                size = value.size
+            elif type(root) is ndarray and kinds and root.dtype.kind in "fbiu" and \
+                    (root.dtype.kind != "f" or root.dtype in kinds):
+                known[key] = (root, row)
+                size = value.size
+                if not size:
                     numbers.array[row] = empty
                 else:
-                    if root.dtype not in kinds:  # integers and booleans as float64, as health_summary's C writer
-                        root = root.astype(np.float64)
+                    dtype = root.dtype
+                    kind = 0 if dtype is f32 else 1 if dtype is f64 else kinds.get(dtype)  # (is: no hashing)
+                    if kind is None:  # integers and booleans as float64, as health_summary's C writer
+                        root, kind = root.astype(np.float64), 1
                         held.append(root)
                     flags = root.flags
                     if not (flags.c_contiguous and flags.aligned):
@@ -104,16 +111,16 @@ def summarize_records(records, sites_of: Callable, write_one: Callable, many: Ca
                         if not (root.flags.c_contiguous and root.flags.aligned):
                             root = root.copy()
                         held.append(root)
-                    items.extend((ptr(root), root.size, kinds[root.dtype]))
+                    items.extend((ptr(root), size, kind))
                     in_c.append(row)
-                known[key] = (whole, row)
             elif write_one(root, numbers, row) is None:
                 continue  # no numeric tensor: no row
             else:
-                known[key] = (whole, row)
+                known[key] = (root, row)
+                size = value.size
             orders.append(order)
             sites.append(out_sites[k])
-            numels.append(value.size)
+            numels.append(size)
             sources.append((rec, k))
     rows = len(orders)
     out = numbers.array[:rows]
