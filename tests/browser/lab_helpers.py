@@ -1,8 +1,9 @@
-"""What the browser tests share: paths, the Lab handle, screenshots."""
+"""What the browser tests share: paths, the Lab handle, screenshots, the theme switch, the debugger sidebar."""
 from __future__ import annotations
 
 import json
 import re
+from contextlib import contextmanager
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -57,3 +58,52 @@ def shot(target, name: str) -> Path:
     path = SHOTS / f"{_slug(name)}.png"
     target.screenshot(path=str(path))
     return path
+
+
+THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
+
+
+def set_theme(page, which: str) -> None:
+    """Switch JupyterLab to its "light" or "dark" theme and wait until the theme is in force: its name on the body
+    (set once its stylesheet has loaded) and the splash Lab shows while it restyles gone, so a screenshot or a
+    colour measured next sees the new theme."""
+    name = THEMES[which]
+    page.evaluate("name => window.jupyterapp.commands.execute('apputils:change-theme', {theme: name})", name)
+    page.wait_for_function("name => document.body.dataset.jpThemeName === name"
+                           " && !document.getElementById('jupyterlab-splash')", arg=name, timeout=30_000)
+
+
+@contextmanager
+def in_theme(page, which: str):
+    """Lab in the theme `which` for the block, then light again, even when the block fails: the theme is a user
+    setting that outlives the page, and the next test expects light."""
+    set_theme(page, which)
+    try:
+        yield
+    finally:
+        set_theme(page, "light")
+
+
+def shot_in_themes(page, target, name: str) -> None:
+    """Screenshots of `target` in both themes, `{name}_light` and `{name}_dark`; Lab is left light."""
+    for which in THEMES:
+        with in_theme(page, which):
+            shot(target, f"{name}_{which}")
+
+
+def debugger_sidebar(page):
+    """Open the debugger sidebar and return it."""
+    page.evaluate("window.jupyterapp.commands.execute('kernelcore:open-debugger')")
+    sidebar = page.locator("#jp-kernelcore-debugger")
+    sidebar.wait_for()
+    return sidebar
+
+
+def click_command(sidebar, cmd: str) -> None:
+    """Click the sidebar's button for the debugger command `cmd` (step, cont, pause, ...)."""
+    sidebar.locator(f"button.jp-Kernelcore-cmd-{cmd}").click()
+
+
+def wait_at(sidebar, text: str) -> None:
+    """Wait until the sidebar's position line contains `text`."""
+    sidebar.locator(".jp-Kernelcore-dbgPosition", has_text=text).wait_for(timeout=60_000)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lab_helpers import shot
-from test_debugger_panels import LONG_RNN, _sidebar, _theme, _where
+from lab_helpers import debugger_sidebar, in_theme, shot, wait_at
+from test_debugger_panels import LONG_RNN
 from test_lab import code_cell, run_notebook
 
 pytestmark = pytest.mark.browser
@@ -25,11 +25,6 @@ scope = kc.Scope()
 scope.set("w", (np.arange(36, dtype=np.float32).reshape(6, 6) - 12.5) * 1234.5)'''
 
 
-def _dark(page):
-    _theme(page, "JupyterLab Dark", False)
-    page.locator("#jupyterlab-splash").wait_for(state="detached")  # the splash Lab shows while it restyles
-
-
 def _palette_pause(page) -> dict:
     return page.evaluate("() => ({enabled: window.jupyterapp.commands.isEnabled('kernelcore:pause'),"
                          " label: window.jupyterapp.commands.label('kernelcore:pause')})")
@@ -37,8 +32,8 @@ def _palette_pause(page) -> dict:
 
 def test_f6_pauses_a_long_continue_and_the_palette_offers_pause_only_while_it_runs(page, lab):
     run_notebook(page, lab, "comforts_pause.ipynb", [LONG_RNN])
-    sb = _sidebar(page)
-    _where(sb, "block 0 op #0 recurrent")
+    sb = debugger_sidebar(page)
+    wait_at(sb, "block 0 op #0 recurrent")
     assert _palette_pause(page) == {"enabled": False, "label": "Kernelcore: Pause the running move"}
     assert "(F6)" in sb.locator("button.jp-Kernelcore-cmd-pause").get_attribute("title")
     sb.locator("button.jp-Kernelcore-cmd-cont").click()
@@ -78,11 +73,8 @@ def test_a_heat_map_has_its_scale_and_a_graph_lists_its_keys(page, lab):
     legend.evaluate("e => { e.style.width = ''; }")
     preview = forest.locator(".jp-Kernelcore-preview").first
     shot(preview, "preview_scale_light")
-    try:
-        _dark(page)
+    with in_theme(page, "dark"):
         shot(preview, "preview_scale_dark")
-    finally:
-        _theme(page, "JupyterLab Light", True)
 
     graph = code_cell(page, 2).locator(".jp-Kernelcore-ProgramGraph").first
     graph.scroll_into_view_if_needed()
@@ -99,11 +91,8 @@ def test_a_heat_map_has_its_scale_and_a_graph_lists_its_keys(page, lab):
                              "dt.getBoundingClientRect().top - dt.nextElementSibling.getBoundingClientRect().top))")
     assert max(offsets) < 4, offsets
     shot(graph, "graph_key_help_light")
-    try:
-        _dark(page)
+    with in_theme(page, "dark"):
         shot(graph, "graph_key_help_dark")
-    finally:
-        _theme(page, "JupyterLab Light", True)
     help_button.click()
     assert not panel.is_visible()
     assert not [p for p in page.problems if "kernelcore" in p.lower()], page.problems

@@ -12,8 +12,7 @@ import re
 
 import pytest
 
-from lab_helpers import shot
-from test_debugger_sidebar import _click, _sidebar, _where
+from lab_helpers import click_command, debugger_sidebar, shot, wait_at
 from test_lab import code_cell, code_sources, run_notebook, wait_enabled
 
 pytestmark = pytest.mark.browser
@@ -26,8 +25,8 @@ def test_break_here_in_the_debugger_widgets_graph(page, lab):
     setup = code_sources("rnn_step_debugging.ipynb")[0]
     run_notebook(page, lab, "debugger_widget_break.ipynb",
                  [setup, SESSION + "\nfrom kernelcore_widgets import Debugger\nDebugger(sess)"])
-    sb = _sidebar(page)
-    _where(sb, "block 0 op #0 recurrent")
+    sb = debugger_sidebar(page)
+    wait_at(sb, "block 0 op #0 recurrent")
     view = code_cell(page, 1).locator(".jp-Kernelcore-Debugger").first
     view.scroll_into_view_if_needed()
     assert "none" in view.locator(".jp-Kernelcore-dbgBreakpoints").text_content()
@@ -46,7 +45,7 @@ def test_break_here_in_the_debugger_widgets_graph(page, lab):
     # traits arrive one by one: wait for the reason too
     reason = view.locator(".jp-Kernelcore-debugControls .jp-Kernelcore-status")
     reason.filter(has_text="breakpoint #1 block 1 op #2").wait_for()
-    _where(sb, "op #2 elementwise_add t=0")  # the sidebar follows the widget's move
+    wait_at(sb, "op #2 elementwise_add t=0")  # the sidebar follows the widget's move
     view.locator("svg g.node.jp-Kernelcore-current", has_text="elementwise_add").first.wait_for()
     shot(view, "debugger_widget_break_here")
     view.locator("button.jp-Kernelcore-action-cont").click()
@@ -71,8 +70,8 @@ def test_break_on_write_in_a_pdmodel_opened_from_the_file_browser(page, lab):
     page.locator(".jp-DirListing-itemText", has_text=re.compile(r"^mlp\.pdmodel$")).dblclick()
     view = page.locator(".jp-Kernelcore-fileView")
     view.locator("svg g.node").first.wait_for(timeout=60_000)
-    sb = _sidebar(page)
-    _where(sb, "block 0 op #0 feed")
+    sb = debugger_sidebar(page)
+    wait_at(sb, "block 0 op #0 feed")
     view.locator("svg g.node.jp-Kernelcore-var", has_text="fc_1.tmp_2").first.dispatch_event("click")
     b = view.locator("button.jp-Kernelcore-breakOnWrite")
     b.wait_for()
@@ -82,8 +81,8 @@ def test_break_on_write_in_a_pdmodel_opened_from_the_file_browser(page, lab):
     view.locator(".jp-Kernelcore-debugNote", has_text="added breakpoint").wait_for()
     sb.locator(".jp-Kernelcore-bp", has_text="write to 'fc_1.tmp_2'").wait_for()
     shot(page, "file_viewer_break_on_write")
-    _click(sb, "cont")
-    _where(sb, "block 0 op #7 mul")
+    click_command(sb, "cont")
+    wait_at(sb, "block 0 op #7 mul")
     reason = sb.locator(".jp-Kernelcore-dbgReason").text_content()
     assert "write to 'fc_1.tmp_2'" in reason and "written by op 'tanh' (block 0, op #6)" in reason, reason
     shot(page, "file_viewer_break_on_write_sidebar")

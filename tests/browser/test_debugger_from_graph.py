@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lab_helpers import shot
-from test_debugger_sidebar import _click, _sidebar, _where
+from lab_helpers import click_command, debugger_sidebar, shot, wait_at
 from test_lab import code_cell, code_sources, exec_sources, run_notebook, wait_enabled
 
 pytestmark = pytest.mark.browser
@@ -30,8 +29,8 @@ def test_break_here_from_a_program_graph_widget_in_a_cell(page, lab):
     widget = "from kernelcore_widgets import ProgramGraph\nProgramGraph(prog)"
     # the widget first, then the session: the widget's actions turn on when a session starts
     run_notebook(page, lab, "graph_widget_break.ipynb", [setup, widget, SESSION])
-    sb = _sidebar(page)
-    _where(sb, "block 0 op #0 recurrent")
+    sb = debugger_sidebar(page)
+    wait_at(sb, "block 0 op #0 recurrent")
     view = code_cell(page, 1).locator(".jp-Kernelcore-ProgramGraph").first
     view.scroll_into_view_if_needed()
     view.locator("svg g.node.jp-Kernelcore-op", has_text="elementwise_add").first.dispatch_event("click")
@@ -45,16 +44,16 @@ def test_break_here_from_a_program_graph_widget_in_a_cell(page, lab):
     # the sidebar heard of it through the session (no request of its own)
     sb.locator(".jp-Kernelcore-bp", has_text="block 1 op #2").wait_for()
     shot(view, "graph_widget_break_here")
-    _click(sb, "cont")
-    _where(sb, "op #2 elementwise_add t=0")
+    click_command(sb, "cont")
+    wait_at(sb, "op #2 elementwise_add t=0")
     assert "breakpoint" in sb.locator(".jp-Kernelcore-dbgReason").text_content()
-    _click(sb, "cont")
-    _where(sb, "op #2 elementwise_add t=1")
+    click_command(sb, "cont")
+    wait_at(sb, "op #2 elementwise_add t=1")
     shot(sb, "graph_widget_break_here_sidebar")
     # Run to here from the widget: the sidebar follows the move
     view.locator("svg g.node.jp-Kernelcore-op", has_text="tanh").first.dispatch_event("click")
     view.locator("button.jp-Kernelcore-runToHere").click()
-    _where(sb, "op #3 tanh t=1")
+    wait_at(sb, "op #3 tanh t=1")
     assert not [p for p in page.problems if "kernelcore" in p.lower()], page.problems
 
 
@@ -76,8 +75,8 @@ def test_break_on_write_from_a_variable_of_a_rendered_program(page, lab):
     ns = exec_sources([setup])
     h_new = ns["h_new"].name
     run_notebook(page, lab, "mime_break_on_write.ipynb", [setup, SESSION + "\nprog"])
-    sb = _sidebar(page)
-    _where(sb, "block 0 op #0 recurrent")
+    sb = debugger_sidebar(page)
+    wait_at(sb, "block 0 op #0 recurrent")
     out = code_cell(page, 1).locator(".jp-Kernelcore-output .jp-Kernelcore-ProgramGraph").first
     out.scroll_into_view_if_needed()
     var = out.locator("svg g.node.jp-Kernelcore-var", has_text=h_new).first
@@ -96,8 +95,8 @@ def test_break_on_write_from_a_variable_of_a_rendered_program(page, lab):
     out.locator("button.jp-Kernelcore-watchAdd").click()
     sb.locator(".jp-Kernelcore-bp", has_text="outside [-0.999, 0.999]").wait_for()
     shot(out, "mime_break_on_write")
-    _click(sb, "cont")
-    _where(sb, "t=0")
+    click_command(sb, "cont")
+    wait_at(sb, "t=0")
     reason = sb.locator(".jp-Kernelcore-dbgReason").text_content()
     assert f"write to '{h_new}'" in reason and "written by op 'tanh' (block 1, op #3)" in reason, reason
     assert sb.locator(".jp-Kernelcore-frame").first.text_content() == "block 1 op #4 assign t=0"
@@ -120,8 +119,8 @@ def test_view_a_tensor_from_the_sidebar_follows_the_cursor(page, lab):
         hs.append(h)
     run_notebook(page, lab, "sidebar_tensor.ipynb",
                  [setup, SESSION + f"\nsess.break_on(write={h_new!r})\nsess.cont(); None"])
-    sb = _sidebar(page)
-    _where(sb, "op #4 assign t=0")
+    sb = debugger_sidebar(page)
+    wait_at(sb, "op #4 assign t=0")
     row = sb.locator(f".jp-Kernelcore-scopeVars[open] .jp-Kernelcore-var[data-name='{h_new}']").first
     row.locator("button.jp-Kernelcore-varView").click()
     panel = page.locator(".jp-Kernelcore-tensorPanel")
@@ -144,8 +143,8 @@ def test_view_a_tensor_from_the_sidebar_follows_the_cursor(page, lab):
     assert "t=0" in panel.locator(".jp-Kernelcore-tpWhere").text_content()
     shot(page, "tensor_panel_t0")
     # step on: the panel asks again and shows t=1's value
-    _click(sb, "cont")
-    _where(sb, "op #4 assign t=1")
+    click_command(sb, "cont")
+    wait_at(sb, "op #4 assign t=1")
     page.wait_for_function("() => (document.querySelector('.jp-Kernelcore-tensorPanel .jp-Kernelcore-tpWhere')"
                            "?.textContent || '').includes('t=1')")
     text = cell00()
@@ -166,8 +165,8 @@ def test_view_a_tensor_from_the_sidebar_follows_the_cursor(page, lab):
     # past the run's end the step scopes are gone: the panel says the variable does not exist there
     sb.locator(".jp-Kernelcore-bp", has_text="write to").locator("input[type=checkbox]").uncheck()
     page.wait_for_function("() => !document.querySelector('#jp-kernelcore-debugger .jp-Kernelcore-bp input').checked")
-    _click(sb, "cont")
-    _where(sb, "end of the run")
+    click_command(sb, "cont")
+    wait_at(sb, "end of the run")
     page.wait_for_function("() => document.querySelector('.jp-Kernelcore-tensorPanel')?.dataset.exists === 'false'")
     assert "does not exist at end of the run" in panel.locator(".jp-Kernelcore-status").text_content()
     shot(page, "tensor_panel_gone")

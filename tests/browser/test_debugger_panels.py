@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab_helpers import shot
+from lab_helpers import debugger_sidebar, in_theme, shot, wait_at
 from test_lab import code_cell, errors_of, open_notebook, run_all, run_notebook, write_notebook
 from test_lab_rnn import SETUP as LSTM_SETUP
 
@@ -37,23 +37,6 @@ feed = {"x": rng.standard_normal((T, B, D)).astype(np.float32), "h0": np.zeros((
 sess = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)'''
 
 
-def _theme(page, theme: str, light: bool):
-    """Switch JupyterLab's theme (a user setting: it outlives the page, so the test puts Light back)."""
-    page.evaluate(f"window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{theme}'}})")
-    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{str(light).lower()}'")
-
-
-def _sidebar(page):
-    page.evaluate("window.jupyterapp.commands.execute('kernelcore:open-debugger')")
-    sb = page.locator("#jp-kernelcore-debugger")
-    sb.wait_for()
-    return sb
-
-
-def _where(sb, text):
-    sb.locator(".jp-Kernelcore-dbgPosition", has_text=text).wait_for(timeout=60_000)
-
-
 def _cut(locator) -> list[str]:
     """The texts of the elements whose content is wider or taller than their box (clipped)."""
     return locator.evaluate_all(
@@ -63,8 +46,8 @@ def _cut(locator) -> list[str]:
 
 def test_a_long_continue_is_busy_and_pause_stops_it(page, lab):
     run_notebook(page, lab, "debugger_pause.ipynb", [LONG_RNN])
-    sb = _sidebar(page)
-    _where(sb, "block 0 op #0 recurrent")
+    sb = debugger_sidebar(page)
+    wait_at(sb, "block 0 op #0 recurrent")
     # the timestep moves say what they do, uncut
     labels = sb.locator(".jp-Kernelcore-dbgControls button.jp-Kernelcore-cmd-step_timestep, "
                         ".jp-Kernelcore-dbgControls button.jp-Kernelcore-cmd-back_timestep")
@@ -100,11 +83,8 @@ def test_a_long_continue_is_busy_and_pause_stops_it(page, lab):
     heights = tokens.evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
     assert heights and max(heights) < 1.5 * min(heights), heights  # each token one line: none breaks inside
     shot(sb, "sidebar_past_step_scope")
-    try:
-        _theme(page, "JupyterLab Dark", False)
+    with in_theme(page, "dark"):
         shot(sb, "sidebar_past_step_scope_dark")
-    finally:
-        _theme(page, "JupyterLab Light", True)
     assert not [p for p in page.problems if "kernelcore" in p.lower()], page.problems
 
 
@@ -136,12 +116,9 @@ def test_the_lstm_debugger_keeps_its_graph_wide_and_its_names_whole(page, lab):
     assert share >= 0.6, share
     shot(view, "debugger_lstm_light")
     shot(stepper, "lstm_stepper_light")
-    try:
-        _theme(page, "JupyterLab Dark", False)
+    with in_theme(page, "dark"):
         shot(view, "debugger_lstm_dark")
         shot(stepper, "lstm_stepper_dark")
-    finally:
-        _theme(page, "JupyterLab Light", True)
     assert not [p for p in page.problems if "kernelcore" in p.lower()], page.problems
 
 

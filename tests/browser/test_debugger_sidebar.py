@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lab_helpers import shot
+from lab_helpers import click_command, debugger_sidebar, shot, wait_at
 from test_lab import code_sources, exec_sources, run_notebook
 
 pytestmark = pytest.mark.browser
@@ -18,32 +18,17 @@ wp = sess.watch(h_new.name, "overflow", bound=0.0)  # every write of h_new: a hi
 prog"""
 
 
-def _sidebar(page):
-    page.evaluate("window.jupyterapp.commands.execute('kernelcore:open-debugger')")
-    sb = page.locator("#jp-kernelcore-debugger")
-    sb.wait_for()
-    return sb
-
-
-def _click(sb, cmd):
-    sb.locator(f"button.jp-Kernelcore-cmd-{cmd}").click()
-
-
-def _where(sb, text):
-    sb.locator(".jp-Kernelcore-dbgPosition", has_text=text).wait_for(timeout=30_000)
-
-
 def test_sidebar_drives_a_live_session(page, lab):
     setup = code_sources("rnn_step_debugging.ipynb")[0]
     ns = exec_sources([setup])
     run_notebook(page, lab, "sidebar_session.ipynb", [setup, SESSION])
-    sb = _sidebar(page)
-    _where(sb, "block 0 op #0 recurrent")
+    sb = debugger_sidebar(page)
+    wait_at(sb, "block 0 op #0 recurrent")
     shot(sb, "sidebar_start")
 
     # continue to the breakpoint; read x_t in Variables
-    _click(sb, "cont")
-    _where(sb, "op #3 tanh t=0")
+    click_command(sb, "cont")
+    wait_at(sb, "op #3 tanh t=0")
     assert "breakpoint" in sb.locator(".jp-Kernelcore-dbgReason").text_content()
     assert sb.locator(".jp-Kernelcore-frame").first.text_content() == "block 1 op #3 tanh t=0"
     x_row = sb.locator(".jp-Kernelcore-scopeVars[open] .jp-Kernelcore-var[data-name='x']").first
@@ -53,26 +38,26 @@ def test_sidebar_drives_a_live_session(page, lab):
     shot(sb, "sidebar_breakpoint_t0")
 
     # one op back: the past, rebuilt; forward again replays the record
-    _click(sb, "back")
-    _where(sb, "op #2 elementwise_add t=0")
+    click_command(sb, "back")
+    wait_at(sb, "op #2 elementwise_add t=0")
     assert "(past" in sb.locator(".jp-Kernelcore-dbgPosition").text_content()
     shot(sb, "sidebar_back")
-    _click(sb, "cont")
-    _where(sb, "op #3 tanh t=0")
-    _click(sb, "cont")  # the watch: right after tanh wrote h_new at t=0
-    _where(sb, "op #4 assign t=0")
-    _click(sb, "cont")
-    _where(sb, "op #3 tanh t=1")
-    _click(sb, "cont")
-    _where(sb, "op #4 assign t=1")
+    click_command(sb, "cont")
+    wait_at(sb, "op #3 tanh t=0")
+    click_command(sb, "cont")  # the watch: right after tanh wrote h_new at t=0
+    wait_at(sb, "op #4 assign t=0")
+    click_command(sb, "cont")
+    wait_at(sb, "op #3 tanh t=1")
+    click_command(sb, "cont")
+    wait_at(sb, "op #4 assign t=1")
     assert "watch" in sb.locator(".jp-Kernelcore-dbgReason").text_content()
 
     # disable the breakpoint; reverse-continue lands on the previous watch hit (t=0)
     bp_row = sb.locator(".jp-Kernelcore-bp", has_text="op type 'tanh'")
     bp_row.locator("input[type=checkbox]").uncheck()
     page.wait_for_function("() => !document.querySelector('#jp-kernelcore-debugger .jp-Kernelcore-bp input').checked")
-    _click(sb, "reverse_cont")
-    _where(sb, "op #4 assign t=0")
+    click_command(sb, "reverse_cont")
+    wait_at(sb, "op #4 assign t=0")
     status = sb.locator(".jp-Kernelcore-dbgReason").text_content()
     assert "reverse" in status and "watch" in status and "timestep 0" in status
     shot(sb, "sidebar_reverse_to_watch")
@@ -81,10 +66,10 @@ def test_sidebar_drives_a_live_session(page, lab):
     sb.locator(".jp-Kernelcore-bp", has_text="watch").locator("input[type=checkbox]").uncheck()
     page.wait_for_function("() => Array.from(document.querySelectorAll("
                            "'#jp-kernelcore-debugger .jp-Kernelcore-bp input')).every(b => !b.checked)")
-    _click(sb, "step_timestep")
-    _where(sb, "t=1")
-    _click(sb, "step_timestep")
-    _where(sb, "op #0 matmul_v2 t=2")
+    click_command(sb, "step_timestep")
+    wait_at(sb, "t=1")
+    click_command(sb, "step_timestep")
+    wait_at(sb, "op #0 matmul_v2 t=2")
     mem = ns["prog"].global_block().op(0).attr("ex_states")[0]
     sb.locator(f".jp-Kernelcore-scopeVars[open] .jp-Kernelcore-var[data-name='{mem}']").first.click()
     prov = sb.locator(".jp-Kernelcore-provenance")
@@ -98,7 +83,7 @@ def test_sidebar_drives_a_live_session(page, lab):
     assert trail.count() >= 2
     shot(sb, "sidebar_provenance")
     prov.locator(".jp-Kernelcore-originLink", has_text="assign (block 1 op #5 t=0)").first.click()
-    _where(sb, "t=0")
+    wait_at(sb, "t=0")
     assert "(past" in sb.locator(".jp-Kernelcore-dbgPosition").text_content()
     # the value shown there is h_new of t=0, as NumPy computes it
     h = np.tanh(ns["feed"]["x"][0] @ ns["scope"].get("w") + ns["feed"]["h0"] @ ns["scope"].get("u"))
@@ -111,8 +96,8 @@ def test_sidebar_drives_a_live_session(page, lab):
 def test_sidebar_says_when_the_kernel_restarted(page, lab):
     setup = code_sources("rnn_step_debugging.ipynb")[0]
     run_notebook(page, lab, "sidebar_restart.ipynb", [setup, SESSION])
-    sb = _sidebar(page)
-    _where(sb, "block 0 op #0 recurrent")
+    sb = debugger_sidebar(page)
+    wait_at(sb, "block 0 op #0 recurrent")
     page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()")
     sb.locator(".jp-Kernelcore-dbgStatus", has_text="kernel restarted; re-run the cell").wait_for(timeout=60_000)
     assert sb.locator("button.jp-Kernelcore-cmd-step").is_disabled()
@@ -122,12 +107,12 @@ def test_sidebar_says_when_the_kernel_restarted(page, lab):
 def test_clicking_an_op_in_the_sidebar_graph_breaks_or_runs_there(page, lab):
     setup = code_sources("rnn_step_debugging.ipynb")[0]
     run_notebook(page, lab, "sidebar_graph.ipynb", [setup, SESSION])
-    sb = _sidebar(page)
-    _where(sb, "block 0 op #0 recurrent")
+    sb = debugger_sidebar(page)
+    wait_at(sb, "block 0 op #0 recurrent")
     graph = sb.locator(".jp-Kernelcore-sidebarView")
     graph.locator("svg g.node.jp-Kernelcore-op", has_text="elementwise_add").first.dispatch_event("click")
     sb.locator("button.jp-Kernelcore-runToHere").click()
-    _where(sb, "op #2 elementwise_add t=0")
+    wait_at(sb, "op #2 elementwise_add t=0")
     # the sidebar's graph pane is narrow: the op may lie outside its view, and a user would pan to it; the
     # click is dispatched on the node itself, as the pane's handler receives it
     graph.locator("svg g.node.jp-Kernelcore-op", has_text="matmul_v2").first.dispatch_event("click")
@@ -136,12 +121,12 @@ def test_clicking_an_op_in_the_sidebar_graph_breaks_or_runs_there(page, lab):
     bp_text = sb.locator(".jp-Kernelcore-bp", has_text="block 1 op #").text_content()
     op = int(bp_text.split("op #")[1].split()[0].rstrip("×"))
     assert op in (0, 1)
-    _click(sb, "cont")  # the tanh breakpoint first (t=0), the watch on its output, then the op clicked, at t=1
-    _where(sb, "op #3 tanh t=0")
-    _click(sb, "cont")
-    _where(sb, "op #4 assign t=0")
-    _click(sb, "cont")
-    _where(sb, f"op #{op} matmul_v2 t=1")
+    click_command(sb, "cont")  # the tanh breakpoint first (t=0), the watch on its output, then the op clicked, at t=1
+    wait_at(sb, "op #3 tanh t=0")
+    click_command(sb, "cont")
+    wait_at(sb, "op #4 assign t=0")
+    click_command(sb, "cont")
+    wait_at(sb, f"op #{op} matmul_v2 t=1")
     assert sb.locator("svg g.node.jp-Kernelcore-current").count() >= 1  # the graph marks where the run is
     shot(sb, "sidebar_graph_break_here")
 
@@ -170,8 +155,8 @@ def test_keyboard_shortcuts_move_the_session(page, lab):
     ref = kc.debug(ns["prog"], feed=ns["feed"], fetch_list=[ns["last"]], scope=ns["scope"])
     session = "import kernelcore_widgets\nsess = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)"
     run_notebook(page, lab, "sidebar_keys.ipynb", [setup, session])
-    sb = _sidebar(page)
-    _where(sb, "block 0 op #0 recurrent")
+    sb = debugger_sidebar(page)
+    wait_at(sb, "block 0 op #0 recurrent")
     page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-InputPrompt").click()
     page.keyboard.press("Escape")  # command mode: the notebook has the focus
     seen = []
@@ -199,8 +184,8 @@ def test_shortcuts_work_after_a_click_on_the_sidebar_text_and_tooltips_name_the_
     setup = code_sources("rnn_step_debugging.ipynb")[0]
     session = "import kernelcore_widgets\nsess = kc.debug(prog, feed=feed, fetch_list=[last], scope=scope)"
     run_notebook(page, lab, "sidebar_keys_after_click.ipynb", [setup, session])
-    sb = _sidebar(page)
-    _where(sb, "block 0 op #0 recurrent")
+    sb = debugger_sidebar(page)
+    wait_at(sb, "block 0 op #0 recurrent")
     assert sb.locator(".jp-Kernelcore-cmd-step").get_attribute("title").endswith("(Ctrl+Shift+F11)")
     assert "Accel" not in " ".join(sb.locator(".jp-Kernelcore-dbgControls button").evaluate_all(
         "bs => bs.map(b => b.title)"))

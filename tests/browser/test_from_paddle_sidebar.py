@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from lab_helpers import shot
+from lab_helpers import debugger_sidebar, in_theme, shot, wait_at
 from test_lab import errors_of, open_notebook, run_all
 
 pytestmark = pytest.mark.browser
@@ -54,27 +54,10 @@ def _notebook(lab, name: str, kernel: str, sources: list[str]) -> str:
     return name
 
 
-def _sidebar(page):
-    page.evaluate("window.jupyterapp.commands.execute('kernelcore:open-debugger')")
-    sb = page.locator("#jp-kernelcore-debugger")
-    sb.wait_for()
-    return sb
-
-
-def _where(sb, text):
-    sb.locator(".jp-Kernelcore-dbgPosition", has_text=text).wait_for(timeout=30_000)
-
-
 def _var_value(sb, name: str) -> str:
     row = sb.locator(f".jp-Kernelcore-scopeVars[open] .jp-Kernelcore-var[data-name='{name}']").first
     row.wait_for()
     return row.locator(".jp-Kernelcore-varValue").text_content()
-
-
-def _theme(page, theme: str, light: bool):
-    """Switch JupyterLab's theme (a user setting: it outlives the page, so the test puts Light back)."""
-    page.evaluate(f"window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{theme}'}})")
-    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{str(light).lower()}'")
 
 
 def test_a_from_paddle_model_is_debugged_with_the_sidebar(page, lab, paddle_kernel):
@@ -86,15 +69,15 @@ def test_a_from_paddle_model_is_debugged_with_the_sidebar(page, lab, paddle_kern
     assert not errors_of(cells), errors_of(cells)
     assert "['x']" in str(cells[0]["outputs"]), cells[0]["outputs"]  # the InputSpec's name is the feed
 
-    sb = _sidebar(page)
-    _where(sb, "block 0 op #0 feed")
+    sb = debugger_sidebar(page)
+    wait_at(sb, "block 0 op #0 feed")
     sb.locator("button.jp-Kernelcore-cmd-step").click()
-    _where(sb, "op #1 conv2d")
+    wait_at(sb, "op #1 conv2d")
     shot(sb, "from_paddle_sidebar_conv2d")
 
     # one op on: the conv has run, and its output carries the name kernelcore gave the PIR value
     sb.locator("button.jp-Kernelcore-cmd-next").click()
-    _where(sb, "op #2 reshape2")
+    wait_at(sb, "op #2 reshape2")
     value = _var_value(sb, "conv2d_0.out")
     assert value.startswith("float32[2, 4, 8, 8]"), value
     assert _var_value(sb, "conv2d_0.w_0").startswith("float32[4, 1, 3, 3]")  # Paddle's parameter name kept
@@ -102,7 +85,7 @@ def test_a_from_paddle_model_is_debugged_with_the_sidebar(page, lab, paddle_kern
 
     # continue into whichever branch of the model's `if` the data takes
     sb.locator("button.jp-Kernelcore-cmd-cont").click()
-    _where(sb, "scale")
+    wait_at(sb, "scale")
     position = sb.locator(".jp-Kernelcore-dbgPosition").text_content()
     assert re.search(r"conditional_block > block [12] op #0 scale", position), position
     assert "breakpoint" in sb.locator(".jp-Kernelcore-dbgReason").text_content()
@@ -110,10 +93,9 @@ def test_a_from_paddle_model_is_debugged_with_the_sidebar(page, lab, paddle_kern
     assert len(frames) >= 2 and any("conditional_block" in f for f in frames), frames
     shot(sb, "from_paddle_sidebar_branch")
     try:
-        _theme(page, "JupyterLab Dark", False)
-        shot(sb, "from_paddle_sidebar_branch_dark")
+        with in_theme(page, "dark"):
+            shot(sb, "from_paddle_sidebar_branch_dark")
     finally:
-        _theme(page, "JupyterLab Light", True)
         # the Paddle kernel holds Paddle's runtime: end it rather than leave it to the server's exit
         page.evaluate("window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
     assert not [p for p in page.problems if "kernelcore" in p.lower()], page.problems

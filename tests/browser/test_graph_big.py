@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
-from lab_helpers import shot
+from lab_helpers import THEMES, set_theme, shot
 
 LAYERS = 120
 SOURCE = f"""import kernelcore as kc
@@ -57,7 +57,7 @@ def test_big_program_opens_by_layers_and_reads_in_light_and_dark(page, lab):
     page.wait_for_function("""() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
         const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
         return !!k && k.status === 'idle' && w.content.widgets.length > 0; }""", timeout=90_000)
-    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Light' })")
+    set_theme(page, "light")
     page.evaluate("""() => { const nb = window.jupyterapp.shell.currentWidget.content; nb.activeCellIndex = 0;
                              return window.jupyterapp.commands.execute('notebook:run-cell'); }""")
     view = page.locator(".jp-Kernelcore-ProgramGraph").first
@@ -77,13 +77,11 @@ def test_big_program_opens_by_layers_and_reads_in_light_and_dark(page, lab):
                            timeout=60_000)
     assert view.locator("svg g.node.jp-Kernelcore-gkind-range").count() == 3  # 48 + 48 + 24
     assert "fc \u00d7120" in view.locator(".jp-Kernelcore-crumbs").text_content()
-    for theme, light in (("JupyterLab Light", "true"), ("JupyterLab Dark", "false")):
-        page.evaluate(f"() => window.jupyterapp.commands.execute('apputils:change-theme', {{ theme: '{theme}' }})")
-        page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'", timeout=30_000)
-        page.wait_for_timeout(1000)
+    for which in THEMES:
+        set_theme(page, which)
         found = view.evaluate(CONTRAST_JS)
         assert len(found) >= 6
         worst = min(found, key=lambda f: f["ratio"])
-        assert worst["ratio"] >= 4.5, f"{theme}: label contrast {worst['ratio']:.2f} on {worst}"
-        shot(view, f"big_graph_{'light' if light == 'true' else 'dark'}")
-    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Light' })")
+        assert worst["ratio"] >= 4.5, f"{which}: label contrast {worst['ratio']:.2f} on {worst}"
+        shot(view, f"big_graph_{which}")
+    set_theme(page, "light")

@@ -15,7 +15,7 @@ import zlib
 
 import pytest
 
-from lab_helpers import ROOT, SHOTS, shot
+from lab_helpers import ROOT, SHOTS, in_theme, shot_in_themes
 from test_graph_legible import _write
 from test_lab import code_cell, code_sources, errors_of, open_notebook, run_all, write_notebook
 
@@ -138,15 +138,6 @@ def _check_exports(page, view, stem: str) -> dict:
     return {"svg": vb, "labels": len(labels), "png_scale": scale, "note": note}
 
 
-def _shots(page, target, name: str) -> None:
-    for theme in ("JupyterLab Light", "JupyterLab Dark"):
-        page.evaluate(f"() => window.jupyterapp.commands.execute('apputils:change-theme', {{ theme: '{theme}' }})")
-        page.wait_for_function(f"() => document.body.dataset.jpThemeName === '{theme}'")
-        page.wait_for_timeout(600)
-        shot(target, f"{name}_{theme.split()[-1].lower()}")
-    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Light' })")
-
-
 def test_small_graph_exports_and_answers_keys_only_with_the_focus(page, lab):
     _write(lab, "comforts", "relu6.json", 6)
     view = _open_file(page, lab, "comforts/relu6.json")
@@ -178,24 +169,21 @@ def test_small_graph_exports_and_answers_keys_only_with_the_focus(page, lab):
     page.keyboard.press("f")  # twice: the whole graph
     fitted = view.evaluate(STATE_JS)
     assert fitted["minLabelPx"] < before["minLabelPx"], fitted
-    _shots(page, view, "graph_keys_focused")
+    shot_in_themes(page, view, "graph_keys_focused")
     # the command palette's export acts on the graph that last had the focus
     with page.expect_download(timeout=60_000) as info:
         page.evaluate("() => window.jupyterapp.commands.execute('kernelcore:export-graph-svg')")
     assert info.value.suggested_filename == "relu6.svg"
     # in the dark theme the export is dark: its background and labels are the theme's, resolved
-    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Dark' })")
-    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
-    page.wait_for_timeout(600)
-    dark_bg = view.evaluate("(root) => getComputedStyle(root.querySelector('.jp-Kernelcore-graphCanvas')).backgroundColor")
-    _, dark = _download(page, view, "Export SVG")
-    root, _ = _svg_labels(dark)
-    assert root[0].tag == f"{SVG}rect" and root[0].get("fill") == dark_bg, (root[0].attrib, dark_bg)
-    label_fill = re.search(r"fill:\s*([^;]+)", next(root.iter(f"{SVG}text")).get("style")).group(1)
-    assert label_fill != dark_bg and label_fill not in ("rgb(0, 0, 0)", "#000000"), label_fill
-    _, png = _download(page, view, "Export PNG")
-    (SHOTS / "export_relu6_dark.png").write_bytes(png)
-    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Light' })")
+    with in_theme(page, "dark"):
+        dark_bg = view.evaluate("(root) => getComputedStyle(root.querySelector('.jp-Kernelcore-graphCanvas')).backgroundColor")
+        _, dark = _download(page, view, "Export SVG")
+        root, _ = _svg_labels(dark)
+        assert root[0].tag == f"{SVG}rect" and root[0].get("fill") == dark_bg, (root[0].attrib, dark_bg)
+        label_fill = re.search(r"fill:\s*([^;]+)", next(root.iter(f"{SVG}text")).get("style")).group(1)
+        assert label_fill != dark_bg and label_fill not in ("rgb(0, 0, 0)", "#000000"), label_fill
+        _, png = _download(page, view, "Export PNG")
+        (SHOTS / "export_relu6_dark.png").write_bytes(png)
     # Ctrl+F is JupyterLab's (its find box), not the graph's search
     page.keyboard.press("Control+f")
     assert not view.evaluate(STATE_JS)["search"]
@@ -224,7 +212,7 @@ def test_resnet18_exports_whole(page, lab, resnet18):
     exported = _check_exports(page, view, "resnet18")
     print("resnet18 export", exported)
     assert exported["labels"] > 100, exported
-    _shots(page, view, "graph_export_resnet18")
+    shot_in_themes(page, view, "graph_export_resnet18")
 
 
 def _drawn_top_fraction(view) -> float:
@@ -274,7 +262,7 @@ def test_opening_a_densenet_block_keeps_it_readable(page, lab, densenet121):
         counts.append(drawn.count())
     assert counts[1] < counts[0] == counts[2], counts  # folded, then open again
     assert view.evaluate(STATE_JS)["scale"] >= 1
-    _shots(page, view, "graph_densenet_block_opened")
+    shot_in_themes(page, view, "graph_densenet_block_opened")
     _check_exports(page, view, "densenet121")
 
 
@@ -301,7 +289,7 @@ def test_the_debugger_widgets_graph_opens_legible_in_its_pane(page, lab):
     s = graph.evaluate(STATE_JS)
     print("debugger graph", s["scale"], s["minLabelPx"])
     assert round(s["minLabelPx"], 2) >= 11, s
-    _shots(page, code_cell(page, 1).locator(".jp-Kernelcore-Debugger").first, "graph_in_debugger_widget")
+    shot_in_themes(page, code_cell(page, 1).locator(".jp-Kernelcore-Debugger").first, "graph_in_debugger_widget")
     # the debugger's shortcuts still move the session while the graph has the focus
     dbg = code_cell(page, 1).locator(".jp-Kernelcore-Debugger").first
     where = dbg.locator(".jp-Kernelcore-position").text_content()

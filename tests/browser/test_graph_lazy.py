@@ -7,7 +7,7 @@ from __future__ import annotations
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
-from lab_helpers import shot
+from lab_helpers import THEMES, set_theme, shot
 
 LAYERS = 60
 SETUP = f"""import kernelcore as kc
@@ -39,7 +39,7 @@ def _open(page, lab, name, cells=("ProgramGraph(main)", "main")):
     page.goto(f"{lab.url}/lab/tree/{name}?reset&token={lab.token}")
     page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
     page.wait_for_function(READY, timeout=90_000)
-    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Light' })")
+    set_theme(page, "light")
 
 
 def _run(page, n):
@@ -116,14 +116,11 @@ def test_kernel_restart_leaves_a_clear_message(page, lab):
     _open_group(page, mime, "repeat")
     page.wait_for_function("(root) => /re-run the cell/.test(root.querySelector('.jp-Kernelcore-note').textContent)",
                            arg=mime.element_handle(), timeout=60_000)
-    for theme, light in (("JupyterLab Light", "true"), ("JupyterLab Dark", "false")):
-        page.evaluate(f"() => window.jupyterapp.commands.execute('apputils:change-theme', {{ theme: '{theme}' }})")
-        page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'", timeout=30_000)
-        page.wait_for_timeout(800)
-        tag = "light" if light == "true" else "dark"
-        shot(cell, f"restart_widget_{tag}")
-        shot(page.locator(".jp-Notebook .jp-Cell").nth(2), f"restart_mime_{tag}")
-    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Light' })")
+    for which in THEMES:
+        set_theme(page, which)
+        shot(cell, f"restart_widget_{which}")
+        shot(page.locator(".jp-Notebook .jp-Cell").nth(2), f"restart_mime_{which}")
+    set_theme(page, "light")
 
 
 def test_the_file_viewer_opens_a_big_pdmodel_in_parts(page, lab):

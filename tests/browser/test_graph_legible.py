@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from lab_helpers import shot
+from lab_helpers import shot_in_themes
 
 # the smallest and largest on-screen size of the op labels (font size times the SVG's screen scale), and
 # whether the overview (minimap) is shown
@@ -46,15 +46,6 @@ def _open_graph(page, lab, folder: str, name: str) -> dict:
     return view.evaluate(MEASURE_JS)
 
 
-def _shots(page, name: str) -> None:
-    for theme in ("JupyterLab Light", "JupyterLab Dark"):
-        page.evaluate(f"() => window.jupyterapp.commands.execute('apputils:change-theme', {{ theme: '{theme}' }})")
-        page.wait_for_function(f"() => document.body.dataset.jpThemeName === '{theme}'")
-        page.wait_for_function("() => !document.querySelector('#jupyterlab-splash')")
-        shot(page, f"{name}_{theme.split()[-1].lower()}")
-    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Light' })")
-
-
 def _write(lab, folder: str, name: str, n_ops: int) -> None:
     d = lab.root / folder
     d.mkdir(exist_ok=True)
@@ -66,7 +57,7 @@ def test_a_few_ops_in_a_big_canvas_are_not_blown_up(page, lab):
     m = _open_graph(page, lab, "legible", "relu1.json")
     assert m["labels"] == 3, m
     assert round(m["min"], 2) >= 11 and round(m["max"], 2) <= 15, m
-    _shots(page, "graph_small_big_canvas")
+    shot_in_themes(page, page, "graph_small_big_canvas")
     assert not [p for p in page.problems if "kernelcore" in p.lower()], page.problems
 
 
@@ -77,7 +68,7 @@ def test_six_ops_in_a_narrow_canvas_stay_legible_without_an_overview(page, lab):
     assert m["labels"] == 8, m
     assert round(m["min"], 2) >= 11, m
     assert m["canvas"][0] < 540 and not m["minimap"], m
-    _shots(page, "graph_six_ops_narrow")
+    shot_in_themes(page, page, "graph_six_ops_narrow")
     # the rest of the graph is reachable: Fit (twice: whatever the scale) shows all of it, smaller
     fit = page.locator(".jp-Kernelcore-fileView button", has_text=re.compile(r"^Fit$"))
     fit.click()

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from lab_helpers import ROOT, shot
+from lab_helpers import ROOT, THEMES, set_theme, shot
 
 PADDLE = ROOT / ".venv-paddle" / "bin" / "python"
 
@@ -59,11 +59,9 @@ def test_resnet18_opens_at_its_first_op_and_folds(page, lab, resnet18):
     opened = view.evaluate(IN_VIEW_JS)
     assert opened["firstOpInView"], opened
     assert opened["inView"] >= 5, opened  # a readable piece of the program, not one stray node
-    for theme, light in (("JupyterLab Light", "true"), ("JupyterLab Dark", "false")):
-        page.evaluate(f"() => window.jupyterapp.commands.execute('apputils:change-theme', {{ theme: '{theme}' }})")
-        page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'", timeout=30_000)
-        page.wait_for_timeout(800)
-        shot(view, f"resnet18_opened_{'light' if light == 'true' else 'dark'}")
+    for which in THEMES:
+        set_theme(page, which)
+        shot(view, f"resnet18_opened_{which}")
     old = view.locator("svg.jp-Kernelcore-svg").element_handle()
     view.get_by_role("button", name="Fold all").click()
     page.wait_for_function("(old) => { const s = document.querySelector('.jp-Kernelcore-ProgramGraph svg.jp-Kernelcore-svg');"
@@ -72,4 +70,4 @@ def test_resnet18_opens_at_its_first_op_and_folds(page, lab, resnet18):
     assert folded["nodes"] < opened["nodes"] // 10, (opened, folded)  # 288 nodes -> its few groups
     assert folded["inView"] == folded["nodes"]
     shot(view, "resnet18_folded_dark")
-    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', { theme: 'JupyterLab Light' })")
+    set_theme(page, "light")

@@ -4,7 +4,7 @@ overlay with NaN and Infinity in their own colours whose folded groups show thei
 in their tooltips. Screenshots in Light and Dark."""
 from __future__ import annotations
 
-from lab_helpers import shot
+from lab_helpers import THEMES, set_theme, shot
 from test_lab import code_cell, errors_of, open_notebook, run_all, widget_cells, write_notebook
 
 COMPARED = '''
@@ -64,12 +64,6 @@ PAINTED_JS = r"""
 NAN_FILL = [214, 39, 140]
 
 
-def _theme(page, theme: str, light: str) -> None:
-    page.evaluate(f"() => window.jupyterapp.commands.execute('apputils:change-theme', {{ theme: '{theme}' }})")
-    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'", timeout=30_000)
-    page.wait_for_timeout(800)
-
-
 def _readable(painted: list[dict]) -> None:
     assert painted and all(p["contrast"] >= 4.5 for p in painted), [(p["label"], p["contrast"]) for p in painted]
 
@@ -89,22 +83,21 @@ def test_overlays_colour_the_graph_readably_in_both_themes_and_folded_groups_sho
     compared.locator(".jp-Kernelcore-fit").click()  # again: all of it, the comparison's spread at a glance
     legend = compared.locator(".jp-Kernelcore-overlayLegend")
     assert "max_abs of b vs a" in legend.text_content() and "(log; values ≤ 0 take the lowest colour)" in legend.text_content()
-    for theme, light in (("JupyterLab Light", "true"), ("JupyterLab Dark", "false")):
-        _theme(page, theme, light)
-        word = "light" if light == "true" else "dark"
+    for which in THEMES:
+        set_theme(page, which)
         painted = compared.evaluate(PAINTED_JS)
         _readable(painted)
         assert len({tuple(p["fill"]) for p in painted}) >= 3  # a gradient, not one colour
         assert all("max_abs of b vs a: " in p["title"] for p in painted)
         compared.scroll_into_view_if_needed()
-        shot(compared, f"graph_overlay_compare_{word}")
+        shot(compared, f"graph_overlay_compare_{which}")
         painted = health.evaluate(PAINTED_JS)
         _readable(painted)
         nan = [p for p in painted if p["fill"] == NAN_FILL]
         assert len(nan) == 1 and "grad max abs: NaN" in nan[0]["title"], painted
         assert "NaN" in health.locator(".jp-Kernelcore-overlayLegend").text_content()
         health.scroll_into_view_if_needed()
-        shot(health, f"graph_overlay_health_{word}")
+        shot(health, f"graph_overlay_health_{which}")
     old = health.locator("svg.jp-Kernelcore-svg").element_handle()
     health.get_by_role("button", name="Fold all").click()
     page.wait_for_function("(old) => { const s = document.querySelectorAll('.jp-Kernelcore-ProgramGraph svg.jp-Kernelcore-svg')[1];"
@@ -115,5 +108,5 @@ def test_overlays_colour_the_graph_readably_in_both_themes_and_folded_groups_sho
     assert forward and all(p["fill"] == NAN_FILL for p in forward), folded
     _readable(folded)
     shot(health, "graph_overlay_health_folded_dark")
-    _theme(page, "JupyterLab Light", "true")
+    set_theme(page, "light")
     shot(health, "graph_overlay_health_folded_light")

@@ -3,8 +3,7 @@ a notebook variable each fork the run (sess.set_value) and the view shows the ne
 gives the slice's min and max. Screenshots (light and dark) in out/screenshots/."""
 from __future__ import annotations
 
-from lab_helpers import shot
-from test_lab_health_view import _theme
+from lab_helpers import debugger_sidebar, in_theme, shot, wait_at
 from test_lab import code_cell, errors_of, open_notebook, run_all, widget_cells, write_notebook
 
 SETUP = '''
@@ -71,11 +70,8 @@ def test_zero_edit_cell_and_replace_fork_the_run_and_show_the_new_value(page, la
     assert float(tv.locator(".jp-Kernelcore-tvLegendMin").text_content()) == 0.5
     assert tv.locator(".jp-Kernelcore-tvCell").text_content() == ""  # no cell of the old value stays shown
     shot(tv, "tensor_edit_after_light")
-    try:
-        _theme(page, "JupyterLab Dark", False)
+    with in_theme(page, "dark"):
         shot(tv, "tensor_edit_after_dark")
-    finally:
-        _theme(page, "JupyterLab Light", True)
     assert not page.problems, page.problems
 
 
@@ -87,14 +83,13 @@ None
 
 
 def test_the_sidebar_s_tensor_panel_zeroes_and_sets_a_cell_where_the_session_waits(page, lab):
-    from test_debugger_sidebar import _sidebar, _where
     setup = SETUP.replace("tv = TensorViewer.of(sess, w)\ntv\n", "")
     name = write_notebook(lab, "tensor_panel_edit.ipynb", [setup, PANEL_SESSION])
     open_notebook(page, lab, name)
     cells = run_all(page)
     assert not errors_of(cells), errors_of(cells)
-    sb = _sidebar(page)
-    _where(sb, "block 0 op #0 mul")
+    sb = debugger_sidebar(page)
+    wait_at(sb, "block 0 op #0 mul")
     row = sb.locator(".jp-Kernelcore-scopeVars[open] .jp-Kernelcore-var[data-name='fc_0.w_0']").first
     row.locator("button.jp-Kernelcore-varView").click()
     panel = page.locator(".jp-Kernelcore-tensorPanel")

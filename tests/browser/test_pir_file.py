@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from lab_helpers import ROOT, shot
+from lab_helpers import ROOT, shot_in_themes
 
 FACTORY = "Kernelcore Graph"
 
@@ -13,13 +13,6 @@ FACTORY = "Kernelcore Graph"
 def _tiny_pir() -> dict:
     """data -> relu -> fetch, in the shape Paddle 3 writes (the document tests/test_pir_reader.py also reads)."""
     return json.loads((ROOT / "tests" / "golden" / "pir_data_relu_fetch.json").read_text())
-
-
-def _set_theme(page, theme: str) -> None:
-    page.evaluate(f"() => window.jupyterapp.commands.execute('apputils:change-theme', {{ theme: '{theme}' }})")
-    page.wait_for_function(f"() => document.body.dataset.jpThemeName === '{theme}'")
-    # the theme's splash leaves once its stylesheet is in
-    page.wait_for_function("() => !document.querySelector('#jupyterlab-splash')")
 
 
 def _open_from_browser(page, name: str) -> None:
@@ -50,10 +43,7 @@ def test_a_pir_json_opens_as_a_graph_and_other_json_as_json(page, lab):
     ops = [t.strip() for t in view.locator("svg g.node.jp-Kernelcore-op text").all_text_contents()]
     assert "relu" in ops, ops
     assert page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current").inner_text().strip() == "tiny_model.json"
-    for theme in ("JupyterLab Light", "JupyterLab Dark"):
-        _set_theme(page, theme)
-        shot(page, f"pir_json_graph_{theme.split()[-1].lower()}")
-    _set_theme(page, "JupyterLab Light")
+    shot_in_themes(page, page, "pir_json_graph")
 
     _open_from_browser(page, "settings.json")
     page.wait_for_function(
@@ -68,8 +58,5 @@ def test_a_pir_json_opens_as_a_graph_and_other_json_as_json(page, lab):
     }""")
     assert opened == {"kernelcore": False, "json": True}, opened
     assert page.locator(".jp-Kernelcore-fileView").count() == 1  # the PIR file's view only
-    for theme in ("JupyterLab Light", "JupyterLab Dark"):
-        _set_theme(page, theme)
-        shot(page, f"plain_json_editor_{theme.split()[-1].lower()}")
-    _set_theme(page, "JupyterLab Light")
+    shot_in_themes(page, page, "plain_json_editor")
     assert not [p for p in page.problems if "kernelcore" in p.lower()], page.problems
