@@ -308,11 +308,11 @@ def test_a_program_with_feed_ops_is_replayed_with_that_iteration_s_feeds(tmp_pat
 
 
 def test_a_failure_on_the_summary_thread_reaches_the_loop(monkeypatch):
-    from kernelcore.observe import recorder as recorder_module
+    from kernelcore.observe import iteration_summaries
 
     def broken(*args):
         raise ValueError("summary failed")
-    monkeypatch.setattr(recorder_module, "summarize_records", broken)  # an iteration's outputs at once
+    monkeypatch.setattr(iteration_summaries.IterationRows, "fill", broken)  # the C pass, on the summary thread
     main, scope, loss, feed = _mlp()
     with pytest.raises(ValueError, match="summary failed"):  # the next iteration's end raises it
         with record(main, scope, background=True):

@@ -24,15 +24,30 @@ _EMPTY = (0, 0, 0, 0, 0, 0, float("nan"), float("nan"), float("nan"), 0.0)
 
 class IterationRows:
     """The rows of one iteration: order, site and numel per row, their numbers (NUMBERS, [rows, 10]) and, per
-    row, the record and output position it came from (what a watch reads besides the numbers)."""
+    row, the record and output position it came from (what a watch reads besides the numbers). Named by
+    `name_rows`, their numbers complete once `fill` has run (the C call, on any thread)."""
 
-    __slots__ = ("orders", "sites", "numels", "numbers", "sources")
+    __slots__ = ("orders", "sites", "numels", "numbers", "sources", "_items", "_in_c", "_held", "_repeats")
 
-    def __init__(self, orders, sites, numels, numbers, sources):
+    def __init__(self, orders, sites, numels, numbers, sources, items, in_c, held, repeats):
         self.orders, self.sites, self.numels, self.numbers, self.sources = orders, sites, numels, numbers, sources
+        self._items, self._in_c, self._held, self._repeats = items, in_c, held, repeats
 
     def __len__(self) -> int:
         return len(self.orders)
+
+    def fill(self, many: Callable | None) -> IterationRows:
+        """The numbers of the arrays the C summary takes (one call, which leaves the GIL for its whole pass), then
+        the repeated rows'."""
+        out = self.numbers
+        if self._in_c:
+            c_rows = NumberRows(len(self._in_c))
+            many(self._items, len(self._in_c), c_rows.address)
+            out[self._in_c] = c_rows.array
+        self._items = self._held = None
+        for row, source in self._repeats:  # in order: a repeat of a repeat reads a row already filled
+            out[row] = out[source]
+        return self
 
     def nonfinite(self) -> np.ndarray:
         """Each row's NaN and Inf count."""
@@ -52,10 +67,17 @@ def whole_array(value):
 
 def summarize_records(records, sites_of: Callable, write_one: Callable, many: Callable | None,
                       ptr: Callable | None) -> IterationRows:
-    """The rows of `records` (an iteration's op records, in the order they ran). `sites_of(op, timestep)`: the
-    table's sites of the op's outputs; `write_one(value, rows, row)`: one value's numbers (None: no numeric
-    tensor, no row); `many(items, count, address)`: the C summaries of `count` arrays described in `items`
-    (address, numel, kind per array) written from `address` on, or None where the C summary may not run;
+    """The rows of `records` (an iteration's op records, in the order they ran), numbers and all: `name_rows`
+    then `fill`. `many(items, count, address)`: the C summaries of `count` arrays described in `items` (address,
+    numel, kind per array) written from `address` on, or None where the C summary may not run."""
+    return name_rows(records, sites_of, write_one, many is not None, ptr).fill(many)
+
+
+def name_rows(records, sites_of: Callable, write_one: Callable, in_c_too: bool, ptr: Callable | None) \
+        -> IterationRows:
+    """The rows of `records`, named, with the numbers of what the C summary does not take written (through
+    `write_one(value, rows, row)`: None for no numeric tensor, no row) and the rest left for `fill`.
+    `sites_of(op, timestep)`: the table's sites of the op's outputs; `in_c_too`: whether the C summary may run;
     `ptr(array)`: an array's data address."""
     outputs = sum(len(rec[3].out_pairs) for rec in records)
     numbers = NumberRows(outputs)
@@ -70,7 +92,7 @@ def summarize_records(records, sites_of: Callable, write_one: Callable, many: Ca
     in_c: list[int] = []  # rows the one C call writes, in its items' order
     items = array("q")
     held = []  # copies made for the C call (integers as float64, strided views gathered), alive until it returns
-    ndarray, kinds, empty = np.ndarray, _KINDS if many is not None else {}, _EMPTY
+    ndarray, kinds, empty = np.ndarray, _KINDS if in_c_too else {}, _EMPTY
     f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
     for order, rec in enumerate(records):
         op = rec[3]
@@ -122,14 +144,5 @@ def summarize_records(records, sites_of: Callable, write_one: Callable, many: Ca
             sites.append(out_sites[k])
             numels.append(size)
             sources.append((rec, k))
-    rows = len(orders)
-    out = numbers.array[:rows]
-    if in_c:
-        c_rows = NumberRows(len(in_c))
-        many(items, len(in_c), c_rows.address)
-        out[in_c] = c_rows.array
-    del held
-    for row, source in repeats:  # in order: a repeat of a repeat reads a row already filled
-        out[row] = out[source]
     return IterationRows(np.asarray(orders, np.int32), np.asarray(sites, np.int32), np.asarray(numels, np.int64),
-                         out, sources)
+                         numbers.array[:len(orders)], sources, items, in_c, held, repeats)

@@ -32,6 +32,7 @@ class Iteration:
         self._initial: dict | None = None
         self.items = items  # background=True: the run's events and op records as they came (a trace once kept)
         self.start: dict | None = None  # background=True: the scope's values when the run began (before feeds)
+        self.rows = None  # background=True: its rows (iteration_summaries.IterationRows) until they are settled
         self.trace = Trace(retain="references") if keep and items is None else None
         self.keep_record = self.trace.op_recorder(RECORD_VALUES) if self.trace is not None else None
         self.first_event = 0

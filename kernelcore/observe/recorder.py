@@ -38,7 +38,7 @@ from ..runtime.executor import Executor, add_observer, remove_observer
 from ..runtime.place import CPUPlace
 from ..runtime.scope import Scope, global_scope
 from .health_summary import Summary, iteration_writer, many_writer, summary_at, summary_writer
-from .iteration_summaries import summarize_records
+from .iteration_summaries import name_rows
 from .program_names import check_known, program_names
 from .summary_table import SummaryTable
 from .summary_watch import EveryOutput, check, every_output
@@ -79,8 +79,10 @@ class Recorder:
         self._session = None
         self._token = None
         self._next_id = 1
-        self._worker = SummaryWorker(self._finish) if background else None
+        self._worker = SummaryWorker(self._fill) if background else None
         self._next_items: list | None = None  # background=True: the coming run's events and op records
+        self._waiting: Iteration | None = None  # background=True: handed to the summary thread, not yet settled
+        self._pending_stop: RecordingStopped | None = None  # a hit found while settling, not yet raised
         self._write = summary_writer()  # the C summary or the reference, chosen once for the recording
         self._write_many = many_writer()  # several outputs in one C call, or None
         self._many_call, self._address = iteration_writer()  # an iteration's arrays in one C call, or None
@@ -133,6 +135,7 @@ class Recorder:
 
     # -- iterations --------------------------------------------------------------------------------------------
     def _begin(self, ev) -> None:
+        self._raise_stop()  # a hit found by a drain() between runs: the loop stops before this run
         if self._stopped is not None or ev.scope != self.scope.id:
             self._current = None  # another scope's run (an evaluation, a startup program): not an iteration
             return
@@ -181,33 +184,55 @@ class Recorder:
         if self._write_many is None or not self._all_at_once(it, order, rec, values):
             self._summarize_each(it, order, rec, values)
 
-    # -- background=True: an iteration summarised on the summary thread while the next one runs ---------------
+    # -- background=True: an iteration's C pass on the summary thread while the next one runs ------------------
     def _hand_over(self, it: Iteration) -> None:
-        """At a run's end: count it, wait for the iteration before it (judged on the summary thread while this
-        one ran: at most one iteration waits, so at most one more holds its values), raise what that one hit,
-        then hand this one over."""
+        """At a run's end: count it and name its rows (iteration_summaries.name_rows: Python, so here, where the
+        GIL is anyway: on the summary thread it would take it in turns with the executor's), settle the
+        iteration before it (its C pass ran while this one did: at most one waits, so at most one more holds its
+        values), raise what that one hit, then hand this one's C pass over."""
         self._current = None
-        first = next((x for x in it.items if type(x) is tuple), None)
-        if first is None or (self.program is not None and not self._is_program_op(first[3])):
+        records = [x for x in it.items if type(x) is tuple]
+        if not records or (self.program is not None and not self._is_program_op(records[0][3])):
             return  # a run with no op, or another program's: no iteration
         self.iterations += 1
-        self._worker.drain()
-        self._raise_worker_error()
+        it.ops = len(records)
+        it.rows = name_rows(records, self._sites, self._write, self._many_call is not None, self._address)
+        self._settle()
+        self._raise_stop()
+        self._waiting = it
         self._worker.put(it)
 
-    def _finish(self, it: Iteration) -> None:
-        """On the summary thread: the iteration's rows, its watches judged in the order its ops ran, and its
-        trace kept (iteration_summaries.py)."""
-        records = [x for x in it.items if type(x) is tuple]
-        it.ops = len(records)
-        rows = summarize_records(records, self._sites, self._write, self._many_call, self._address)
+    def _fill(self, it: Iteration) -> None:
+        """On the summary thread: the C pass over the iteration's arrays."""
+        it.rows.fill(self._many_call)
+
+    def _settle(self) -> None:
+        """Wait for the C pass handed over last, then add its iteration's rows, judge its watches in the order its
+        ops ran (a hit is kept for _raise_stop) and keep its trace."""
+        it, self._waiting = self._waiting, None
+        if self._worker is None:
+            return
+        self._worker.drain()
+        self._raise_worker_error()
+        if it is None:
+            return
+        rows, it.rows = it.rows, None
         self.summaries.add_rows(it.index, rows.orders, rows.sites, rows.numels, rows.numbers)
-        self._judge_rows(it, rows)
+        try:
+            self._judge_rows(it, rows)
+        except RecordingStopped as stop:
+            self._pending_stop = stop
         if self.keep_last:
             it.trace = Trace.of_items(it.items, retain="references")
             self.kept.append(it)
-        else:
+        elif it is not self._stopped:
             it.items = None  # (a stopped iteration keeps them: its replay starts from what they read)
+
+    def _raise_stop(self) -> None:
+        """Raise, on the executor's thread, the stop of a hit found when its iteration was settled."""
+        stop, self._pending_stop = self._pending_stop, None
+        if stop is not None:
+            raise stop
 
     def _judge_rows(self, it: Iteration, rows) -> None:
         """The watches on an iteration's rows, in order; the first hit raises RecordingStopped (when stopping)."""
@@ -431,9 +456,9 @@ class Recorder:
 
     def drain(self) -> Recorder:
         """Wait until every iteration that has ended is summarised and judged (background=True makes an
-        iteration's summaries while the next one runs; the recording's end waits for them too)."""
-        if self._worker is not None:
-            self._worker.drain()
+        iteration's summaries while the next one runs; the recording's end waits for them too). A hit found
+        here stops the loop at its next run."""
+        self._settle()
         return self
 
     @property
@@ -515,11 +540,15 @@ class Recorder:
         remove_observer(self._token)
         self._token = None
         if self._worker is not None:
-            self._worker.close()  # the last iteration judged: a hit there is kept (the loop is over anyway)
-            error = self._worker.error
-            self._worker.error = None
-            if error is not None and exc is None and not isinstance(error, RecordingStopped):
-                raise error
+            try:
+                self._settle()  # the last iteration judged: a hit there is kept (the loop is over anyway)
+            except BaseException:
+                self._worker.error = None
+                if exc is None:
+                    raise
+            finally:
+                self._pending_stop = None
+                self._worker.close()
         return self._stopped is not None and _stopped_by_recorder(exc)
 
 
