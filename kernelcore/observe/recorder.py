@@ -19,10 +19,10 @@ finished iterations keep their values: `rec.run(i)` is iteration i as a Recorded
 The recorder is an executor observer (kernelcore/observe/trace.py shows the protocol): it asks for the values
 ops write, so the executor hands each op record over holding them by reference, and nothing is copied. Where the
 summaries are made: as each op ends, on the executor's thread (the default: a hit stops the loop inside the
-iteration, right after that op); or with background=True on a thread of their own, a whole iteration's while the
-next one runs (summary_worker.py): the run then only appends its records to a list, and a hit stops the loop at
-the end of the iteration after the one it happened in. Either way the rows, the hit and the paused session are
-the same.
+iteration, right after that op); or with background=True a whole iteration's at its end, the C pass over its
+arrays on a thread of its own while the next iteration runs (summary_worker.py): during the run the recorder only
+appends the records to a list, and a hit stops the loop at the end of the iteration after the one it happened
+in. Either way the rows, the hit and the paused session are the same.
 """
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
-"""The flight recorder's summary thread (`background=True`): a finished iteration's summaries are made here while
-the executor's thread runs the next one.
+"""The flight recorder's summary thread (`background=True`): a finished iteration's C pass over its arrays runs
+here while the executor's thread runs the next iteration.
 
-The executor's thread only appends each op record to the run's list (its values are held by reference, and a
-kernel never mutates a value anything else holds); at the run's end the iteration is handed over whole. The one
-C call over its arrays (kernelcore/observe/iteration_summaries.py) leaves the GIL for its pass over the
-elements, so on a machine with a core to spare that pass costs the run little time; the walk over the records
-that names each row still takes the GIL. The recorder waits for the iteration before at each run's end, so a
-watch hit stops the loop at the end of the iteration after the one it happened in (the paused session replays
-the hit's iteration to that op exactly)."""
+During a run the executor's thread only appends each op record to the run's list (its values are held by
+reference, and a kernel never mutates a value anything else holds). At the run's end it names the iteration's
+rows (Python, which needs the GIL wherever it runs: here it would take it in turns with the executor's) and hands
+over the one C call over its arrays (kernelcore/observe/iteration_summaries.py), which leaves the GIL for its
+whole pass over the elements: on a machine with a core to spare that pass costs the run little time. At the next
+run's end the recorder waits for it, adds the rows and judges the watches, so a hit stops the loop at the end of
+the iteration after the one it happened in (the paused session replays the hit's iteration to that op exactly)."""
 from __future__ import annotations
 
 import collections
