@@ -53,6 +53,7 @@ def test_with_no_recorder_the_panel_says_how_to_start_recording():
     state = got["result"]
     assert state["recorder"] is None and state["payload"] is None and state["recorders"] == []
     assert "with kc.record(main, scope) as rec:" in state["hint"]
+    assert state["hint"] == hc.EMPTY_HINT  # whole: names are clipped, the panel's own words are not
 
 
 def test_the_most_recent_recorder_is_shown_unless_one_is_picked(blown_up):

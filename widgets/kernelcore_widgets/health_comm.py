@@ -92,7 +92,7 @@ class HealthChannel:
             out = {"recorders": listed, "recorder": name[:MAX_LABEL], "hint": hint, "loss_name": loss,
                    "view": view, "payload": payload}
         self.build_s = time.monotonic() - t0
-        return clip_texts(out)
+        return {**clip_texts(out), "hint": out["hint"]}  # the hint is ours, and longer than a name
 
     def push(self) -> None:
         self._send(bounded({"req": None, "ok": True, "error": None, "result": self.state()}))

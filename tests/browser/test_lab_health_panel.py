@@ -1,0 +1,113 @@
+"""In JupyterLab: the "Training health" sidebar panel over a recorded loop whose learning rate is raised at
+iteration RAISE_AT until it goes NaN. Opened from the palette's command before the loop, it says how to start
+recording; while the loop runs it shows the recorder's iterations as they end; once the recorder stopped it
+marks the first bad iteration and puts that op first, and a click on that op's sparkline at that iteration moves
+the debugger sidebar right after that op there. Screenshots (light and dark) in out/screenshots/."""
+from __future__ import annotations
+
+import re
+
+from lab_helpers import in_theme, shot
+from test_lab import CELLS, RUN_DONE, open_notebook, write_notebook
+
+SETUP = '''
+import time
+import numpy as np
+import kernelcore as kc
+import kernelcore_widgets  # the panel's comm target
+
+L = kc.layers
+RAISE_AT, HIGH_LR = 5, 50.0
+main, startup = kc.Program(), kc.Program()
+with kc.program_guard(main, startup):
+    x, y = L.data("x", [-1, 8]), L.data("y", [-1, 1])
+    err = kc.op.elementwise_sub(L.fc(L.fc(x, 16, act="tanh"), 1), y)
+    loss = L.mean(kc.op.elementwise_mul(err, err))
+    kc.optimizer.SGD(learning_rate=0.05).minimize(loss)
+scope = kc.Scope()
+kc.Executor().run(startup, scope=scope)
+rng = np.random.default_rng(0)
+xs = rng.standard_normal((32, 8)).astype("float32")
+feed = {"x": xs, "y": xs.sum(1, keepdims=True).astype("float32")}
+
+
+def train(s, n, pause_s=0.0):
+    exe = kc.Executor()
+    for it in range(n):
+        if it == RAISE_AT:
+            s.set("learning_rate_0", np.array(HIGH_LR, "float32"))
+        exe.run(main, feed=feed, fetch_list=[loss], scope=s, training=True)
+        time.sleep(pause_s)  # slow enough that the panel is seen following the loop
+'''
+
+LOOP = '''
+with kc.record(main, scope) as rec:
+    train(scope, 60, pause_s=0.4)
+print("HIT", rec.hit.iteration, rec.hit.op, rec.hit.var)
+'''
+
+FOLLOWING = """() => {
+  const counts = document.querySelector('#jp-kernelcore-health .jp-Kernelcore-hvCounts');
+  const m = counts && /(\\d+) iterations/.exec(counts.textContent);
+  const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  return !!m && Number(m[1]) >= 2 && k.status === 'busy';
+}"""
+
+
+def _run_cell(page, k: int) -> None:
+    """Run code cell k alone: the panel's comm opens once the first cell imported kernelcore_widgets, and a
+    comm's opening waits behind every cell already queued, so the loop's cell is sent after it."""
+    page.evaluate("""k => { const nb = window.jupyterapp.shell.currentWidget.content; nb.activeCellIndex = k;
+                            void window.jupyterapp.commands.execute('notebook:run-cell'); }""", k)  # not awaited
+
+
+def test_the_health_panel_follows_a_recorded_loop_and_a_click_moves_the_debugger_there(page, lab):
+    name = write_notebook(lab, "health_panel.ipynb", [SETUP, LOOP])
+    open_notebook(page, lab, name)
+    page.evaluate("window.jupyterapp.commands.execute('kernelcore:show-health')")
+    panel = page.locator("#jp-kernelcore-health")
+    panel.wait_for()
+    # the palette offers it under its name
+    assert page.evaluate("window.jupyterapp.commands.label('kernelcore:show-health')") == \
+        "kernelcore: Show training health"
+    _run_cell(page, 0)
+    hint = panel.locator(".jp-Kernelcore-hpHint")
+    hint.filter(has_text="with kc.record(main, scope) as rec:").wait_for(timeout=60_000)  # before the loop
+    shot(panel, "health_panel_empty_light")
+    _run_cell(page, 1)
+    page.wait_for_function(FOLLOWING, timeout=60_000, polling=100)  # live: the loop's cell still runs
+    page.wait_for_function(RUN_DONE, timeout=120_000, polling=250)
+    cells = page.evaluate(CELLS)
+    text = "".join(o.get("text", "") for o in cells[1]["outputs"] if o["output_type"] == "stream")
+    it, op, var = re.search(r"^HIT (\d+) (\d+) (\S+)$", text, re.M).groups()
+
+    banner = panel.locator(".jp-Kernelcore-hvFirstBadText")
+    banner.filter(has_text=f"iteration {it},").wait_for(timeout=30_000)
+    assert f"(o0:{op})" in banner.text_content() and var in banner.text_content(), banner.text_content()
+    top = panel.locator(".jp-Kernelcore-hvRow[data-op]").first
+    assert top.get_attribute("data-op") == f"o0:{op}"
+    assert "jp-Kernelcore-hvBadRow" in top.get_attribute("class")
+    assert top.locator("line.jp-Kernelcore-sparkFirstBad").get_attribute("data-iteration") == it
+    assert panel.locator(".jp-Kernelcore-hvLossCurve path.jp-Kernelcore-sparkLine").count() == 1
+    assert panel.locator(".jp-Kernelcore-hvGradCurve").count() == 4  # two fc layers: a weight and a bias each
+    assert f"{int(it) + 1} iterations" in panel.locator(".jp-Kernelcore-hvCounts").text_content()
+    shot(panel, "health_panel_light")
+
+    spark = top.locator("svg.jp-Kernelcore-hvOpSpark")
+    spark.scroll_into_view_if_needed()
+    box = spark.bounding_box()
+    spark.click(position={"x": (int(it) + 0.5) * box["width"] / (int(it) + 1), "y": box["height"] / 2})
+    sidebar = page.locator("#jp-kernelcore-debugger")
+    sidebar.wait_for(timeout=60_000)  # the click showed the debugger sidebar
+    page.wait_for_function("want => { const p = document.querySelector('#jp-kernelcore-debugger "
+                           ".jp-Kernelcore-dbgPosition'); return p && p.textContent.startsWith(want); }",
+                           arg=f"block 0 op #{int(op) + 1} ", timeout=60_000)  # right after the op that went bad
+    reason = sidebar.locator(".jp-Kernelcore-dbgReason").text_content()
+    assert reason.startswith(f"recorder: iteration {it}:") and var in reason, reason
+    assert panel.locator(".jp-Kernelcore-hvChosen").get_attribute("data-op") == f"o0:{op}"
+    assert "debugger: recorder: iteration" in panel.locator(".jp-Kernelcore-hpReply").text_content()
+    shot(page, "health_panel_debugger_light")
+    with in_theme(page, "dark"):
+        shot(panel, "health_panel_dark")
+        shot(page, "health_panel_debugger_dark")
+    assert not page.problems, page.problems
