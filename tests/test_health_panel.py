@@ -39,6 +39,13 @@ def _channel(ns):
     return hc.HealthChannel(sent.append, namespace=lambda: ns), sent
 
 
+class _Cell:
+    """What IPython's pre_run_cell hands its callbacks (ExecutionInfo), as far as the panel reads it."""
+
+    def __init__(self, raw_cell):
+        self.raw_cell = raw_cell
+
+
 def _ask(ch, sent, **msg):
     before = len(sent)
     ch.handle({"req": 7, **msg})
@@ -190,7 +197,7 @@ def test_a_recorded_loop_pushes_its_state_as_it_runs(monkeypatch):
     ch, sent = _channel(ns)
     monkeypatch.setattr(hc, "_channels", {ch})
     follower = hc._Follower()
-    follower.cell_starts()
+    follower.cell_starts(_Cell("with kc.record(main, scope) as rec: ..."))
     exe = kc.Executor()
     with record(main, scope, keep_last=0) as rec:
         ns["rec"] = rec
@@ -209,6 +216,21 @@ def test_without_a_panel_cells_run_with_no_observer(monkeypatch):
     follower = hc._Follower()
     follower.cell_starts()
     assert follower._token is None
+    follower.cell_ended()
+
+
+@pytest.mark.parametrize("source, bound, observed", [
+    ("for _ in range(9):\n    exe.run(main)", False, False),   # an unrecorded loop pays nothing
+    ("with kc.record(main, scope) as rec:\n    train()", False, True),
+    ("with rec:\n    train()", True, True),                     # a recorder bound by an earlier cell
+])
+def test_a_connected_panel_observes_only_the_cells_that_may_record(monkeypatch, source, bound, observed):
+    ns = {"rec": _healthy(1)} if bound else {}
+    ch, _sent = _channel(ns)
+    monkeypatch.setattr(hc, "_channels", {ch})
+    follower = hc._Follower()
+    follower.cell_starts(_Cell(source))
+    assert (follower._token is not None) == observed
     follower.cell_ended()
 
 

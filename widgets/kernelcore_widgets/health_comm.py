@@ -17,9 +17,10 @@ What is sent is bounded: at most MAX_POINTS_PER_SERIES points a series, a page o
 MAX_TEXT characters, and a message past MAX_MESSAGE_BYTES is replaced by an error. The messages run on the
 kernel's main shell (kernel_targets.pin_to_main_shell): the recorder's tables are written there, by the loop.
 
-Live updates: while a panel is connected, each cell runs with an executor observer (IPython's pre_run_cell)
-that pushes the state when a run ends, at most every MIN_PUSH_S seconds and so that building it takes at most
-PUSH_SHARE of the loop's time; post_run_cell removes it and pushes once more.
+Live updates: while a panel is connected, each cell that may record (its source names `record`, or a recorder
+is bound already) runs with an executor observer (IPython's pre_run_cell) that pushes the state when a run
+ends, at most every MIN_PUSH_S seconds and so that building it takes at most PUSH_SHARE of the loop's time;
+post_run_cell removes it, and pushes once more after every cell.
 """
 from __future__ import annotations
 
@@ -185,8 +186,14 @@ class _Follower:
         self._last = 0.0
         self._build_s = 0.0
 
-    def cell_starts(self, *_args) -> None:
-        if _channels and self._token is None:
+    def cell_starts(self, info=None) -> None:
+        """Observe the cell's runs when it may record: its source names `record`, or a recorder is bound already
+        (`with rec:` again). Any observer costs the executor a record per op, which an unrecorded loop would pay
+        for nothing."""
+        if not _channels or self._token is not None:
+            return
+        source = getattr(info, "raw_cell", None)
+        if not isinstance(source, str) or "record" in source or any(ch.recorders.any_bound() for ch in _channels):
             self._token = add_observer(RunEnds(self.run_ended))
 
     def cell_ended(self, *_args) -> None:

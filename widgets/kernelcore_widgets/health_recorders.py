@@ -39,6 +39,10 @@ class RecorderList:
         ranked = sorted(named, key=lambda key: -stamps[key])
         return [named[key] for key in ranked[:MAX_RECORDERS]]
 
+    def any_bound(self) -> bool:
+        """Whether a recorder is bound to a name in the namespace."""
+        return any(isinstance(v, Recorder) for v in list(self._namespace().values()))
+
     def _stamp(self, rec: Recorder) -> int:
         rows = len(rec.summaries)
         seen = self._seen.get(id(rec))
