@@ -273,3 +273,34 @@ def test_the_front_end_fixture_is_real(blown_up):
     fresh = json.loads(json.dumps(fresh))
     assert len(stored) == len(fresh) and all(_same_shape(a, b) for a, b in zip(stored, fresh))
     assert stored[1]["result"]["recorder"] == HOSTILE and stored[0]["result"]["payload"] is None
+
+
+class _FakeComm:
+    def __init__(self):
+        self.sent, self.handlers = [], {}
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+    def on_msg(self, fn):
+        self.handlers["msg"] = fn
+
+    def on_close(self, fn):
+        self.handlers["close"] = fn
+
+
+def test_opening_the_comm_greets_without_reading_a_recorder_then_answers_on_request(monkeypatch):
+    """The opening may run beside a recorded loop (on a subshell): it must not read the recorder's table."""
+    read = []
+    monkeypatch.setattr(hc, "health_payload", lambda *a, **k: read.append(a) or {})
+    comm = _FakeComm()
+    hc._open(comm, {"content": {"data": {}}})
+    try:
+        assert comm.sent == [hc.HELLO] and not read
+        comm.handlers["msg"]({"content": {"data": {"req": 5, "type": "state"}}})
+        assert len(comm.sent) == 2 and comm.sent[1]["req"] == 5 and comm.sent[1]["ok"]
+        comm.handlers["msg"]({"content": "not a dict"})
+        assert len(comm.sent) == 3 and not comm.sent[2]["ok"]
+    finally:
+        comm.handlers["close"]({})
+    assert not [c for c, _ch in hc._open_comms if c is comm]

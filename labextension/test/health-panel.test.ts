@@ -89,6 +89,17 @@ describe('health panel', () => {
     expect(comm.sent.length).toBe(1);
   });
 
+  it('asks for the state once the kernel greets it (the greeting carries none)', () => {
+    const { panel, model, comm } = connected();
+    comm.deliver({ req: null, ok: true, error: null, result: null });
+    expect(model.status).toBe('connected');
+    expect(model.state).toBeNull();
+    expect(comm.sent).toEqual([expect.objectContaining({ type: 'state', points: expect.any(Number) })]);
+    push(comm, EMPTY);
+    expect(comm.sent.length).toBe(1); // asked once, not at every push
+    expect(panel.node.querySelector('.jp-Kernelcore-hpHint')!.textContent).toContain('kc.record');
+  });
+
   it('draws the loss, the gradient norms and the ops, the first bad iteration marked, names as text', () => {
     const { panel, comm } = connected();
     push(comm, TWO);

@@ -8,7 +8,8 @@ Messages (JSON):
                      (a debug session paused right after that op in that iteration: the debugger sidebar,
                      which follows the newest session, moves there)
   kernel -> browser  {"req": int | null, "ok": bool, "error": str | null, "result": HealthPanelState | ...}
-                     (req null: a push, as a recorded loop's iterations end and after each cell)
+                     (req null: a push, as a recorded loop's iterations end and after each cell; the first,
+                     when the comm opens, has no result: the panel then asks for the state)
 HealthPanelState: {"recorders": [{name, label, iterations, stopped}], "recorder": name | null, "hint": str,
 "loss_name": str | null, "view": {stat, sort, filter, page, points}, "payload": health_payload.py's dict | null}.
 
@@ -47,6 +48,7 @@ MAX_TEXT = 200               # characters of any name sent (an op type, a variab
 MAX_MESSAGE_BYTES = 1 << 20  # a message's JSON; a larger state is answered with an error instead
 MIN_PUSH_S = 0.5
 PUSH_SHARE = 0.1
+HELLO = {"req": None, "ok": True, "error": None, "result": None}  # the comm is open: ask for the state
 EMPTY_HINT = ("No flight recorder in this kernel yet. Record a training loop with "
               "`with kc.record(main, scope) as rec:` around it; this panel shows the recorders bound to a name "
               "in the notebook and follows the loop while it runs.")
@@ -242,10 +244,9 @@ def _open(comm, _open_msg) -> None:
         _channels.discard(ch)
         if pair in _open_comms:
             _open_comms.remove(pair)
-    try:
-        ch.push()
-    except Exception as e:  # the panel asks again; the comm must open whatever the recorder holds
-        _log.warning("kernelcore health panel: the first state could not be built: %s", error_text(e))
+    # a greeting without the state: the opening may be handled beside a running cell (on a subshell), where
+    # reading a recorder the loop writes is not safe; the panel asks for the state at once, on the main shell
+    comm.send(HELLO)
 
 
 def register() -> bool:
