@@ -79,8 +79,9 @@ class HealthChannel:
     # -- the state ---------------------------------------------------------------------------------------
     def state(self) -> dict:
         t0 = time.monotonic()
-        picked = self.recorders.pick(self.wanted)
-        listed = [describe(name, rec) for name, rec in self.recorders.found()]
+        found = self.recorders.found()
+        picked = self.recorders.pick(self.wanted, found)
+        listed = [describe(name, rec) for name, rec in found]
         view = {"stat": self.view.stat, "sort": self.view.sort, "filter": self.view.filter,
                 "page": self.view.page, "points": self.points}
         if picked is None:

@@ -56,9 +56,10 @@ class RecorderList:
         for key in [k for k in self._seen if k not in named]:
             del self._seen[key]
 
-    def pick(self, wanted: str | None) -> tuple[str, Recorder] | None:
-        """The recorder named `wanted` (its name as describe() sends it), else the most recent one; None when there is none."""
-        found = self.found()
+    def pick(self, wanted: str | None, found: list | None = None) -> tuple[str, Recorder] | None:
+        """The recorder named `wanted` (its name as describe() sends it), else the most recent one; None when
+        there is none. `found`: what found() just returned, if the caller has it."""
+        found = self.found() if found is None else found
         for name, rec in found:
             if name[:MAX_LABEL] == wanted:
                 return name, rec
