@@ -26,6 +26,7 @@ from test_recorder import _mlp  # noqa: E402
 import kernelcore as kc  # noqa: E402
 from kernelcore.observe.recorder import record  # noqa: E402
 from kernelcore_widgets import health_comm as hc  # noqa: E402
+from kernelcore_widgets import health_follow as hf  # noqa: E402
 
 
 def state_cost(rec, points: int) -> tuple[float, int]:
@@ -49,8 +50,8 @@ def loop_rate(recorded: bool, panel: bool, n: int = 2000) -> float:
     exe = kc.Executor()
     ns: dict = {}
     channels = {hc.HealthChannel(lambda m: None, namespace=lambda: ns)} if panel else set()
-    saved, hc._channels = hc._channels, channels
-    follower = hc._Follower()
+    saved, hf.channels = hf.channels, channels
+    follower = hf.Follower()
     try:
         follower.cell_starts(SimpleNamespace(raw_cell=CELLS[recorded]))
         t0 = time.process_time()
@@ -64,7 +65,7 @@ def loop_rate(recorded: bool, panel: bool, n: int = 2000) -> float:
         dt = time.process_time() - t0
         follower.cell_ended()
     finally:
-        hc._channels = saved
+        hf.channels = saved
     return n / dt
 
 

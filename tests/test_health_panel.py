@@ -11,6 +11,7 @@ import kernelcore as kc
 from kernelcore.observe.debug import active_session
 from kernelcore.observe.recorder import record
 from kernelcore_widgets import health_comm as hc
+from kernelcore_widgets import health_follow as hf
 from kernelcore_widgets.health_payload import guess_loss
 
 from test_recorder import _mlp, _train
@@ -190,13 +191,13 @@ def test_selecting_where_nothing_was_recorded_is_an_error_reply(blown_up):
 
 
 def test_a_recorded_loop_pushes_its_state_as_it_runs(monkeypatch):
-    monkeypatch.setattr(hc, "MIN_PUSH_S", 0.0)
-    monkeypatch.setattr(hc, "PUSH_SHARE", 1e9)  # every run end pushes, however long building the state took
+    monkeypatch.setattr(hf, "MIN_PUSH_S", 0.0)
+    monkeypatch.setattr(hf, "PUSH_SHARE", 1e9)  # every run end pushes, however long building the state took
     main, scope, loss, feed = _mlp()
     ns = {}
     ch, sent = _channel(ns)
-    monkeypatch.setattr(hc, "_channels", {ch})
-    follower = hc._Follower()
+    monkeypatch.setattr(hf, "channels", {ch})
+    follower = hf.Follower()
     follower.cell_starts(_Cell("with kc.record(main, scope) as rec: ..."))
     exe = kc.Executor()
     with record(main, scope, keep_last=0) as rec:
@@ -212,8 +213,8 @@ def test_a_recorded_loop_pushes_its_state_as_it_runs(monkeypatch):
 
 
 def test_without_a_panel_cells_run_with_no_observer(monkeypatch):
-    monkeypatch.setattr(hc, "_channels", set())
-    follower = hc._Follower()
+    monkeypatch.setattr(hf, "channels", set())
+    follower = hf.Follower()
     follower.cell_starts()
     assert follower._token is None
     follower.cell_ended()
@@ -227,8 +228,8 @@ def test_without_a_panel_cells_run_with_no_observer(monkeypatch):
 def test_a_connected_panel_observes_only_the_cells_that_may_record(monkeypatch, source, bound, observed):
     ns = {"rec": _healthy(1)} if bound else {}
     ch, _sent = _channel(ns)
-    monkeypatch.setattr(hc, "_channels", {ch})
-    follower = hc._Follower()
+    monkeypatch.setattr(hf, "channels", {ch})
+    follower = hf.Follower()
     follower.cell_starts(_Cell(source))
     assert (follower._token is not None) == observed
     follower.cell_ended()

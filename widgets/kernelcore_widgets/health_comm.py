@@ -18,36 +18,26 @@ What is sent is bounded: at most MAX_POINTS_PER_SERIES points a series, a page o
 MAX_TEXT characters, and a message past MAX_MESSAGE_BYTES is replaced by an error. The messages run on the
 kernel's main shell (kernel_targets.pin_to_main_shell): the recorder's tables are written there, by the loop.
 
-Live updates: while a panel is connected, each cell that may record (its source names `record`, or a recorder
-is bound already) runs with an executor observer (IPython's pre_run_cell) that pushes the state when a run
-ends, at most every MIN_PUSH_S seconds and so that building it takes at most PUSH_SHARE of the loop's time;
-post_run_cell removes it, and pushes once more after every cell.
+Live updates: health_follow.py pushes every connected panel's state as a recorded cell's runs end.
 """
 from __future__ import annotations
 
 import json
-import logging
 import time
-import weakref
 from typing import Callable
 
-from kernelcore.runtime.executor import add_observer, remove_observer
-
-from . import health_series as hs
+from . import health_follow, health_series as hs
 from .health_payload import SORTS, View, guess_loss, health_payload
 from .health_recorders import MAX_LABEL, RecorderList, describe
-from .health_view import RunEnds, session_at
+from .health_view import session_at
 from .kernel_targets import pin_to_main_shell, register_target
 from .requests import MAX_INT, RequestError, brief, choice_arg, error_text, int_arg, str_arg
 
 TARGET = "kernelcore.health"
-_log = logging.getLogger(__name__)
 DEFAULT_POINTS = 150         # points a series in the panel (it is a few hundred pixels wide)
 MAX_POINTS_PER_SERIES = 500
 MAX_TEXT = 200               # characters of any name sent (an op type, a variable, a recorder)
 MAX_MESSAGE_BYTES = 1 << 20  # a message's JSON; a larger state is answered with an error instead
-MIN_PUSH_S = 0.5
-PUSH_SHARE = 0.1
 HELLO = {"req": None, "ok": True, "error": None, "result": None}  # the comm is open: ask for the state
 EMPTY_HINT = ("No flight recorder in this kernel yet. Record a training loop with "
               "`with kc.record(main, scope) as rec:` around it; this panel shows the recorders bound to a name "
@@ -176,62 +166,14 @@ def bounded(msg: dict) -> dict:
     return msg
 
 
-# -- following the loop ---------------------------------------------------------------------------------------
-_channels: "weakref.WeakSet[HealthChannel]" = weakref.WeakSet()
+# -- the kernel side ----------------------------------------------------------------------------------------
 _open_comms: list = []  # (comm, channel): kept alive while open
-
-
-class _Follower:
-    """Pushes every channel's state as a cell's runs end (rate-limited), while a panel is connected."""
-
-    def __init__(self):
-        self._token = None
-        self._last = 0.0
-        self._build_s = 0.0
-
-    def cell_starts(self, info=None) -> None:
-        """Observe the cell's runs when it may record: its source names `record`, or a recorder is bound already
-        (`with rec:` again). Any observer costs the executor a record per op, which an unrecorded loop would pay
-        for nothing."""
-        if not _channels or self._token is not None:
-            return
-        source = getattr(info, "raw_cell", None)
-        if not isinstance(source, str) or "record" in source or any(ch.recorders.any_bound() for ch in _channels):
-            self._token = add_observer(RunEnds(self.run_ended))
-
-    def cell_ended(self, *_args) -> None:
-        token, self._token = self._token, None
-        if token is not None:
-            try:
-                remove_observer(token)
-            except ValueError:  # the cell ran in a context of its own (an async cell): that context is gone
-                pass
-        self.push_all()
-
-    def run_ended(self) -> None:
-        now = time.monotonic()
-        if now - self._last < max(MIN_PUSH_S, self._build_s / PUSH_SHARE):
-            return
-        self.push_all()
-        self._last = time.monotonic()
-
-    def push_all(self) -> None:
-        t0 = time.monotonic()
-        for ch in list(_channels):
-            try:
-                ch.push()
-            except Exception as e:  # a state that cannot be built must not raise into the loop or the cell
-                _log.warning("kernelcore health panel: the state could not be built: %s", error_text(e))
-        self._build_s = time.monotonic() - t0
-
-
-_follower = _Follower()
 
 
 def _open(comm, _open_msg) -> None:
     pin_to_main_shell(comm)
     ch = HealthChannel(lambda m: comm.send(m))
-    _channels.add(ch)
+    health_follow.channels.add(ch)
     pair = (comm, ch)
     _open_comms.append(pair)
 
@@ -242,7 +184,7 @@ def _open(comm, _open_msg) -> None:
 
     @comm.on_close
     def _closed(_msg):
-        _channels.discard(ch)
+        health_follow.channels.discard(ch)
         if pair in _open_comms:
             _open_comms.remove(pair)
     # a greeting without the state: the opening may be handled beside a running cell (on a subshell), where
@@ -256,7 +198,8 @@ def register() -> bool:
         return False
     from IPython import get_ipython
     events = get_ipython().events
-    for name, hook in (("pre_run_cell", _follower.cell_starts), ("post_run_cell", _follower.cell_ended)):
+    for name, hook in (("pre_run_cell", health_follow.follower.cell_starts),
+                       ("post_run_cell", health_follow.follower.cell_ended)):
         if hook not in events.callbacks.get(name, []):
             events.register(name, hook)
     return True
