@@ -82,21 +82,19 @@ def test_a_recorder_that_grows_becomes_the_most_recent():
     a, b = _healthy(2), _healthy(2)
     ns = {"b": b, "a": a}
     ch, sent = _channel(ns)
-    assert _ask(ch, sent, type="state")["result"]["recorder"] == "a"
+    assert _ask(ch, sent, type="state")["result"]["recorder"] == "a"  # nothing grew while listed: the last bound
     main, scope, loss, feed = _mlp()
+    exe = kc.Executor()
     with record(main, scope, keep_last=0) as c:
         ns["c"] = c
         got = _ask(ch, sent, type="state")["result"]
         assert got["recorder"] == "c" and got["hint"].startswith("recording")
-        del ns["c"]
-        ns["c"] = c  # bound again: still no row, it keeps its place
-        kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
-    ns["d"] = _healthy(1)  # bound last, but c grew after d was first seen? no: d is new, so it is the newest
-    assert _ask(ch, sent, type="state")["result"]["recorder"] == "d"
-    kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+        exe.run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    ns["d"] = _healthy(1)
+    assert _ask(ch, sent, type="state")["result"]["recorder"] == "d"  # first seen now: the newest
     with c:
-        kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
-    assert _ask(ch, sent, type="state")["result"]["recorder"] == "c"  # c grew since: the loop that ran last
+        exe.run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    assert _ask(ch, sent, type="state")["result"]["recorder"] == "c"  # it grew since: the loop that ran last
 
 
 def test_the_loss_curve_is_the_variable_whose_gradient_the_backward_seeds(blown_up):
