@@ -165,7 +165,9 @@ def test_selecting_an_op_and_iteration_moves_the_debugger_sidebar_there(blown_up
     rec, _ = blown_up
     ch, sent = _channel({"rec": rec})
     fb = _ask(ch, sent, type="state")["result"]["payload"]["overview"]["first_bad"]
-    kc.debug(rec.program, feed={}, scope=kc.Scope())  # a session started later: the sidebar follows it now
+    assert rec.session is not None  # the hit's own session, made before ...
+    later = kc.debug(rec.program, feed={}, scope=kc.Scope())  # ... a session started later, which the sidebar
+    assert active_session() is later                           # follows now
     got = _ask(ch, sent, type="select", block=fb["block"], op=fb["op"], iteration=fb["iteration"])
     assert got["ok"], got["error"]
     sess = active_session()
