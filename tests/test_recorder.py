@@ -504,11 +504,12 @@ def test_rows_written_an_op_at_a_time_an_output_at_a_time_and_an_iteration_at_a_
     tables = []
     for how in ("op", "output", "iteration"):
         s = _copy_scope(scope)
+        exe = kc.Executor()  # one: an iteration at a time, the later ones are named by the first one's plan
         with record(main, s, background=how == "iteration") as rec:
             if how == "output":
                 rec._write_many = None  # every output through the per-output loop
             for _ in range(3):
-                kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=s, training=True)
+                exe.run(main, feed=feed, fetch_list=[loss], scope=s, training=True)
         tables.append(rec.summaries.columns())
     one_call = tables[0]
     assert len(one_call["numel"]) > 0 and (one_call["numel"] == 0).any() == (program == "rnn")
@@ -516,3 +517,34 @@ def test_rows_written_an_op_at_a_time_an_output_at_a_time_and_an_iteration_at_a_
         assert one_call.keys() == other.keys()
         for name in one_call:
             np.testing.assert_array_equal(one_call[name], other[name], err_msg=name)  # (NaN equal to NaN)
+
+
+def test_an_iteration_named_by_its_plan_is_walked_again_where_an_output_is_not_what_the_plan_says(monkeypatch):
+    # the plan holds what each output was; an output of another size (another batch) makes it walk again, and the
+    # rows are those of a recorder that walks every iteration
+    import kernelcore.observe.recorder as recorder_module
+    main, scope, loss, feed = _mlp()
+    half = {k: v[:16] for k, v in feed.items()}
+    feeds = [feed, feed, half, half, feed]
+    real, walked = recorder_module.name_rows, []
+    monkeypatch.setattr(recorder_module, "name_rows", lambda *args: walked.append(1) or real(*args))
+    tables, walks = [], []
+    for plan in (True, False):
+        s = _copy_scope(scope)
+        walked.clear()
+        exe = kc.Executor()  # (one executor: its prepared ops are the plan's)
+        with record(main, s, background=True) as rec:
+            for f in feeds:
+                if not plan:
+                    rec._plan = None  # (forgotten before each iteration: every one is walked)
+                exe.run(main, feed=f, fetch_list=[loss], scope=s, training=True)
+        tables.append(rec.summaries.columns())
+        walks.append(len(walked))
+        assert rec.run(4).trace.retained_bytes == sum(
+            np.asarray(v).nbytes for e in rec.run(4).events if e.kind == "op_run" for _, v in e.values)
+    assert walks == [3, 5]  # the first iteration and each change of batch; without a plan every one
+    planned, each = tables
+    per_iteration = [planned["numel"][planned["iteration"] == i].sum() for i in range(len(feeds))]
+    assert per_iteration[2] == per_iteration[3] < per_iteration[0] == per_iteration[1] == per_iteration[4]
+    for name in planned:
+        np.testing.assert_array_equal(planned[name], each[name], err_msg=name)

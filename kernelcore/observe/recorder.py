@@ -38,7 +38,7 @@ from ..runtime.executor import Executor, add_observer, remove_observer
 from ..runtime.place import CPUPlace
 from ..runtime.scope import Scope, global_scope
 from .health_summary import Summary, iteration_writer, many_writer, summary_at, summary_writer
-from .iteration_summaries import name_rows
+from .iteration_summaries import name_rows, name_rows_by_plan
 from .program_names import check_known, program_names
 from .summary_table import SummaryTable
 from .summary_watch import EveryOutput, check, every_output
@@ -83,6 +83,7 @@ class Recorder:
         self._next_items: list | None = None  # background=True: the coming run's events and op records
         self._waiting: Iteration | None = None  # background=True: handed to the summary thread, not yet settled
         self._pending_stop: RecordingStopped | None = None  # a hit found while settling, not yet raised
+        self._plan = None  # background=True: what the last iteration's outputs were (iteration_summaries.RowPlan)
         self._write = summary_writer()  # the C summary or the reference, chosen once for the recording
         self._write_many = many_writer()  # several outputs in one C call, or None
         self._many_call, self._address = iteration_writer()  # an iteration's arrays in one C call, or None
@@ -196,7 +197,13 @@ class Recorder:
             return  # a run with no op, or another program's: no iteration
         self.iterations += 1
         it.ops = len(records)
-        it.rows = name_rows(records, self._sites, self._write, self._many_call is not None, self._address)
+        in_c = self._many_call is not None
+        plan = self._plan
+        rows = name_rows_by_plan(records, plan, self._write, in_c, self._address) \
+            if plan is not None and plan.fits(records) else None
+        if rows is None:
+            rows = name_rows(records, self._sites, self._write, in_c, self._address)
+        it.rows, self._plan = rows, rows.plan
         self._settle()
         self._raise_stop()
         self._waiting = it
@@ -241,7 +248,7 @@ class Recorder:
             return
         every = self._judge_every or keep_last_summary
         for r in (range(len(rows)) if every else np.flatnonzero(rows.nonfinite()).tolist()):
-            rec, k = rows.sources[r]
+            rec, k = rows.source(r)
             op = rec[3]
             name = op.out_pairs[k][1]
             s = summary_at(int(rows.numels[r]), rows.numbers[r])

@@ -58,15 +58,13 @@ class Trace:
         self._first_raw = 0  # items before this index are all Events already
         self._window_start = 0  # where the records not yet compacted begin
 
-    @classmethod
-    def of_items(cls, items: list, retain: str) -> Trace:
-        """A trace over a list of events and op records an observer collected as the executor handed them (the
-        flight recorder's background=True), taken as it is."""
-        trace = cls(retain=retain)
+    @staticmethod
+    def of_items(items: list, retain: str) -> Trace:
+        """A finished trace over a list of events and op records an observer collected as the executor handed
+        them (the flight recorder's background=True), taken as it is."""
+        trace = _CollectedTrace(retain=retain)
         trace._items = items
-        if trace.keep_values:
-            trace.retained_bytes = sum(_nbytes(v) for rec in items if type(rec) is tuple
-                                       for v in rec[len(rec) - len(rec[3].out_pairs):])
+        trace._bytes = None if trace.keep_values else 0  # counted when first asked
         return trace
 
     # what the executor should gather for this observer
@@ -271,6 +269,22 @@ class Trace:
 
     def save_chrome(self, path, marks=()) -> None:
         Path(path).write_text(json.dumps(self.to_chrome(marks)))
+
+
+class _CollectedTrace(Trace):
+    """Trace.of_items's: the bytes its records hold are counted when first asked (most such traces are dropped
+    unread, and the count is a walk over every output)."""
+
+    @property
+    def retained_bytes(self) -> int:
+        if self._bytes is None:
+            self._bytes = sum(_nbytes(v) for rec in self._items if type(rec) is tuple
+                              for v in rec[len(rec) - len(rec[3].out_pairs):])
+        return self._bytes
+
+    @retained_bytes.setter
+    def retained_bytes(self, count: int) -> None:
+        self._bytes = count
 
 
 def _nbytes(value) -> int:
