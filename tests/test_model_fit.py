@@ -67,15 +67,18 @@ def _first_nonfinite_write(model, batches):
     return None
 
 
-def test_a_recorded_fit_stops_at_the_first_nan_an_op_wrote():
+@pytest.mark.parametrize("record", [True, {"background": False}])
+def test_a_recorded_fit_stops_at_the_first_nan_an_op_wrote(record):
     model, loss = _model()
     oracle, _ = _model()
     _same_start(model, oracle)
     expected = _first_nonfinite_write(oracle, _batches(BAD_STEP))
     assert expected is not None and expected[0] == BAD_STEP
-    result = model.fit(_batches(BAD_STEP), fetch=[loss], record=True)
+    result = model.fit(_batches(BAD_STEP), fetch=[loss], record=record)
     hit = result.recorder.hit
-    assert result.stopped and result.steps == BAD_STEP  # the stopped step fetched nothing
+    # the stopped step fetched nothing: with the summaries made as each op ends, the bad step; by default (an
+    # iteration's made while the next one runs) the step after it
+    assert result.stopped and result.steps == BAD_STEP + (record is True)
     assert (hit.iteration, hit.op, hit.var) == expected
     assert result.recorder.session.stop_reason.startswith("recorder: ")
 

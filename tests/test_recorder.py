@@ -233,15 +233,19 @@ def test_bad_arguments_are_refused():
         record(main, scope).watch("fc_0.w0@GRAD", "grad_norm", hi=1.0)  # misspelt: it would never hit
     with pytest.raises(UnknownNameError):
         record(main, scope).watch(op_type="tahn", cond="nan")
-    main, scope, loss, feed = _mlp()
-    rec = record(main, scope)
-    rec.watch(cond="range", lo=-0.1, hi=0.1)
-    token = add_observer(rec)  # observed outside the recorder's own with block: the stop reaches the caller
-    try:
-        with pytest.raises(RecordingStopped, match="leave"):
-            kc.Executor().run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
-    finally:
-        remove_observer(token)
+    for background in (False, True):
+        main, scope, loss, feed = _mlp()
+        rec = record(main, scope, background=background)
+        rec.watch(cond="range", lo=-0.1, hi=0.1)
+        token = add_observer(rec)  # observed outside the recorder's own with block: the stop reaches the caller
+        try:
+            exe = kc.Executor()
+            if background:  # judged at the next run's end
+                exe.run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+            with pytest.raises(RecordingStopped, match="leave"):
+                exe.run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+        finally:
+            remove_observer(token)
 
 
 def _rnn():

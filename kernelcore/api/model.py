@@ -14,7 +14,7 @@
 or, with the flight recorder over every step (kernelcore/observe/recorder.py):
 
     result = model.fit(({"img": i, "label": l} for i, l in batches), fetch=[avg_loss], record=True)
-    result.recorder.hit          # the first NaN/Inf an op wrote (the loop stopped there), or None
+    result.recorder.hit          # the first NaN/Inf an op wrote (the loop stopped a step later), or None
 
 `model.network` and `model.init_network` are ordinary Programs (the main and startup programs of the
 layers in kernelcore.api.layers); every layer call builds into them under program_guard.
@@ -202,7 +202,7 @@ class Model:
         """Train one step per feed dict of `batches` ({input name: value}, filled as `fill` does) and return a
         FitResult with each step's fetched values. `record`: None or False for a plain loop; True for the flight
         recorder over every step (kc.record's defaults: a NaN/Inf watch on every output that stops the loop at
-        its first hit); a dict of kc.record's keywords (keep_last, nan, stop, background); or a Recorder made by
+        the end of the step after its first hit; record={"background": False} stops it right there); a dict of kc.record's keywords (keep_last, nan, stop, background); or a Recorder made by
         kc.record(model.network, model.scope, ...), e.g. one given watches first."""
         if not self._optimized:
             raise ProgramError("fit trains the model: choose an optimizer first (model.sgd(...), model.adam(...))")

@@ -10,19 +10,22 @@ iteration, full values of the last few, and watch conditions judged on the summa
 
 (A kc.Model's loop: `model.fit(batches, record=True).recorder`, kernelcore/api/model.py.)
 
-The first hit stops the loop: the run it happened in raises RecordingStopped, which leaves the `with` block
-(the loop with it) and is swallowed there. `rec.session` runs that iteration again from the state it started
+The first hit stops the loop: a run raises RecordingStopped, which leaves the `with` block (the loop with it) and
+is swallowed there; by default the run after the one the hit happened in, at its end (see below), with
+background=False the run it happened in, right after that op. `rec.session` runs that iteration again from the
+state it started
 from (the scope's values when its first op ran, and what that op read), paused right after the op the hit names,
 with the usual moves and time travel; the rest of the iteration runs on from there. The last `keep_last`
 finished iterations keep their values: `rec.run(i)` is iteration i as a RecordedRun (time travel, compare_runs).
 
 The recorder is an executor observer (kernelcore/observe/trace.py shows the protocol): it asks for the values
 ops write, so the executor hands each op record over holding them by reference, and nothing is copied. Where the
-summaries are made: as each op ends, on the executor's thread (the default: a hit stops the loop inside the
-iteration, right after that op); or with background=True a whole iteration's at its end, the C pass over its
-arrays on a thread of its own while the next iteration runs (summary_worker.py): during the run the recorder only
-appends the records to a list, and a hit stops the loop at the end of the iteration after the one it happened
-in. Either way the rows, the hit and the paused session are the same.
+summaries are made: by default (background=True) a whole iteration's at its end, the C pass over its arrays on a
+thread of its own while the next iteration runs (summary_worker.py): during the run the recorder only appends the
+records to a list, and a hit stops the loop at the end of the iteration after the one it happened in (its
+optimizer updates and the next iteration's have landed in the scope). With background=False as each op ends, on
+the executor's thread, which costs the run more (bench/recorder.py) but stops it right after the op (what came
+after it, the update included, has not run). Either way the rows, the hit and the paused session are the same.
 """
 from __future__ import annotations
 
@@ -62,7 +65,7 @@ class Recorder:
 
     def __init__(self, program: Program | None = None, scope: Scope | None = None, *, keep_last: int = 2,
                  nan: bool = True, stop: bool = True, training: bool = True, executor: Executor | None = None,
-                 background: bool = False):
+                 background: bool = True):
         if not isinstance(keep_last, int) or keep_last < 0:
             raise KernelcoreError(f"keep_last is how many iterations keep their values (>= 0), got {keep_last!r}")
         self.program, self.scope = program, scope if scope is not None else global_scope()
@@ -574,6 +577,7 @@ def record(program: Program | None = None, scope: Scope | None = None, **kw) -> 
     """The flight recorder (see kernelcore/observe/recorder.py): `with kc.record(main, scope) as rec: ...`.
     Keywords: keep_last (iterations that keep full values, 2), nan (watch every output for NaN/Inf, True),
     stop (a hit stops the loop, True), training (the replay's training flag, True), executor (the replay's),
-    background (an iteration's summaries made on a thread of their own while the next iteration runs, False:
+    background (an iteration's summaries made at its end, their C pass on a thread of their own while the next
+    iteration runs, True; False: as each op ends, stopping the loop right after the op a hit names:
     kernelcore/observe/summary_worker.py)."""
     return Recorder(program, scope, **kw)
