@@ -13,20 +13,20 @@ encoder with a classifier (batch 8, sequence 128, Adam; Paddle 2.6.2 through ben
 bench/transformer_models.py). One step = Executor.run(main, training=True) from the initial persistables (restored,
 untimed, before every window, so every window computes the same thing), with NumPy's BLAS held to one thread.
 
-A window is STEPS consecutive steps timed together, as a training loop runs them; for a recorder whose summaries
-are made on a thread of their own (background=True: an iteration's while the next one runs) the window ends once
-its last iteration is summarised and judged (Recorder.drain), so the work it hands over is inside the window.
-Recorded steps run inside one recorder kept across all its windows (as a training loop keeps it): its default
-watch (NaN/Inf on every output) on, keep_last=2; once with the summaries made on the executor's thread as each op
-ends (background=False), once with background=True. Windows alternate between plain and the recorded sides, each
+A window is STEPS consecutive steps timed together, as a training loop runs them; the window ends once the
+recorder has summarised and judged its last iteration (Recorder.drain: by default an iteration's C pass runs on
+the summary thread while the next iteration runs), so the work it hands over is inside the window. Recorded steps
+run inside one recorder kept across all its windows (as a training loop keeps it): its default watch (NaN/Inf on
+every output) on, keep_last=2; once as kc.record makes it (the summaries an iteration at a time, background=True),
+once with background=False (each op's outputs as it ends, on the executor's thread). Windows alternate between plain and the recorded sides, each
 after WARM_S of its own untimed steps; a step's time is its window's / STEPS; best and median per side; the ratio
 is recorded / plain, best against best (the machine is shared: best windows are those other processes left alone),
 for wall time and for the process's CPU time (all its threads). Bytes: the summary rows' memory / (iterations x
 op records per iteration), and the Parquet file's size the same way (with pyarrow).
 
---parts adds a third recorder whose summary writer computes nothing (its rows stay zero): what the recorder costs
-besides the summaries' arithmetic (handing over the records, the kept iterations' traces, the rows' bookkeeping,
-the calls), so that recorded - that is what the summaries' passes over the outputs cost.
+--parts adds a third recorder, kc.record's default, whose summaries compute nothing (its rows stay zero): what the
+recorder costs besides the summaries' arithmetic (the records handed over, the rows named, the kept iterations'
+traces), so that recorded - that is what the passes over the outputs cost the run.
 """
 from __future__ import annotations
 
@@ -133,19 +133,18 @@ def _no_numbers(value, rows, row):
     return 0 if isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__") else None
 
 
-def _no_numbers_many(values, rows, first):
-    """The writer of several outputs at once that computes nothing: 0 where each is a numeric tensor, else None (each
-    then goes through _no_numbers)."""
-    return 0 if all(_no_numbers(v, rows, first) is not None for v in values) else None
+def _no_numbers_in_c(items, count, address):
+    """The C call over an iteration's arrays, computing nothing."""
+    return 0
 
 
 def measure(s: Step, repeat: int, outdir: Path, parts: bool) -> dict:
     rec = kc.record(s.prog, s.scope, keep_last=2)
-    rec_bg = kc.record(s.prog, s.scope, keep_last=2, background=True)
+    rec_inline = kc.record(s.prog, s.scope, keep_last=2, background=False)
     rec_bare = kc.record(s.prog, s.scope, keep_last=2)
-    rec_bare._write = _no_numbers  # the writer the recorder chose once; this bench's stand-in computes nothing
-    rec_bare._write_many = _no_numbers_many  # (and the one for an op's outputs at once)
-    plain, recorded, background, bare = [], [], [], []
+    rec_bare._write = _no_numbers  # the writers the recorder chose once; this bench's stand-ins compute nothing
+    rec_bare._many_call = _no_numbers_in_c  # (and the one C call over an iteration's arrays)
+    plain, recorded, inline, bare = [], [], [], []
 
     def recorded_window(r):
         with r:
@@ -154,12 +153,13 @@ def measure(s: Step, repeat: int, outdir: Path, parts: bool) -> dict:
         for _ in range(repeat):
             plain += window(s)
             recorded += recorded_window(rec)
-            background += recorded_window(rec_bg)
+            inline += recorded_window(rec_inline)
             if parts:
                 bare += recorded_window(rec_bare)
-    assert rec.hit is None and rec_bg.hit is None and rec_bare.hit is None, (rec.hit, rec_bg.hit, rec_bare.hit)
+    assert rec.hit is None and rec_inline.hit is None and rec_bare.hit is None, (rec.hit, rec_inline.hit,
+                                                                                  rec_bare.hit)
     ops = rec.kept[-1].ops  # op records per iteration (a fused rnn's steps count one each)
-    out = {"model": s.name, "plain": plain, "recorded": recorded, "background": background, "bare": bare,
+    out = {"model": s.name, "plain": plain, "recorded": recorded, "inline": inline, "bare": bare,
            "iterations": rec.iterations, "ops": ops,
            "rows_per_iteration": len(rec.summaries) / rec.iterations,
            "bytes_per_op": rec.summaries.nbytes / (rec.iterations * ops)}
@@ -174,7 +174,7 @@ def measure(s: Step, repeat: int, outdir: Path, parts: bool) -> dict:
 
 def report(r: dict) -> None:
     print(r["model"])
-    sides = [("recorded", "recorded"), ("background", "recorded, background=True")]
+    sides = [("recorded", "recorded"), ("inline", "recorded, background=False")]
     if r["bare"]:
         sides.append(("bare", "recorded, numbers left out"))
     for side, label in sides:
