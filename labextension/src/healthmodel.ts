@@ -6,7 +6,8 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 import type { HealthCurve, HealthOpRow, HealthOverview } from './protocol.generated';
-import type { CommLike, KernelLike } from './debugmodel';
+import { COMMON_STATUS_TEXT, KernelChannel, KernelLike } from './kernelchannel';
+import type { ConnectionStatus } from './tokens';
 
 export const HEALTH_TARGET = 'kernelcore.health';
 const TIMEOUT_MS = 60_000;
@@ -51,7 +52,7 @@ export interface HealthReply {
   result: unknown;
 }
 
-export type HealthStatus = 'no-notebook' | 'no-kernel' | 'connecting' | 'no-target' | 'connected' | 'restarted';
+export type HealthStatus = ConnectionStatus;
 
 function isReply(x: unknown): x is HealthReply {
   const r = x as HealthReply;
@@ -65,13 +66,15 @@ function isState(x: unknown): x is HealthPanelState {
 
 export class HealthModel {
   private _state: HealthPanelState | null = null;
-  private _status: HealthStatus = 'no-notebook';
-  private _kernel: KernelLike | null = null;
-  private _comm: CommLike | null = null;
-  private _next = 1;
-  private _pending = new Map<number, { resolve: (r: HealthReply) => void; timer: ReturnType<typeof setTimeout> }>();
   private _changed = new Signal<HealthModel, void>(this);
-  private _onStatus = (_: unknown, status: string) => this._kernelStatus(status);
+  private _channel = new KernelChannel<HealthReply>(HEALTH_TARGET, {
+    message: data => this._message(data),
+    forget: () => {
+      this._state = null;
+    },
+    changed: () => this._changed.emit(),
+    failure: (req, error) => ({ req, ok: false, error, result: null })
+  });
   /** the last error a request got (shown until the next state) */
   error = '';
 
@@ -80,7 +83,7 @@ export class HealthModel {
   }
 
   get status(): HealthStatus {
-    return this._status;
+    return this._channel.status;
   }
 
   get changed(): ISignal<HealthModel, void> {
@@ -88,13 +91,11 @@ export class HealthModel {
   }
 
   get statusText(): string {
-    switch (this._status) {
+    switch (this.status) {
       case 'no-notebook':
-        return 'no active notebook';
       case 'no-kernel':
-        return 'the notebook has no running kernel';
       case 'connecting':
-        return 'connecting to the kernel\u2026';
+        return COMMON_STATUS_TEXT[this.status] ?? '';
       case 'no-target':
         return 'the kernel has not imported kernelcore_widgets yet: run `import kernelcore_widgets` in a cell';
       case 'restarted':
@@ -106,26 +107,11 @@ export class HealthModel {
 
   /** Follow another kernel (or none). */
   setKernel(kernel: KernelLike | null, hasNotebook = true): void {
-    if (kernel === this._kernel && this._comm) {
-      return;
-    }
-    this._closeComm();
-    this._kernel?.statusChanged?.disconnect(this._onStatus);
-    this._kernel = kernel;
-    this._state = null;
-    if (!kernel) {
-      this._set(hasNotebook ? 'no-kernel' : 'no-notebook');
-      return;
-    }
-    kernel.statusChanged?.connect(this._onStatus);
-    this._open();
+    this._channel.setKernel(kernel, hasNotebook);
   }
 
   reconnect(): void {
-    if (this._kernel && (this._status !== 'connected' || !this._comm)) {
-      this._closeComm();
-      this._open();
-    }
+    this._channel.reconnect();
   }
 
   /** Ask for the state with these choices (remembered by the kernel for the pushes that follow). */
@@ -146,76 +132,12 @@ export class HealthModel {
 
   // -- internals ------------------------------------------------------------------------------------------
   private _request(body: Record<string, unknown>): Promise<HealthReply> {
-    const req = this._next++;
-    const comm = this._comm;
-    if (!comm || this._status !== 'connected') {
+    const req = this._channel.nextId();
+    if (!this._channel.connected) {
       return Promise.resolve({ req, ok: false, error: this.statusText || 'not connected', result: null });
     }
-    return new Promise<HealthReply>(resolve => {
-      const timer = setTimeout(() => {
-        this._pending.delete(req);
-        resolve({ req, ok: false, error: 'the kernel did not answer (busy running a cell?)', result: null });
-      }, TIMEOUT_MS);
-      this._pending.set(req, { resolve, timer });
-      comm.send({ req, ...body });
-    });
-  }
-
-  private _open(): void {
-    const kernel = this._kernel;
-    if (!kernel) {
-      return;
-    }
-    let comm: CommLike;
-    try {
-      comm = kernel.createComm(HEALTH_TARGET);
-    } catch {
-      this._set('no-target');
-      return;
-    }
-    this._comm = comm;
-    this._set('connecting');
-    comm.onMsg = msg => this._message(msg?.content?.data);
-    comm.onClose = () => {
-      if (this._comm === comm) {
-        this._comm = null;
-        this._failPending('the comm closed');
-        if (this._status !== 'restarted') {
-          this._state = null;
-          this._set('no-target');
-        }
-      }
-    };
-    comm.open({ version: 1 });
-  }
-
-  private _closeComm(): void {
-    const comm = this._comm;
-    this._comm = null;
-    this._failPending('the comm closed');
-    if (comm && !comm.isDisposed) {
-      try {
-        comm.close();
-      } catch {
-        // already gone with its kernel
-      }
-    }
-  }
-
-  private _failPending(error: string): void {
-    this._pending.forEach(({ resolve, timer }, req) => {
-      clearTimeout(timer);
-      resolve({ req, ok: false, error, result: null });
-    });
-    this._pending.clear();
-  }
-
-  private _kernelStatus(status: string): void {
-    if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
-      this._closeComm();
-      this._state = null;
-      this._set('restarted');
-    }
+    const timeout = { ms: TIMEOUT_MS, reply: { req, ok: false, error: 'the kernel did not answer (busy running a cell?)', result: null } };
+    return new Promise<HealthReply>(resolve => this._channel.send(req, { req, ...body }, resolve, timeout));
   }
 
   private _message(data: unknown): void {
@@ -228,20 +150,10 @@ export class HealthModel {
     } else if (!data.ok && data.error) {
       this.error = data.error;
     }
-    this._status = 'connected';
+    this._channel.markConnected();
     if (data.req !== null) {
-      const p = this._pending.get(data.req);
-      if (p) {
-        clearTimeout(p.timer);
-        this._pending.delete(data.req);
-        p.resolve(data);
-      }
+      this._channel.settle(data.req, data);
     }
-    this._changed.emit();
-  }
-
-  private _set(status: HealthStatus): void {
-    this._status = status;
     this._changed.emit();
   }
 }

@@ -1,6 +1,6 @@
 /** A fake kernel comm for the sidebar's DebuggerModel: records what the model sends and delivers the kernel's
  * messages and replies. */
-import { CommLike } from '../src/debugmodel';
+import { CommLike } from '../src/kernelchannel';
 
 export class FakeComm implements CommLike {
   sent: any[] = [];

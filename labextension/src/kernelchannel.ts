@@ -1,0 +1,201 @@
+/**
+ * One comm to the active notebook's kernel, as the sidebar models (debugger, training health) use it: it
+ * follows a kernel (or none), opens the comm on its target, knows kernel restarts and kernels that have not
+ * imported kernelcore_widgets (the comm closes at once), and answers every request it sent exactly once: with
+ * the reply its owner settles, or with a failure when the comm closes or the request's timeout passes.
+ */
+import type { ConnectionStatus } from './tokens';
+
+/** The part of a comm we use (@jupyterlab/services Kernel.IComm). */
+export interface CommLike {
+  open(data?: any): unknown;
+  send(data: any): unknown;
+  close(data?: any): unknown;
+  onMsg: (msg: { content: { data: any } }) => void;
+  onClose: (msg: unknown) => void;
+  readonly isDisposed?: boolean;
+}
+
+/** The part of a kernel connection we use (@jupyterlab/services Kernel.IKernelConnection). */
+export interface KernelLike {
+  readonly id?: string;
+  readonly status?: string;
+  createComm(targetName: string): CommLike;
+  statusChanged?: { connect(fn: (sender: unknown, status: string) => void): unknown; disconnect(fn: any): unknown };
+}
+
+/** What the model that owns a channel does with it. */
+export interface ChannelOwner<R> {
+  /** Data the kernel sent on the comm (replies included: the owner settles them). */
+  message(data: unknown): void;
+  /** What the kernel had sent is gone (another kernel, a restart, the comm closed). */
+  forget(): void;
+  /** The channel's status changed. */
+  changed(): void;
+  /** The answer of a request still waiting when the comm closes. */
+  failure(id: number, error: string): R;
+}
+
+/** What a request gets when no reply comes in time. */
+export interface Timeout<R> {
+  ms: number;
+  reply: R;
+}
+
+/** The status sentences every channel words the same way; the others depend on what the kernel side offers. */
+export const COMMON_STATUS_TEXT: Partial<Record<ConnectionStatus, string>> = {
+  'no-notebook': 'no active notebook',
+  'no-kernel': 'the notebook has no running kernel',
+  connecting: 'connecting to the kernel\u2026'
+};
+
+interface Pending<R> {
+  resolve: (r: R) => void;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+export class KernelChannel<R> {
+  private _status: ConnectionStatus = 'no-notebook';
+  private _kernel: KernelLike | null = null;
+  private _comm: CommLike | null = null;
+  private _next = 1;
+  private _pending = new Map<number, Pending<R>>();
+  private _onStatus = (_: unknown, status: string) => this._kernelStatus(status);
+
+  constructor(
+    private readonly _target: string,
+    private readonly _owner: ChannelOwner<R>
+  ) {}
+
+  get status(): ConnectionStatus {
+    return this._status;
+  }
+
+  /** The comm is open and the kernel side has answered on it. */
+  get connected(): boolean {
+    return !!this._comm && this._status === 'connected';
+  }
+
+  /** The kernel answered: the owner emits the change with what the answer brought. */
+  markConnected(): void {
+    this._status = 'connected';
+  }
+
+  /** A fresh request id (ids are never reused, answered or not). */
+  nextId(): number {
+    return this._next++;
+  }
+
+  /** Follow another kernel (or none). */
+  setKernel(kernel: KernelLike | null, hasNotebook = true): void {
+    if (kernel === this._kernel && this._comm) {
+      return;
+    }
+    this._closeComm();
+    this._kernel?.statusChanged?.disconnect(this._onStatus);
+    this._kernel = kernel;
+    this._owner.forget();
+    if (!kernel) {
+      this._set(hasNotebook ? 'no-kernel' : 'no-notebook');
+      return;
+    }
+    kernel.statusChanged?.connect(this._onStatus);
+    this._open();
+  }
+
+  reconnect(): void {
+    if (this._kernel && (this._status !== 'connected' || !this._comm)) {
+      this._closeComm();
+      this._open();
+    }
+  }
+
+  /**
+   * Send `message` for request `id`; `resolve` gets the reply settled for it, or a failure when the comm
+   * closes, or `timeout.reply` once `timeout.ms` passed (no timeout: it waits as long as the comm lives).
+   * The caller checks `connected` first.
+   */
+  send(id: number, message: unknown, resolve: (r: R) => void, timeout?: Timeout<R>): void {
+    const timer = timeout
+      ? setTimeout(() => {
+          this._pending.delete(id);
+          resolve(timeout.reply);
+        }, timeout.ms)
+      : undefined;
+    this._pending.set(id, { resolve, timer });
+    this._comm?.send(message);
+  }
+
+  /** Answer request `id` with `reply` (a reply whose request already got its answer is dropped). */
+  settle(id: number, reply: R): void {
+    const p = this._pending.get(id);
+    if (p) {
+      clearTimeout(p.timer);
+      this._pending.delete(id);
+      p.resolve(reply);
+    }
+  }
+
+  // -- internals ------------------------------------------------------------------------------------------
+  private _open(): void {
+    const kernel = this._kernel;
+    if (!kernel) {
+      return;
+    }
+    let comm: CommLike;
+    try {
+      comm = kernel.createComm(this._target);
+    } catch {
+      this._set('no-target');
+      return;
+    }
+    this._comm = comm;
+    this._set('connecting');
+    comm.onMsg = msg => this._owner.message(msg?.content?.data);
+    comm.onClose = () => {
+      if (this._comm === comm) {
+        this._comm = null;
+        this._failPending('the comm closed');
+        if (this._status !== 'restarted') {
+          this._owner.forget();
+          this._set('no-target');
+        }
+      }
+    };
+    comm.open({ version: 1 });
+  }
+
+  private _closeComm(): void {
+    const comm = this._comm;
+    this._comm = null;
+    this._failPending('the comm closed');
+    if (comm && !comm.isDisposed) {
+      try {
+        comm.close();
+      } catch {
+        // already gone with its kernel
+      }
+    }
+  }
+
+  private _failPending(error: string): void {
+    this._pending.forEach(({ resolve, timer }, id) => {
+      clearTimeout(timer);
+      resolve(this._owner.failure(id, error));
+    });
+    this._pending.clear();
+  }
+
+  private _kernelStatus(status: string): void {
+    if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
+      this._closeComm();
+      this._owner.forget();
+      this._set('restarted');
+    }
+  }
+
+  private _set(status: ConnectionStatus): void {
+    this._status = status;
+    this._owner.changed();
+  }
+}

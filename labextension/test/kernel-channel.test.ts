@@ -1,0 +1,128 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { KernelChannel, KernelLike } from '../src/kernelchannel';
+import { FakeComm } from './fake-comm';
+
+interface Answer {
+  id: number;
+  error: string | null;
+}
+
+type StatusListener = (sender: unknown, status: string) => void;
+
+class FakeKernel implements KernelLike {
+  comms: FakeComm[] = [];
+  listeners: StatusListener[] = [];
+  noTarget = false;
+  statusChanged = {
+    connect: (fn: StatusListener) => this.listeners.push(fn),
+    disconnect: (fn: StatusListener) => (this.listeners = this.listeners.filter(f => f !== fn))
+  };
+  createComm(target: string): FakeComm {
+    if (this.noTarget) {
+      throw new Error(`no comm target ${target}`);
+    }
+    const c = new FakeComm(target);
+    this.comms.push(c);
+    return c;
+  }
+  get comm(): FakeComm {
+    return this.comms[this.comms.length - 1];
+  }
+  restart(): void {
+    this.listeners.forEach(fn => fn(this, 'restarting'));
+  }
+}
+
+/** A channel whose owner settles the replies it gets and counts what the channel told it. */
+function channel() {
+  const seen = { forgot: 0, changed: 0 };
+  const ch: KernelChannel<Answer> = new KernelChannel<Answer>('kernelcore.test', {
+    message: data => {
+      const d = data as Answer;
+      ch.markConnected();
+      ch.settle(d.id, d);
+    },
+    forget: () => seen.forgot++,
+    changed: () => seen.changed++,
+    failure: (id, error) => ({ id, error })
+  });
+  const kernel = new FakeKernel();
+  ch.setKernel(kernel);
+  return { ch, kernel, seen };
+}
+
+function ask(ch: KernelChannel<Answer>, timeoutMs?: number): { id: number; answers: Answer[] } {
+  const id = ch.nextId();
+  const answers: Answer[] = [];
+  const timeout = timeoutMs === undefined ? undefined : { ms: timeoutMs, reply: { id, error: 'timed out' } };
+  ch.send(id, { id }, r => answers.push(r), timeout);
+  return { id, answers };
+}
+
+afterEach(() => vi.useRealTimers());
+
+describe('KernelChannel', () => {
+  it('opens the comm on its target and is connected once the kernel answers', () => {
+    const { ch, kernel } = channel();
+    expect(kernel.comm.target).toBe('kernelcore.test');
+    expect(kernel.comm.opened).toBe(true);
+    expect(ch.status).toBe('connecting');
+    const { id, answers } = ask(ch);
+    kernel.comm.deliver({ id, error: null });
+    expect(ch.connected).toBe(true);
+    expect(answers).toEqual([{ id, error: null }]);
+  });
+
+  it('answers a request once: a reply after its timeout is dropped', () => {
+    vi.useFakeTimers();
+    const { ch, kernel } = channel();
+    const { id, answers } = ask(ch, 1000);
+    vi.advanceTimersByTime(1000);
+    kernel.comm.deliver({ id, error: null });
+    expect(answers).toEqual([{ id, error: 'timed out' }]);
+  });
+
+  it('fails the requests still waiting when the comm closes, and forgets the kernel side', () => {
+    const { ch, kernel, seen } = channel();
+    const waiting = ask(ch);
+    const forgotBefore = seen.forgot;
+    kernel.comm.onClose({});
+    expect(waiting.answers).toEqual([{ id: waiting.id, error: 'the comm closed' }]);
+    expect(ch.status).toBe('no-target');
+    expect(seen.forgot).toBe(forgotBefore + 1);
+    kernel.comm.deliver({ id: waiting.id, error: null });
+    expect(waiting.answers).toHaveLength(1);
+  });
+
+  it('says restarted when the kernel restarts, until it reconnects', () => {
+    const { ch, kernel } = channel();
+    const waiting = ask(ch);
+    kernel.restart();
+    expect(ch.status).toBe('restarted');
+    expect(kernel.comm.closed).toBe(true);
+    expect(waiting.answers).toEqual([{ id: waiting.id, error: 'the comm closed' }]);
+    ch.reconnect();
+    expect(kernel.comms).toHaveLength(2);
+    expect(ch.status).toBe('connecting');
+  });
+
+  it('says no-target when the kernel has no comm target, and no-kernel / no-notebook without a kernel', () => {
+    const { ch } = channel();
+    const bare = new FakeKernel();
+    bare.noTarget = true;
+    ch.setKernel(bare);
+    expect(ch.status).toBe('no-target');
+    ch.setKernel(null);
+    expect(ch.status).toBe('no-kernel');
+    ch.setKernel(null, false);
+    expect(ch.status).toBe('no-notebook');
+  });
+
+  it('stops following the kernel it left', () => {
+    const { ch, kernel } = channel();
+    ch.setKernel(new FakeKernel());
+    expect(kernel.listeners).toHaveLength(0);
+    kernel.restart();
+    expect(ch.status).toBe('connecting');
+  });
+});
