@@ -8,6 +8,7 @@ import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyte
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
+import { followActiveNotebook } from './activekernel';
 import { HealthModel } from './healthmodel';
 import { HealthPanel } from './healthpanel';
 
@@ -35,24 +36,9 @@ export const healthPlugin: JupyterFrontEndPlugin<void> = {
         void app.commands.execute(OPEN_DEBUGGER);
       }
     };
-    const follow = () => {
-      const nb = tracker?.currentWidget ?? null;
-      model.setKernel((nb?.sessionContext.session?.kernel as any) ?? null, !!nb);
-    };
-    let watched: any = null;
-    tracker?.currentChanged.connect(() => {
-      watched?.kernelChanged.disconnect(follow);
-      watched = tracker.currentWidget?.sessionContext ?? null;
-      watched?.kernelChanged.connect(follow);
-      follow();
-    });
-    // a cell ran: it may have imported kernelcore_widgets (the comm target) or restarted the recording
-    NotebookActions.executed.connect((_, args) => {
-      if (args.notebook === tracker?.currentWidget?.content) {
-        model.reconnect();
-      }
-    });
-    follow();
+    // a cell ran in the active notebook: it may have imported kernelcore_widgets (the comm target) or
+    // restarted the recording
+    followActiveNotebook(tracker, NotebookActions.executed, model);
     app.shell.add(panel, 'left', { rank: 1000 });
     restorer?.add(panel, 'kernelcore-health');
     app.commands.addCommand(SHOW_HEALTH, {
