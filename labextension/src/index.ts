@@ -17,6 +17,7 @@ import { ICommandPalette, MainAreaWidget } from '@jupyterlab/apputils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
+import { followActiveNotebook } from './activekernel';
 import { setDebuggerModel } from './debugactions';
 import { DebuggerModel } from './debugmodel';
 import { PROGRAM_FACTORY, PROGRAM_FILE_TYPE, ProgramFileFactory } from './fileviewer';
@@ -117,17 +118,6 @@ const modelPlugin: JupyterFrontEndPlugin<IKernelcoreDebuggerModel> = {
       });
       return kernel;
     });
-    const follow = () => {
-      const panel = tracker?.currentWidget ?? null;
-      model.setKernel((panel?.sessionContext.session?.kernel as any) ?? null, !!panel);
-    };
-    let watched: any = null;
-    tracker?.currentChanged.connect(() => {
-      watched?.kernelChanged.disconnect(follow);
-      watched = tracker.currentWidget?.sessionContext ?? null;
-      watched?.kernelChanged.connect(follow);
-      follow();
-    });
     // once a kernel uses kernelcore (its debug comm answered), start the page's layout worker: Graphviz
     // compiles while the user writes the next cell, not while the first graph waits for it
     model.changed.connect(() => {
@@ -135,13 +125,9 @@ const modelPlugin: JupyterFrontEndPlugin<IKernelcoreDebuggerModel> = {
         sharedLayout().warm();
       }
     });
-    // a cell ran: it may have imported kernelcore_widgets or started a session after a restart
-    NotebookActions.executed.connect((_, args) => {
-      if (args.notebook === tracker?.currentWidget?.content) {
-        model.reconnect();
-      }
-    });
-    follow();
+    // a cell ran in the active notebook: it may have imported kernelcore_widgets or started a session after a
+    // restart
+    followActiveNotebook(tracker, NotebookActions.executed, model);
     return model;
   }
 };
