@@ -8,9 +8,10 @@
  * how to start one.
  */
 import { Widget } from '@lumino/widgets';
-import { button, clear, h } from './dom';
+import { clear, h } from './dom';
 import { HealthModel, HealthPanelState, HealthViewChoice } from './healthmodel';
 import type { HealthOpRow } from './protocol.generated';
+import { healthControls } from './views/healthcontrols';
 import { drawFirstBad, drawGrads, drawLoss, drawOpTable, OnDebug } from './views/healthdraw';
 
 const MIN_WIDTH = 160;
@@ -164,31 +165,8 @@ export class HealthPanel extends Widget {
     } else {
       this._controls.appendChild(h('span', { cls: 'jp-Kernelcore-muted jp-Kernelcore-hpRecorderName', text: `recorder ${state.recorder ?? ''}` }));
     }
-    const stat = h('select', { cls: 'jp-Kernelcore-hvStat', attrs: { 'aria-label': 'statistic' } });
-    for (const s of ov.stats) {
-      stat.appendChild(h('option', { text: s, attrs: { value: s } }));
-    }
-    stat.value = view.stat;
-    stat.addEventListener('change', () => this.ask({ stat: stat.value }));
-    const sort = h('select', { cls: 'jp-Kernelcore-hvSort', attrs: { 'aria-label': 'order' } });
-    sort.append(h('option', { text: 'worst first', attrs: { value: 'worst' } }), h('option', { text: 'program order', attrs: { value: 'program' } }));
-    sort.value = view.sort;
-    sort.addEventListener('change', () => this.ask({ sort: sort.value, page: 0 }));
-    const filter = h('input', { cls: 'jp-Kernelcore-hvFilter', attrs: { type: 'search', placeholder: 'filter ops', 'aria-label': 'filter ops' } });
-    filter.value = view.filter;
-    filter.addEventListener('change', () => this.ask({ filter: filter.value, page: 0 }));
-    const prev = button('\u2039', () => this.ask({ page: view.page - 1 }), { cls: 'jp-Kernelcore-hvPrev', title: 'previous page' });
-    const next = button('\u203a', () => this.ask({ page: view.page + 1 }), { cls: 'jp-Kernelcore-hvNext', title: 'next page' });
-    prev.disabled = view.page <= 0;
-    next.disabled = view.page >= ov.pages - 1;
-    this._controls.append(
-      h('label', {}, ['statistic ', stat]),
-      h('label', {}, ['order ', sort]),
-      filter,
-      prev,
-      next,
-      h('span', { cls: 'jp-Kernelcore-muted jp-Kernelcore-hvCounts', text: `${ov.matching} of ${ov.ops} ops, ${ov.iterations} iterations; page ${view.page + 1}/${ov.pages}` }),
-      button('refresh', () => this.ask({}), { cls: 'jp-Kernelcore-hvRefresh', title: 'read the recorder again' })
-    );
+    // a new order starts again at the first page, as a new filter does
+    const choose = (change: Partial<HealthViewChoice>) => this.ask(change.sort !== undefined ? { ...change, page: 0 } : change);
+    this._controls.append(...healthControls(ov, view, { choose, refresh: () => this.ask({}) }));
   }
 }

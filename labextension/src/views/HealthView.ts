@@ -9,12 +9,13 @@
  * Messages: {type: "query", stat?, sort?, filter?, page?}, {type: "select", block, op, iteration},
  * {type: "refresh"}. Python bounds every series (at most 500 points, 20 ops a page).
  */
-import { button, clear, h } from '../dom';
+import { clear, h } from '../dom';
 import { childModel, Listeners, RenderProps, WidgetModel } from '../model';
 import type { HealthOpRow, HealthOverview } from '../protocol.generated';
 import type { DebuggerTraits, HealthViewTraits } from '../widgets.generated';
 import { withKernelNotice } from '../restart';
 import { DebuggerView, debuggerChildren } from './Debugger';
+import { healthControls } from './healthcontrols';
 import { drawFirstBad, drawGrads, drawLoss, drawOpTable, overviewOf } from './healthdraw';
 
 const SPARK = { width: 240, height: 28 };
@@ -95,35 +96,13 @@ export class HealthViewView {
 
   private _drawControls(ov: HealthOverview | null): void {
     clear(this._controls);
-    const stat = h('select', { cls: 'jp-Kernelcore-hvStat', attrs: { 'aria-label': 'statistic' } });
-    for (const s of ov?.stats ?? ['l2']) {
-      stat.appendChild(h('option', { text: s, attrs: { value: s } }));
-    }
-    stat.value = String(this.model.get('stat'));
-    stat.addEventListener('change', () => this.query({ stat: stat.value }));
-    const sort = h('select', { cls: 'jp-Kernelcore-hvSort', attrs: { 'aria-label': 'order' } });
-    sort.append(h('option', { text: 'worst first', attrs: { value: 'worst' } }), h('option', { text: 'program order', attrs: { value: 'program' } }));
-    sort.value = String(this.model.get('sort'));
-    sort.addEventListener('change', () => this.query({ sort: sort.value }));
-    const filter = h('input', { cls: 'jp-Kernelcore-hvFilter', attrs: { type: 'search', placeholder: 'filter ops', 'aria-label': 'filter ops' } });
-    filter.value = String(this.model.get('filter') ?? '');
-    filter.addEventListener('change', () => this.query({ filter: filter.value, page: 0 }));
-    const page = Number(this.model.get('page') ?? 0);
-    const pages = ov?.pages ?? 1;
-    const prev = button('\u2039', () => this.query({ page: page - 1 }), { cls: 'jp-Kernelcore-hvPrev', title: 'previous page' });
-    const next = button('\u203a', () => this.query({ page: page + 1 }), { cls: 'jp-Kernelcore-hvNext', title: 'next page' });
-    prev.disabled = page <= 0;
-    next.disabled = page >= pages - 1;
-    const counts = ov ? `${ov.matching} of ${ov.ops} ops, ${ov.iterations} iterations; page ${page + 1}/${pages}` : '';
-    this._controls.append(
-      h('label', {}, ['statistic ', stat]),
-      h('label', {}, ['order ', sort]),
-      filter,
-      prev,
-      next,
-      h('span', { cls: 'jp-Kernelcore-muted jp-Kernelcore-hvCounts', text: counts }),
-      button('refresh', () => this.model.send({ type: 'refresh' }), { cls: 'jp-Kernelcore-hvRefresh', title: 'read the recorder again' })
-    );
+    const now = {
+      stat: String(this.model.get('stat')),
+      sort: String(this.model.get('sort')),
+      filter: String(this.model.get('filter') ?? ''),
+      page: Number(this.model.get('page') ?? 0)
+    };
+    this._controls.append(...healthControls(ov, now, { choose: change => this.query(change), refresh: () => this.model.send({ type: 'refresh' }) }));
   }
 
   private _drawTable(): void {
