@@ -4,7 +4,7 @@
  * opens again) and about kernels that have not imported kernelcore_widgets (the comm closes at once).
  */
 import { ISignal, Signal } from '@lumino/signaling';
-import { COMMON_STATUS_TEXT, KernelChannel, KernelLike } from './kernelchannel';
+import { KernelChannel, KernelLike, statusSentence } from './kernelchannel';
 import { COMM_TARGET, Command, CommandArgs, isServerMessage, MOVES, Reply, Session } from './protocol';
 import { ConnectionStatus, IKernelcoreDebuggerModel } from './tokens';
 
@@ -47,18 +47,11 @@ export class DebuggerModel implements IKernelcoreDebuggerModel {
   }
 
   get statusText(): string {
-    switch (this.status) {
-      case 'no-notebook':
-      case 'no-kernel':
-      case 'connecting':
-        return COMMON_STATUS_TEXT[this.status] ?? '';
-      case 'no-target':
-        return 'the kernel has no kernelcore debugger yet: run `import kernelcore_widgets` (or start a session) in a cell';
-      case 'restarted':
-        return 'kernel restarted; re-run the cell that starts the debug session';
-      case 'connected':
-        return this._session ? '' : 'no debug session in this kernel: start one with kc.debug(program, feed=...)';
-    }
+    return statusSentence(this.status, {
+      'no-target': 'the kernel has no kernelcore debugger yet: run `import kernelcore_widgets` (or start a session) in a cell',
+      restarted: 'kernel restarted; re-run the cell that starts the debug session',
+      connected: this._session ? '' : 'no debug session in this kernel: start one with kc.debug(program, feed=...)'
+    });
   }
 
   /** Follow another kernel (or none). */

@@ -6,7 +6,7 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 import type { HealthCurve, HealthOpRow, HealthOverview } from './protocol.generated';
-import { COMMON_STATUS_TEXT, KernelChannel, KernelLike } from './kernelchannel';
+import { KernelChannel, KernelLike, statusSentence } from './kernelchannel';
 import type { ConnectionStatus } from './tokens';
 
 export const HEALTH_TARGET = 'kernelcore.health';
@@ -91,18 +91,11 @@ export class HealthModel {
   }
 
   get statusText(): string {
-    switch (this.status) {
-      case 'no-notebook':
-      case 'no-kernel':
-      case 'connecting':
-        return COMMON_STATUS_TEXT[this.status] ?? '';
-      case 'no-target':
-        return 'the kernel has not imported kernelcore_widgets yet: run `import kernelcore_widgets` in a cell';
-      case 'restarted':
-        return 'kernel restarted; re-run the cell that records the loop';
-      case 'connected':
-        return '';
-    }
+    return statusSentence(this.status, {
+      'no-target': 'the kernel has not imported kernelcore_widgets yet: run `import kernelcore_widgets` in a cell',
+      restarted: 'kernel restarted; re-run the cell that records the loop',
+      connected: ''
+    });
   }
 
   /** Follow another kernel (or none). */

@@ -42,12 +42,26 @@ export interface Timeout<R> {
   reply: R;
 }
 
-/** The status sentences every channel words the same way; the others depend on what the kernel side offers. */
-export const COMMON_STATUS_TEXT: Partial<Record<ConnectionStatus, string>> = {
-  'no-notebook': 'no active notebook',
-  'no-kernel': 'the notebook has no running kernel',
-  connecting: 'connecting to the kernel\u2026'
-};
+/** The status sentences that depend on what the model's kernel side offers. */
+export interface OwnStatusText {
+  'no-target': string;
+  restarted: string;
+  connected: string;
+}
+
+/** The sentence for the status line: the first three are worded the same for every channel. */
+export function statusSentence(status: ConnectionStatus, own: OwnStatusText): string {
+  switch (status) {
+    case 'no-notebook':
+      return 'no active notebook';
+    case 'no-kernel':
+      return 'the notebook has no running kernel';
+    case 'connecting':
+      return 'connecting to the kernel\u2026';
+    default:
+      return own[status];
+  }
+}
 
 interface Pending<R> {
   resolve: (r: R) => void;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { KernelChannel, KernelLike } from '../src/kernelchannel';
+import { KernelChannel, KernelLike, statusSentence } from '../src/kernelchannel';
 import { FakeComm } from './fake-comm';
 
 interface Answer {
@@ -124,5 +124,17 @@ describe('KernelChannel', () => {
     expect(kernel.listeners).toHaveLength(0);
     kernel.restart();
     expect(ch.status).toBe('connecting');
+  });
+});
+
+describe('statusSentence', () => {
+  it('words the kernel-independent states alike and takes the others from the model', () => {
+    const own = { 'no-target': 'import it', restarted: 'run it again', connected: '' };
+    expect(statusSentence('no-notebook', own)).toBe('no active notebook');
+    expect(statusSentence('no-kernel', own)).toBe('the notebook has no running kernel');
+    expect(statusSentence('connecting', own)).toBe('connecting to the kernel\u2026');
+    expect(statusSentence('no-target', own)).toBe('import it');
+    expect(statusSentence('restarted', own)).toBe('run it again');
+    expect(statusSentence('connected', own)).toBe('');
   });
 });
