@@ -7,28 +7,13 @@ from __future__ import annotations
 
 import re
 
+from health_notebook import NAN_MLP
 from lab_helpers import in_theme, shot
 from test_lab import CELLS, RUN_DONE, open_notebook, write_notebook
 
-SETUP = '''
+SETUP = NAN_MLP + '''
 import time
-import numpy as np
-import kernelcore as kc
 import kernelcore_widgets  # the panel's comm target
-
-L = kc.layers
-RAISE_AT, HIGH_LR = 5, 50.0
-main, startup = kc.Program(), kc.Program()
-with kc.program_guard(main, startup):
-    x, y = L.data("x", [-1, 8]), L.data("y", [-1, 1])
-    err = kc.op.elementwise_sub(L.fc(L.fc(x, 16, act="tanh"), 1), y)
-    loss = L.mean(kc.op.elementwise_mul(err, err))
-    kc.optimizer.SGD(learning_rate=0.05).minimize(loss)
-scope = kc.Scope()
-kc.Executor().run(startup, scope=scope)
-rng = np.random.default_rng(0)
-xs = rng.standard_normal((32, 8)).astype("float32")
-feed = {"x": xs, "y": xs.sum(1, keepdims=True).astype("float32")}
 
 
 def train(s, n, pause_s=0.0):
