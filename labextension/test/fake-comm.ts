@@ -1,6 +1,6 @@
 /** A fake kernel comm for the sidebar's DebuggerModel: records what the model sends and delivers the kernel's
  * messages and replies. */
-import { CommLike } from '../src/kernelchannel';
+import { CommLike, KernelLike } from '../src/kernelchannel';
 
 export class FakeComm implements CommLike {
   sent: any[] = [];
@@ -25,6 +25,35 @@ export class FakeComm implements CommLike {
   answer(id: number, ok = true, error: string | null = null): void {
     const req = this.sent.find(r => r.id === id);
     this.deliver({ type: 'reply', id, command: req.command, ok, error, result: null });
+  }
+}
+
+type StatusListener = (sender: unknown, status: string) => void;
+
+/** A fake kernel connection: the comms the model opened (the last one is `comm`), its status listeners, and a
+ * kernel that has no comm target yet (`noTarget`). */
+export class FakeKernel implements KernelLike {
+  comms: FakeComm[] = [];
+  listeners: StatusListener[] = [];
+  noTarget = false;
+  statusChanged = {
+    connect: (fn: StatusListener) => this.listeners.push(fn),
+    disconnect: (fn: StatusListener) => (this.listeners = this.listeners.filter(f => f !== fn))
+  };
+  createComm(target: string): FakeComm {
+    if (this.noTarget) {
+      throw new Error(`no comm target ${target}`);
+    }
+    const c = new FakeComm(target);
+    this.comms.push(c);
+    return c;
+  }
+  get comm(): FakeComm {
+    return this.comms[this.comms.length - 1];
+  }
+  /** The kernel says it restarts (the models close their comm and say so). */
+  restart(): void {
+    this.listeners.forEach(fn => fn(this, 'restarting'));
   }
 }
 

@@ -1,10 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { KernelLike } from '../src/debugmodel';
 import { HEALTH_TARGET, HealthModel, HealthReply } from '../src/healthmodel';
 import { HealthPanel } from '../src/healthpanel';
-import { FakeComm, tick } from './fake-comm';
+import { FakeComm, FakeKernel, tick } from './fake-comm';
 
 // Real messages from the kernel side (tests/test_health_panel.py writes and checks this file): an empty
 // kernel's state, a state with two recorders (the one shown named with markup and a terminal escape, stopped
@@ -16,18 +15,6 @@ afterEach(() => {
   document.body.textContent = '';
   vi.useRealTimers();
 });
-
-class FakeKernel implements KernelLike {
-  comms: FakeComm[] = [];
-  createComm(target: string): FakeComm {
-    const c = new FakeComm(target);
-    this.comms.push(c);
-    return c;
-  }
-  get comm(): FakeComm {
-    return this.comms[this.comms.length - 1];
-  }
-}
 
 function push(comm: FakeComm, msg: HealthReply): void {
   comm.deliver({ ...msg, req: null });

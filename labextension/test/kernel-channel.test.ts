@@ -1,36 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { KernelChannel, KernelLike, statusSentence } from '../src/kernelchannel';
-import { FakeComm } from './fake-comm';
+import { KernelChannel, statusSentence } from '../src/kernelchannel';
+import { FakeKernel } from './fake-comm';
 
 interface Answer {
   id: number;
   error: string | null;
-}
-
-type StatusListener = (sender: unknown, status: string) => void;
-
-class FakeKernel implements KernelLike {
-  comms: FakeComm[] = [];
-  listeners: StatusListener[] = [];
-  noTarget = false;
-  statusChanged = {
-    connect: (fn: StatusListener) => this.listeners.push(fn),
-    disconnect: (fn: StatusListener) => (this.listeners = this.listeners.filter(f => f !== fn))
-  };
-  createComm(target: string): FakeComm {
-    if (this.noTarget) {
-      throw new Error(`no comm target ${target}`);
-    }
-    const c = new FakeComm(target);
-    this.comms.push(c);
-    return c;
-  }
-  get comm(): FakeComm {
-    return this.comms[this.comms.length - 1];
-  }
-  restart(): void {
-    this.listeners.forEach(fn => fn(this, 'restarting'));
-  }
 }
 
 /** A channel whose owner settles the replies it gets and counts what the channel told it. */
