@@ -30,7 +30,7 @@ from . import health_follow, health_series as hs
 from .health_payload import SORTS, View, guess_loss, health_payload
 from .health_recorders import MAX_LABEL, RecorderList, describe
 from .health_view import session_at
-from .kernel_targets import pin_to_main_shell, register_target
+from .kernel_targets import hold_open, message_data, pin_to_main_shell, register_target
 from .requests import MAX_INT, RequestError, brief, choice_arg, error_text, int_arg, str_arg
 
 TARGET = "kernelcore.health"
@@ -174,19 +174,8 @@ def _open(comm, _open_msg) -> None:
     pin_to_main_shell(comm)
     ch = HealthChannel(lambda m: comm.send(m))
     health_follow.channels.add(ch)
-    pair = (comm, ch)
-    _open_comms.append(pair)
-
-    @comm.on_msg
-    def _recv(msg):
-        content = msg.get("content") if isinstance(msg, dict) else None
-        ch.handle(content.get("data") if isinstance(content, dict) else None)
-
-    @comm.on_close
-    def _closed(_msg):
-        health_follow.channels.discard(ch)
-        if pair in _open_comms:
-            _open_comms.remove(pair)
+    hold_open(comm, ch, _open_comms, on_msg=lambda msg: ch.handle(message_data(msg)),
+              on_closed=lambda: health_follow.channels.discard(ch))
     # a greeting without the state: the opening may be handled beside a running cell (on a subshell), where
     # reading a recorder the loop writes is not safe; the panel asks for the state at once, on the main shell
     comm.send(HELLO)

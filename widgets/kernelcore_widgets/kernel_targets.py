@@ -44,3 +44,24 @@ def pin_to_main_shell(comm, when: Callable[[dict], bool] | None = None) -> None:
             return None  # the main shell
         return route(data, default)
     comm._reply_subshell_for = main_shell
+
+
+def message_data(msg):
+    """The `data` a comm message from the browser carries; None when the message has not the shape of one
+    (the channel then answers that the request is not a JSON object)."""
+    content = msg.get("content") if isinstance(msg, dict) else None
+    return content.get("data") if isinstance(content, dict) else None
+
+
+def hold_open(comm, channel, open_comms: list, on_msg: Callable[[dict], None], on_closed: Callable[[], None]) -> None:
+    """Keep `(comm, channel)` in `open_comms` while the comm is open (the comm manager alone does not keep a
+    target's channel alive), hand each message to `on_msg`, and call `on_closed` once the browser closes it."""
+    pair = (comm, channel)
+    open_comms.append(pair)
+    comm.on_msg(on_msg)
+
+    def _closed(_msg):
+        on_closed()
+        if pair in open_comms:
+            open_comms.remove(pair)
+    comm.on_close(_closed)
