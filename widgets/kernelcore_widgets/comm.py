@@ -27,7 +27,7 @@ from typing import Callable
 from kernelcore.observe.debug import active_session, session_hooks
 
 from .dispatch import command_of, run_command, to_wire
-from .kernel_targets import pin_to_main_shell, register_target
+from .kernel_targets import hold_open, pin_to_main_shell, register_target
 from .pause_route import is_pause, serve_pause_beside
 from .requests import MAX_INT, MAX_STR, NameTaken, RequestError, brief, error_text
 from .schema import value_preview
@@ -235,18 +235,7 @@ def _open(comm, open_msg) -> None:
     serve_pause_beside(comm)
     ch = DebugChannel(lambda m: comm.send(m))
     _channels.add(ch)
-    pair = (comm, ch)
-    _open_comms.append(pair)
-
-    @comm.on_msg
-    def _recv(msg):
-        ch.handle(msg["content"]["data"])
-
-    @comm.on_close
-    def _closed(_msg):
-        ch.close()
-        if pair in _open_comms:
-            _open_comms.remove(pair)
+    hold_open(comm, ch, _open_comms, on_msg=lambda msg: ch.handle(msg["content"]["data"]), on_closed=ch.close)
     ch.push()
 
 
