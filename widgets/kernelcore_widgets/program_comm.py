@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from kernelcore.view.program_parts import ProgramGone, lookup
 
-from .kernel_targets import register_target
+from .kernel_targets import message_data, register_target
 from .requests import MAX_INT, MAX_STR, RequestError, brief, error_text
 
 TARGET = "kernelcore.program"
@@ -83,14 +83,12 @@ def answer(pid, msg) -> dict:
 
 
 def _open(comm, open_msg) -> None:
-    content = open_msg.get("content") if isinstance(open_msg, dict) else None
-    data = content.get("data") if isinstance(content, dict) else None
+    data = message_data(open_msg)
     pid = data.get("id") if isinstance(data, dict) else None
 
     @comm.on_msg
     def _recv(msg):
-        content = msg.get("content") if isinstance(msg, dict) else None
-        comm.send(answer(pid, content.get("data") if isinstance(content, dict) else None))
+        comm.send(answer(pid, message_data(msg)))
 
 
 def register() -> bool:
