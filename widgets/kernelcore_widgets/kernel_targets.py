@@ -1,6 +1,6 @@
-"""Registering a comm target in the running IPython kernel, and running a comm's messages on the kernel's main
-shell: the one place that knows how (the debugger's and the program parts' targets, and every widget, go
-through it)."""
+"""Registering a comm target in the running IPython kernel, running a comm's messages on the kernel's main
+shell, holding an open comm with its channel and reading a message's data: the one place that knows how (the
+debugger's, the training health's and the program parts' targets, and every widget, go through it)."""
 from __future__ import annotations
 
 from typing import Callable
