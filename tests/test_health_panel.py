@@ -14,6 +14,7 @@ from kernelcore_widgets import health_comm as hc
 from kernelcore_widgets import health_follow as hf
 from kernelcore_widgets.health_payload import guess_loss
 
+from fake_comm import FakeComm
 from test_recorder import _mlp, _train
 
 
@@ -280,25 +281,11 @@ def test_the_front_end_fixture_is_real(blown_up):
     assert stored[1]["result"]["recorder"] == HOSTILE and stored[0]["result"]["payload"] is None
 
 
-class _FakeComm:
-    def __init__(self):
-        self.sent, self.handlers = [], {}
-
-    def send(self, msg):
-        self.sent.append(msg)
-
-    def on_msg(self, fn):
-        self.handlers["msg"] = fn
-
-    def on_close(self, fn):
-        self.handlers["close"] = fn
-
-
 def test_opening_the_comm_greets_without_reading_a_recorder_then_answers_on_request(monkeypatch):
     """The opening may run beside a recorded loop (on a subshell): it must not read the recorder's table."""
     read = []
     monkeypatch.setattr(hc, "health_payload", lambda *a, **k: read.append(a) or {})
-    comm = _FakeComm()
+    comm = FakeComm()
     hc._open(comm, {"content": {"data": {}}})
     try:
         assert comm.sent == [hc.HELLO] and not read

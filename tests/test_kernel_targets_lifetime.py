@@ -2,22 +2,12 @@
 and the data of a browser message read without trusting its shape."""
 from __future__ import annotations
 
+from fake_comm import FakeComm
 from kernelcore_widgets.kernel_targets import hold_open, message_data
 
 
-class _Comm:
-    def __init__(self):
-        self.handlers = {}
-
-    def on_msg(self, fn):
-        self.handlers["msg"] = fn
-
-    def on_close(self, fn):
-        self.handlers["close"] = fn
-
-
 def test_a_comm_is_held_with_its_channel_until_it_closes():
-    comm, channel, open_comms, seen, closed = _Comm(), object(), [], [], []
+    comm, channel, open_comms, seen, closed = FakeComm(), object(), [], [], []
     hold_open(comm, channel, open_comms, on_msg=seen.append, on_closed=lambda: closed.append(len(open_comms)))
     assert open_comms == [(comm, channel)]
     comm.handlers["msg"]({"content": {"data": 1}})
