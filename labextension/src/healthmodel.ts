@@ -8,6 +8,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 import type { HealthCurve, HealthOpRow, HealthOverview } from './protocol.generated';
 import { KernelChannel, KernelLike, statusSentence } from './kernelchannel';
 import type { ConnectionStatus } from './tokens';
+import type { ControlValues } from './views/healthcontrols';
 
 export const HEALTH_TARGET = 'kernelcore.health';
 const TIMEOUT_MS = 60_000;
@@ -28,11 +29,8 @@ export interface HealthPayload {
   page: number;
 }
 
-export interface HealthViewChoice {
-  stat: string;
-  sort: string;
-  filter: string;
-  page: number;
+/** What the panel shows: the controls' choices and how many points a series has at most. */
+export interface HealthViewChoice extends ControlValues {
   points: number;
 }
 
