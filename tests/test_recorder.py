@@ -552,3 +552,23 @@ def test_an_iteration_named_by_its_plan_is_walked_again_where_an_output_is_not_w
     assert per_iteration[2] == per_iteration[3] < per_iteration[0] == per_iteration[1] == per_iteration[4]
     for name in planned:
         np.testing.assert_array_equal(planned[name], each[name], err_msg=name)
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_a_mean_or_norm_past_float32_s_range_is_kept_as_inf_without_a_warning(background, monkeypatch):
+    import warnings
+    monkeypatch.setattr(summary_table, "CHUNK_ROWS", 4)  # the per-op path's rows become chunks too
+    main = kc.Program()
+    with kc.program_guard(main, kc.Program()):
+        x = L.data("x", [4, 3], dtype="float64")
+        kc.op.scale(x, scale=2.0)  # float64 values of 2e300: their mean and L2 norm pass float32's range
+    scope = kc.Scope()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails the test
+        with record(main, scope, background=background) as rec:
+            for _ in range(3):
+                kc.Executor().run(main, feed={"x": np.full((4, 3), 1e300)}, scope=scope)
+        cols = rec.summaries.columns()
+    big = cols["max"] > 1e299
+    assert big.any() and np.isinf(cols["l2"][big]).all() and np.isinf(cols["mean"][big]).all()
+    assert (cols["max"][big] == 2e300).all()  # min and max stay float64

@@ -94,9 +94,7 @@ class SummaryTable:
             self._new_iteration(iteration)
         chunk = np.empty(count, ROW)
         chunk["order"], chunk["site"], chunk["numel"] = orders, sites, numels
-        for i, name in enumerate(NUMBERS):
-            if name != "positive":  # what the other counts leave of numel
-                chunk[name] = numbers[:, i]
+        _fill_numbers(chunk, numbers)
         self._chunks.append(chunk)
         self._flushed += count
         return first
@@ -153,9 +151,7 @@ class SummaryTable:
         meta = np.array(self._pending, dtype=np.int64).reshape(count, 3)
         chunk = np.empty(count, ROW)
         chunk["order"], chunk["site"], chunk["numel"] = meta[:, 0], meta[:, 1], meta[:, 2]
-        for i, name in enumerate(NUMBERS):
-            if name != "positive":  # what the other counts leave of numel
-                chunk[name] = numbers[:, i]
+        _fill_numbers(chunk, numbers)
         self._chunks.append(chunk)
         self._flushed += count
         self._pending = []
@@ -216,6 +212,16 @@ class SummaryTable:
         table = self.to_arrow()  # refuses clearly without pyarrow
         import pyarrow.parquet as pq
         pq.write_table(table, str(path))
+
+
+def _fill_numbers(chunk: np.ndarray, numbers: np.ndarray) -> None:
+    """A chunk's summary columns from a writer's [rows, 10] numbers. A mean or L2 norm past float32's range is kept
+    as Inf, without NumPy's overflow warning: an exploding run's rows would print one into the user's cell at
+    every chunk, and Inf is the reading they need."""
+    with np.errstate(over="ignore"):
+        for i, name in enumerate(NUMBERS):
+            if name != "positive":  # what the other counts leave of numel
+                chunk[name] = numbers[:, i]
 
 
 def _pyarrow():
