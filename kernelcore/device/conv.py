@@ -20,8 +20,8 @@ import math
 import numpy as np
 
 from ..grad.conv import conv_filter_grad
-from ..ops.conv import conv_geometry, output_sizes
 from ..runtime.fast_paths import fast_kernel
+from .conv_shapes import grad_gate, nchw_geometry
 from .cuda_source import NCHW_INDEX
 from .declare import (FLAT_THREADS, MAX_INT32_ELEMENTS, RAW, check_flat_launch, declare, flat_blocks, i32,
                       on_device)
@@ -117,24 +117,15 @@ extern "C" __global__ void kc_conv_tap_sum(const float* taps, float* y, int n, i
 
 def _geometry(x, w, attrs):
     """(strides, pads, dilations, output size) of a one-group NCHW convolution the kernel takes, or None."""
-    if attrs["data_format"] not in ("NCHW", "AnyLayout") or x.ndim != 4 or w.ndim != 4 or attrs["groups"] != 1:
+    geometry = nchw_geometry(x, w, attrs)
+    if geometry is None or attrs["groups"] != 1 or w.shape[1] != x.shape[1]:
         return None
-    if w.shape[1] != x.shape[1]:
+    if x.shape[0] * w[0].size * math.prod(geometry[3]) > MAX_INT32_ELEMENTS or x.size > MAX_INT32_ELEMENTS:
         return None
-    try:
-        strides, pads, dils = conv_geometry(attrs.__getitem__, x.shape[2:], w.shape[2:], 2)
-        outs = output_sizes(x.shape, w.shape, strides, pads, dils)
-    except ValueError:
-        return None
-    if x.shape[0] * w[0].size * math.prod(outs) > MAX_INT32_ELEMENTS or x.size > MAX_INT32_ELEMENTS:
-        return None
-    return strides, pads, dils, outs
+    return geometry
 
 
-def _plain_gate(xp, ins, attrs):
-    x, w, g = ins
-    geometry = on_device(xp, x, w, g) and _geometry(x, w, attrs)
-    return bool(geometry) and g.shape == (x.shape[0], w.shape[0], *geometry[3])
+_plain_gate = grad_gate(_geometry)
 
 
 def _plain_grad(ctx, ins, attrs):

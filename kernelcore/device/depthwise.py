@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from ..ops.conv import conv_geometry, output_sizes
 from ..runtime.fast_paths import fast_kernel
+from .conv_shapes import grad_gate, nchw_geometry
 from .cuda_source import BLOCK_REDUCE, NCHW_INDEX
 from .declare import (FLAT_THREADS, MAX_INT32_ELEMENTS, RAW, check_flat_launch, declare, flat_blocks, i32,
                       on_device)
@@ -147,19 +147,15 @@ extern "C" __global__ void kc_depthwise_filter_grad(const float* x, const float*
 def _geometry(x, w, attrs):
     """(strides, pads, dilations, output size) of a depthwise-shaped NCHW float32 convolution, or None where the
     kernels do not take it (the reference then runs, and says what is wrong)."""
-    if attrs["data_format"] not in ("NCHW", "AnyLayout") or x.ndim != 4 or w.ndim != 4:
+    geometry = nchw_geometry(x, w, attrs)
+    if geometry is None:
         return None
     c, groups = x.shape[1], attrs["groups"]
     if groups != c or c < 2 or w.shape[1] != 1 or w.shape[0] % c:
         return None
-    try:
-        strides, pads, dils = conv_geometry(attrs.__getitem__, x.shape[2:], w.shape[2:], 2)
-        outs = output_sizes(x.shape, w.shape, strides, pads, dils)
-    except ValueError:
+    if x.shape[0] * w.shape[0] * math.prod(geometry[3]) > MAX_INT32_ELEMENTS:
         return None
-    if x.shape[0] * w.shape[0] * math.prod(outs) > MAX_INT32_ELEMENTS:
-        return None
-    return strides, pads, dils, outs
+    return geometry
 
 
 def _args(x, w, geometry):
@@ -183,10 +179,7 @@ def depthwise_forward(ctx, ins, attrs):
     return (y,)
 
 
-def depthwise_grad_gate(xp, ins, attrs):
-    x, w, g = ins
-    geometry = on_device(xp, x, w, g) and _geometry(x, w, attrs)
-    return bool(geometry) and g.shape == (x.shape[0], w.shape[0], *geometry[3])
+depthwise_grad_gate = grad_gate(_geometry)
 
 
 def depthwise_grad(ctx, ins, attrs):
