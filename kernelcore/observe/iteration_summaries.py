@@ -80,14 +80,6 @@ def whole_array(value):
     return value
 
 
-def summarize_records(records, sites_of: Callable, write_one: Callable, many: Callable | None,
-                      ptr: Callable | None) -> IterationRows:
-    """The rows of `records` (an iteration's op records, in the order they ran), numbers and all: `name_rows`
-    then `fill`. `many(items, count, address)`: the C summaries of `count` arrays described in `items` (address,
-    numel, kind per array) written from `address` on, or None where the C summary may not run."""
-    return name_rows(records, sites_of, write_one, many is not None, ptr).fill(many)
-
-
 def name_rows(records, sites_of: Callable, write_one: Callable, in_c_too: bool, ptr: Callable | None) \
         -> IterationRows:
     """The rows of `records`, named, with the numbers of what the C summary does not take written (through

@@ -131,7 +131,7 @@ class Recorder:
                 self._end(it)
 
     def _raise_worker_error(self) -> None:
-        """Raise, on the executor's thread, what the summary worker raised (a watch's stop, or a failure)."""
+        """Raise, on the executor's thread, what the summary thread's C pass raised."""
         error = self._worker.error
         if error is not None:
             self._current = None
