@@ -26,6 +26,8 @@ C_TO_CTYPES = {
     "const double *": ctypes.c_void_p,
     "double *": ctypes.c_void_p,
     "const int64_t *": ctypes.c_void_p,
+    "int64_t *": ctypes.c_void_p,
+    "const void *": ctypes.c_void_p,
 }
 PROTOTYPE = re.compile(r"KC_EXPORT\s+(?P<ret>[\w\s*]+?)\s*\b(?P<name>kc_\w+)\s*\((?P<args>[^)]*)\)\s*;")
 

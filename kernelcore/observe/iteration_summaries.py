@@ -12,7 +12,9 @@ per-op path writes them (tests/test_recorder.py holds the two equal).
 A training loop runs the same ops every iteration, and their outputs are the same kinds of arrays: the walk
 leaves a `RowPlan` of what each output was, and the next iteration that ran the same ops is named by checking
 each output against it (`name_rows_by_plan`), which costs a third of the walk; any output that is not what the
-plan says (another dtype or size, a view no longer whole, a repeat that is not) makes it walk again."""
+plan says (another dtype or size, a view no longer whole, a repeat that is not) makes it walk again. Where the C
+library runs, that check is one C call (`name_rows_by_plan_in_c`, kernelcore/native/row_plan.c) and this module's
+`name_rows_by_plan` its reference."""
 from __future__ import annotations
 
 from array import array
@@ -20,14 +22,12 @@ from typing import Callable
 
 import numpy as np
 
+from ..native.row_plan import EMPTY, IN_C, OTHER, REPEAT, pack_plan
 from .health_summary import NumberRows
 
 _KINDS = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}  # the C summary's element types
 # an empty array's numbers (health_summary.summarize's): no element of any kind, min, max and mean undefined
 _EMPTY = (0, 0, 0, 0, 0, 0, float("nan"), float("nan"), float("nan"), 0.0)
-# what a plan says an output is: an array the C summary takes as it is, a repeat of an earlier row, an empty
-# array, or anything else (converted or gathered for C, or the single-value writer's)
-IN_C, REPEAT, EMPTY, OTHER = range(4)
 
 
 class IterationRows:
@@ -99,6 +99,7 @@ def name_rows(records, sites_of: Callable, write_one: Callable, in_c_too: bool, 
     items = array("q")
     held = []  # copies made for the C call (integers as float64, strided views gathered), alive until it returns
     kinds = _KINDS if in_c_too else {}
+    host_only = True  # whether every output is a NumPy array (what the plan check in C reads)
     for order, rec in enumerate(records):
         op = rec[3]
         n_out = len(op.out_pairs)
@@ -108,6 +109,7 @@ def name_rows(records, sites_of: Callable, write_one: Callable, in_c_too: bool, 
         first = len(rec) - n_out
         for k in range(n_out):
             value = rec[first + k]
+            host_only = host_only and type(value) is np.ndarray
             root = whole_array(value)
             key, row = id(root), len(plan_rows)
             seen = known.get(key)
@@ -124,7 +126,7 @@ def name_rows(records, sites_of: Callable, write_one: Callable, in_c_too: bool, 
             plan_rows.append((what, order, first + k, root is not value, dtype, kinds.get(dtype) if what == IN_C
                               else None, size, source))
             sites.append(out_sites[k])
-    plan = RowPlan(records, plan_rows, sites)
+    plan = RowPlan(records, plan_rows, sites, repeats, host_only)
     return IterationRows(plan.orders, plan.sites, plan.numels, numbers.array[:len(plan_rows)], plan, records, items,
                          in_c, held, repeats)
 
@@ -158,13 +160,17 @@ def _summarize_other(root, row: int, numbers, kinds, items, in_c, held, write_on
 class RowPlan:
     """What each output of an iteration was (see the module docstring), and the rows' orders, sites and sizes."""
 
-    def __init__(self, records, rows: list[tuple], sites: list[int]):
+    def __init__(self, records, rows: list[tuple], sites: list[int], repeats: list[tuple[int, int]],
+                 host_only: bool):
         self.ops = tuple(rec[3] for rec in records)
         self.timesteps = tuple(rec[5] for rec in records)
         self.rows = rows
         self.orders = np.asarray([r[1] for r in rows], np.int32)
         self.sites = np.asarray(sites, np.int32)
         self.numels = np.asarray([r[6] for r in rows], np.int64)
+        self.repeats = repeats  # (row, the row it repeats): the same in every iteration the plan fits
+        # the rows as the C check reads them; None where an output was not a NumPy array (a device run's)
+        self.table = pack_plan(rows) if host_only else None
 
     def fits(self, records) -> bool:
         """Whether `records` ran the ops the plan's iteration ran, at the same timesteps."""
@@ -219,3 +225,28 @@ def name_rows_by_plan(records, plan: RowPlan, write_one: Callable, in_c_too: boo
                 numels = plan.numels.copy() if numels is plan.numels else numels
                 numels[row] = value.size
     return IterationRows(plan.orders, plan.sites, numels, numbers.array, plan, records, items, in_c, held, repeats)
+
+
+def name_rows_by_plan_in_c(records, plan: RowPlan, check: Callable, write_one: Callable, ptr: Callable) \
+        -> IterationRows | None:
+    """name_rows_by_plan with the C summary on, its check made by `check` (kernelcore/native/row_plan.py's
+    plan_checker) in one call; the OTHER rows (converted or gathered arrays, the single-value writer's) then here
+    as the reference takes them. None where an output is not what the plan says (then the reference decides)."""
+    rows = plan.rows
+    numbers = NumberRows(len(rows))
+    found = check(records, plan.table, numbers.address)
+    if found is None:
+        return None
+    items, in_c, others = found
+    numels, held = plan.numels, []
+    for row in others:
+        _, order, pos, via_base, _, _, size, _ = rows[row]
+        value = records[order][pos]
+        root = value.base if via_base else value  # (the check found the base whole)
+        if _summarize_other(root, row, numbers, _KINDS, items, in_c, held, write_one, ptr) is None:
+            return None
+        if value.size != size:
+            numels = plan.numels.copy() if numels is plan.numels else numels
+            numels[row] = value.size
+    return IterationRows(plan.orders, plan.sites, numels, numbers.array, plan, records, items, in_c, held,
+                         plan.repeats)

@@ -36,12 +36,13 @@ import numpy as np
 from ..errors import KernelcoreError
 from ..ir.node_ids import op_id
 from ..ir.program import Program
+from ..native.row_plan import plan_checker
 from ..runtime.events import RECORD_HEAD, RECORD_VALUES
 from ..runtime.executor import Executor, add_observer, remove_observer
 from ..runtime.place import CPUPlace
 from ..runtime.scope import Scope, global_scope
 from .health_summary import Summary, iteration_writer, many_writer, summary_at, summary_writer
-from .iteration_summaries import name_rows, name_rows_by_plan
+from .iteration_summaries import name_rows, name_rows_by_plan, name_rows_by_plan_in_c
 from .program_names import check_known, program_names
 from .summary_table import SummaryTable
 from .summary_watch import EveryOutput, check, every_output
@@ -90,6 +91,7 @@ class Recorder:
         self._write = summary_writer()  # the C summary or the reference, chosen once for the recording
         self._write_many = many_writer()  # several outputs in one C call, or None
         self._many_call, self._address = iteration_writer()  # an iteration's arrays in one C call, or None
+        self._plan_check = plan_checker() if self._many_call is not None else None  # the plan checked in C
         self._site_cache: dict[tuple, tuple] = {}  # (id of a prepared op, timestep) -> (the op, its sites)
         self._judge_every = False  # whether a watch needs every output's summary (not the NaN watch alone)
         self._keep_last_summary = False  # whether a watch compares a variable's summary with its last one
@@ -202,8 +204,12 @@ class Recorder:
         it.ops = len(records)
         in_c = self._many_call is not None
         plan = self._plan
-        rows = name_rows_by_plan(records, plan, self._write, in_c, self._address) \
-            if plan is not None and plan.fits(records) else None
+        rows = None
+        if plan is not None and plan.fits(records):
+            if self._plan_check is not None and plan.table is not None:
+                rows = name_rows_by_plan_in_c(records, plan, self._plan_check, self._write, self._address)
+            if rows is None:
+                rows = name_rows_by_plan(records, plan, self._write, in_c, self._address)
         if rows is None:
             rows = name_rows(records, self._sites, self._write, in_c, self._address)
         it.rows, self._plan = rows, rows.plan
