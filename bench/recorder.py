@@ -202,8 +202,8 @@ def main() -> int:
     ap.add_argument("--parts", action="store_true", help="also time a recorder whose summaries compute nothing")
     a = ap.parse_args()
     repeat = a.repeat or (2 if a.quick else 8)
-    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; {PER_WINDOW} steps per window, "
-          f"{repeat} windows per side")
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; {STEPS} steps per window, "
+          f"{PER_WINDOW * repeat} windows per side")
     for name in a.models.split(","):
         make, python = MODELS[name]
         if not python.exists():

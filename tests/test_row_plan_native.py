@@ -3,6 +3,7 @@ iteration_summaries.name_rows_by_plan: the same rows from the same records of re
 refusals where an output is not what the plan says, and the recorder using it where the layouts were checked."""
 import numpy as np
 import pytest
+from hypothesis import event, given, settings, strategies as st
 
 import kernelcore as kc
 from kernelcore import native
@@ -159,3 +160,87 @@ def test_the_probe_fails_where_c_reads_another_layout():
         items[0] += 8
         return items, in_c, others
     assert row_plan._probe(real) and not row_plan._probe(shifted)
+
+
+class _Op:
+    """What name_rows reads of a prepared op: its outputs' (slot, name) pairs (no inputs in these records)."""
+
+    def __init__(self, outputs: int):
+        self.in_pairs = ()
+        self.out_pairs = tuple(("Out", f"v{k}") for k in range(outputs))
+
+
+# how a fuzzed output is made from a generator and the outputs made before it (sizes fixed by the output's place:
+# the same kinds make outputs of the same sizes, whatever the values)
+_MAKERS = {
+    "f32": lambda rng, before: rng.standard_normal(1 + 7 * len(before) % 40).astype(np.float32),
+    "f64": lambda rng, before: rng.standard_normal((1 + len(before) % 5, 3)),
+    "matrix": lambda rng, before: rng.standard_normal((4, 5)).astype(np.float32),
+    "transposed": lambda rng, before: next((b.T for b in reversed(before) if isinstance(b, np.ndarray)
+                                            and b.ndim == 2), np.zeros(3, np.float32)),
+    "flattened": lambda rng, before: next((b.reshape(-1) for b in reversed(before) if isinstance(b, np.ndarray)
+                                           and b.flags.c_contiguous and b.size), np.ones(2, np.float32)),
+    "same": lambda rng, before: before[-1] if before else np.zeros(1, np.float32),
+    "half": lambda rng, before: np.arange(10, dtype=np.float32)[::2],
+    "empty": lambda rng, before: np.zeros((0, 3), np.float32),
+    "int": lambda rng, before: rng.integers(-5, 5, 1 + len(before) % 8),
+    "bool": lambda rng, before: rng.standard_normal(4) > 0,
+    "f16": lambda rng, before: np.ones(3, np.float16),
+    "nan": lambda rng, before: np.array([np.nan, 1, -np.inf], np.float32),
+    "swapped": lambda rng, before: np.ones(3, ">f4"),
+    "number": lambda rng, before: 2.5,
+    "nothing": lambda rng, before: None,
+    "list": lambda rng, before: [np.ones(2, np.float32)],
+}
+
+
+def _records(kinds_per_op, seed, ops=None):
+    rng = np.random.default_rng(seed)
+    before, records = [], []
+    ops = ops or [_Op(len(kinds)) for kinds in kinds_per_op]
+    for order, kinds in enumerate(kinds_per_op):
+        values = []
+        for kind in kinds:
+            v = _MAKERS[kind](rng, before)
+            values.append(v)
+            before.append(v)
+        records.append((order, 0, 0, ops[order], 1, None, "cpu", *values))
+    return records, ops
+
+
+# the kinds a plan row can name, three times as often as what no C check is asked about (numbers, None, lists)
+_kind = st.sampled_from([k for k in sorted(_MAKERS) for _ in range(1 if k in ("number", "nothing", "list") else 3)])
+
+
+@settings(max_examples=150, deadline=None)
+@given(kinds=st.lists(st.lists(_kind, min_size=1, max_size=4), min_size=1, max_size=8),
+       changes=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 3), _kind), max_size=3),
+       seed=st.integers(0, 2**16))
+def test_fuzzed_records_are_named_by_the_c_check_as_by_the_reference_or_refused_by_both(kinds, changes, seed):
+    from kernelcore.observe.health_summary import iteration_writer, summary_writer
+    many, ptr = iteration_writer()
+    write, check = summary_writer(), row_plan.plan_checker()
+    sites = lambda op, timestep: list(range(len(op.out_pairs)))
+    records, ops = _records(kinds, seed)
+    plan = iteration_summaries.name_rows(records, sites, write, True, ptr).plan
+    # the same ops again, some outputs made as another kind: the plan fits their ops, not always their outputs
+    again = [list(k) for k in kinds]
+    for order, pos, kind in changes:
+        if order < len(again) and pos < len(again[order]):
+            again[order][pos] = kind
+    records2, _ = _records(again, seed + 1, ops)
+    assert plan.fits(records2)
+    reference = iteration_summaries.name_rows_by_plan(records2, plan, write, True, ptr)
+    if plan.table is None:  # an output that was no NumPy array: the check in C is not asked
+        event("an output that was no NumPy array")
+        return
+    in_c = iteration_summaries.name_rows_by_plan_in_c(records2, plan, check, write, ptr)
+    assert (in_c is None) == (reference is None)
+    event("refused by both" if in_c is None else "named by both")
+    if again == kinds:
+        assert in_c is not None
+    if in_c is not None:
+        reference.fill(many)
+        in_c.fill(many)
+        np.testing.assert_array_equal(in_c.numbers, reference.numbers)
+        np.testing.assert_array_equal(in_c.numels, reference.numels)
