@@ -217,6 +217,37 @@ def test_a_recorded_loop_pushes_its_state_as_it_runs(monkeypatch, background):
     assert len(sent) == 5  # the cell ended: its observer is gone
 
 
+def test_a_model_s_recorded_fit_is_shown_while_it_runs_and_after(monkeypatch):
+    # model.fit(record=True) binds no recorder itself: the panel finds it as model.recorder from the fit's start
+    from kernelcore_widgets.health_recorders import RecorderList
+    from test_model_fit import _batches, _model
+    monkeypatch.setattr(hf, "MIN_PUSH_S", 0.0)
+    monkeypatch.setattr(hf, "PUSH_SHARE", 1e9)
+    model, loss = _model()
+    ns = {"model": model}
+    ch, sent = _channel(ns)
+    monkeypatch.setattr(hf, "channels", {ch})
+    assert RecorderList(lambda: ns).found() == []  # (no fit recorded yet)
+    follower = hf.Follower()
+    follower.cell_starts(_Cell("result = model.fit(batches, fetch=[loss], record=True)"))
+    seen = []
+
+    def batches():
+        for step, batch in enumerate(_batches()):
+            if step == 3:
+                seen.append(RecorderList(lambda: ns).found())
+            yield batch
+    ns["result"] = model.fit(batches(), fetch=[loss], record=True)
+    follower.cell_ended()
+    (during,) = seen
+    assert [name for name, _ in during] == ["model.recorder"] and during[0][1] is model.recorder
+    pushed = [m["result"]["payload"]["overview"]["iterations"] for m in sent if m["result"]["payload"]]
+    assert len(pushed) >= 3 and pushed == sorted(pushed) and pushed[-1] == model.recorder.iterations == 6
+    after = RecorderList(lambda: ns).found()  # the fit's result holds the same recorder: listed once
+    assert [(name, rec) for name, rec in after] == [("model.recorder", ns["result"].recorder)]
+    assert RecorderList(lambda: {"result": ns["result"]}).found()[0][0] == "result.recorder"
+
+
 def test_without_a_panel_cells_run_with_no_observer(monkeypatch):
     monkeypatch.setattr(hf, "channels", set())
     follower = hf.Follower()

@@ -15,6 +15,8 @@ or, with the flight recorder over every step (kernelcore/observe/recorder.py):
 
     result = model.fit(({"img": i, "label": l} for i, l in batches), fetch=[avg_loss], record=True)
     result.recorder.hit          # the first NaN/Inf an op wrote (the loop stopped a step later), or None
+    model.recorder               # the same recorder: the last recorded fit's, set as it starts (so the
+                                 # Training health panel shows the fit while it runs)
 
 `model.network` and `model.init_network` are ordinary Programs (the main and startup programs of the
 layers in kernelcore.api.layers); every layer call builds into them under program_guard.
@@ -72,6 +74,7 @@ class Model:
         self._loss: Variable | None = None
         self._forward_end: int | None = None     # ops before backward(): the forward pass
         self._optimized = False
+        self.recorder: Recorder | None = None  # the last recorded fit's flight recorder, set as that fit starts
 
     # -- building ------------------------------------------------------------------------------------
     def _guard(self):
@@ -203,11 +206,14 @@ class Model:
         FitResult with each step's fetched values. `record`: None or False for a plain loop; True for the flight
         recorder over every step (kc.record's defaults: a NaN/Inf watch on every output that stops the loop at
         the end of the step after its first hit; record={"background": False} stops it right there); a dict of kc.record's keywords (keep_last, nan, stop, background); or a Recorder made by
-        kc.record(model.network, model.scope, ...), e.g. one given watches first."""
+        kc.record(model.network, model.scope, ...), e.g. one given watches first. A recorded fit's recorder is
+        `model.recorder` from the fit's start (the Training health panel finds it there while the loop runs)."""
         if not self._optimized:
             raise ProgramError("fit trains the model: choose an optimizer first (model.sgd(...), model.adam(...))")
         fetch = [] if fetch is None else ([fetch] if isinstance(fetch, (str, Variable)) else list(fetch))
         recorder = self._fit_recorder(record)
+        if recorder is not None:
+            self.recorder = recorder  # nameable (`model.recorder`) while the loop runs: the health panel finds it
         result = FitResult(recorder=recorder)
         with recorder if recorder is not None else nullcontext():
             for step, batch in enumerate(batches):

@@ -1,7 +1,9 @@
 """The flight recorders the "Training health" panel can show: those bound to a name in the notebook's namespace
 (`with kc.record(main, scope) as rec:` binds `rec` before the loop's first iteration, so a recording is found
-while it runs). The engine keeps no list of recorders, and the panel needs none: a recorder nobody can name
-from the notebook is one the person cannot look at from a cell either.
+while it runs), and those a bound kc.Model or FitResult holds as `.recorder` (`model.fit(..., record=True)`
+sets `model.recorder` as it starts, so a fit is found while it runs too). The engine keeps no list of
+recorders, and the panel needs none: a recorder nobody can name from the notebook is one the person cannot look
+at from a cell either.
 
 The most recent recorder is the one whose summaries grew last (the loop running now, or the one that ran
 last); recorders never seen growing rank in the namespace's order, the last bound first.
@@ -11,6 +13,7 @@ from __future__ import annotations
 import itertools
 import weakref
 
+from kernelcore.api.model import FitResult, Model
 from kernelcore.observe.recorder import Recorder
 
 MAX_RECORDERS = 50  # listed in the panel's picker (the most recent ones)
@@ -30,10 +33,9 @@ class RecorderList:
         """(name, recorder) of each recorder bound in the namespace, the most recent first, at most
         MAX_RECORDERS; a recorder bound to several names is listed under the first."""
         named: dict[int, tuple[str, Recorder]] = {}
-        for name, value in list(self._namespace().items()):
-            if isinstance(value, Recorder) and isinstance(name, str) and not name.startswith("_") \
-                    and id(value) not in named:
-                named[id(value)] = (name, value)
+        for name, rec in _bound(self._namespace()):
+            if id(rec) not in named:
+                named[id(rec)] = (name, rec)
         stamps = {key: self._stamp(rec) for key, (_name, rec) in named.items()}
         self._forget_gone(named)
         ranked = sorted(named, key=lambda key: -stamps[key])
@@ -41,7 +43,7 @@ class RecorderList:
 
     def any_bound(self) -> bool:
         """Whether a recorder is bound to a name in the namespace."""
-        return any(isinstance(v, Recorder) for v in list(self._namespace().values()))
+        return next(_bound(self._namespace()), None) is not None
 
     def _stamp(self, rec: Recorder) -> int:
         rows = len(rec.summaries)
@@ -72,3 +74,15 @@ def describe(name: str, rec: Recorder) -> dict:
     label = name if len(name) <= MAX_LABEL else name[:MAX_LABEL - 1] + "\u2026"
     return {"name": name[:MAX_LABEL], "label": label, "iterations": int(rec.iterations),
             "stopped": hit is not None}
+
+
+def _bound(namespace: dict):
+    """(name, recorder) of each recorder the namespace's public names hold: itself, or as a kc.Model's or a
+    FitResult's `.recorder` (named "model.recorder"), in the namespace's order."""
+    for name, value in list(namespace.items()):
+        if not isinstance(name, str) or name.startswith("_"):
+            continue
+        if isinstance(value, Recorder):
+            yield name, value
+        elif isinstance(value, (Model, FitResult)) and isinstance(value.recorder, Recorder):
+            yield f"{name}.recorder", value.recorder
