@@ -13,6 +13,10 @@ from kernelcore.observe.recorder import record
 
 pytestmark = pytest.mark.skipif(native.library() is None,
                                 reason=f"the C kernels are not loaded: {native.native_state()}")
+# the tests of the C check itself: where this interpreter's or NumPy's layout is not row_plan.c's, the Python
+# check runs instead (test_no_c_check_where_the_layouts_are_not_its_own)
+c_check = pytest.mark.skipif(native.library() is None or row_plan.plan_checker() is None,
+                             reason="the objects' layout is not row_plan.c's here: the Python check runs")
 L = kc.layers
 
 
@@ -54,11 +58,19 @@ def _both(rec, records, plan):
     return reference, in_c
 
 
-def test_this_interpreter_and_numpy_lay_objects_out_as_the_c_check_reads_them():
-    assert row_plan._interpreter_fits()
-    assert row_plan.plan_checker() is not None  # (the probe passed)
+def test_a_default_cpython_build_checks_its_plans_in_c():
+    # with the GIL and the plain object header (not a free-threaded or trace-refs build), the layouts are
+    # row_plan.c's and the probe passes
+    import sys
+    import sysconfig
+    default_build = sys.implementation.name == "cpython" and object.__basicsize__ == 16 and \
+        not sysconfig.get_config_var("Py_GIL_DISABLED")
+    assert row_plan._interpreter_fits() == default_build
+    if default_build:
+        assert row_plan._numpy_fits() and row_plan.plan_checker() is not None
 
 
+@c_check
 def test_the_c_check_names_an_iteration_s_rows_as_the_reference_does():
     rec, records, plan = _recorded()
     kinds = {row[0] for row in plan.rows}
@@ -94,6 +106,7 @@ def _replaced(records, plan, what, make):
     return out
 
 
+@c_check
 @pytest.mark.parametrize("case, what, make", [
     ("another size", row_plan.IN_C, lambda v: np.zeros(v.size + 1, v.dtype)),
     ("another dtype", row_plan.IN_C, lambda v: v.astype(np.float64)),
@@ -110,6 +123,7 @@ def test_the_c_check_refuses_where_the_reference_does(case, what, make):
     assert in_c is None and reference is None, case
 
 
+@c_check
 def test_the_recorder_checks_its_plan_in_c_and_writes_the_rows_the_reference_writes(monkeypatch):
     import kernelcore.observe.recorder as recorder_module
     main, scope, loss, feed = _viewing_mlp()
@@ -135,6 +149,19 @@ def test_the_recorder_checks_its_plan_in_c_and_writes_the_rows_the_reference_wri
         np.testing.assert_array_equal(with_c[name], reference[name], err_msg=name)
 
 
+@pytest.mark.parametrize("moved", [{"data": 24}, {"nd": 28}, {"base": 56}, {"descr": 48}, {"flags": 68},
+                                   {"dimensions": 40, "strides": 32}])
+def test_numpy_s_layout_is_checked_field_by_field_before_any_c_call(monkeypatch, moved):
+    # another NumPy's array struct, as row_plan.c would misread it: Python's reading of the same words notices
+    # (a pointer field is only followed once the words beside it were what Python says)
+    assert row_plan._numpy_fits()
+    monkeypatch.setattr(row_plan, "ARRAY_FIELDS", {**row_plan.ARRAY_FIELDS, **moved})
+    assert not row_plan._numpy_fits()
+    monkeypatch.setattr(row_plan, "_checked", None)
+    monkeypatch.setattr(row_plan, "_probe", lambda check: pytest.fail("the C check was called"))
+    assert row_plan.plan_checker() is None
+
+
 def test_no_c_check_where_the_layouts_are_not_its_own(monkeypatch):
     monkeypatch.setattr(row_plan, "_checked", None)
     monkeypatch.setattr(row_plan, "_interpreter_fits", lambda: False)
@@ -148,6 +175,7 @@ def test_no_c_check_where_the_layouts_are_not_its_own(monkeypatch):
     assert row_plan.plan_checker() is None
 
 
+@c_check
 def test_the_probe_fails_where_c_reads_another_layout():
     # a check that reads every array one word off (as another header size would) is refused by the probe
     real = row_plan._make_check(row_plan._function())
@@ -212,6 +240,7 @@ def _records(kinds_per_op, seed, ops=None):
 _kind = st.sampled_from([k for k in sorted(_MAKERS) for _ in range(1 if k in ("number", "nothing", "list") else 3)])
 
 
+@c_check
 @settings(max_examples=150, deadline=None)
 @given(kinds=st.lists(st.lists(_kind, min_size=1, max_size=4), min_size=1, max_size=8),
        changes=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 3), _kind), max_size=3),

@@ -88,7 +88,8 @@ SIGNATURES = {
     "kc_health_summary_f32": (_I64, [_P, _I64, _P, _INT]),
     "kc_health_summary_f64": (_I64, [_P, _I64, _P, _INT]),
     "kc_health_summary_many": (_I64, [_P, _I64, _P, _INT]),
-    "kc_plan_check": (_I64, [_P, _P, _I64, _P, _P, _P, _P, _P, _P, _P, _P]),
+    # (reads Python objects: only through row_plan.plan_checker, which keeps the GIL for it; this handle leaves it)
+    "kc_plan_check": (_I64, [_P, _P, _I64, _P, _I64, _P, _P, _P, _P, _P, _P, _P]),
 }
 KERNELS = ("batch and layer norm, convolutions (im2col into a packed GEMM), depthwise convolution, max pooling, "
            "softmax, gelu, relu and relu6 and their gradients, large adds, RNN step products and LSTM steps (float32)")

@@ -110,9 +110,10 @@ KC_EXPORT int64_t kc_health_summary_f64(const double *x, int64_t n, double *out,
 KC_EXPORT int64_t kc_health_summary_many(const int64_t *items, int64_t count, double *out, int threads);
 
 /* row_plan.c: an iteration's outputs checked against the flight recorder's plan (see the file); 0 where all are
- * what it says, else 1 + the first row that is not. Reads Python objects: called with the GIL held (row_plan.py) */
+ * what it says, else 1 + the first row that is not. Reads Python objects: call it only through row_plan.py's
+ * plan_checker, which checks their layout first and keeps the GIL for the call */
 KC_EXPORT int64_t kc_plan_check(const void *records, const int64_t *plan, int64_t rows, const void *tuple_type,
-                                const void *ndarray_type, int64_t *roots, int64_t *items, int64_t *in_c,
-                                int64_t *other, double *numbers, int64_t *counts);
+                                int64_t tuple_items_at, const void *ndarray_type, int64_t *roots, int64_t *items,
+                                int64_t *in_c, int64_t *other, double *numbers, int64_t *counts);
 
 #endif

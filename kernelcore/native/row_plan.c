@@ -5,10 +5,12 @@
  * few nanoseconds.
  *
  * It reads the records (a list of tuples) and the arrays in them in place, through CPython's object header and
- * NumPy's public array struct (PyArrayObject_fields), declared below for the few fields it reads. Both layouts
- * are checked on real objects before the first call (kernelcore/native/row_plan.py): where they differ (a
- * free-threaded or debug interpreter, another NumPy) the Python check runs instead. The caller holds the GIL and
- * the records, so nothing read here changes or goes during the call.
+ * NumPy's public array struct (PyArrayObject_fields, the same from NumPy 1.7 to 2.x up to `flags`), declared
+ * below for the few fields it reads; a tuple's items start `tuple_items_at` bytes in (tuple.__basicsize__: 24,
+ * or 32 where the tuple caches its hash). kernelcore/native/row_plan.py checks both layouts from Python before
+ * the first call (where they differ, a free-threaded or trace-refs interpreter, the Python check runs instead),
+ * and only calls this through a handle that keeps the GIL: the caller holds the records, so nothing read here
+ * changes or goes during the call. Every field is read only after the object's type was checked.
  *
  * plan: `rows` rows of PLAN_COLUMNS int64 (row_plan.py packs them): what the output was (IN_C, REPEAT, EMPTY,
  * OTHER), its record's order in the list, its position in the record, whether the plan summarised its base, the
@@ -28,10 +30,9 @@ typedef struct {
     const void *type;
 } py_object;
 
-typedef struct {
+typedef struct { /* the items follow at tuple_items_at */
     py_object head;
     intptr_t size;
-    const void *item[];
 } py_tuple;
 
 typedef struct {
@@ -77,8 +78,8 @@ static const np_array *root_of(const np_array *value, int via_base, const void *
 }
 
 KC_EXPORT int64_t kc_plan_check(const void *records, const int64_t *plan, int64_t rows, const void *tuple_type,
-                                const void *ndarray_type, int64_t *roots, int64_t *items, int64_t *in_c,
-                                int64_t *other, double *numbers, int64_t *counts) {
+                                int64_t tuple_items_at, const void *ndarray_type, int64_t *roots, int64_t *items,
+                                int64_t *in_c, int64_t *other, double *numbers, int64_t *counts) {
     const py_list *list = records;
     int64_t n_in_c = 0, n_other = 0;
     for (int64_t row = 0; row < rows; row++) {
@@ -87,7 +88,7 @@ KC_EXPORT int64_t kc_plan_check(const void *records, const int64_t *plan, int64_
         if (order < 0 || order >= list->size) return 1 + row;
         const py_tuple *rec = list->item[order];
         if (rec->head.type != tuple_type || pos < 0 || pos >= rec->size) return 1 + row;
-        const np_array *value = rec->item[pos];
+        const np_array *value = ((const void *const *)((const char *)rec + tuple_items_at))[pos];
         if (value->head.type != ndarray_type) return 1 + row; /* a device array, a number: Python's to judge */
         const np_array *root = root_of(value, (int)p[VIA_BASE], ndarray_type);
         if (root == NULL) return 1 + row;
