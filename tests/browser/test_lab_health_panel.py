@@ -96,3 +96,57 @@ def test_the_health_panel_follows_a_recorded_loop_and_a_click_moves_the_debugger
         shot(panel, "health_panel_dark")
         shot(page, "health_panel_debugger_dark")
     assert not page.problems, page.problems
+
+
+FIT_SETUP = '''
+import time
+import numpy as np
+import kernelcore as kc
+import kernelcore_widgets  # the panel's comm target
+
+model = kc.Model(scope=kc.Scope())
+hidden = model.fc_layer(input="x", size=16, activation="tanh", input_dim=8)
+prob = model.fc_layer(input=hidden, size=3, activation="softmax")
+avg_loss = model.mean(model.cross_entropy(input=prob, label="label"))
+model.backward(avg_loss)
+model.sgd(learning_rate=0.1)
+model.initialize_parameters()
+rng = np.random.default_rng(1)
+
+
+def batches(n, pause_s):
+    for _ in range(n):
+        time.sleep(pause_s)  # slow enough that the panel is seen following the fit
+        yield {"x": rng.standard_normal((4, 8)).astype("float32"),
+               "label": rng.integers(0, 3, (4, 1)).astype("int64")}
+'''
+
+FIT = '''
+result = model.fit(batches(30, 0.3), fetch=[avg_loss], record=True)
+print("STEPS", result.steps, model.recorder is result.recorder)
+'''
+
+
+def test_the_health_panel_follows_a_recorded_model_fit_by_the_model_s_name(page, lab):
+    # model.fit(record=True) binds no recorder of its own: the panel shows it as model.recorder while it runs
+    name = write_notebook(lab, "health_panel_fit.ipynb", [FIT_SETUP, FIT])
+    open_notebook(page, lab, name)
+    page.evaluate("window.jupyterapp.commands.execute('kernelcore:show-health')")
+    panel = page.locator("#jp-kernelcore-health")
+    panel.wait_for()
+    _run_cell(page, 0)
+    panel.locator(".jp-Kernelcore-hpHint").wait_for(timeout=60_000)
+    _run_cell(page, 1)
+    page.wait_for_function(FOLLOWING, timeout=60_000, polling=100)  # live: the fit's cell still runs
+    assert panel.locator(".jp-Kernelcore-hpRecorderName").text_content() == "recorder model.recorder"
+    page.wait_for_function(RUN_DONE, timeout=120_000, polling=250)
+    cells = page.evaluate(CELLS)
+    text = "".join(o.get("text", "") for o in cells[1]["outputs"] if o["output_type"] == "stream")
+    assert "STEPS 30 True" in text, text
+    panel.locator(".jp-Kernelcore-hvCounts").filter(has_text="30 iterations").wait_for(timeout=30_000)
+    assert panel.locator(".jp-Kernelcore-hvLossCurve path.jp-Kernelcore-sparkLine").count() == 1
+    assert panel.locator(".jp-Kernelcore-hpRecorderName").text_content() == "recorder model.recorder"
+    shot(panel, "health_panel_fit_light")
+    with in_theme(page, "dark"):
+        shot(panel, "health_panel_fit_dark")
+    assert not page.problems, page.problems
