@@ -6,8 +6,8 @@ row_plan.c reads the records and their arrays in place, through CPython's object
 Before the first call `plan_checker` checks both layouts from Python, reading only words inside objects whose
 size it knows: the interpreter's type sizes (a free-threaded or trace-refs build has another header), then each
 field row_plan.c reads of arrays Python made, against what Python says of them; only then a probe of the C check
-itself, which must name a whole array, a transposed view of one, a repeat, an empty array and an integer array
-as Python does, and refuse a wrong size, a strided array, a view no longer whole and a repeat that is a copy.
+itself, which must name a whole array, a transposed view of one, a repeat and an empty array as Python does,
+leave a strided view to Python, and refuse a wrong size, a strided array, a view no longer whole and a repeat that is a copy.
 Anything that differs leaves the Python check in place.
 
 C compares dtypes by their object (NumPy's shared one for each native type); an array whose dtype is equal but

@@ -99,7 +99,7 @@ def name_rows(records, sites_of: Callable, write_one: Callable, in_c_too: bool, 
     items = array("q")
     held = []  # copies made for the C call (integers as float64, strided views gathered), alive until it returns
     kinds = _KINDS if in_c_too else {}
-    host_only = True  # whether every output is a NumPy array (what the plan check in C reads)
+    c_checkable = in_c_too  # whether the plan may be checked in C: the C summary on, every output a NumPy array
     for order, rec in enumerate(records):
         op = rec[3]
         n_out = len(op.out_pairs)
@@ -109,7 +109,7 @@ def name_rows(records, sites_of: Callable, write_one: Callable, in_c_too: bool, 
         first = len(rec) - n_out
         for k in range(n_out):
             value = rec[first + k]
-            host_only = host_only and type(value) is np.ndarray
+            c_checkable = c_checkable and type(value) is np.ndarray
             root = whole_array(value)
             key, row = id(root), len(plan_rows)
             seen = known.get(key)
@@ -126,7 +126,7 @@ def name_rows(records, sites_of: Callable, write_one: Callable, in_c_too: bool, 
             plan_rows.append((what, order, first + k, root is not value, dtype, kinds.get(dtype) if what == IN_C
                               else None, size, source))
             sites.append(out_sites[k])
-    plan = RowPlan(records, plan_rows, sites, repeats, host_only)
+    plan = RowPlan(records, plan_rows, sites, repeats, c_checkable)
     return IterationRows(plan.orders, plan.sites, plan.numels, numbers.array[:len(plan_rows)], plan, records, items,
                          in_c, held, repeats)
 
@@ -161,7 +161,7 @@ class RowPlan:
     """What each output of an iteration was (see the module docstring), and the rows' orders, sites and sizes."""
 
     def __init__(self, records, rows: list[tuple], sites: list[int], repeats: list[tuple[int, int]],
-                 host_only: bool):
+                 c_checkable: bool):
         self.ops = tuple(rec[3] for rec in records)
         self.timesteps = tuple(rec[5] for rec in records)
         self.rows = rows
@@ -169,8 +169,9 @@ class RowPlan:
         self.sites = np.asarray(sites, np.int32)
         self.numels = np.asarray([r[6] for r in rows], np.int64)
         self.repeats = repeats  # (row, the row it repeats): the same in every iteration the plan fits
-        # the rows as the C check reads them; None where an output was not a NumPy array (a device run's)
-        self.table = pack_plan(rows) if host_only else None
+        # the rows as the C check reads them; None where it may not run (no C summary, or an output that was not
+        # a NumPy array: a device run's)
+        self.table = pack_plan(rows) if c_checkable else None
 
     def fits(self, records) -> bool:
         """Whether `records` ran the ops the plan's iteration ran, at the same timesteps."""
@@ -222,9 +223,15 @@ def name_rows_by_plan(records, plan: RowPlan, write_one: Callable, in_c_too: boo
             if _summarize_other(root, row, numbers, kinds, items, in_c, held, write_one, ptr) is None:
                 return None
             if value.size != size:
-                numels = plan.numels.copy() if numels is plan.numels else numels
-                numels[row] = value.size
+                numels = _with_numel(numels, plan, row, value.size)
     return IterationRows(plan.orders, plan.sites, numels, numbers.array, plan, records, items, in_c, held, repeats)
+
+
+def _with_numel(numels, plan: RowPlan, row: int, numel: int) -> np.ndarray:
+    """`numels` with row `row`'s numel set: a copy of the plan's own the first time (the plan's stays as it was)."""
+    numels = plan.numels.copy() if numels is plan.numels else numels
+    numels[row] = numel
+    return numels
 
 
 def name_rows_by_plan_in_c(records, plan: RowPlan, check: Callable, write_one: Callable, ptr: Callable) \
@@ -246,7 +253,6 @@ def name_rows_by_plan_in_c(records, plan: RowPlan, check: Callable, write_one: C
         if _summarize_other(root, row, numbers, _KINDS, items, in_c, held, write_one, ptr) is None:
             return None
         if value.size != size:
-            numels = plan.numels.copy() if numels is plan.numels else numels
-            numels[row] = value.size
+            numels = _with_numel(numels, plan, row, value.size)
     return IterationRows(plan.orders, plan.sites, numels, numbers.array, plan, records, items, in_c, held,
                          plan.repeats)
