@@ -573,3 +573,13 @@ def test_a_mean_or_norm_past_float32_s_range_is_kept_as_inf_without_a_warning(ba
     big = cols["max"] > 1e299
     assert big.any() and np.isinf(cols["l2"][big]).all() and np.isinf(cols["mean"][big]).all()
     assert (cols["max"][big] == 2e300).all()  # min and max stay float64
+
+
+def test_the_numpy_reference_keeps_a_sum_past_float64_s_range_as_inf_without_a_warning():
+    # (what runs with the C kernels off: KERNELCORE_NATIVE=off, or a device array's module without them)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for value in (np.full((4, 3), 1e300), np.array([1e300, -1e300, np.nan, 1e300])):
+            s = summarize(value)
+            assert s.max == 1e300 and math.isinf(s.l2)

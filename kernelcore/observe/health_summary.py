@@ -71,9 +71,12 @@ def summarize(value) -> Summary | None:
     if value.dtype.kind == "b":
         value = value.view(np.uint8) if xp is np else value.astype(np.uint8)
     lo, hi = float(value.min()), float(value.max())
-    if math.isfinite(lo) and math.isfinite(hi):  # NaN anywhere makes min and max NaN
-        return _finite(xp, value, n, lo, hi)
-    return _with_nonfinite(xp, value, n)
+    # a sum or sum of squares past float64's range is kept as Inf, as the C summary keeps it, without NumPy's
+    # overflow warning: an exploding run would print one into the user's cell at every such output
+    with np.errstate(over="ignore"):
+        if math.isfinite(lo) and math.isfinite(hi):  # NaN anywhere makes min and max NaN
+            return _finite(xp, value, n, lo, hi)
+        return _with_nonfinite(xp, value, n)
 
 
 def _finite(xp, value, n: int, lo: float, hi: float) -> Summary:
