@@ -105,7 +105,7 @@ export class KernelChannel<R> {
     if (kernel === this._kernel && this._comm) {
       return;
     }
-    this._closeComm();
+    this._closeComm(true);
     this._kernel?.statusChanged?.disconnect(this._onStatus);
     this._kernel = kernel;
     this._owner.forget();
@@ -117,9 +117,10 @@ export class KernelChannel<R> {
     this._open();
   }
 
+  /** Open the comm again where it is gone; a comm still waiting for the kernel's first answer is kept: the
+   * kernel answers or closes it, in order, after the cells queued before it. */
   reconnect(): void {
-    if (this._kernel && (this._status !== 'connected' || !this._comm)) {
-      this._closeComm();
+    if (this._kernel && !this._comm) {
       this._open();
     }
   }
@@ -179,17 +180,24 @@ export class KernelChannel<R> {
     comm.open({ version: 1 });
   }
 
-  private _closeComm(): void {
+  /** Close the comm; `kernelStays`: its kernel lives on (another kernel is followed). */
+  private _closeComm(kernelStays = false): void {
     const comm = this._comm;
+    const unanswered = kernelStays && this._status === 'connecting';
     this._comm = null;
     this._failPending('the comm closed');
-    if (comm && !comm.isDisposed) {
-      try {
-        comm.close();
-      } catch {
-        // already gone with its kernel
-      }
+    if (!comm || comm.isDisposed) {
+      return;
     }
+    if (unanswered) {
+      // The kernel has not seen the comm's opening yet: one without the target closes it (a close we sent
+      // first would leave the kernel's close to a comm Lab no longer knows, and Lab reports that as an error);
+      // one with the target answers, and the comm is closed then.
+      comm.onClose = () => undefined;
+      comm.onMsg = () => closeQuietly(comm);
+      return;
+    }
+    closeQuietly(comm);
   }
 
   private _failPending(error: string): void {
@@ -211,5 +219,15 @@ export class KernelChannel<R> {
   private _set(status: ConnectionStatus): void {
     this._status = status;
     this._owner.changed();
+  }
+}
+
+function closeQuietly(comm: CommLike): void {
+  if (!comm.isDisposed) {
+    try {
+      comm.close();
+    } catch {
+      // already gone with its kernel
+    }
   }
 }

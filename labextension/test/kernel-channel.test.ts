@@ -92,6 +92,41 @@ describe('KernelChannel', () => {
     expect(ch.status).toBe('no-notebook');
   });
 
+  it('keeps a comm the kernel has not answered yet when asked to reconnect, and opens one where it is gone', () => {
+    const { ch, kernel } = channel();
+    ch.reconnect(); // the kernel answers or closes the first comm after the cells queued before it
+    expect(kernel.comms).toHaveLength(1);
+    expect(kernel.comm.closed).toBe(false);
+    kernel.comm.onClose({}); // it had no target
+    expect(ch.status).toBe('no-target');
+    ch.reconnect();
+    expect(kernel.comms).toHaveLength(2);
+    kernel.comm.deliver({ id: 0, error: null });
+    ch.reconnect();
+    expect(kernel.comms).toHaveLength(2);
+    expect(kernel.comm.closed).toBe(false);
+  });
+
+  it('leaves an unanswered comm to the kernel it left: closed once answered, and its close is no change', () => {
+    const { ch, kernel, seen } = channel();
+    const first = kernel.comm;
+    const other = new FakeKernel();
+    ch.setKernel(other);
+    expect(first.closed).toBe(false); // a close now would cross the kernel's own close of a comm without target
+    const changed = seen.changed;
+    first.onClose({});
+    expect(seen.changed).toBe(changed);
+    expect(ch.status).toBe('connecting');
+    const second = new FakeKernel();
+    ch.setKernel(second);
+    other.comm.deliver({ id: 0, error: null }); // the kernel had the target: its answer closes the comm
+    expect(other.comm.closed).toBe(true);
+    expect(ch.status).toBe('connecting');
+    second.comm.deliver({ id: 0, error: null });
+    ch.setKernel(new FakeKernel()); // an answered comm is closed at once
+    expect(second.comm.closed).toBe(true);
+  });
+
   it('stops following the kernel it left', () => {
     const { ch, kernel } = channel();
     ch.setKernel(new FakeKernel());
