@@ -2,6 +2,7 @@
 state, the bounds on what it sends, hostile requests and names, the debug session a click opens, and the pushes
 while a recorded loop runs."""
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -198,7 +199,7 @@ def test_a_recorded_loop_pushes_its_state_as_it_runs(monkeypatch, background):
     main, scope, loss, feed = _mlp()
     ns = {}
     ch, sent = _channel(ns)
-    monkeypatch.setattr(hf, "channels", {ch})
+    _connect(monkeypatch, ch)
     follower = hf.Follower()
     follower.cell_starts(_Cell("with kc.record(main, scope) as rec: ..."))
     exe = kc.Executor()
@@ -226,7 +227,7 @@ def test_a_model_s_recorded_fit_is_shown_while_it_runs_and_after(monkeypatch):
     model, loss = _model()
     ns = {"model": model}
     ch, sent = _channel(ns)
-    monkeypatch.setattr(hf, "channels", {ch})
+    _connect(monkeypatch, ch)
     assert RecorderList(lambda: ns).found() == []  # (no fit recorded yet)
     follower = hf.Follower()
     follower.cell_starts(_Cell("result = model.fit(batches, fetch=[loss], record=True)"))
@@ -248,27 +249,75 @@ def test_a_model_s_recorded_fit_is_shown_while_it_runs_and_after(monkeypatch):
     assert RecorderList(lambda: {"result": ns["result"]}).found()[0][0] == "result.recorder"
 
 
-def test_without_a_panel_cells_run_with_no_observer(monkeypatch):
-    monkeypatch.setattr(hf, "channels", set())
-    follower = hf.Follower()
-    follower.cell_starts()
-    assert follower._token is None
-    follower.cell_ended()
+def _connect(monkeypatch, *chs) -> None:
+    """The panels connected: `chs` alone."""
+    connected = hf.Channels()
+    for ch in chs:
+        connected.add(ch)
+    monkeypatch.setattr(hf, "channels", connected)
 
 
+@pytest.mark.parametrize("panel", [True, False])  # a panel may connect while the cell runs: observed either way
 @pytest.mark.parametrize("source, bound, observed", [
     ("for _ in range(9):\n    exe.run(main)", False, False),   # an unrecorded loop pays nothing
     ("with kc.record(main, scope) as rec:\n    train()", False, True),
     ("with rec:\n    train()", True, True),                     # a recorder bound by an earlier cell
 ])
-def test_a_connected_panel_observes_only_the_cells_that_may_record(monkeypatch, source, bound, observed):
+def test_only_the_cells_that_may_record_are_observed(monkeypatch, source, bound, observed, panel):
+    from kernelcore_widgets.health_recorders import RecorderList
     ns = {"rec": _healthy(1)} if bound else {}
     ch, _sent = _channel(ns)
-    monkeypatch.setattr(hf, "channels", {ch})
-    follower = hf.Follower()
+    _connect(monkeypatch, *([ch] if panel else []))
+    follower = hf.Follower(lambda: RecorderList(lambda: ns).any_bound())
     follower.cell_starts(_Cell(source))
     assert (follower._token is not None) == observed
     follower.cell_ended()
+
+
+def test_a_panel_connected_while_a_recorded_loop_runs_is_pushed_its_state_from_the_next_run_s_end(monkeypatch):
+    # after "Run All" the panel's comm opens (on a kernel subshell) while the loop's cell already runs
+    monkeypatch.setattr(hf, "MIN_PUSH_S", 0.0)
+    monkeypatch.setattr(hf, "PUSH_SHARE", 1e9)
+    main, scope, loss, feed = _mlp()
+    ns = {}
+    ch, sent = _channel(ns)
+    _connect(monkeypatch)
+    follower = hf.Follower()
+    follower.cell_starts(_Cell("with kc.record(main, scope) as rec: ..."))
+    exe = kc.Executor()
+    with record(main, scope, keep_last=0, background=False) as rec:
+        ns["rec"] = rec
+        for step in range(4):
+            if step == 2:
+                connecting = threading.Thread(target=hf.channels.add, args=(ch,))  # as a subshell's thread does
+                connecting.start()
+                connecting.join()
+            exe.run(main, feed=feed, fetch_list=[loss], scope=scope, training=True)
+    follower.cell_ended()
+    during = [m["result"]["payload"]["overview"]["iterations"] for m in sent[:-1]]
+    assert during == [3, 4]  # pushed as the runs after it connected ended
+    assert sent[-1]["result"]["payload"]["overview"]["iterations"] == 4
+
+
+def test_the_connected_channels_are_read_safely_while_another_thread_connects_and_leaves():
+    connected = hf.Channels()
+    kept = [object.__new__(type("Ch", (), {})) for _ in range(64)]
+    stop = threading.Event()
+
+    def churn():
+        while not stop.is_set():
+            for c in kept:
+                connected.add(c)
+            for c in kept:
+                connected.discard(c)
+    t = threading.Thread(target=churn)
+    t.start()
+    try:
+        for _ in range(2000):
+            assert len(connected.snapshot()) <= len(kept)
+    finally:
+        stop.set()
+        t.join()
 
 
 FIXTURE = __import__("pathlib").Path(__file__).resolve().parents[1] / "labextension" / "test" / "health-messages.json"

@@ -72,7 +72,7 @@ export class HealthModel {
     },
     changed: () => this._changed.emit(),
     failure: (req, error) => ({ req, ok: false, error, result: null })
-  });
+  }, 'beside'); // opened beside a running cell: after "Run All" the loop's cell runs when the comm opens
   /** the last error a request got (shown until the next state) */
   error = '';
 

@@ -14,6 +14,11 @@ export interface CommLike {
   onMsg: (msg: { content: { data: any } }) => void;
   onClose: (msg: unknown) => void;
   readonly isDisposed?: boolean;
+  /** Forget the comm without a message to the kernel (one never opened). */
+  dispose?(): void;
+  /** Settles once the comm's kernel subshell started (JupyterLab sends a comm's messages over one where the
+   * kernel has subshells); never where the kernel has none. */
+  readonly subshellStarted?: Promise<void>;
 }
 
 /** The part of a kernel connection we use (@jupyterlab/services Kernel.IKernelConnection). */
@@ -21,6 +26,9 @@ export interface KernelLike {
   readonly id?: string;
   readonly status?: string;
   createComm(targetName: string): CommLike;
+  /** Settles with the kernel's info, after which `supportsSubshells` is known. */
+  readonly info?: Promise<unknown>;
+  readonly supportsSubshells?: boolean;
   statusChanged?: { connect(fn: (sender: unknown, status: string) => void): unknown; disconnect(fn: any): unknown };
 }
 
@@ -63,6 +71,14 @@ export function statusSentence(status: ConnectionStatus, own: OwnStatusText): st
   }
 }
 
+/** How long an opening waits for the comm's subshell before it goes to the main shell anyway. */
+export const SUBSHELL_WAIT_MS = 5_000;
+
+/** Where the channel's comm is opened: on the main shell, in order with the cells (the opening waits for a
+ * running cell), or `beside` them, on the comm's subshell where the kernel has subshells (the kernel side's
+ * opener then runs on the subshell's thread, while a cell may run). */
+export type OpenOn = 'main' | 'beside';
+
 interface Pending<R> {
   resolve: (r: R) => void;
   timer: ReturnType<typeof setTimeout> | undefined;
@@ -72,13 +88,15 @@ export class KernelChannel<R> {
   private _status: ConnectionStatus = 'no-notebook';
   private _kernel: KernelLike | null = null;
   private _comm: CommLike | null = null;
+  private _unopened: CommLike | null = null; // the comm while its opening waits for its subshell
   private _next = 1;
   private _pending = new Map<number, Pending<R>>();
   private _onStatus = (_: unknown, status: string) => this._kernelStatus(status);
 
   constructor(
     private readonly _target: string,
-    private readonly _owner: ChannelOwner<R>
+    private readonly _owner: ChannelOwner<R>,
+    private readonly _openOn: OpenOn = 'main'
   ) {}
 
   get status(): ConnectionStatus {
@@ -177,7 +195,20 @@ export class KernelChannel<R> {
         }
       }
     };
-    comm.open({ version: 1 });
+    const subshell = comm.subshellStarted;
+    if (this._openOn === 'main' || !subshell || !kernel.info) {
+      comm.open({ version: 1 });
+      return;
+    }
+    // The comm sends on its subshell once that started (JupyterLab starts it asynchronously): opened at once,
+    // the opening would go to the main shell and wait behind a running cell.
+    this._unopened = comm;
+    void subshellReady(kernel, subshell).then(() => {
+      if (this._unopened === comm) {
+        this._unopened = null;
+        comm.open({ version: 1 });
+      }
+    });
   }
 
   /** Close the comm; `kernelStays`: its kernel lives on (another kernel is followed). */
@@ -187,6 +218,11 @@ export class KernelChannel<R> {
     this._comm = null;
     this._failPending('the comm closed');
     if (!comm || comm.isDisposed) {
+      return;
+    }
+    if (comm === this._unopened) {
+      this._unopened = null; // the kernel never heard of it: nothing to tell it
+      comm.dispose?.();
       return;
     }
     if (unanswered) {
@@ -229,5 +265,22 @@ function closeQuietly(comm: CommLike): void {
     } catch {
       // already gone with its kernel
     }
+  }
+}
+
+/** Settles once `subshell` started, at once where the kernel has no subshells (or its info failed), and after
+ * SUBSHELL_WAIT_MS at most. */
+async function subshellReady(kernel: KernelLike, subshell: Promise<void>): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const waited = new Promise<void>(resolve => (timer = setTimeout(resolve, SUBSHELL_WAIT_MS)));
+  try {
+    await Promise.race([kernel.info, waited]);
+    if (kernel.supportsSubshells) {
+      await Promise.race([subshell, waited]);
+    }
+  } catch {
+    // no info, or the subshell did not start: the main shell
+  } finally {
+    clearTimeout(timer);
   }
 }

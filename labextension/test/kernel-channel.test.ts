@@ -1,14 +1,40 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { KernelChannel, statusSentence } from '../src/kernelchannel';
-import { FakeKernel } from './fake-comm';
+import { KernelChannel, OpenOn, SUBSHELL_WAIT_MS, statusSentence } from '../src/kernelchannel';
+import { FakeComm, FakeKernel } from './fake-comm';
 
 interface Answer {
   id: number;
   error: string | null;
 }
 
+/** A comm whose subshell starts when the test says so. */
+class SubshellComm extends FakeComm {
+  disposed = false;
+  start!: () => void;
+  readonly subshellStarted = new Promise<void>(resolve => (this.start = resolve));
+  dispose(): void {
+    this.disposed = true;
+  }
+}
+
+/** A kernel whose comms have subshells (or not: `subshells`), its info settled at once. */
+class SubshellKernel extends FakeKernel {
+  readonly info = Promise.resolve({});
+  constructor(readonly supportsSubshells = true) {
+    super();
+  }
+  createComm(target: string): SubshellComm {
+    const c = new SubshellComm(target);
+    this.comms.push(c);
+    return c;
+  }
+  get comm(): SubshellComm {
+    return this.comms[this.comms.length - 1] as SubshellComm;
+  }
+}
+
 /** A channel whose owner settles the replies it gets and counts what the channel told it. */
-function channel() {
+function channel(openOn: OpenOn = 'main', kernel: FakeKernel = new FakeKernel()) {
   const seen = { forgot: 0, changed: 0 };
   const ch: KernelChannel<Answer> = new KernelChannel<Answer>('kernelcore.test', {
     message: data => {
@@ -19,8 +45,7 @@ function channel() {
     forget: () => seen.forgot++,
     changed: () => seen.changed++,
     failure: (id, error) => ({ id, error })
-  });
-  const kernel = new FakeKernel();
+  }, openOn);
   ch.setKernel(kernel);
   return { ch, kernel, seen };
 }
@@ -132,6 +157,57 @@ describe('KernelChannel', () => {
     ch.setKernel(new FakeKernel());
     expect(kernel.listeners).toHaveLength(0);
     kernel.restart();
+    expect(ch.status).toBe('connecting');
+  });
+});
+
+describe('KernelChannel opened beside the cells', () => {
+  const settled = () => new Promise(r => setTimeout(r, 0));
+
+  it('opens the comm once its subshell started, so that the opening does not wait behind a running cell', async () => {
+    const kernel = new SubshellKernel();
+    const { ch } = channel('beside', kernel);
+    await settled();
+    expect(kernel.comm.opened).toBe(false);
+    expect(ch.status).toBe('connecting');
+    kernel.comm.start();
+    await settled();
+    expect(kernel.comm.opened).toBe(true);
+    kernel.comm.deliver({ id: 0, error: null });
+    expect(ch.connected).toBe(true);
+  });
+
+  it('opens at once on the main shell where the kernel has no subshells, or asked to', async () => {
+    const bare = new SubshellKernel(false);
+    channel('beside', bare);
+    await settled();
+    expect(bare.comm.opened).toBe(true);
+    const main = new SubshellKernel();
+    channel('main', main);
+    expect(main.comm.opened).toBe(true);
+  });
+
+  it('opens on the main shell after SUBSHELL_WAIT_MS where the subshell does not start', async () => {
+    vi.useFakeTimers();
+    const kernel = new SubshellKernel();
+    channel('beside', kernel);
+    await vi.advanceTimersByTimeAsync(SUBSHELL_WAIT_MS - 1);
+    expect(kernel.comm.opened).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(kernel.comm.opened).toBe(true);
+  });
+
+  it('forgets a comm left before it opened without telling any kernel, and never opens it', async () => {
+    const kernel = new SubshellKernel();
+    const { ch } = channel('beside', kernel);
+    const first = kernel.comm;
+    ch.setKernel(new SubshellKernel());
+    first.start();
+    await settled();
+    expect(first.disposed).toBe(true);
+    expect(first.opened).toBe(false);
+    expect(first.closed).toBe(false);
+    kernel.restart(); // the kernel left is not followed
     expect(ch.status).toBe('connecting');
   });
 });

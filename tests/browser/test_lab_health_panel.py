@@ -2,7 +2,8 @@
 iteration RAISE_AT until it goes NaN. Opened from the palette's command before the loop, it says how to start
 recording; while the loop runs it shows the recorder's iterations as they end; once the recorder stopped it
 marks the first bad iteration and puts that op first, and a click on that op's sparkline at that iteration moves
-the debugger sidebar right after that op there. Screenshots (light and dark) in out/screenshots/."""
+the debugger sidebar right after that op there. After "Run All" it follows the loop's cell that was queued when
+its comm opened. Screenshots (light and dark) in out/screenshots/."""
 from __future__ import annotations
 
 import re
@@ -38,10 +39,20 @@ FOLLOWING = """() => {
   return !!m && Number(m[1]) >= 2 && k.status === 'busy';
 }"""
 
+# the same, by the cell's prompt ([*] while it runs): the kernel's status says idle while the loop runs once Lab
+# created a comm's subshell beside it (every request, a control channel's too, ends with an idle status)
+FOLLOWING_CELL = """k => {
+  const counts = document.querySelector('#jp-kernelcore-health .jp-Kernelcore-hvCounts');
+  const m = counts && /(\\d+) iterations/.exec(counts.textContent);
+  const cell = window.jupyterapp.shell.currentWidget.content.widgets[k];
+  const prompt = cell.node.querySelector('.jp-InputPrompt');
+  return !!m && Number(m[1]) >= 2 && !!prompt && prompt.textContent.includes('*');
+}"""
+
 
 def _run_cell(page, k: int) -> None:
-    """Run code cell k alone: the panel's comm opens once the first cell imported kernelcore_widgets, and a
-    comm's opening waits behind every cell already queued, so the loop's cell is sent after it."""
+    """Run code cell k alone (the panel's comm opens once the first cell imported kernelcore_widgets: run
+    alone, the panel's empty state is seen before the loop starts)."""
     page.evaluate("""k => { const nb = window.jupyterapp.shell.currentWidget.content; nb.activeCellIndex = k;
                             void window.jupyterapp.commands.execute('notebook:run-cell'); }""", k)  # not awaited
 
@@ -152,4 +163,22 @@ def test_the_health_panel_follows_a_recorded_model_fit_by_the_model_s_name(page,
     shot(panel, "health_panel_fit_light")
     with in_theme(page, "dark"):
         shot(panel, "health_panel_fit_dark")
+    assert not page.problems, page.problems
+
+
+def test_after_run_all_the_panel_follows_the_loop_s_cell_that_was_queued_when_its_comm_opened(page, lab):
+    # "Run All": the cell importing kernelcore_widgets ends with the loop's cell queued behind it, so the panel's
+    # comm opens while the loop runs (beside it, on the comm's kernel subshell), and follows it from there
+    name = write_notebook(lab, "health_panel_run_all.ipynb", [SETUP, LOOP])
+    open_notebook(page, lab, name)
+    page.evaluate("window.jupyterapp.commands.execute('kernelcore:show-health')")
+    panel = page.locator("#jp-kernelcore-health")
+    panel.wait_for()
+    page.evaluate("void window.jupyterapp.commands.execute('notebook:run-all-cells')")  # not awaited
+    page.wait_for_function(FOLLOWING_CELL, arg=1, timeout=90_000, polling=100)  # live: the loop's cell still runs
+    page.wait_for_function(RUN_DONE, timeout=120_000, polling=250)
+    cells = page.evaluate(CELLS)
+    text = "".join(o.get("text", "") for o in cells[1]["outputs"] if o["output_type"] == "stream")
+    it = re.search(r"^HIT (\d+) ", text, re.M).group(1)
+    panel.locator(".jp-Kernelcore-hvFirstBadText").filter(has_text=f"iteration {it},").wait_for(timeout=30_000)
     assert not page.problems, page.problems

@@ -187,6 +187,7 @@ def register() -> bool:
         return False
     from IPython import get_ipython
     events = get_ipython().events
+    health_follow.follower.any_bound = lambda: RecorderList(_ipython_namespace).any_bound()
     for name, hook in (("pre_run_cell", health_follow.follower.cell_starts),
                        ("post_run_cell", health_follow.follower.cell_ended)):
         if hook not in events.callbacks.get(name, []):

@@ -1,15 +1,21 @@
-"""The "Training health" panels' live updates: while a panel is connected (its channel in `channels`), each cell
-that may record (its source names `record`, or a recorder is bound already) runs with an executor observer,
-added by IPython's pre_run_cell, that pushes every panel's state when a run ends, at most every MIN_PUSH_S
-seconds and so that building the states takes at most PUSH_SHARE of the loop's time; post_run_cell removes it,
-and pushes once more after every cell. The observer runs on the loop's thread, between its runs, where reading
-the recorder is safe.
+"""The "Training health" panels' live updates: each cell that may record (its source names `record`, or a
+recorder is bound already) runs with an executor observer, added by IPython's pre_run_cell, that pushes every
+connected panel's state (its channel in `channels`) when a run ends, at most every MIN_PUSH_S seconds and so that
+building the states takes at most PUSH_SHARE of the loop's time; post_run_cell removes it, and pushes once more
+after every cell. The observer runs on the loop's thread, between its runs, where reading the recorder is safe.
+
+It is there whether or not a panel is connected when the cell starts: a panel's comm may open while the cell
+runs (JupyterLab opens it on a kernel subshell, beside the cell: after "Run All", the cell that imported
+kernelcore_widgets ended while the loop's cell was queued), and that panel follows the loop from its next run's
+end. `channels` is therefore added to on the subshell's thread while the loop's thread reads it: a lock guards it.
 """
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import weakref
+from typing import Callable
 
 from kernelcore.runtime.executor import add_observer, remove_observer
 
@@ -19,25 +25,52 @@ from .requests import error_text
 _log = logging.getLogger(__name__)
 MIN_PUSH_S = 0.5
 PUSH_SHARE = 0.1
-channels: weakref.WeakSet = weakref.WeakSet()  # the connected panels' HealthChannel objects
+class Channels:
+    """The connected panels' HealthChannel objects, held weakly (the comm holds its channel while it is open);
+    added to and read from more than one thread."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._set: weakref.WeakSet = weakref.WeakSet()
+
+    def add(self, channel) -> None:
+        with self._lock:
+            self._set.add(channel)
+
+    def discard(self, channel) -> None:
+        with self._lock:
+            self._set.discard(channel)
+
+    def snapshot(self) -> list:
+        with self._lock:
+            return list(self._set)
+
+    def __bool__(self) -> bool:
+        with self._lock:
+            return len(self._set) > 0
+
+
+channels = Channels()
 
 
 class Follower:
-    """Pushes every channel's state as a cell's runs end (rate-limited), while a panel is connected."""
+    """Pushes every connected channel's state as a cell's runs end (rate-limited). `any_bound()`: whether a
+    recorder is bound to a name in the notebook (health_comm.register sets it)."""
 
-    def __init__(self):
+    def __init__(self, any_bound: Callable[[], bool] = lambda: False):
+        self.any_bound = any_bound
         self._token = None
         self._last = 0.0
         self._build_s = 0.0
 
     def cell_starts(self, info=None) -> None:
         """Observe the cell's runs when it may record: its source names `record`, or a recorder is bound already
-        (`with rec:` again). Any observer costs the executor a record per op, which an unrecorded loop would pay
-        for nothing."""
-        if not channels or self._token is not None:
+        (`with rec:` again). The observer asks for nothing per op but a call that drops its record, so an
+        unrecorded loop in a cell that names `record` pays a few microseconds a run."""
+        if self._token is not None:
             return
         source = getattr(info, "raw_cell", None)
-        if not isinstance(source, str) or "record" in source or any(ch.recorders.any_bound() for ch in channels):
+        if not isinstance(source, str) or "record" in source or self.any_bound():
             self._token = add_observer(RunEnds(self.run_ended))
 
     def cell_ended(self, *_args) -> None:
@@ -58,7 +91,7 @@ class Follower:
 
     def push_all(self) -> None:
         t0 = time.monotonic()
-        for ch in list(channels):
+        for ch in channels.snapshot():
             try:
                 ch.push()
             except Exception as e:  # a state that cannot be built must not raise into the loop or the cell
