@@ -192,16 +192,24 @@ def test_selecting_where_nothing_was_recorded_is_an_error_reply(blown_up):
     assert not got["ok"] and "gone" in got["error"]
 
 
-@pytest.mark.parametrize("background", [False, True])
-def test_a_recorded_loop_pushes_its_state_as_it_runs(monkeypatch, background):
+def _loop_cell_starts(monkeypatch, connected: bool):
+    """A recorded loop's cell starting with the follower, a panel connected or not: (its MLP, the panel's
+    channel, what was sent on it, the notebook's namespace, the follower); every run end pushes, however long
+    building the state took."""
     monkeypatch.setattr(hf, "MIN_PUSH_S", 0.0)
-    monkeypatch.setattr(hf, "PUSH_SHARE", 1e9)  # every run end pushes, however long building the state took
-    main, scope, loss, feed = _mlp()
+    monkeypatch.setattr(hf, "PUSH_SHARE", 1e9)
+    mlp = _mlp()  # (its startup run comes before the cell)
     ns = {}
     ch, sent = _channel(ns)
-    _connect(monkeypatch, ch)
+    _connect(monkeypatch, *([ch] if connected else []))
     follower = hf.Follower()
     follower.cell_starts(_Cell("with kc.record(main, scope) as rec: ..."))
+    return mlp, ch, sent, ns, follower
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_a_recorded_loop_pushes_its_state_as_it_runs(monkeypatch, background):
+    (main, scope, loss, feed), ch, sent, ns, follower = _loop_cell_starts(monkeypatch, connected=True)
     exe = kc.Executor()
     with record(main, scope, keep_last=0, background=background) as rec:
         ns["rec"] = rec
@@ -270,20 +278,34 @@ def test_only_the_cells_that_may_record_are_observed(monkeypatch, source, bound,
     _connect(monkeypatch, *([ch] if panel else []))
     follower = hf.Follower(lambda: RecorderList(lambda: ns).any_bound())
     follower.cell_starts(_Cell(source))
-    assert (follower._token is not None) == observed
+    assert follower.observing == observed
     follower.cell_ended()
+
+
+def test_a_cell_on_another_thread_keeps_its_own_observer(monkeypatch):
+    # a subshell's console runs cells on a thread of its own, beside the notebook's cell
+    _connect(monkeypatch)
+    follower = hf.Follower()
+    follower.cell_starts(_Cell("with kc.record(main, scope) as rec: ..."))
+    seen = {}
+
+    def other_cell():
+        seen["before"] = follower.observing
+        follower.cell_starts(_Cell("with kc.record(main, scope) as rec2: ..."))
+        seen["during"] = follower.observing
+        follower.cell_ended()
+        seen["after"] = follower.observing
+    t = threading.Thread(target=other_cell)
+    t.start()
+    t.join()
+    assert seen == {"before": False, "during": True, "after": False} and follower.observing
+    follower.cell_ended()
+    assert not follower.observing
 
 
 def test_a_panel_connected_while_a_recorded_loop_runs_is_pushed_its_state_from_the_next_run_s_end(monkeypatch):
     # after "Run All" the panel's comm opens (on a kernel subshell) while the loop's cell already runs
-    monkeypatch.setattr(hf, "MIN_PUSH_S", 0.0)
-    monkeypatch.setattr(hf, "PUSH_SHARE", 1e9)
-    main, scope, loss, feed = _mlp()
-    ns = {}
-    ch, sent = _channel(ns)
-    _connect(monkeypatch)
-    follower = hf.Follower()
-    follower.cell_starts(_Cell("with kc.record(main, scope) as rec: ..."))
+    (main, scope, loss, feed), ch, sent, ns, follower = _loop_cell_starts(monkeypatch, connected=False)
     exe = kc.Executor()
     with record(main, scope, keep_last=0, background=False) as rec:
         ns["rec"] = rec
@@ -362,13 +384,18 @@ def test_the_front_end_fixture_is_real(blown_up):
 
 
 def test_opening_the_comm_greets_without_reading_a_recorder_then_answers_on_request(monkeypatch):
-    """The opening may run beside a recorded loop (on a subshell): it must not read the recorder's table."""
+    """The opening may run beside a recorded loop (on a subshell): it must not read the recorder's table, and
+    the loop's pushes come only after the greeting."""
     read = []
     monkeypatch.setattr(hc, "health_payload", lambda *a, **k: read.append(a) or {})
+    _connect(monkeypatch)
     comm = FakeComm()
+    sent_before_connected = []
+    comm.send = lambda msg: (comm.sent.append(msg), sent_before_connected.append(not hf.channels))
     hc._open(comm, {"content": {"data": {}}})
     try:
-        assert comm.sent == [hc.HELLO] and not read
+        assert comm.sent == [hc.HELLO] and not read and sent_before_connected == [True]
+        assert len(hf.channels.snapshot()) == 1
         comm.handlers["msg"]({"content": {"data": {"req": 5, "type": "state"}}})
         assert len(comm.sent) == 2 and comm.sent[1]["req"] == 5 and comm.sent[1]["ok"]
         comm.handlers["msg"]({"content": "not a dict"})

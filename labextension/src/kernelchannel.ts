@@ -14,11 +14,14 @@ export interface CommLike {
   onMsg: (msg: { content: { data: any } }) => void;
   onClose: (msg: unknown) => void;
   readonly isDisposed?: boolean;
-  /** Forget the comm without a message to the kernel (one never opened). */
+  /** Forget the comm without a comm message to the kernel (one never opened; Lab may still tell the kernel
+   * to delete the comm's subshell). */
   dispose?(): void;
   /** Settles once the comm's kernel subshell started (JupyterLab sends a comm's messages over one where the
-   * kernel has subshells); never where the kernel has none. */
+   * kernel has subshells); never where the kernel has none or comms over subshells are turned off. */
   readonly subshellStarted?: Promise<void>;
+  /** JupyterLab's "comms over subshells" setting for this comm ('disabled', 'perComm', 'perCommTarget'). */
+  readonly commsOverSubshells?: string;
 }
 
 /** The part of a kernel connection we use (@jupyterlab/services Kernel.IKernelConnection). */
@@ -74,6 +77,10 @@ export function statusSentence(status: ConnectionStatus, own: OwnStatusText): st
 /** How long an opening waits for the comm's subshell before it goes to the main shell anyway. */
 export const SUBSHELL_WAIT_MS = 5_000;
 
+/** A comm opened on its subshell is answered at once, a cell running or not: one still unanswered this long
+ * after was lost (a subshell Lab deleted meanwhile), and a reconnect opens another. */
+export const LOST_OPENING_MS = 15_000;
+
 /** Where the channel's comm is opened: on the main shell, in order with the cells (the opening waits for a
  * running cell), or `beside` them, on the comm's subshell where the kernel has subshells (the kernel side's
  * opener then runs on the subshell's thread, while a cell may run). */
@@ -89,6 +96,7 @@ export class KernelChannel<R> {
   private _kernel: KernelLike | null = null;
   private _comm: CommLike | null = null;
   private _unopened: CommLike | null = null; // the comm while its opening waits for its subshell
+  private _besideSince: number | null = null; // when the comm's opening went to its subshell
   private _next = 1;
   private _pending = new Map<number, Pending<R>>();
   private _onStatus = (_: unknown, status: string) => this._kernelStatus(status);
@@ -135,10 +143,18 @@ export class KernelChannel<R> {
     this._open();
   }
 
-  /** Open the comm again where it is gone; a comm still waiting for the kernel's first answer is kept: the
-   * kernel answers or closes it, in order, after the cells queued before it. */
+  /** Open the comm again where it is gone; a comm still waiting for the kernel's first answer is kept (the
+   * kernel answers or closes it, in order, after the cells queued before it) unless its opening was lost. */
   reconnect(): void {
-    if (this._kernel && !this._comm) {
+    if (!this._kernel) {
+      return;
+    }
+    const lost = this._status === 'connecting' && this._besideSince !== null &&
+      Date.now() - this._besideSince >= LOST_OPENING_MS;
+    if (lost) {
+      this._closeComm();
+    }
+    if (!this._comm) {
       this._open();
     }
   }
@@ -195,8 +211,9 @@ export class KernelChannel<R> {
         }
       }
     };
+    this._besideSince = null;
     const subshell = comm.subshellStarted;
-    if (this._openOn === 'main' || !subshell || !kernel.info) {
+    if (this._openOn === 'main' || !subshell || !kernel.info || comm.commsOverSubshells === 'disabled') {
       comm.open({ version: 1 });
       return;
     }
@@ -204,9 +221,21 @@ export class KernelChannel<R> {
     // the opening would go to the main shell and wait behind a running cell.
     this._unopened = comm;
     void subshellReady(kernel, subshell).then(() => {
-      if (this._unopened === comm) {
-        this._unopened = null;
+      if (this._unopened !== comm) {
+        return; // left meanwhile
+      }
+      this._unopened = null;
+      try {
+        if (comm.isDisposed) {
+          throw new Error('gone with its kernel connection');
+        }
         comm.open({ version: 1 });
+        this._besideSince = Date.now();
+      } catch {
+        if (this._comm === comm) {
+          this._comm = null;
+          this._set('no-target');
+        }
       }
     });
   }
@@ -216,13 +245,16 @@ export class KernelChannel<R> {
     const comm = this._comm;
     const unanswered = kernelStays && this._status === 'connecting';
     this._comm = null;
+    this._besideSince = null;
     this._failPending('the comm closed');
-    if (!comm || comm.isDisposed) {
+    if (comm && comm === this._unopened) {
+      this._unopened = null; // the kernel never heard of it: nothing to tell it
+      if (!comm.isDisposed) {
+        comm.dispose?.();
+      }
       return;
     }
-    if (comm === this._unopened) {
-      this._unopened = null; // the kernel never heard of it: nothing to tell it
-      comm.dispose?.();
+    if (!comm || comm.isDisposed) {
       return;
     }
     if (unanswered) {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { KernelChannel, OpenOn, SUBSHELL_WAIT_MS, statusSentence } from '../src/kernelchannel';
+import { KernelChannel, LOST_OPENING_MS, OpenOn, SUBSHELL_WAIT_MS, statusSentence } from '../src/kernelchannel';
 import { FakeComm, FakeKernel } from './fake-comm';
 
 interface Answer {
@@ -10,10 +10,20 @@ interface Answer {
 /** A comm whose subshell starts when the test says so. */
 class SubshellComm extends FakeComm {
   disposed = false;
+  commsOverSubshells = 'perCommTarget';
   start!: () => void;
   readonly subshellStarted = new Promise<void>(resolve => (this.start = resolve));
+  get isDisposed(): boolean {
+    return this.disposed;
+  }
   dispose(): void {
     this.disposed = true;
+  }
+  open(): void {
+    if (this.disposed) {
+      throw new Error('Cannot open'); // as Lab's CommHandler
+    }
+    super.open();
   }
 }
 
@@ -195,6 +205,61 @@ describe('KernelChannel opened beside the cells', () => {
     expect(kernel.comm.opened).toBe(false);
     await vi.advanceTimersByTimeAsync(1);
     expect(kernel.comm.opened).toBe(true);
+  });
+
+  it('opens at once where comms over subshells are turned off (the subshell would never start)', () => {
+    const kernel = new SubshellKernel();
+    const created = kernel.createComm.bind(kernel);
+    kernel.createComm = (target: string) => {
+      const c = created(target);
+      c.commsOverSubshells = 'disabled';
+      return c;
+    };
+    channel('beside', kernel);
+    expect(kernel.comm.opened).toBe(true);
+  });
+
+  it('makes no second comm when asked to reconnect while the opening waits', async () => {
+    const kernel = new SubshellKernel();
+    const { ch } = channel('beside', kernel);
+    ch.reconnect();
+    kernel.comm.start();
+    await settled();
+    expect(kernel.comms).toHaveLength(1);
+    expect(kernel.comm.opened).toBe(true);
+  });
+
+  it('says no-target, and throws nothing, where Lab disposed the comm while its opening waited', async () => {
+    const kernel = new SubshellKernel();
+    const { ch } = channel('beside', kernel);
+    kernel.comm.dispose(); // the notebook closed: Lab's kernel connection disposes its comms, no onClose
+    kernel.comm.start();
+    await settled();
+    expect(kernel.comm.opened).toBe(false);
+    expect(ch.status).toBe('no-target');
+    ch.reconnect();
+    expect(kernel.comms).toHaveLength(2);
+  });
+
+  it('opens another comm on a reconnect once an opening on a subshell went unanswered too long', async () => {
+    vi.useFakeTimers();
+    const kernel = new SubshellKernel();
+    const { ch } = channel('beside', kernel);
+    const lost = kernel.comm;
+    lost.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(lost.opened).toBe(true);
+    await vi.advanceTimersByTimeAsync(LOST_OPENING_MS - 1);
+    ch.reconnect(); // not yet: it may still be answered
+    expect(kernel.comms).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    ch.reconnect();
+    expect(lost.closed).toBe(true);
+    expect(kernel.comms).toHaveLength(2);
+    kernel.comm.start();
+    await vi.advanceTimersByTimeAsync(0);
+    kernel.comm.deliver({ id: 0, error: null });
+    expect(ch.connected).toBe(true);
   });
 
   it('forgets a comm left before it opened without telling any kernel, and never opens it', async () => {

@@ -57,12 +57,17 @@ def _run_cell(page, k: int) -> None:
                             void window.jupyterapp.commands.execute('notebook:run-cell'); }""", k)  # not awaited
 
 
-def test_the_health_panel_follows_a_recorded_loop_and_a_click_moves_the_debugger_there(page, lab):
-    name = write_notebook(lab, "health_panel.ipynb", [SETUP, LOOP])
-    open_notebook(page, lab, name)
+def _panel_beside(page, lab, file: str, cells: list[str]):
+    """The notebook `file` of `cells` opened, and the Training health panel shown beside it (its locator)."""
+    open_notebook(page, lab, write_notebook(lab, file, cells))
     page.evaluate("window.jupyterapp.commands.execute('kernelcore:show-health')")
     panel = page.locator("#jp-kernelcore-health")
     panel.wait_for()
+    return panel
+
+
+def test_the_health_panel_follows_a_recorded_loop_and_a_click_moves_the_debugger_there(page, lab):
+    panel = _panel_beside(page, lab, "health_panel.ipynb", [SETUP, LOOP])
     # the palette offers it under its name
     assert page.evaluate("window.jupyterapp.commands.label('kernelcore:show-health')") == \
         "kernelcore: Show training health"
@@ -169,11 +174,7 @@ def test_the_health_panel_follows_a_recorded_model_fit_by_the_model_s_name(page,
 def test_after_run_all_the_panel_follows_the_loop_s_cell_that_was_queued_when_its_comm_opened(page, lab):
     # "Run All": the cell importing kernelcore_widgets ends with the loop's cell queued behind it, so the panel's
     # comm opens while the loop runs (beside it, on the comm's kernel subshell), and follows it from there
-    name = write_notebook(lab, "health_panel_run_all.ipynb", [SETUP, LOOP])
-    open_notebook(page, lab, name)
-    page.evaluate("window.jupyterapp.commands.execute('kernelcore:show-health')")
-    panel = page.locator("#jp-kernelcore-health")
-    panel.wait_for()
+    panel = _panel_beside(page, lab, "health_panel_run_all.ipynb", [SETUP, LOOP])
     page.evaluate("void window.jupyterapp.commands.execute('notebook:run-all-cells')")  # not awaited
     page.wait_for_function(FOLLOWING_CELL, arg=1, timeout=90_000, polling=100)  # live: the loop's cell still runs
     page.wait_for_function(RUN_DONE, timeout=120_000, polling=250)

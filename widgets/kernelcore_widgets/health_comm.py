@@ -15,8 +15,10 @@ HealthPanelState: {"recorders": [{name, label, iterations, stopped}], "recorder"
 
 Every request is answered exactly once (an error reply for anything that fails, malformed requests included).
 What is sent is bounded: at most MAX_POINTS_PER_SERIES points a series, a page of ops, every string clipped to
-MAX_TEXT characters, and a message past MAX_MESSAGE_BYTES is replaced by an error. The messages run on the
+MAX_TEXT characters, and a message past MAX_MESSAGE_BYTES is replaced by an error. The requests run on the
 kernel's main shell (kernel_targets.pin_to_main_shell): the recorder's tables are written there, by the loop.
+The opening may run on the comm's subshell, beside a running cell (the panel opens it there): it reads no
+recorder, and the state comes with the pushes of health_follow.py or the answer to the panel's request.
 
 Live updates: health_follow.py pushes every connected panel's state as a recorded cell's runs end.
 """
@@ -173,12 +175,13 @@ _open_comms: list = []  # (comm, channel): kept alive while open
 def _open(comm, _open_msg) -> None:
     pin_to_main_shell(comm)
     ch = HealthChannel(lambda m: comm.send(m))
-    health_follow.channels.add(ch)
     hold_open(comm, ch, _open_comms, on_msg=lambda msg: ch.handle(message_data(msg)),
               on_closed=lambda: health_follow.channels.discard(ch))
     # a greeting without the state: the opening may be handled beside a running cell (on a subshell), where
-    # reading a recorder the loop writes is not safe; the panel asks for the state at once, on the main shell
+    # reading a recorder the loop writes is not safe; the panel asks for the state at once, on the main shell,
+    # and the loop's pushes (on its thread, once the channel is connected, after the greeting) bring it sooner
     comm.send(HELLO)
+    health_follow.channels.add(ch)
 
 
 def register() -> bool:

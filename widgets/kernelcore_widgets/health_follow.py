@@ -59,7 +59,7 @@ class Follower:
 
     def __init__(self, any_bound: Callable[[], bool] = lambda: False):
         self.any_bound = any_bound
-        self._token = None
+        self._tokens: dict[int, object] = {}  # thread id -> its cell's observer (a subshell runs cells too)
         self._last = 0.0
         self._build_s = 0.0
 
@@ -67,14 +67,19 @@ class Follower:
         """Observe the cell's runs when it may record: its source names `record`, or a recorder is bound already
         (`with rec:` again). The observer asks for nothing per op but a call that drops its record, so an
         unrecorded loop in a cell that names `record` pays a few microseconds a run."""
-        if self._token is not None:
+        if self.observing:
             return
         source = getattr(info, "raw_cell", None)
         if not isinstance(source, str) or "record" in source or self.any_bound():
-            self._token = add_observer(RunEnds(self.run_ended))
+            self._tokens[threading.get_ident()] = add_observer(RunEnds(self.run_ended))
+
+    @property
+    def observing(self) -> bool:
+        """Whether the cell running on this thread is observed."""
+        return threading.get_ident() in self._tokens
 
     def cell_ended(self, *_args) -> None:
-        token, self._token = self._token, None
+        token = self._tokens.pop(threading.get_ident(), None)
         if token is not None:
             try:
                 remove_observer(token)
