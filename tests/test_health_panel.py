@@ -391,7 +391,7 @@ def test_opening_the_comm_greets_without_reading_a_recorder_then_answers_on_requ
     _connect(monkeypatch)
     comm = FakeComm()
     sent_before_connected = []
-    comm.send = lambda msg: (comm.sent.append(msg), sent_before_connected.append(not hf.channels))
+    comm.send = lambda msg: (comm.sent.append(msg), sent_before_connected.append(not hf.channels.snapshot()))
     hc._open(comm, {"content": {"data": {}}})
     try:
         assert comm.sent == [hc.HELLO] and not read and sent_before_connected == [True]

@@ -25,6 +25,8 @@ from .requests import error_text
 _log = logging.getLogger(__name__)
 MIN_PUSH_S = 0.5
 PUSH_SHARE = 0.1
+
+
 class Channels:
     """The connected panels' HealthChannel objects, held weakly (the comm holds its channel while it is open);
     added to and read from more than one thread."""
@@ -44,10 +46,6 @@ class Channels:
     def snapshot(self) -> list:
         with self._lock:
             return list(self._set)
-
-    def __bool__(self) -> bool:
-        with self._lock:
-            return len(self._set) > 0
 
 
 channels = Channels()
